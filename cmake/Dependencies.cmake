@@ -1,0 +1,56 @@
+# Finds the libraries ctrainer links and exposes them as the INTERFACE target
+# ctrainer_deps. Sets CTRAINER_HAVE_CUDA, CTRAINER_HAVE_SBGEMM and
+# CTRAINER_DEFINITIONS.
+find_package(PkgConfig REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS C)
+find_package(Threads REQUIRED)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+
+add_library(ctrainer_deps INTERFACE)
+target_link_libraries(ctrainer_deps INTERFACE PkgConfig::OPENBLAS OpenMP::OpenMP_C
+  Threads::Threads m)
+set(CTRAINER_DEFINITIONS "")
+
+# Debian's OpenBLAS declares cblas_sbgemm in cblas.h but may not build it:
+# only a link test tells.
+include(CheckCSourceCompiles)
+set(CMAKE_REQUIRED_INCLUDES ${OPENBLAS_INCLUDE_DIRS})
+set(CMAKE_REQUIRED_LINK_OPTIONS ${OPENBLAS_LDFLAGS})
+set(CMAKE_REQUIRED_LIBRARIES ${OPENBLAS_LINK_LIBRARIES})
+check_c_source_compiles("
+#include <cblas.h>
+int main(void) { bfloat16 a = 0, b = 0; float c = 0;
+  cblas_sbgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+  return (int)c; }" CTRAINER_HAVE_SBGEMM)
+unset(CMAKE_REQUIRED_INCLUDES)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
+unset(CMAKE_REQUIRED_LIBRARIES)
+if(CTRAINER_HAVE_SBGEMM)
+  list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_SBGEMM)
+else()
+  set(CTRAINER_HAVE_SBGEMM OFF)
+endif()
+
+# CUDA: AUTO builds the backend when nvcc is found.
+set(CTRAINER_HAVE_CUDA OFF)
+if(NOT CTRAINER_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90) # H100/H200; override on the command line
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    target_link_libraries(ctrainer_deps INTERFACE CUDA::cudart CUDA::cublas CUDA::cublasLt)
+    list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_CUDA)
+    set(CTRAINER_HAVE_CUDA ON)
+  elseif(CTRAINER_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "CTRAINER_CUDA=ON but no CUDA compiler (nvcc) was found")
+  else()
+    message(STATUS "ctrainer: nvcc not found, building without the CUDA backend")
+  endif()
+endif()

@@ -1,0 +1,55 @@
+/* ctrainer — status codes and the thread-local error message.
+ *
+ * Functions that can fail return a CtStatus or NULL and record a message
+ * naming what failed, where and why. The message is thread-local.
+ *
+ * Sticky errors: a tensor op given a NULL input returns NULL without touching
+ * the recorded message, so a forward pass can be written without checks and
+ * the first failure is reported once:
+ *
+ *     Tensor *y = tensor_relu(tensor_linear(x, w, b));   // may be NULL
+ *     if (!y) fprintf(stderr, "%s\n", ct_last_error());
+ */
+#ifndef CTRAINER_STATUS_H
+#define CTRAINER_STATUS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum CtStatus {
+    CT_OK = 0,
+    CT_ERR_INVALID,     /* bad argument value */
+    CT_ERR_SHAPE,       /* shapes do not fit the operation */
+    CT_ERR_DTYPE,       /* dtype not accepted by the operation */
+    CT_ERR_DEVICE,      /* tensors on different devices, or no such device */
+    CT_ERR_NULL,        /* a required argument was NULL */
+    CT_ERR_OOM,         /* allocation failed */
+    CT_ERR_IO,          /* file or stream error */
+    CT_ERR_FORMAT,      /* malformed input data */
+    CT_ERR_UNSUPPORTED, /* op/dtype/device combination not implemented */
+    CT_ERR_BACKEND,     /* a backend library call failed (CUDA, cuBLAS, ...) */
+    CT_ERR_STATE,       /* call not valid in the current state */
+} CtStatus;
+
+/* Short, static name of a status ("shape mismatch"). Never NULL. */
+const char *ct_status_str(CtStatus s);
+
+/* The last error message on this thread ("" when none). The pointer stays
+ * valid until the next error is recorded on this thread. */
+const char *ct_last_error(void);
+
+/* The status of the last recorded error on this thread (CT_OK when none). */
+CtStatus ct_last_status(void);
+
+/* Forget the recorded error on this thread. */
+void ct_clear_error(void);
+
+/* Record an error (printf-style) and return `s`, for one-line returns:
+ *     return ct_error(CT_ERR_IO, "open %s: %s", path, strerror(errno)); */
+CtStatus ct_error(CtStatus s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

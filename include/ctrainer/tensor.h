@@ -1,0 +1,428 @@
+/* ctrainer — tensors, scopes, autograd and ops.
+ *
+ * Ownership
+ * ---------
+ * A Tensor is a refcounted handle onto refcounted storage. Tensors created
+ * while a scope is open (ct_scope_open) belong to that scope and are released
+ * when it closes; the caller never frees them. Tensors created with no scope
+ * open are *persistent*: the caller owns them and releases them with
+ * tensor_free. tensor_retain adds a reference the caller must release with
+ * tensor_free; that is how a scope-created tensor is kept past its scope.
+ *
+ * Errors
+ * ------
+ * Ops return NULL on failure and record a message (see status.h). An op given
+ * a NULL input returns NULL and keeps the first message (sticky errors).
+ *
+ * Autograd
+ * --------
+ * Define-by-run. When grad mode is on and an input requires grad, an op
+ * records a node. tensor_backward runs the graph in reverse and accumulates
+ * (+=) into the .grad of leaf tensors that require grad; the graph is then
+ * released, so nothing but leaf gradients outlives backward. Views
+ * (reshape, slice, transpose, expand) are differentiable like any op.
+ *
+ * Shapes are given as (ndim, const int64_t *shape). Negative dims count from
+ * the end, as in PyTorch.
+ */
+#ifndef CTRAINER_TENSOR_H
+#define CTRAINER_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctrainer/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CT_MAX_DIMS 8
+
+/* ---------------------------------------------------------------- dtypes */
+
+typedef enum CtDType {
+    CT_F32 = 0,
+    CT_F64,
+    CT_BF16,
+    CT_F16,
+    CT_I64,
+    CT_I32,
+    CT_U8,
+    CT_BOOL,
+    CT_DTYPE_COUNT
+} CtDType;
+
+/* Bytes per element. */
+size_t ct_dtype_size(CtDType dt);
+/* "f32", "bf16", ... */
+const char *ct_dtype_name(CtDType dt);
+/* True for f32, f64, bf16, f16. */
+bool ct_dtype_is_float(CtDType dt);
+
+/* Scalar conversions; float -> half types round to nearest even, NaN stays
+ * NaN, overflow goes to infinity. */
+uint16_t ct_f32_to_bf16(float x);
+float ct_bf16_to_f32(uint16_t x);
+uint16_t ct_f32_to_f16(float x);
+float ct_f16_to_f32(uint16_t x);
+
+/* --------------------------------------------------------------- devices */
+
+typedef enum CtDeviceType { CT_DEVICE_CPU = 0, CT_DEVICE_CUDA = 1 } CtDeviceType;
+
+typedef struct CtDevice {
+    CtDeviceType type;
+    int index; /* CUDA ordinal; 0 for CPU */
+} CtDevice;
+
+static inline CtDevice ct_cpu(void)
+{
+    return (CtDevice){CT_DEVICE_CPU, 0};
+}
+static inline CtDevice ct_cuda(int index)
+{
+    return (CtDevice){CT_DEVICE_CUDA, index};
+}
+bool ct_device_eq(CtDevice a, CtDevice b);
+/* Writes "cpu" or "cuda:N" into buf (at least 16 bytes); returns buf. */
+const char *ct_device_str(CtDevice d, char *buf);
+/* Number of usable CUDA devices (0 when the CUDA backend is not built or no
+ * GPU is present). */
+int ct_cuda_device_count(void);
+
+/* ---------------------------------------------------------------- tensor */
+
+typedef struct Tensor Tensor;
+
+/* Creation. The result is owned by the open scope, or by the caller when no
+ * scope is open. Contents of tensor_empty are unspecified. */
+Tensor *tensor_empty(int ndim, const int64_t *shape, CtDType dt, CtDevice dev);
+Tensor *tensor_zeros(int ndim, const int64_t *shape, CtDType dt, CtDevice dev);
+Tensor *tensor_ones(int ndim, const int64_t *shape, CtDType dt, CtDevice dev);
+Tensor *tensor_full(int ndim, const int64_t *shape, double value, CtDType dt,
+                    CtDevice dev);
+/* Copies `data` (host memory, numel elements of dt, row-major). */
+Tensor *tensor_from_data(const void *data, int ndim, const int64_t *shape, CtDType dt,
+                         CtDevice dev);
+/* 0-d tensor. */
+Tensor *tensor_scalar(double value, CtDType dt, CtDevice dev);
+/* [start, end) by step, 1-d. */
+Tensor *tensor_arange(double start, double end, double step, CtDType dt, CtDevice dev);
+/* Same shape, dtype, device as `like`. */
+Tensor *tensor_zeros_like(const Tensor *like);
+Tensor *tensor_ones_like(const Tensor *like);
+Tensor *tensor_empty_like(const Tensor *like);
+
+/* Adds a reference; the caller releases it with tensor_free. Returns t. */
+Tensor *tensor_retain(Tensor *t);
+/* Releases the caller's reference (NULL is a no-op). Never call it on a
+ * scope-owned tensor you did not retain. */
+void tensor_free(Tensor *t);
+
+/* Accessors. */
+int tensor_ndim(const Tensor *t);
+const int64_t *tensor_shape(const Tensor *t);
+const int64_t *tensor_strides(const Tensor *t); /* in elements */
+int64_t tensor_size(const Tensor *t, int dim);  /* negative dims allowed */
+int64_t tensor_numel(const Tensor *t);
+CtDType tensor_dtype(const Tensor *t);
+CtDevice tensor_device(const Tensor *t);
+bool tensor_is_contiguous(const Tensor *t);
+/* Pointer to the first element. Host memory for CPU tensors, device memory
+ * for CUDA tensors. Valid while the tensor lives. */
+void *tensor_data(const Tensor *t);
+/* True when both views share storage. */
+bool tensor_shares_storage(const Tensor *a, const Tensor *b);
+/* Value of a one-element tensor as double (copies from the device if
+ * needed). Returns NAN and records an error otherwise. */
+double tensor_item(const Tensor *t);
+/* Copies all elements, in row-major order, into host memory `dst` as dt. */
+CtStatus tensor_copy_to_host(const Tensor *t, void *dst, CtDType dt);
+/* Writes a short description "f32[32, 784] cpu" into buf (>= 96 bytes). */
+const char *tensor_describe(const Tensor *t, char *buf, size_t n);
+/* Debug name shown in error messages (copied, truncated to 31 chars). */
+void tensor_set_name(Tensor *t, const char *name);
+const char *tensor_name(const Tensor *t);
+
+/* In-place, never recorded by autograd (for optimizers, init, metrics). */
+CtStatus tensor_fill_(Tensor *t, double value);
+CtStatus tensor_zero_(Tensor *t);
+/* dst <- src (same shape; dtype and device may differ). */
+CtStatus tensor_copy_(Tensor *dst, const Tensor *src);
+
+/* ---------------------------------------------------------------- scopes */
+
+typedef struct CtScope CtScope;
+
+/* Opens a scope on this thread; scopes nest. Returns NULL on OOM. */
+CtScope *ct_scope_open(void);
+/* Releases every tensor created while `s` was the innermost scope, and closes
+ * any scope opened inside it that was left open. */
+void ct_scope_close(CtScope *s);
+/* Number of tensors `s` holds (for tests and leak checks). */
+size_t ct_scope_count(const CtScope *s);
+
+/* ------------------------------------------------------ caching allocator */
+
+typedef struct CtAllocStats {
+    size_t in_use;   /* bytes handed out and not returned */
+    size_t cached;   /* bytes held in free lists */
+    size_t peak;     /* max in_use since start or last reset */
+    size_t n_allocs; /* calls that reached the system allocator */
+} CtAllocStats;
+
+CtAllocStats ct_alloc_stats(CtDevice dev);
+void ct_alloc_reset_peak(CtDevice dev);
+/* Returns cached blocks of `dev` to the system. */
+void ct_alloc_empty_cache(CtDevice dev);
+
+/* --------------------------------------------------------------- autograd */
+
+/* Grad mode is per thread, on by default. Returns the previous setting. */
+bool ct_set_grad_enabled(bool on);
+bool ct_grad_enabled(void);
+
+/* Marks a leaf tensor as requiring grad. Errors on non-float dtypes and on
+ * non-leaf tensors. */
+CtStatus tensor_set_requires_grad(Tensor *t, bool on);
+bool tensor_requires_grad(const Tensor *t);
+/* A view sharing storage with t, detached from the graph. */
+Tensor *tensor_detach(Tensor *t);
+/* The accumulated gradient of a leaf, or NULL before the first backward. The
+ * gradient is owned by t. */
+Tensor *tensor_grad(const Tensor *t);
+/* Uses `g` (same shape and dtype as t) as t's gradient buffer: backward then
+ * accumulates into it. nn uses this to point gradients into one flat block.
+ * t takes a reference; NULL drops the current gradient. */
+CtStatus tensor_set_grad(Tensor *t, Tensor *g);
+/* Runs backward from `root`. `grad` seeds d(root); NULL means ones, which
+ * requires a one-element root. Releases the graph afterwards. */
+CtStatus tensor_backward(Tensor *root, const Tensor *grad);
+
+/* ------------------------------------------------------------------ views */
+/* Views share storage with their input. */
+
+Tensor *tensor_reshape(Tensor *t, int ndim,
+                       const int64_t *shape); /* one -1 allowed; copies if not viewable */
+Tensor *tensor_view(Tensor *t, int ndim,
+                    const int64_t *shape); /* errors if not viewable */
+Tensor *tensor_flatten(Tensor *t, int start_dim, int end_dim);
+Tensor *tensor_squeeze(Tensor *t, int dim);
+Tensor *tensor_unsqueeze(Tensor *t, int dim);
+/* Elements start..end-1 (by step > 0) along dim; end clamps to the size. */
+Tensor *tensor_slice(Tensor *t, int dim, int64_t start, int64_t end, int64_t step);
+/* One index along dim, removing the dim. */
+Tensor *tensor_select(Tensor *t, int dim, int64_t index);
+Tensor *tensor_transpose(Tensor *t, int dim0, int dim1);
+Tensor *tensor_permute(Tensor *t, const int *dims); /* ndim entries */
+/* Broadcast to `shape` (size-1 dims stretched, new leading dims added). */
+Tensor *tensor_expand(Tensor *t, int ndim, const int64_t *shape);
+/* Returns t itself (with a new reference in the scope) when contiguous,
+ * otherwise a contiguous copy. */
+Tensor *tensor_contiguous(Tensor *t);
+
+/* ---------------------------------------------------------- conversions */
+
+/* Differentiable between float dtypes. */
+Tensor *tensor_cast(Tensor *t, CtDType dt);
+/* Copy to another device (differentiable). */
+Tensor *tensor_to_device(Tensor *t, CtDevice dev);
+Tensor *tensor_clone(Tensor *t);
+
+/* ------------------------------------------------------------ elementwise */
+/* Binary ops broadcast as in NumPy/PyTorch; both inputs must have the same
+ * dtype and device. Results are contiguous. */
+
+Tensor *tensor_add(Tensor *a, Tensor *b);
+Tensor *tensor_sub(Tensor *a, Tensor *b);
+Tensor *tensor_mul(Tensor *a, Tensor *b);
+Tensor *tensor_div(Tensor *a, Tensor *b);
+Tensor *tensor_pow(Tensor *a, Tensor *b);     /* a > 0 for grad w.r.t. b */
+Tensor *tensor_maximum(Tensor *a, Tensor *b); /* grad to a on ties */
+Tensor *tensor_minimum(Tensor *a, Tensor *b);
+Tensor *tensor_add_scalar(Tensor *a, double s);
+Tensor *tensor_sub_scalar(Tensor *a, double s);  /* a - s */
+Tensor *tensor_rsub_scalar(Tensor *a, double s); /* s - a */
+Tensor *tensor_mul_scalar(Tensor *a, double s);
+Tensor *tensor_div_scalar(Tensor *a, double s); /* a / s */
+Tensor *tensor_pow_scalar(Tensor *a, double e); /* a ** e */
+
+/* Comparisons give CT_BOOL tensors (not differentiable). */
+Tensor *tensor_eq(Tensor *a, Tensor *b);
+Tensor *tensor_ne(Tensor *a, Tensor *b);
+Tensor *tensor_lt(Tensor *a, Tensor *b);
+Tensor *tensor_le(Tensor *a, Tensor *b);
+Tensor *tensor_gt(Tensor *a, Tensor *b);
+Tensor *tensor_ge(Tensor *a, Tensor *b);
+
+Tensor *tensor_neg(Tensor *t);
+Tensor *tensor_exp(Tensor *t);
+Tensor *tensor_log(Tensor *t);
+Tensor *tensor_sqrt(Tensor *t);
+Tensor *tensor_abs(Tensor *t);
+/* Clamp to [lo, hi]; pass -INFINITY/INFINITY for a one-sided clamp. Gradient
+ * is 1 inside [lo, hi], 0 outside (PyTorch's convention). */
+Tensor *tensor_clamp(Tensor *t, double lo, double hi);
+Tensor *tensor_relu(Tensor *t);
+Tensor *tensor_leaky_relu(Tensor *t, double negative_slope);
+typedef enum CtGeluApprox { CT_GELU_ERF = 0, CT_GELU_TANH = 1 } CtGeluApprox;
+Tensor *tensor_gelu(Tensor *t, CtGeluApprox approx);
+Tensor *tensor_silu(Tensor *t);
+Tensor *tensor_sigmoid(Tensor *t);
+Tensor *tensor_tanh(Tensor *t);
+
+/* cond (CT_BOOL) ? a : b, broadcasting all three. Differentiable in a, b. */
+Tensor *tensor_where(Tensor *cond, Tensor *a, Tensor *b);
+/* t with `value` where mask (CT_BOOL, broadcast to t) is true. */
+Tensor *tensor_masked_fill(Tensor *t, Tensor *mask, double value);
+
+/* ------------------------------------------------------------ reductions */
+/* `dims` lists ndims dims to reduce (any order, negatives allowed);
+ * ndims == 0 reduces over all dims. keepdim keeps reduced dims as size 1.
+ * Floating inputs only, accumulated in at least f32 (f64 for f64). */
+
+Tensor *tensor_sum(Tensor *t, int ndims, const int *dims, bool keepdim);
+Tensor *tensor_mean(Tensor *t, int ndims, const int *dims, bool keepdim);
+/* Max/min values; gradient goes to the first extremal element. */
+Tensor *tensor_max(Tensor *t, int ndims, const int *dims, bool keepdim);
+Tensor *tensor_min(Tensor *t, int ndims, const int *dims, bool keepdim);
+/* Variance with `correction` (1 = unbiased, PyTorch's default; 0 = biased). */
+Tensor *tensor_var(Tensor *t, int ndims, const int *dims, int correction, bool keepdim);
+/* Index of the first maximum along dim (CT_I64). */
+Tensor *tensor_argmax(Tensor *t, int dim, bool keepdim);
+/* Sum of all elements to a 0-d tensor. */
+Tensor *tensor_sum_all(Tensor *t);
+Tensor *tensor_mean_all(Tensor *t);
+/* Sums `t` down to `shape` (the reverse of broadcasting). */
+Tensor *tensor_sum_to(Tensor *t, int ndim, const int64_t *shape);
+
+/* ------------------------------------------------------- linear algebra */
+
+/* Matrix product with PyTorch's matmul rules: 1-d operands are promoted,
+ * batch dims broadcast. (.., n, k) @ (.., k, m) -> (.., n, m). f32 and f64
+ * through BLAS; bf16 through cblas_sbgemm when available, else converted. */
+Tensor *tensor_matmul(Tensor *a, Tensor *b);
+/* y = x · wᵀ + b. x: (*, in), w: (out, in), b: (out) or NULL. */
+Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b);
+
+/* --------------------------------------------------------- convolutions */
+
+typedef struct CtConv2dArgs {
+    int stride[2];   /* 0 -> 1 */
+    int padding[2];  /* zero padding on both sides */
+    int dilation[2]; /* 0 -> 1 */
+    int groups;      /* 0 -> 1 */
+} CtConv2dArgs;
+
+/* x: (N, C, H, W), w: (O, C/groups, kh, kw), b: (O) or NULL.
+ * args NULL means stride 1, no padding, dilation 1, groups 1. */
+Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args);
+
+typedef struct CtPool2dArgs {
+    int kernel[2];
+    int stride[2]; /* 0 -> kernel */
+    int padding[2];
+    bool ceil_mode;
+    bool count_include_pad; /* avg only; PyTorch's default is true */
+} CtPool2dArgs;
+
+Tensor *tensor_max_pool2d(Tensor *x, const CtPool2dArgs *args);
+Tensor *tensor_avg_pool2d(Tensor *x, const CtPool2dArgs *args);
+/* PyTorch's adaptive bins: start = floor(i*H/oh), end = ceil((i+1)*H/oh). */
+Tensor *tensor_adaptive_avg_pool2d(Tensor *x, int out_h, int out_w);
+
+/* ------------------------------------------------- softmax and losses */
+
+Tensor *tensor_softmax(Tensor *t, int dim);
+Tensor *tensor_log_softmax(Tensor *t, int dim);
+
+typedef enum CtReduction {
+    CT_REDUCTION_MEAN = 0,
+    CT_REDUCTION_SUM = 1,
+    CT_REDUCTION_NONE = 2
+} CtReduction;
+
+typedef struct CtCrossEntropyArgs {
+    CtReduction reduction;  /* default mean */
+    double label_smoothing; /* in [0, 1) */
+    int64_t ignore_index;   /* targets equal to it contribute nothing */
+    bool use_ignore_index;  /* PyTorch's default ignore_index is -100 */
+    const Tensor *weight;   /* (C) class weights or NULL */
+} CtCrossEntropyArgs;
+
+/* logits: (N, C) or (N, C, d1...), target: (N) or (N, d1...) CT_I64 class
+ * indices. Fused log-softmax + NLL with PyTorch's semantics (weighted mean
+ * divides by the sum of target weights). args NULL means defaults. */
+Tensor *tensor_cross_entropy(Tensor *logits, Tensor *target,
+                             const CtCrossEntropyArgs *args);
+/* logp: log-probabilities, same layout as cross_entropy's logits; label
+ * smoothing is ignored. */
+Tensor *tensor_nll_loss(Tensor *logp, Tensor *target, const CtCrossEntropyArgs *args);
+Tensor *tensor_mse_loss(Tensor *input, Tensor *target, CtReduction r);
+Tensor *tensor_l1_loss(Tensor *input, Tensor *target, CtReduction r);
+/* pos_weight: broadcast to the class dim, or NULL. */
+Tensor *tensor_bce_with_logits(Tensor *logits, Tensor *target, Tensor *pos_weight,
+                               CtReduction r);
+
+/* ------------------------------------------------------- normalisation */
+
+/* x: (N, C, *). weight, bias: (C) or NULL. In training mode uses batch
+ * statistics and, when running_mean/var are given, updates them in place:
+ * r = (1 - momentum) r + momentum * stat, with the unbiased variance (PyTorch).
+ * In eval mode uses the running statistics. */
+Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
+                          Tensor *weight, Tensor *bias, bool training, double momentum,
+                          double eps);
+/* Normalises over the last `nnorm` dims; weight and bias have those dims'
+ * shape, or are NULL. */
+Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, double eps);
+
+/* ---------------------------------------------------------------- random */
+
+/* Philox-4x32-10 stream keyed by (seed, stream). Element i of a draw uses
+ * counter (offset + i/4), lane i%4, so the numbers do not depend on thread
+ * count or device. Every draw advances `offset`. Plain struct: copy it to
+ * save state. */
+typedef struct CtGenerator {
+    uint64_t seed;
+    uint64_t stream;
+    uint64_t offset; /* in 128-bit blocks */
+} CtGenerator;
+
+CtGenerator ct_generator(uint64_t seed, uint64_t stream);
+/* The raw Philox-4x32-10 block for counter (c0..c3) and key (k0, k1). */
+void ct_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* Uniform in [0, 1) with 24 random bits (f32) or 53 (f64). */
+Tensor *tensor_rand(CtGenerator *g, int ndim, const int64_t *shape, CtDType dt,
+                    CtDevice dev);
+Tensor *tensor_uniform(CtGenerator *g, int ndim, const int64_t *shape, double low,
+                       double high, CtDType dt, CtDevice dev);
+Tensor *tensor_normal(CtGenerator *g, int ndim, const int64_t *shape, double mean,
+                      double std, CtDType dt, CtDevice dev);
+/* 1 with probability p, else 0, in dtype dt. */
+Tensor *tensor_bernoulli(CtGenerator *g, int ndim, const int64_t *shape, double p,
+                         CtDType dt, CtDevice dev);
+/* A permutation of 0..n-1 into out[n] (host memory). */
+CtStatus ct_randperm(CtGenerator *g, int64_t n, int64_t *out);
+/* Inverted dropout: zeroes with probability p and scales the rest by
+ * 1/(1-p). Identity when !training or p == 0. */
+Tensor *tensor_dropout(Tensor *x, double p, bool training, CtGenerator *g);
+
+/* ------------------------------------------------- indexing and joining */
+
+/* weight: (V, D), indices: CT_I64 of any shape -> (*indices, D). */
+Tensor *tensor_embedding(Tensor *weight, Tensor *indices);
+Tensor *tensor_index_select(Tensor *t, int dim, Tensor *index);
+/* out[i][j] = t[index[i][j]][j] for dim 0 (PyTorch's gather). */
+Tensor *tensor_gather(Tensor *t, int dim, Tensor *index);
+Tensor *tensor_cat(int n, Tensor *const *ts, int dim);
+Tensor *tensor_stack(int n, Tensor *const *ts, int dim);
+/* indices: CT_I64 -> (*indices, num_classes) in dtype dt. */
+Tensor *tensor_one_hot(Tensor *indices, int64_t num_classes, CtDType dt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,298 @@
+/* Autograd: grad mode, graph nodes and the backward engine. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static _Thread_local bool grad_disabled;
+static _Thread_local int visit_epoch;
+
+bool ct_set_grad_enabled(bool on)
+{
+    bool prev = !grad_disabled;
+    grad_disabled = !on;
+    return prev;
+}
+
+bool ct_grad_enabled(void)
+{
+    return !grad_disabled;
+}
+
+CtNode *ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
+                    Tensor *const *in)
+{
+    if (!out || grad_disabled) return NULL;
+    bool any = false;
+    for (int i = 0; i < n_in; i++) any |= in[i] && in[i]->requires_grad;
+    if (!any) return NULL;
+    CtNode *n = calloc(1, sizeof *n);
+    if (!n) {
+        ct_error(CT_ERR_OOM, "%s: out of memory recording the autograd node", op);
+        return NULL;
+    }
+    n->op = op;
+    n->backward = bw;
+    n->n_in = n_in;
+    for (int i = 0; i < n_in; i++) {
+        n->in[i] = tensor_retain(in[i]);
+        n->needs_grad[i] = in[i] && in[i]->requires_grad;
+    }
+    out->grad_fn = n;
+    out->requires_grad = true;
+    return n;
+}
+
+void ct_node_save(CtNode *n, int i, Tensor *t)
+{
+    tensor_free(n->saved[i]);
+    n->saved[i] = tensor_retain(t);
+}
+
+void ct_node_save_output(CtNode *n, int i, Tensor *out)
+{
+    tensor_free(n->saved[i]);
+    n->saved[i] = ct_tensor_alias(out);
+}
+
+CtStatus tensor_set_requires_grad(Tensor *t, bool on)
+{
+    if (!t) return ct_error(CT_ERR_NULL, "tensor_set_requires_grad: NULL tensor");
+    char d[96];
+    if (t->grad_fn)
+        return ct_error(CT_ERR_STATE,
+                        "tensor_set_requires_grad: %s is not a leaf (it is the "
+                        "output of %s); detach it first",
+                        tensor_describe(t, d, sizeof d), t->grad_fn->op);
+    if (on && !ct_dtype_is_float(t->dtype))
+        return ct_error(CT_ERR_DTYPE,
+                        "tensor_set_requires_grad: only floating-point tensors "
+                        "can require grad, got %s",
+                        tensor_describe(t, d, sizeof d));
+    t->requires_grad = on;
+    return CT_OK;
+}
+
+bool tensor_requires_grad(const Tensor *t)
+{
+    return t && t->requires_grad;
+}
+
+Tensor *tensor_grad(const Tensor *t)
+{
+    return t ? t->grad : NULL;
+}
+
+CtStatus tensor_set_grad(Tensor *t, Tensor *g)
+{
+    if (!t) return ct_error(CT_ERR_NULL, "tensor_set_grad: NULL tensor");
+    if (g && (!ct_check_same_shape("tensor_set_grad", t, g) ||
+              !ct_check_same_dtype("tensor_set_grad", t, g) ||
+              !ct_check_inputs("tensor_set_grad", 2, (const Tensor *[]){t, g})))
+        return ct_last_status();
+    tensor_retain(g);
+    tensor_free(t->grad);
+    t->grad = g;
+    return CT_OK;
+}
+
+Tensor *tensor_detach(Tensor *t)
+{
+    if (!t) return NULL;
+    return ct_tensor_view(t, t->ndim, t->shape, t->stride, t->offset);
+}
+
+/* ------------------------------------------------------------ the engine */
+
+typedef struct NodeList {
+    CtNode **v;
+    size_t n, cap;
+} NodeList;
+
+static bool nl_push(NodeList *l, CtNode *n)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        CtNode **v = realloc(l->v, cap * sizeof *v);
+        if (!v) return false;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = n;
+    return true;
+}
+
+/* Post-order (inputs before the nodes that use them), iteratively. */
+static CtStatus topo_sort(CtNode *root, NodeList *order)
+{
+    NodeList stack = {0};
+    int epoch = ++visit_epoch;
+    CtStatus st = CT_OK;
+    root->visit = epoch;
+    if (!nl_push(&stack, root)) goto oom;
+    /* entries are pushed once; a node is emitted when all inputs are done,
+     * tracked by re-pushing it with a marker bit in `visit` */
+    while (stack.n) {
+        CtNode *n = stack.v[stack.n - 1];
+        bool pushed = false;
+        for (int i = 0; i < n->n_in; i++) {
+            CtNode *c = n->needs_grad[i] && n->in[i] ? n->in[i]->grad_fn : NULL;
+            if (c && c->visit != epoch) {
+                c->visit = epoch;
+                if (!nl_push(&stack, c)) goto oom;
+                pushed = true;
+                break;
+            }
+        }
+        if (!pushed) {
+            stack.n--;
+            if (!nl_push(order, n)) goto oom;
+        }
+    }
+    free(stack.v);
+    return st;
+oom:
+    free(stack.v);
+    return ct_error(CT_ERR_OOM, "tensor_backward: out of memory sorting the graph");
+}
+
+static CtStatus accumulate_into(Tensor **acc, Tensor *g)
+{
+    if (!*acc) {
+        *acc = tensor_retain(g);
+        return CT_OK;
+    }
+    Tensor *sum = tensor_add(*acc, g);
+    if (!sum) return ct_last_status();
+    tensor_free(*acc);
+    *acc = tensor_retain(sum);
+    return CT_OK;
+}
+
+static CtStatus accumulate_leaf(Tensor *leaf, Tensor *g)
+{
+    if (leaf->grad) {
+        CtBinaryParams p = {CT_BIN_ADD};
+        CtOpCall c = {
+            .op = CT_OP_BINARY, .out = {leaf->grad}, .in = {leaf->grad, g}, .params = &p};
+        return ct_dispatch(&c);
+    }
+    Tensor *copy = ct_tensor_new_persistent(leaf->ndim, leaf->shape, leaf->dtype,
+                                            leaf->storage->device);
+    if (!copy) return ct_last_status();
+    CtStatus st = tensor_copy_(copy, g);
+    if (st != CT_OK) {
+        tensor_free(copy);
+        return st;
+    }
+    leaf->grad = copy;
+    return CT_OK;
+}
+
+static CtStatus route_grad(CtNode *n, int i, Tensor *g)
+{
+    Tensor *x = n->in[i];
+    bool same = g->ndim == x->ndim && g->dtype == x->dtype;
+    for (int d = 0; same && d < x->ndim; d++) same = g->shape[d] == x->shape[d];
+    if (!same) {
+        char d1[96], d2[96];
+        return ct_error(CT_ERR_STATE,
+                        "tensor_backward: %s produced gradient %s for input %d (%s)",
+                        n->op, tensor_describe(g, d1, sizeof d1), i,
+                        tensor_describe(x, d2, sizeof d2));
+    }
+    if (x->grad_fn) {
+        if (x->grad_fn->released)
+            return ct_error(CT_ERR_STATE,
+                            "tensor_backward: the graph through %s was already "
+                            "released by an earlier backward",
+                            x->grad_fn->op);
+        return accumulate_into(&x->grad_fn->grad_acc, g);
+    }
+    return accumulate_leaf(x, g);
+}
+
+static CtStatus run_nodes(NodeList *order)
+{
+    for (size_t k = order->n; k-- > 0;) {
+        CtNode *n = order->v[k];
+        if (!n->grad_acc) continue;
+        Tensor *gin[CT_NODE_MAX_IN] = {0};
+        CtStatus st = n->backward(n, n->grad_acc, gin);
+        if (st != CT_OK) return st;
+        for (int i = 0; i < n->n_in; i++) {
+            if (!n->needs_grad[i] || !gin[i]) continue;
+            st = route_grad(n, i, gin[i]);
+            if (st != CT_OK) return st;
+        }
+        tensor_free(n->grad_acc);
+        n->grad_acc = NULL;
+    }
+    return CT_OK;
+}
+
+static Tensor *seed_grad(Tensor *root, const Tensor *grad)
+{
+    if (grad) {
+        if (!ct_check_same_shape("tensor_backward", root, grad) ||
+            !ct_check_inputs("tensor_backward", 2, (const Tensor *[]){root, grad}))
+            return NULL;
+        return tensor_cast((Tensor *)grad, root->dtype);
+    }
+    if (tensor_numel(root) != 1) {
+        char d[96];
+        ct_error(CT_ERR_SHAPE,
+                 "tensor_backward: a gradient can be implied only for a "
+                 "one-element output, got %s; pass `grad`",
+                 tensor_describe(root, d, sizeof d));
+        return NULL;
+    }
+    return tensor_ones_like(root);
+}
+
+CtStatus tensor_backward(Tensor *root, const Tensor *grad)
+{
+    if (!root) {
+        CtStatus st = ct_last_status();
+        return st != CT_OK ? st : ct_error(CT_ERR_NULL, "tensor_backward: NULL tensor");
+    }
+    if (!root->requires_grad) {
+        char d[96];
+        return ct_error(CT_ERR_STATE,
+                        "tensor_backward: %s does not require grad (no input of "
+                        "its graph requires grad, or grad mode was off)",
+                        tensor_describe(root, d, sizeof d));
+    }
+    if (root->grad_fn && root->grad_fn->released)
+        return ct_error(CT_ERR_STATE,
+                        "tensor_backward: the graph of this %s output was already "
+                        "released by an earlier backward",
+                        root->grad_fn->op);
+    CtScope *scope = ct_scope_open();
+    if (!scope) return ct_last_status();
+    bool prev = ct_set_grad_enabled(false);
+    CtStatus st = CT_OK;
+    NodeList order = {0};
+    Tensor *seed = seed_grad(root, grad);
+    if (!seed) {
+        st = ct_last_status();
+    } else if (!root->grad_fn) {
+        st = accumulate_leaf(root, seed);
+    } else {
+        st = topo_sort(root->grad_fn, &order);
+        if (st == CT_OK) {
+            root->grad_fn->grad_acc = tensor_retain(seed);
+            st = run_nodes(&order);
+        }
+        /* release the graph whatever happened: nothing outlives backward
+         * but leaf gradients */
+        for (size_t k = 0; k < order.n; k++) {
+            ct_node_free(order.v[k]);
+            order.v[k]->released = true;
+        }
+    }
+    free(order.v);
+    ct_set_grad_enabled(prev);
+    ct_scope_close(scope);
+    return st;
+}

@@ -1,0 +1,173 @@
+/* Copies between dtypes and devices; fill; item; cast, to_device, clone. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+static CtStatus null_arg(const char *op)
+{
+    CtStatus st = ct_last_status();
+    return st != CT_OK ? st : ct_error(CT_ERR_NULL, "%s: NULL tensor", op);
+}
+
+CtStatus tensor_fill_(Tensor *t, double value)
+{
+    if (!t) return null_arg("tensor_fill_");
+    CtFillParams p = {value};
+    CtOpCall c = {.op = CT_OP_FILL, .out = {t}, .params = &p};
+    return ct_dispatch(&c);
+}
+
+CtStatus tensor_zero_(Tensor *t)
+{
+    return tensor_fill_(t, 0.0);
+}
+
+Tensor *ct_broadcast_alias(const Tensor *src, int ndim, const int64_t *shape)
+{
+    int64_t stride[CT_MAX_DIMS];
+    int off = ndim - src->ndim;
+    if (off < 0) return NULL;
+    for (int i = 0; i < ndim; i++) {
+        int j = i - off;
+        int64_t s = j >= 0 ? src->shape[j] : 1;
+        if (s != shape[i] && s != 1) return NULL;
+        stride[i] = (j >= 0 && s == shape[i]) ? src->stride[j] : 0;
+    }
+    Tensor *a = ct_tensor_alias(src);
+    if (!a) return NULL;
+    a->ndim = ndim;
+    memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
+    memcpy(a->stride, stride, (size_t)ndim * sizeof *stride);
+    return a;
+}
+
+static CtStatus copy_across(Tensor *dst, const Tensor *src)
+{
+    CtDevice sd = src->storage->device, dd = dst->storage->device;
+    const CtBackend *be = ct_backend_for(dd.type != CT_DEVICE_CPU ? dd : sd);
+    if (!be) return ct_last_status();
+    /* materialise src contiguously in dst's dtype on its own device */
+    Tensor *tmp = ct_tensor_new_persistent(dst->ndim, dst->shape, dst->dtype, sd);
+    if (!tmp) return ct_last_status();
+    CtOpCall c = {.op = CT_OP_COPY, .out = {tmp}, .in = {src}};
+    CtStatus st = ct_dispatch(&c);
+    size_t n = (size_t)tensor_numel(dst) * ct_dtype_size(dst->dtype);
+    if (st == CT_OK && tensor_is_contiguous(dst)) {
+        st = be->memcpy(ct_ptr(dst), dd, ct_ptr(tmp), sd, n);
+    } else if (st == CT_OK) {
+        Tensor *tmp2 = ct_tensor_new_persistent(dst->ndim, dst->shape, dst->dtype, dd);
+        st = tmp2 ? be->memcpy(ct_ptr(tmp2), dd, ct_ptr(tmp), sd, n) : ct_last_status();
+        if (st == CT_OK) {
+            CtOpCall c2 = {.op = CT_OP_COPY, .out = {dst}, .in = {tmp2}};
+            st = ct_dispatch(&c2);
+        }
+        tensor_free(tmp2);
+    }
+    tensor_free(tmp);
+    return st;
+}
+
+CtStatus tensor_copy_(Tensor *dst, const Tensor *src)
+{
+    if (!dst || !src) return null_arg("tensor_copy_");
+    Tensor *b = ct_broadcast_alias(src, dst->ndim, dst->shape);
+    if (!b) {
+        char d1[96], d2[96];
+        return ct_error(CT_ERR_SHAPE, "tensor_copy_: cannot copy %s into %s",
+                        tensor_describe(src, d1, sizeof d1),
+                        tensor_describe(dst, d2, sizeof d2));
+    }
+    CtStatus st;
+    if (ct_device_eq(src->storage->device, dst->storage->device)) {
+        CtOpCall c = {.op = CT_OP_COPY, .out = {dst}, .in = {b}};
+        st = ct_dispatch(&c);
+    } else {
+        st = copy_across(dst, b);
+    }
+    tensor_free(b);
+    return st;
+}
+
+CtStatus tensor_copy_to_host(const Tensor *t, void *dst, CtDType dt)
+{
+    if (!t || !dst) return null_arg("tensor_copy_to_host");
+    Tensor *host = ct_tensor_new_persistent(0, NULL, dt, ct_cpu());
+    if (!host) return ct_last_status();
+    /* point a host tensor header at dst with t's shape */
+    CtStorage *own = host->storage;
+    CtStorage ext = {.data = dst,
+                     .nbytes = (size_t)tensor_numel(t) * ct_dtype_size(dt),
+                     .device = ct_cpu(),
+                     .external = true};
+    atomic_init(&ext.refcount, 2); /* never released through this header */
+    host->storage = &ext;
+    host->ndim = t->ndim;
+    memcpy(host->shape, t->shape, sizeof host->shape);
+    ct_contiguous_strides(t->ndim, t->shape, host->stride);
+    CtStatus st = tensor_copy_(host, t);
+    host->storage = own;
+    tensor_free(host);
+    return st;
+}
+
+double tensor_item(const Tensor *t)
+{
+    if (!t) return NAN;
+    if (tensor_numel(t) != 1) {
+        char d[96];
+        ct_error(CT_ERR_SHAPE, "tensor_item: expected one element, got %s",
+                 tensor_describe(t, d, sizeof d));
+        return NAN;
+    }
+    double v;
+    return tensor_copy_to_host(t, &v, CT_F64) == CT_OK ? v : NAN;
+}
+
+/* ---------------------------------------------- differentiable conversions */
+
+static CtStatus cast_backward(CtNode *n, Tensor *gout, Tensor **gin)
+{
+    gin[0] = tensor_cast(gout, n->in[0]->dtype);
+    return gin[0] ? CT_OK : ct_last_status();
+}
+
+static CtStatus to_device_backward(CtNode *n, Tensor *gout, Tensor **gin)
+{
+    gin[0] = tensor_to_device(gout, n->in[0]->storage->device);
+    return gin[0] ? CT_OK : ct_last_status();
+}
+
+static Tensor *copy_op(const char *op, Tensor *t, CtDType dt, CtDevice dev,
+                       CtBackwardFn bw)
+{
+    if (!t) return NULL;
+    if (bw == cast_backward && !ct_dtype_is_float(dt) && t->requires_grad &&
+        ct_grad_enabled()) {
+        ct_error(CT_ERR_DTYPE,
+                 "%s: casting a tensor that requires grad to %s "
+                 "is not differentiable; detach it first",
+                 op, ct_dtype_name(dt));
+        return NULL;
+    }
+    Tensor *out = ct_tensor_new(t->ndim, t->shape, dt, dev);
+    if (!out || tensor_copy_(out, t) != CT_OK) return NULL;
+    ct_node_new(out, op, bw, 1, &t);
+    return out;
+}
+
+Tensor *tensor_cast(Tensor *t, CtDType dt)
+{
+    return t ? copy_op("tensor_cast", t, dt, t->storage->device, cast_backward) : NULL;
+}
+
+Tensor *tensor_clone(Tensor *t)
+{
+    return t ? copy_op("tensor_clone", t, t->dtype, t->storage->device, cast_backward)
+             : NULL;
+}
+
+Tensor *tensor_to_device(Tensor *t, CtDevice dev)
+{
+    return t ? copy_op("tensor_to_device", t, t->dtype, dev, to_device_backward) : NULL;
+}

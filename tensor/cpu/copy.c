@@ -1,0 +1,102 @@
+/* FILL and COPY: strided copies with conversion between any two dtypes. */
+#include <string.h>
+
+#include "cpu.h"
+
+/* Loads convert to double and stores convert from it: exact for every dtype
+ * but i64 beyond 2^53, and the inner loops are specialised per (src, dst)
+ * pair so no per-element dispatch happens. */
+#define LD_f32(p)  ((double)*(const float *)(p))
+#define LD_f64(p)  (*(const double *)(p))
+#define LD_bf16(p) ((double)ct_bf16_to_f32(*(const uint16_t *)(p)))
+#define LD_f16(p)  ((double)ct_f16_to_f32(*(const uint16_t *)(p)))
+#define LD_i64(p)  ((double)*(const int64_t *)(p))
+#define LD_i32(p)  ((double)*(const int32_t *)(p))
+#define LD_u8(p)   ((double)*(const uint8_t *)(p))
+#define LD_b8(p)   ((double)(*(const uint8_t *)(p) != 0))
+
+#define ST_f32(p, v)  (*(float *)(p) = (float)(v))
+#define ST_f64(p, v)  (*(double *)(p) = (v))
+#define ST_bf16(p, v) (*(uint16_t *)(p) = ct_f32_to_bf16((float)(v)))
+#define ST_f16(p, v)  (*(uint16_t *)(p) = ct_f32_to_f16((float)(v)))
+#define ST_i64(p, v)  (*(int64_t *)(p) = (int64_t)(v))
+#define ST_i32(p, v)  (*(int32_t *)(p) = (int32_t)(v))
+#define ST_u8(p, v)   (*(uint8_t *)(p) = (uint8_t)(int64_t)(v))
+#define ST_b8(p, v)   (*(uint8_t *)(p) = (uint8_t)((v) != 0))
+
+typedef void (*ConvertFn)(char *o, int64_t so, const char *i, int64_t si,
+                          int64_t n); /* byte strides */
+
+#define CONVERT(S, D)                                                                    \
+    static void convert_##S##_##D(char *o, int64_t so, const char *i, int64_t si,        \
+                                  int64_t n)                                             \
+    {                                                                                    \
+        for (int64_t k = 0; k < n; k++) ST_##D(o + k * so, LD_##S(i + k * si));          \
+    }
+#define CONVERT_TO_ALL(S)                                                                \
+    CONVERT(S, f32)                                                                      \
+    CONVERT(S, f64) CONVERT(S, bf16) CONVERT(S, f16) CONVERT(S, i64) CONVERT(S, i32)     \
+        CONVERT(S, u8) CONVERT(S, b8)
+CONVERT_TO_ALL(f32)
+CONVERT_TO_ALL(f64)
+CONVERT_TO_ALL(bf16)
+CONVERT_TO_ALL(f16)
+CONVERT_TO_ALL(i64)
+CONVERT_TO_ALL(i32)
+CONVERT_TO_ALL(u8)
+CONVERT_TO_ALL(b8)
+
+#define ROW(S)                                                                           \
+    {                                                                                    \
+        convert_##S##_f32, convert_##S##_f64, convert_##S##_bf16, convert_##S##_f16,     \
+            convert_##S##_i64, convert_##S##_i32, convert_##S##_u8, convert_##S##_b8     \
+    }
+static const ConvertFn convert[CT_DTYPE_COUNT][CT_DTYPE_COUNT] = {
+    ROW(f32), ROW(f64), ROW(bf16), ROW(f16), ROW(i64), ROW(i32), ROW(u8), ROW(b8)};
+
+/* out <- in (converted), both strided over out's shape; `in` may be NULL
+ * with `scalar` given for a fill. */
+static CtStatus strided_convert(Tensor *out, const Tensor *in, const double *scalar)
+{
+    CtIter it;
+    const Tensor *ops[2] = {out, in ? in : out};
+    ct_iter_init(&it, out->ndim, out->shape, 2, ops);
+    size_t so = ct_dtype_size(out->dtype);
+    size_t si = in ? ct_dtype_size(in->dtype) : 0;
+    ConvertFn fn = convert[in ? in->dtype : CT_F64][out->dtype];
+    bool same = in && in->dtype == out->dtype && ct_iter_unit_rows(&it);
+    char *po = ct_ptr(out);
+    const char *pi = in ? (const char *)ct_ptr(in) : (const char *)scalar;
+#pragma omp parallel for if (it.numel >= CT_CPU_PAR_MIN)
+    for (int64_t r = 0; r < it.rows; r++) {
+        int64_t off[CT_ITER_MAX_OPS];
+        int64_t n = ct_iter_row(&it, r, off);
+        char *o = po + off[0] * (int64_t)so;
+        if (!in)
+            fn(o, it.istride[0] * (int64_t)so, pi, 0, n);
+        else if (same)
+            memmove(o, pi + off[1] * (int64_t)si, (size_t)n * so);
+        else
+            fn(o, it.istride[0] * (int64_t)so, pi + off[1] * (int64_t)si,
+               it.istride[1] * (int64_t)si, n);
+    }
+    return CT_OK;
+}
+
+static CtStatus cpu_fill(const CtOpCall *c)
+{
+    const CtFillParams *p = c->params;
+    return strided_convert(c->out[0], NULL, &p->value);
+}
+
+static CtStatus cpu_copy(const CtOpCall *c)
+{
+    return strided_convert(c->out[0], c->in[0], NULL);
+}
+
+void ct_cpu_register_copy(CtKernelFn *k, CtSupportsFn *s)
+{
+    (void)s;
+    k[CT_OP_FILL] = cpu_fill;
+    k[CT_OP_COPY] = cpu_copy;
+}

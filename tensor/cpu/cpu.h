@@ -1,0 +1,79 @@
+/* Private to tensor/cpu: kernel registration and the strided iterator. */
+#ifndef CTRAINER_TENSOR_CPU_H
+#define CTRAINER_TENSOR_CPU_H
+
+#include "../internal.h"
+
+/* Each kernel file fills the table slots of the ops it implements. */
+typedef void (*CtCpuRegisterFn)(CtKernelFn *kernels, CtSupportsFn *supports);
+void ct_cpu_register_copy(CtKernelFn *k, CtSupportsFn *s);   /* FILL, COPY */
+void ct_cpu_register_random(CtKernelFn *k, CtSupportsFn *s); /* RNG */
+void ct_cpu_register_elementwise(CtKernelFn *k,
+                                 CtSupportsFn *s); /* BINARY, UNARY(_BWD), WHERE */
+void ct_cpu_register_reduce(CtKernelFn *k, CtSupportsFn *s); /* REDUCE, ARG_REDUCE */
+void ct_cpu_register_softmax(CtKernelFn *k,
+                             CtSupportsFn *s); /* SOFTMAX(_BWD), CROSS_ENTROPY(_BWD) */
+void ct_cpu_register_matmul(CtKernelFn *k, CtSupportsFn *s); /* MATMUL */
+void ct_cpu_register_conv(CtKernelFn *k, CtSupportsFn *s);   /* CONV2D*, POOL2D* */
+void ct_cpu_register_norm(CtKernelFn *k, CtSupportsFn *s); /* BATCH_NORM*, LAYER_NORM* */
+void ct_cpu_register_index(CtKernelFn *k,
+                           CtSupportsFn *s); /* INDEX_*, GATHER, SCATTER_ADD, ONE_HOT */
+
+/* Work below this many elements runs on one thread. */
+#define CT_CPU_PAR_MIN 32768
+
+/* Strided iteration over `nops` tensors of one shape, dims coalesced where
+ * every operand allows it. Rows are the innermost (coalesced) dim:
+ *
+ *     CtIter it;
+ *     ct_iter_init(&it, out->ndim, out->shape, 2, (const Tensor *[]){out, in});
+ *     #pragma omp parallel for if (it.numel >= CT_CPU_PAR_MIN)
+ *     for (int64_t r = 0; r < it.rows; r++) {
+ *         int64_t off[CT_ITER_MAX_OPS];
+ *         ct_iter_row(&it, r, off);   // element offsets from ct_ptr(t)
+ *         ... loop over it.inner elements with strides it.istride[k]
+ *     }
+ *
+ * A fully contiguous set of operands coalesces to one dim; ct_iter_init then
+ * splits it into rows of CT_ITER_CHUNK so the loop above still parallelises. */
+#define CT_ITER_MAX_OPS 4
+#define CT_ITER_CHUNK   16384
+
+typedef struct CtIter {
+    int ndim; /* dims of the outer index (coalesced shape minus the inner dim) */
+    int64_t shape[CT_MAX_DIMS];
+    int64_t stride[CT_ITER_MAX_OPS][CT_MAX_DIMS];
+    int nops;
+    int64_t inner;                    /* elements per row */
+    int64_t istride[CT_ITER_MAX_OPS]; /* stride along the row */
+    int64_t rows;
+    int64_t numel;
+    int64_t chunk_tail; /* when split from one flat dim: size of the last row */
+} CtIter;
+
+void ct_iter_init(CtIter *it, int ndim, const int64_t *shape, int nops,
+                  const Tensor *const *ts);
+
+/* Offsets of row r's first element for each operand; returns the row's
+ * length (it.inner, or less for the last chunk of a flat split). */
+static inline int64_t ct_iter_row(const CtIter *it, int64_t r, int64_t *off)
+{
+    for (int k = 0; k < it->nops; k++) off[k] = 0;
+    int64_t rem = r;
+    for (int d = it->ndim - 1; d >= 0; d--) {
+        int64_t i = rem % it->shape[d];
+        rem /= it->shape[d];
+        for (int k = 0; k < it->nops; k++) off[k] += i * it->stride[k][d];
+    }
+    return (it->chunk_tail && r == it->rows - 1) ? it->chunk_tail : it->inner;
+}
+
+/* True when every operand has unit stride along the row. */
+static inline bool ct_iter_unit_rows(const CtIter *it)
+{
+    for (int k = 0; k < it->nops; k++)
+        if (it->istride[k] != 1) return false;
+    return true;
+}
+
+#endif

@@ -1,0 +1,154 @@
+/* Elementwise kernels: BINARY (arithmetic and comparisons). */
+#include <math.h>
+
+#include "cpu.h"
+
+/* Inner loops are instantiated per dtype with the kind switched outside the
+ * loop; the unit-stride case is separate so it vectorises. */
+#define ROW_LOOP(EXPR)                                                                   \
+    do {                                                                                 \
+        if (so == 1 && sa == 1 && sb == 1)                                               \
+            for (int64_t i = 0; i < n; i++) {                                            \
+                T x = pa[i], y = pb[i];                                                  \
+                po[i] = (EXPR);                                                          \
+            }                                                                            \
+        else                                                                             \
+            for (int64_t i = 0; i < n; i++) {                                            \
+                T x = pa[i * sa], y = pb[i * sb];                                        \
+                po[i * so] = (EXPR);                                                     \
+            }                                                                            \
+    } while (0)
+
+#define ARITH_ROW(NAME, T_, POW, ISNAN)                                                  \
+    static void NAME(CtBinaryKind kind, T_ *po, int64_t so, const T_ *pa, int64_t sa,    \
+                     const T_ *pb, int64_t sb, int64_t n)                                \
+    {                                                                                    \
+        typedef T_ T;                                                                    \
+        switch (kind) {                                                                  \
+        case CT_BIN_ADD: ROW_LOOP(x + y); break;                                         \
+        case CT_BIN_SUB: ROW_LOOP(x - y); break;                                         \
+        case CT_BIN_MUL: ROW_LOOP(x *y); break;                                          \
+        case CT_BIN_DIV: ROW_LOOP(x / y); break;                                         \
+        case CT_BIN_POW: ROW_LOOP(POW(x, y)); break;                                     \
+        case CT_BIN_MAX: ROW_LOOP((ISNAN(x) || x >= y) ? x : y); break;                  \
+        case CT_BIN_MIN: ROW_LOOP((ISNAN(x) || x <= y) ? x : y); break;                  \
+        default: break;                                                                  \
+        }                                                                                \
+    }
+
+#define FNAN(x)   ((x) != (x))
+#define NO_NAN(x) 0
+static inline int64_t ipow64(int64_t b, int64_t e)
+{
+    int64_t r = 1;
+    for (; e > 0; e >>= 1, b *= b)
+        if (e & 1) r *= b;
+    return e < 0 ? 0 : r;
+}
+static inline int32_t ipow32(int32_t b, int32_t e)
+{
+    return (int32_t)ipow64(b, e);
+}
+
+ARITH_ROW(arith_f32, float, powf, FNAN)
+ARITH_ROW(arith_f64, double, pow, FNAN)
+ARITH_ROW(arith_i64, int64_t, ipow64, NO_NAN)
+ARITH_ROW(arith_i32, int32_t, ipow32, NO_NAN)
+
+#define CMP_ROW(NAME, T_)                                                                \
+    static void NAME(CtBinaryKind kind, uint8_t *po, int64_t so, const T_ *pa,           \
+                     int64_t sa, const T_ *pb, int64_t sb, int64_t n)                    \
+    {                                                                                    \
+        typedef T_ T;                                                                    \
+        switch (kind) {                                                                  \
+        case CT_BIN_EQ: ROW_LOOP(x == y); break;                                         \
+        case CT_BIN_NE: ROW_LOOP(x != y); break;                                         \
+        case CT_BIN_LT: ROW_LOOP(x < y); break;                                          \
+        case CT_BIN_LE: ROW_LOOP(x <= y); break;                                         \
+        case CT_BIN_GT: ROW_LOOP(x > y); break;                                          \
+        case CT_BIN_GE: ROW_LOOP(x >= y); break;                                         \
+        default: break;                                                                  \
+        }                                                                                \
+    }
+
+CMP_ROW(cmp_f32, float)
+CMP_ROW(cmp_f64, double)
+CMP_ROW(cmp_i64, int64_t)
+CMP_ROW(cmp_i32, int32_t)
+CMP_ROW(cmp_u8, uint8_t)
+
+#define RUN_ROWS(FN, TO, TI)                                                             \
+    _Pragma("omp parallel for if (it.numel >= CT_CPU_PAR_MIN)") for (int64_t r = 0;      \
+                                                                     r < it.rows; r++)   \
+    {                                                                                    \
+        int64_t off[CT_ITER_MAX_OPS];                                                    \
+        int64_t len = ct_iter_row(&it, r, off);                                          \
+        FN(p->kind, (TO *)po + off[0], it.istride[0], (const TI *)pa + off[1],           \
+           it.istride[1], (const TI *)pb + off[2], it.istride[2], len);                  \
+    }
+
+static CtStatus cpu_binary(const CtOpCall *c)
+{
+    const CtBinaryParams *p = c->params;
+    Tensor *out = c->out[0];
+    CtIter it;
+    ct_iter_init(&it, out->ndim, out->shape, 3,
+                 (const Tensor *[]){out, c->in[0], c->in[1]});
+    void *po = ct_ptr(out);
+    const void *pa = ct_ptr(c->in[0]), *pb = ct_ptr(c->in[1]);
+    bool cmp = p->kind >= CT_BIN_EQ;
+    switch (c->in[0]->dtype) {
+    case CT_F32:
+        if (cmp) {
+            RUN_ROWS(cmp_f32, uint8_t, float)
+        } else {
+            RUN_ROWS(arith_f32, float, float)
+        }
+        break;
+    case CT_F64:
+        if (cmp) {
+            RUN_ROWS(cmp_f64, uint8_t, double)
+        } else {
+            RUN_ROWS(arith_f64, double, double)
+        }
+        break;
+    case CT_I64:
+        if (cmp) {
+            RUN_ROWS(cmp_i64, uint8_t, int64_t)
+        } else {
+            RUN_ROWS(arith_i64, int64_t, int64_t)
+        }
+        break;
+    case CT_I32:
+        if (cmp) {
+            RUN_ROWS(cmp_i32, uint8_t, int32_t)
+        } else {
+            RUN_ROWS(arith_i32, int32_t, int32_t)
+        }
+        break;
+    case CT_U8:
+    case CT_BOOL: RUN_ROWS(cmp_u8, uint8_t, uint8_t) break;
+    default: break;
+    }
+    return CT_OK;
+}
+
+static bool cpu_binary_supports(const CtOpCall *c)
+{
+    const CtBinaryParams *p = c->params;
+    switch (c->in[0]->dtype) {
+    case CT_F32:
+    case CT_F64:
+    case CT_I64:
+    case CT_I32: return true;
+    case CT_U8:
+    case CT_BOOL: return p->kind >= CT_BIN_EQ;
+    default: return false;
+    }
+}
+
+void ct_cpu_register_elementwise(CtKernelFn *k, CtSupportsFn *s)
+{
+    k[CT_OP_BINARY] = cpu_binary;
+    s[CT_OP_BINARY] = cpu_binary_supports;
+}

@@ -1,0 +1,298 @@
+/* Private to tensor/: the tensor struct, autograd nodes, backend dispatch.
+ *
+ * How an op is written (see binary.c for a complete example):
+ *   1. validate inputs once (ct_check_* helpers; NULL input -> return NULL
+ *      without recording anything, which keeps errors sticky);
+ *   2. allocate the output with ct_tensor_new (scope-owned or caller-owned);
+ *   3. fill a CtOpCall and ct_dispatch it to the device's backend kernel;
+ *   4. if ct_node_new returns a node, save what backward needs.
+ * Backward functions compute input gradients with ordinary ops; the engine
+ * runs them with grad mode off inside its own scope.
+ */
+#ifndef CTRAINER_TENSOR_INTERNAL_H
+#define CTRAINER_TENSOR_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "ctrainer/tensor.h"
+
+typedef struct CtStorage {
+    atomic_int refcount;
+    void *data;
+    size_t nbytes;
+    CtDevice device;
+    bool external; /* wraps memory the storage does not own */
+} CtStorage;
+
+typedef struct CtNode CtNode;
+
+struct Tensor {
+    atomic_int refcount;
+    CtStorage *storage;
+    int64_t offset; /* in elements */
+    CtDType dtype;
+    int ndim;
+    int64_t shape[CT_MAX_DIMS];
+    int64_t stride[CT_MAX_DIMS]; /* in elements */
+    bool requires_grad;          /* leaf flag, or "has a grad_fn" */
+    Tensor *grad;                /* leaves only; owned reference */
+    CtNode *grad_fn;             /* owned; freed with the tensor */
+    char name[32];
+};
+
+/* ------------------------------------------------------------- creation */
+
+/* New contiguous tensor with fresh storage, registered in the current scope
+ * (or caller-owned). Records an error and returns NULL on failure. */
+Tensor *ct_tensor_new(int ndim, const int64_t *shape, CtDType dt, CtDevice dev);
+/* Same, never registered in a scope (for leaf gradients and state that must
+ * outlive the current scope). */
+Tensor *ct_tensor_new_persistent(int ndim, const int64_t *shape, CtDType dt,
+                                 CtDevice dev);
+/* New view onto t's storage with the given geometry, registered in the scope. */
+Tensor *ct_tensor_view(Tensor *t, int ndim, const int64_t *shape, const int64_t *stride,
+                       int64_t offset);
+/* Non-owning tensor over existing contiguous memory on `dev` (the memory
+ * must outlive the tensor), registered in the scope. */
+Tensor *ct_tensor_wrap(void *data, int ndim, const int64_t *shape, CtDType dt,
+                       CtDevice dev);
+/* A detached alias of t (same storage and geometry, no grad_fn), caller-
+ * owned and never registered in a scope. */
+Tensor *ct_tensor_alias(const Tensor *t);
+/* A caller-owned alias of src broadcast (stride 0) to shape, or NULL
+ * (nothing recorded) when src does not broadcast to it. */
+Tensor *ct_broadcast_alias(const Tensor *src, int ndim, const int64_t *shape);
+/* Hands a fresh reference (refcount already counted) to the current scope,
+ * or to the caller when no scope is open. Returns t. */
+Tensor *ct_scope_adopt(Tensor *t);
+
+/* Pointer to element 0 of t (storage data + offset). */
+static inline void *ct_ptr(const Tensor *t)
+{
+    return (char *)t->storage->data + (size_t)t->offset * ct_dtype_size(t->dtype);
+}
+
+void ct_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+int64_t ct_shape_numel(int ndim, const int64_t *shape);
+/* Normalises a possibly negative dim; records an error naming op if out of
+ * range and returns -1. */
+int ct_norm_dim(const char *op, int dim, int ndim);
+/* Broadcast shape of a and b into out (ndim returned, -1 + error if
+ * incompatible). */
+int ct_broadcast_shape(const char *op, const Tensor *a, const Tensor *b, int64_t *out);
+/* "[32, 784]" into buf. */
+const char *ct_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+
+/* --------------------------------------------------------------- checks */
+/* Each returns true when fine; otherwise records an error naming `op` and
+ * the offending tensors, and returns false. A NULL tensor returns false
+ * without recording anything (sticky errors). */
+bool ct_check_inputs(const char *op, int n, const Tensor *const *ts);
+bool ct_check_same_dtype(const char *op, const Tensor *a, const Tensor *b);
+bool ct_check_same_shape(const char *op, const Tensor *a, const Tensor *b);
+bool ct_check_float(const char *op, const Tensor *t);
+bool ct_check_dtype(const char *op, const Tensor *t, CtDType dt);
+bool ct_check_ndim(const char *op, const Tensor *t, int lo, int hi);
+
+/* -------------------------------------------------------------- autograd */
+
+#define CT_NODE_MAX_IN       4
+#define CT_NODE_MAX_SAVED    4
+#define CT_NODE_PARAMS_BYTES 128
+
+/* Computes gin[i] (same shape as n->in[i]) for every i with
+ * n->needs_grad[i]; leaves other entries NULL. gout has the output's shape. */
+typedef CtStatus (*CtBackwardFn)(CtNode *n, Tensor *gout, Tensor **gin);
+
+struct CtNode {
+    const char *op;
+    CtBackwardFn backward;
+    int n_in;
+    Tensor *in[CT_NODE_MAX_IN]; /* owned references */
+    bool needs_grad[CT_NODE_MAX_IN];
+    Tensor *saved[CT_NODE_MAX_SAVED]; /* owned references */
+    _Alignas(16) unsigned char params[CT_NODE_PARAMS_BYTES];
+    bool released; /* graph consumed by backward */
+    /* engine scratch */
+    Tensor *grad_acc;
+    int visit;
+};
+
+/* Records a node on `out` when grad mode is on and some input requires grad;
+ * returns NULL otherwise (nothing to save then). Inputs may be NULL. */
+CtNode *ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
+                    Tensor *const *in);
+/* Keeps a reference to t in n->saved[i]. For the node's own output use
+ * ct_node_save_output (a detached alias, to avoid a reference cycle). */
+void ct_node_save(CtNode *n, int i, Tensor *t);
+void ct_node_save_output(CtNode *n, int i, Tensor *out);
+/* Typed access to the params block. */
+#define CT_NODE_PARAMS(n, T) ((T *)(void *)(n)->params)
+void ct_node_free(CtNode *n);
+
+/* ------------------------------------------------------------- dispatch */
+
+typedef enum CtOp {
+    /* core (tensor/cpu/copy.c) */
+    CT_OP_FILL, /* out <- value                         CtFillParams */
+    CT_OP_COPY, /* out <- cast(in[0]); same shape, any strides/dtypes */
+    CT_OP_RNG,  /* out <- random draw                   CtRngParams */
+    /* elementwise */
+    CT_OP_BINARY,    /* out <- in0 (op) in1             CtBinaryParams */
+    CT_OP_UNARY,     /* out <- f(in0)                   CtUnaryParams */
+    CT_OP_UNARY_BWD, /* out <- f'(in0) * in1(=gout)     CtUnaryParams */
+    CT_OP_WHERE,     /* out <- in0 ? in1 : in2 */
+    /* reductions, softmax, losses */
+    CT_OP_REDUCE,
+    CT_OP_ARG_REDUCE,
+    CT_OP_SOFTMAX,
+    CT_OP_SOFTMAX_BWD,
+    CT_OP_CROSS_ENTROPY,
+    CT_OP_CROSS_ENTROPY_BWD,
+    /* linear algebra and convolution */
+    CT_OP_MATMUL, /*                                     CtMatmulParams */
+    CT_OP_CONV2D,
+    CT_OP_CONV2D_BWD_DATA,
+    CT_OP_CONV2D_BWD_WEIGHT,
+    CT_OP_POOL2D,
+    CT_OP_POOL2D_BWD,
+    /* normalisation */
+    CT_OP_BATCH_NORM,
+    CT_OP_BATCH_NORM_BWD,
+    CT_OP_LAYER_NORM,
+    CT_OP_LAYER_NORM_BWD,
+    /* indexing */
+    CT_OP_INDEX_SELECT,
+    CT_OP_INDEX_ADD,
+    CT_OP_GATHER,
+    CT_OP_SCATTER_ADD,
+    CT_OP_ONE_HOT,
+    CT_OP_COUNT
+} CtOp;
+
+const char *ct_op_name(CtOp op);
+
+#define CT_CALL_MAX_OUT 4
+#define CT_CALL_MAX_IN  6
+
+/* One kernel invocation. All tensors are on one device; the front-end has
+ * validated shapes and dtypes. Tensors may be strided unless the op's
+ * params header says the kernel requires contiguous operands. */
+typedef struct CtOpCall {
+    CtOp op;
+    Tensor *out[CT_CALL_MAX_OUT];
+    const Tensor *in[CT_CALL_MAX_IN];
+    const void *params;
+} CtOpCall;
+
+typedef CtStatus (*CtKernelFn)(const CtOpCall *c);
+/* Whether a kernel accepts this call (dtypes, layout); NULL = all calls. */
+typedef bool (*CtSupportsFn)(const CtOpCall *c);
+
+typedef struct CtBackend {
+    const char *name;
+    CtDeviceType type;
+    void *(*alloc)(int device, size_t nbytes); /* NULL on failure */
+    void (*free)(int device, void *p);
+    /* Copies n bytes between host and this backend's devices (either side
+     * may be the host); synchronous. */
+    CtStatus (*memcpy)(void *dst, CtDevice ddev, const void *src, CtDevice sdev,
+                       size_t n);
+    /* CT_OP_COUNT entries each. kernels[op] NULL = op unsupported;
+     * supports[op] NULL = the kernel takes every call of that op. */
+    const CtKernelFn *kernels;
+    const CtSupportsFn *supports;
+} CtBackend;
+
+/* The backend of a device, or NULL (+ error) if not built/available. */
+const CtBackend *ct_backend_for(CtDevice dev);
+const CtBackend *ct_cpu_backend(void);
+/* Runs the call on the device of out[0] (or in[0]). Records
+ * "<op>: not supported on <device> for <dtype>" when no kernel fits. */
+CtStatus ct_dispatch(const CtOpCall *c);
+/* Whether the backend of `dev` would accept the call. */
+bool ct_backend_supports(CtDevice dev, const CtOpCall *c);
+
+/* Caching allocator (tensor/allocator.c), per device. */
+void *ct_device_alloc(CtDevice dev, size_t nbytes);
+void ct_device_free(CtDevice dev, void *p, size_t nbytes);
+
+/* -------------------------------------------------- params of core ops */
+
+typedef struct CtFillParams {
+    double value;
+} CtFillParams;
+
+typedef enum CtRngKind { CT_RNG_UNIFORM, CT_RNG_NORMAL, CT_RNG_BERNOULLI } CtRngKind;
+
+/* Element i (row-major over out) uses Philox counter (offset + i/4, stream
+ * low, stream high, 0) and key (seed low, seed high), lane i%4; normal draws
+ * use lanes (0,1) and (2,3) of the block of i/2 by Box-Muller. */
+typedef struct CtRngParams {
+    CtRngKind kind;
+    double a, b; /* uniform [a, b); normal mean a, std b; bernoulli p = a */
+    uint64_t seed, stream, offset;
+} CtRngParams;
+
+typedef enum CtBinaryKind {
+    CT_BIN_ADD,
+    CT_BIN_SUB,
+    CT_BIN_MUL,
+    CT_BIN_DIV,
+    CT_BIN_POW,
+    CT_BIN_MAX,
+    CT_BIN_MIN,
+    /* comparisons: out is CT_BOOL */
+    CT_BIN_EQ,
+    CT_BIN_NE,
+    CT_BIN_LT,
+    CT_BIN_LE,
+    CT_BIN_GT,
+    CT_BIN_GE,
+} CtBinaryKind;
+
+/* in0, in1 are already expanded (stride-0) views of out's shape; out may
+ * alias in0 (in-place accumulate). */
+typedef struct CtBinaryParams {
+    CtBinaryKind kind;
+} CtBinaryParams;
+
+typedef enum CtUnaryKind {
+    CT_UN_NEG,
+    CT_UN_EXP,
+    CT_UN_LOG,
+    CT_UN_SQRT,
+    CT_UN_ABS,
+    CT_UN_CLAMP, /* a = lo, b = hi */
+    CT_UN_RELU,
+    CT_UN_LEAKY_RELU, /* a = negative slope */
+    CT_UN_GELU_ERF,
+    CT_UN_GELU_TANH,
+    CT_UN_SILU,
+    CT_UN_SIGMOID,
+    CT_UN_TANH,
+    CT_UN_ADD_SCALAR,  /* x + a */
+    CT_UN_MUL_SCALAR,  /* x * a */
+    CT_UN_RSUB_SCALAR, /* a - x */
+    CT_UN_POW_SCALAR,  /* x ** a */
+    CT_UN_RDIV_SCALAR, /* a / x */
+} CtUnaryKind;
+
+typedef struct CtUnaryParams {
+    CtUnaryKind kind;
+    double a, b;
+} CtUnaryParams;
+
+/* C[i] = alpha * op(A[i]) @ op(B[i]) + beta * C[i] for i < batch.
+ * Each matrix is contiguous row-major: A is (m, k), or (k, m) when trans_a;
+ * B is (k, n), or (n, k) when trans_b; C is (m, n). Matrix i starts at
+ * i * stride_x elements (stride 0 broadcasts one matrix). in0 = A, in1 = B,
+ * out0 = C; the pointers are those of the tensors (ct_ptr). */
+typedef struct CtMatmulParams {
+    int64_t batch, m, n, k;
+    bool trans_a, trans_b;
+    int64_t stride_a, stride_b, stride_c;
+    double alpha, beta;
+} CtMatmulParams;
+
+#endif

@@ -1,0 +1,302 @@
+/* Tensor lifecycle: creation, references, destruction and accessors. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static bool valid_geometry(const char *op, int ndim, const int64_t *shape, CtDType dt)
+{
+    if ((unsigned)dt >= CT_DTYPE_COUNT) {
+        ct_error(CT_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dt);
+        return false;
+    }
+    if (ndim < 0 || ndim > CT_MAX_DIMS || (ndim > 0 && !shape)) {
+        ct_error(CT_ERR_SHAPE, "%s: ndim %d outside 0..%d", op, ndim, CT_MAX_DIMS);
+        return false;
+    }
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            ct_error(CT_ERR_SHAPE, "%s: negative size %lld in dim %d", op,
+                     (long long)shape[i], i);
+            return false;
+        }
+    }
+    return true;
+}
+
+static Tensor *alloc_tensor(CtStorage *st, int ndim, const int64_t *shape,
+                            const int64_t *stride, int64_t offset, CtDType dt)
+{
+    Tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        ct_error(CT_ERR_OOM, "allocating a tensor header failed");
+        return NULL;
+    }
+    atomic_init(&t->refcount, 1);
+    t->storage = st;
+    t->offset = offset;
+    t->dtype = dt;
+    t->ndim = ndim;
+    if (ndim) {
+        memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+        memcpy(t->stride, stride, (size_t)ndim * sizeof *stride);
+    }
+    return t;
+}
+
+static CtStorage *storage_new(size_t nbytes, CtDevice dev)
+{
+    CtStorage *st = calloc(1, sizeof *st);
+    if (!st) {
+        ct_error(CT_ERR_OOM, "allocating a storage header failed");
+        return NULL;
+    }
+    st->data = ct_device_alloc(dev, nbytes ? nbytes : 1);
+    if (!st->data) {
+        free(st);
+        return NULL;
+    }
+    atomic_init(&st->refcount, 1);
+    st->nbytes = nbytes;
+    st->device = dev;
+    return st;
+}
+
+static void storage_release(CtStorage *st)
+{
+    if (atomic_fetch_sub(&st->refcount, 1) != 1) return;
+    if (!st->external) ct_device_free(st->device, st->data, st->nbytes ? st->nbytes : 1);
+    free(st);
+}
+
+Tensor *ct_tensor_new_persistent(int ndim, const int64_t *shape, CtDType dt, CtDevice dev)
+{
+    if (!valid_geometry("tensor_empty", ndim, shape, dt)) return NULL;
+    if (!ct_backend_for(dev)) return NULL;
+    int64_t numel = ct_shape_numel(ndim, shape);
+    CtStorage *st = storage_new((size_t)numel * ct_dtype_size(dt), dev);
+    if (!st) return NULL;
+    int64_t stride[CT_MAX_DIMS];
+    ct_contiguous_strides(ndim, shape, stride);
+    Tensor *t = alloc_tensor(st, ndim, shape, stride, 0, dt);
+    if (!t) storage_release(st);
+    return t;
+}
+
+Tensor *ct_tensor_new(int ndim, const int64_t *shape, CtDType dt, CtDevice dev)
+{
+    return ct_scope_adopt(ct_tensor_new_persistent(ndim, shape, dt, dev));
+}
+
+Tensor *ct_tensor_wrap(void *data, int ndim, const int64_t *shape, CtDType dt,
+                       CtDevice dev)
+{
+    if (!valid_geometry("tensor_wrap", ndim, shape, dt)) return NULL;
+    CtStorage *st = calloc(1, sizeof *st);
+    if (!st) {
+        ct_error(CT_ERR_OOM, "allocating a storage header failed");
+        return NULL;
+    }
+    atomic_init(&st->refcount, 1);
+    st->data = data;
+    st->nbytes = (size_t)ct_shape_numel(ndim, shape) * ct_dtype_size(dt);
+    st->device = dev;
+    st->external = true;
+    int64_t stride[CT_MAX_DIMS];
+    ct_contiguous_strides(ndim, shape, stride);
+    Tensor *t = alloc_tensor(st, ndim, shape, stride, 0, dt);
+    if (!t) {
+        free(st);
+        return NULL;
+    }
+    return ct_scope_adopt(t);
+}
+
+Tensor *ct_tensor_view(Tensor *t, int ndim, const int64_t *shape, const int64_t *stride,
+                       int64_t offset)
+{
+    if (!t) return NULL;
+    Tensor *v = alloc_tensor(t->storage, ndim, shape, stride, offset, t->dtype);
+    if (!v) return NULL;
+    atomic_fetch_add(&t->storage->refcount, 1);
+    return ct_scope_adopt(v);
+}
+
+Tensor *ct_tensor_alias(const Tensor *t)
+{
+    if (!t) return NULL;
+    Tensor *v =
+        alloc_tensor(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
+    if (v) atomic_fetch_add(&t->storage->refcount, 1);
+    return v;
+}
+
+Tensor *tensor_empty(int ndim, const int64_t *shape, CtDType dt, CtDevice dev)
+{
+    return ct_tensor_new(ndim, shape, dt, dev);
+}
+
+Tensor *tensor_retain(Tensor *t)
+{
+    if (t) atomic_fetch_add(&t->refcount, 1);
+    return t;
+}
+
+/* Releasing a tensor can release its graph node's inputs, and so on down a
+ * long chain; a worklist keeps that iterative instead of recursive. */
+typedef struct Worklist {
+    Tensor **v;
+    size_t n, cap;
+    Tensor *inline_buf[32];
+} Worklist;
+
+static void wl_push(Worklist *w, Tensor *t)
+{
+    if (!t) return;
+    if (w->n == w->cap) {
+        size_t cap = w->cap * 2;
+        Tensor **v = w->v == w->inline_buf ? malloc(cap * sizeof *v)
+                                           : realloc(w->v, cap * sizeof *v);
+        if (!v) { /* fall back to recursion for this one */
+            tensor_free(t);
+            return;
+        }
+        if (w->v == w->inline_buf) memcpy(v, w->inline_buf, sizeof w->inline_buf);
+        w->v = v;
+        w->cap = cap;
+    }
+    w->v[w->n++] = t;
+}
+
+static void node_move_refs(CtNode *n, Worklist *w)
+{
+    for (int i = 0; i < n->n_in; i++) wl_push(w, n->in[i]);
+    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) wl_push(w, n->saved[i]);
+    wl_push(w, n->grad_acc);
+    memset(n->in, 0, sizeof n->in);
+    memset(n->saved, 0, sizeof n->saved);
+    n->grad_acc = NULL;
+}
+
+void ct_node_free(CtNode *n)
+{
+    if (!n) return;
+    Worklist w = {.v = NULL, .n = 0, .cap = 32};
+    w.v = w.inline_buf;
+    node_move_refs(n, &w);
+    for (size_t i = 0; i < w.n; i++) tensor_free(w.v[i]);
+    if (w.v != w.inline_buf) free(w.v);
+}
+
+void tensor_free(Tensor *t)
+{
+    if (!t) return;
+    Worklist w = {.n = 0, .cap = 32};
+    w.v = w.inline_buf;
+    wl_push(&w, t);
+    while (w.n) {
+        Tensor *x = w.v[--w.n];
+        if (atomic_fetch_sub(&x->refcount, 1) != 1) continue;
+        if (x->grad_fn) {
+            node_move_refs(x->grad_fn, &w);
+            free(x->grad_fn);
+        }
+        wl_push(&w, x->grad);
+        storage_release(x->storage);
+        free(x);
+    }
+    if (w.v != w.inline_buf) free(w.v);
+}
+
+int tensor_ndim(const Tensor *t)
+{
+    return t ? t->ndim : 0;
+}
+const int64_t *tensor_shape(const Tensor *t)
+{
+    return t ? t->shape : NULL;
+}
+const int64_t *tensor_strides(const Tensor *t)
+{
+    return t ? t->stride : NULL;
+}
+CtDType tensor_dtype(const Tensor *t)
+{
+    return t ? t->dtype : CT_F32;
+}
+CtDevice tensor_device(const Tensor *t)
+{
+    return t ? t->storage->device : ct_cpu();
+}
+void *tensor_data(const Tensor *t)
+{
+    return t ? ct_ptr(t) : NULL;
+}
+
+int64_t tensor_size(const Tensor *t, int dim)
+{
+    if (!t) return -1;
+    int d = ct_norm_dim("tensor_size", dim, t->ndim);
+    return d < 0 ? -1 : t->shape[d];
+}
+
+int64_t tensor_numel(const Tensor *t)
+{
+    return t ? ct_shape_numel(t->ndim, t->shape) : 0;
+}
+
+bool tensor_is_contiguous(const Tensor *t)
+{
+    if (!t) return false;
+    int64_t expect = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->stride[i] != expect) return false;
+        expect *= t->shape[i];
+    }
+    return true;
+}
+
+bool tensor_shares_storage(const Tensor *a, const Tensor *b)
+{
+    return a && b && a->storage == b->storage;
+}
+
+const char *tensor_describe(const Tensor *t, char *buf, size_t n)
+{
+    if (!t) {
+        snprintf(buf, n, "NULL");
+        return buf;
+    }
+    char sh[80], dv[16];
+    snprintf(buf, n, "%s%s%s%s %s", t->name[0] ? t->name : "", t->name[0] ? ": " : "",
+             ct_dtype_name(t->dtype), ct_shape_str(t->ndim, t->shape, sh, sizeof sh),
+             ct_device_str(t->storage->device, dv));
+    return buf;
+}
+
+void tensor_set_name(Tensor *t, const char *name)
+{
+    if (!t) return;
+    snprintf(t->name, sizeof t->name, "%s", name ? name : "");
+}
+
+const char *tensor_name(const Tensor *t)
+{
+    return t ? t->name : "";
+}
+
+bool ct_device_eq(CtDevice a, CtDevice b)
+{
+    return a.type == b.type && (a.type == CT_DEVICE_CPU || a.index == b.index);
+}
+
+const char *ct_device_str(CtDevice d, char *buf)
+{
+    if (d.type == CT_DEVICE_CPU)
+        snprintf(buf, 16, "cpu");
+    else
+        snprintf(buf, 16, "cuda:%d", d.index);
+    return buf;
+}

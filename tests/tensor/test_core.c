@@ -1,0 +1,200 @@
+/* Core: creation, dtypes, copies, views, scopes, errors, autograd engine. */
+#include <math.h>
+
+#include "testutil.h"
+
+START_TEST(test_create_and_fill)
+{
+    TU_MEM_BEGIN;
+    Tensor *t = tensor_full(2, (const int64_t[]){2, 3}, 1.5, CT_F32, ct_cpu());
+    tu_assert_shape(t, 2, 2, 3);
+    tu_assert_values(t, ((double[]){1.5, 1.5, 1.5, 1.5, 1.5, 1.5}), 6, 0, 0);
+    ck_assert(tensor_is_contiguous(t));
+    ck_assert_int_eq(tensor_strides(t)[0], 3);
+    tensor_free(t);
+    Tensor *a = tensor_arange(0, 5, 1, CT_I64, ct_cpu());
+    tu_assert_values(a, ((double[]){0, 1, 2, 3, 4}), 5, 0, 0);
+    tensor_free(a);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_dtype_round_trip)
+{
+    /* bf16 and f16 round to nearest even */
+    ck_assert_uint_eq(ct_f32_to_bf16(1.0f), 0x3f80);
+    ck_assert_uint_eq(ct_f32_to_bf16(1.00390625f), 0x3f80); /* tie -> even */
+    ck_assert_uint_eq(ct_f32_to_bf16(1.01171875f), 0x3f82); /* tie -> even (up) */
+    ck_assert_uint_eq(ct_f32_to_f16(1.0f), 0x3c00);
+    ck_assert_uint_eq(ct_f32_to_f16(65504.0f), 0x7bff);
+    ck_assert_uint_eq(ct_f32_to_f16(65520.0f), 0x7c00);       /* overflow -> inf */
+    ck_assert_uint_eq(ct_f32_to_f16(5.9604645e-8f), 0x0001);  /* smallest subnormal */
+    ck_assert_uint_eq(ct_f32_to_f16(2.98023224e-8f), 0x0000); /* half of it: tie -> 0 */
+    ck_assert_uint_eq(ct_f32_to_f16(1.00048828125f), 0x3c00); /* tie -> even */
+    ck_assert(isnan(ct_f16_to_f32(ct_f32_to_f16(NAN))));
+    ck_assert(isnan(ct_bf16_to_f32(ct_f32_to_bf16(NAN))));
+    /* every f16 value survives f16 -> f32 -> f16 */
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) continue; /* NaNs */
+        ck_assert_uint_eq(ct_f32_to_f16(ct_f16_to_f32((uint16_t)h)), h);
+    }
+    for (uint32_t b = 0; b < 0x10000; b++) {
+        if ((b & 0x7f80) == 0x7f80 && (b & 0x7f)) continue;
+        ck_assert_uint_eq(ct_f32_to_bf16(ct_bf16_to_f32((uint16_t)b)), b);
+    }
+    /* tensor casts through every dtype keep small integers */
+    CtScope *s = ct_scope_open();
+    Tensor *x = tu_tensor(CT_F32, 1, (const int64_t[]){4}, (double[]){0, 1, 2, 100});
+    for (int dt = 0; dt < CT_DTYPE_COUNT; dt++) {
+        if (dt == CT_BOOL) continue;
+        Tensor *y = tensor_cast(tensor_cast(x, (CtDType)dt), CT_F32);
+        tu_assert_values(y, ((double[]){0, 1, 2, 100}), 4, 0, 0);
+    }
+    tu_assert_values(tensor_cast(x, CT_BOOL), ((double[]){0, 1, 1, 1}), 4, 0, 0);
+    tensor_free(x);
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_views_share_storage)
+{
+    CtScope *s = ct_scope_open();
+    Tensor *x = tensor_arange(0, 12, 1, CT_F32, ct_cpu());
+    Tensor *m = tensor_view(x, 2, (const int64_t[]){3, 4});
+    ck_assert(tensor_shares_storage(x, m));
+    Tensor *t = tensor_transpose(m, 0, 1);
+    tu_assert_shape(t, 2, 4, 3);
+    ck_assert(!tensor_is_contiguous(t));
+    tu_assert_values(tensor_contiguous(t),
+                     ((double[]){0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}), 12, 0, 0);
+    Tensor *sl = tensor_slice(m, 1, 1, 4, 2);
+    tu_assert_values(sl, ((double[]){1, 3, 5, 7, 9, 11}), 6, 0, 0);
+    tu_assert_values(tensor_select(m, 0, -1), ((double[]){8, 9, 10, 11}), 4, 0, 0);
+    Tensor *e = tensor_expand(
+        tensor_view(tensor_slice(x, 0, 0, 3, 1), 2, (const int64_t[]){3, 1}), 2,
+        (const int64_t[]){3, 2});
+    tu_assert_values(e, ((double[]){0, 0, 1, 1, 2, 2}), 6, 0, 0);
+    /* reshape of a non-viewable transpose copies */
+    Tensor *r = tensor_reshape(t, 1, (const int64_t[]){-1});
+    ck_assert(!tensor_shares_storage(r, x));
+    tu_assert_values(r, ((double[]){0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}), 12, 0, 0);
+    ck_assert_ptr_null(tensor_view(t, 1, (const int64_t[]){12}));
+    tu_assert_error(CT_ERR_SHAPE, "not contiguous enough");
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_scope_releases_everything)
+{
+    TU_MEM_BEGIN;
+    Tensor *keep;
+    CtScope *s = ct_scope_open();
+    Tensor *a = tensor_ones(1, (const int64_t[]){1000}, CT_F32, ct_cpu());
+    Tensor *b = tensor_add(a, a);
+    keep = tensor_retain(tensor_add(b, a));
+    ck_assert_uint_eq(ct_scope_count(s), 3);
+    ct_scope_close(s);
+    Tensor *head = tensor_slice(keep, 0, 0, 2, 1); /* no scope: caller-owned */
+    tu_assert_values(head, ((double[]){3, 3}), 2, 0, 0);
+    tensor_free(head);
+    tensor_free(keep);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_sticky_errors)
+{
+    ct_clear_error();
+    CtScope *s = ct_scope_open();
+    Tensor *a = tensor_zeros(2, (const int64_t[]){2, 3}, CT_F32, ct_cpu());
+    Tensor *b = tensor_zeros(2, (const int64_t[]){4, 5}, CT_F32, ct_cpu());
+    Tensor *y = tensor_add(tensor_add(a, b), a); /* first failure kept */
+    ck_assert_ptr_null(y);
+    tu_assert_error(CT_ERR_SHAPE,
+                    "add: shapes f32[2, 3] cpu and f32[4, 5] cpu do not broadcast");
+    Tensor *c = tensor_zeros(2, (const int64_t[]){2, 3}, CT_F64, ct_cpu());
+    ck_assert_ptr_null(tensor_mul(a, c));
+    tu_assert_error(CT_ERR_DTYPE, "mul: dtypes differ");
+    ck_assert_ptr_null(tensor_zeros(1, (const int64_t[]){-2}, CT_F32, ct_cpu()));
+    tu_assert_error(CT_ERR_SHAPE, "negative size -2");
+    ck_assert_ptr_null(tensor_zeros(1, (const int64_t[]){2}, CT_F32, ct_cuda(0)));
+    tu_assert_error(CT_ERR_DEVICE, "cuda:0");
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_backward_mul_add_accumulates)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = tu_tensor(CT_F64, 1, (const int64_t[]){3}, (double[]){1, 2, 3});
+    Tensor *w = tu_tensor(CT_F64, 1, (const int64_t[]){3}, (double[]){4, 5, 6});
+    tensor_set_requires_grad(x, true);
+    tensor_set_requires_grad(w, true);
+    for (int step = 0; step < 2; step++) {
+        CtScope *s = ct_scope_open();
+        Tensor *y = tensor_add(tensor_mul(x, w), x); /* x used twice */
+        ck_assert_int_eq(tensor_backward(y, tensor_ones_like(y)), CT_OK);
+        ct_scope_close(s);
+    }
+    /* dy/dx = w + 1, dy/dw = x; accumulated over two steps */
+    tu_assert_values(tensor_grad(x), ((double[]){10, 12, 14}), 3, 0, 0);
+    tu_assert_values(tensor_grad(w), ((double[]){2, 4, 6}), 3, 0, 0);
+    tensor_free(x);
+    tensor_free(w);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_backward_twice_is_an_error)
+{
+    Tensor *x = tu_tensor(CT_F64, 1, (const int64_t[]){1}, (double[]){2});
+    tensor_set_requires_grad(x, true);
+    CtScope *s = ct_scope_open();
+    Tensor *y = tensor_mul(x, x);
+    ck_assert_int_eq(tensor_backward(y, NULL), CT_OK);
+    ck_assert_int_eq(tensor_backward(y, NULL), CT_ERR_STATE);
+    tu_assert_error(CT_ERR_STATE, "already released");
+    ct_scope_close(s);
+    tu_assert_values(tensor_grad(x), ((double[]){4}), 1, 0, 0);
+    tensor_free(x);
+}
+END_TEST
+
+static Tensor *views_fn(Tensor **in, void *ctx)
+{
+    (void)ctx;
+    Tensor *m = tensor_reshape(in[0], 2, (const int64_t[]){3, 4});
+    Tensor *t = tensor_transpose(m, 0, 1);             /* (4, 3) */
+    Tensor *s = tensor_slice(t, 0, 1, 4, 2);           /* rows 1, 3 */
+    Tensor *p = tensor_mul(s, tensor_select(t, 0, 0)); /* broadcast (3) */
+    return tensor_mul(p, tensor_unsqueeze(tensor_select(m, 1, 2), 0));
+}
+
+START_TEST(test_grad_through_views)
+{
+    Tensor *x = tu_rand64(1, (const int64_t[]){12}, -1, 1, 3, true);
+    tu_gradcheck("views", views_fn, NULL, 1, &x);
+    tensor_free(x);
+}
+END_TEST
+
+Suite *core_suite(void)
+{
+    Suite *s = suite_create("tensor_core");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_create_and_fill);
+    tcase_add_test(tc, test_dtype_round_trip);
+    tcase_add_test(tc, test_views_share_storage);
+    tcase_add_test(tc, test_scope_releases_everything);
+    tcase_add_test(tc, test_sticky_errors);
+    tcase_add_test(tc, test_backward_mul_add_accumulates);
+    tcase_add_test(tc, test_backward_twice_is_an_error);
+    tcase_add_test(tc, test_grad_through_views);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(core_suite());
+}
