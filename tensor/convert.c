@@ -100,7 +100,7 @@ CtStatus tensor_copy_to_host(const Tensor *t, void *dst, CtDType dt)
                      .nbytes = (size_t)tensor_numel(t) * ct_dtype_size(dt),
                      .device = ct_cpu(),
                      .external = true};
-    atomic_init(&ext.refcount, 2); /* never released through this header */
+    ext.refcount = 2; /* never released through this header */
     host->storage = &ext;
     host->ndim = t->ndim;
     memcpy(host->shape, t->shape, sizeof host->shape);

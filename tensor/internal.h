@@ -12,12 +12,18 @@
 #ifndef CTRAINER_TENSOR_INTERNAL_H
 #define CTRAINER_TENSOR_INTERNAL_H
 
-#include <stdatomic.h>
-
 #include "ctrainer/tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Reference counts are updated atomically (tensors cross loader threads). */
+#define ct_ref_inc(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
+#define ct_ref_dec(p) __atomic_sub_fetch((p), 1, __ATOMIC_ACQ_REL)
+
 typedef struct CtStorage {
-    atomic_int refcount;
+    int refcount; /* atomic: ct_ref_inc / ct_ref_dec */
     void *data;
     size_t nbytes;
     CtDevice device;
@@ -27,7 +33,7 @@ typedef struct CtStorage {
 typedef struct CtNode CtNode;
 
 struct Tensor {
-    atomic_int refcount;
+    int refcount; /* atomic: ct_ref_inc / ct_ref_dec */
     CtStorage *storage;
     int64_t offset; /* in elements */
     CtDType dtype;
@@ -111,7 +117,7 @@ struct CtNode {
     Tensor *in[CT_NODE_MAX_IN]; /* owned references */
     bool needs_grad[CT_NODE_MAX_IN];
     Tensor *saved[CT_NODE_MAX_SAVED]; /* owned references */
-    _Alignas(16) unsigned char params[CT_NODE_PARAMS_BYTES];
+    unsigned char params[CT_NODE_PARAMS_BYTES] __attribute__((aligned(16)));
     bool released; /* graph consumed by backward */
     /* engine scratch */
     Tensor *grad_acc;
@@ -295,4 +301,7 @@ typedef struct CtMatmulParams {
     double alpha, beta;
 } CtMatmulParams;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -34,7 +34,7 @@ static Tensor *alloc_tensor(CtStorage *st, int ndim, const int64_t *shape,
         ct_error(CT_ERR_OOM, "allocating a tensor header failed");
         return NULL;
     }
-    atomic_init(&t->refcount, 1);
+    t->refcount = 1;
     t->storage = st;
     t->offset = offset;
     t->dtype = dt;
@@ -58,7 +58,7 @@ static CtStorage *storage_new(size_t nbytes, CtDevice dev)
         free(st);
         return NULL;
     }
-    atomic_init(&st->refcount, 1);
+    st->refcount = 1;
     st->nbytes = nbytes;
     st->device = dev;
     return st;
@@ -66,7 +66,7 @@ static CtStorage *storage_new(size_t nbytes, CtDevice dev)
 
 static void storage_release(CtStorage *st)
 {
-    if (atomic_fetch_sub(&st->refcount, 1) != 1) return;
+    if (ct_ref_dec(&st->refcount) != 0) return;
     if (!st->external) ct_device_free(st->device, st->data, st->nbytes ? st->nbytes : 1);
     free(st);
 }
@@ -99,7 +99,7 @@ Tensor *ct_tensor_wrap(void *data, int ndim, const int64_t *shape, CtDType dt,
         ct_error(CT_ERR_OOM, "allocating a storage header failed");
         return NULL;
     }
-    atomic_init(&st->refcount, 1);
+    st->refcount = 1;
     st->data = data;
     st->nbytes = (size_t)ct_shape_numel(ndim, shape) * ct_dtype_size(dt);
     st->device = dev;
@@ -120,7 +120,7 @@ Tensor *ct_tensor_view(Tensor *t, int ndim, const int64_t *shape, const int64_t 
     if (!t) return NULL;
     Tensor *v = alloc_tensor(t->storage, ndim, shape, stride, offset, t->dtype);
     if (!v) return NULL;
-    atomic_fetch_add(&t->storage->refcount, 1);
+    ct_ref_inc(&t->storage->refcount);
     return ct_scope_adopt(v);
 }
 
@@ -129,7 +129,7 @@ Tensor *ct_tensor_alias(const Tensor *t)
     if (!t) return NULL;
     Tensor *v =
         alloc_tensor(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
-    if (v) atomic_fetch_add(&t->storage->refcount, 1);
+    if (v) ct_ref_inc(&t->storage->refcount);
     return v;
 }
 
@@ -140,7 +140,7 @@ Tensor *tensor_empty(int ndim, const int64_t *shape, CtDType dt, CtDevice dev)
 
 Tensor *tensor_retain(Tensor *t)
 {
-    if (t) atomic_fetch_add(&t->refcount, 1);
+    if (t) ct_ref_inc(&t->refcount);
     return t;
 }
 
@@ -198,7 +198,7 @@ void tensor_free(Tensor *t)
     wl_push(&w, t);
     while (w.n) {
         Tensor *x = w.v[--w.n];
-        if (atomic_fetch_sub(&x->refcount, 1) != 1) continue;
+        if (ct_ref_dec(&x->refcount) != 0) continue;
         if (x->grad_fn) {
             node_move_refs(x->grad_fn, &w);
             free(x->grad_fn);

@@ -79,11 +79,13 @@ typedef struct CtDevice {
 
 static inline CtDevice ct_cpu(void)
 {
-    return (CtDevice){CT_DEVICE_CPU, 0};
+    CtDevice d = {CT_DEVICE_CPU, 0};
+    return d;
 }
 static inline CtDevice ct_cuda(int index)
 {
-    return (CtDevice){CT_DEVICE_CUDA, index};
+    CtDevice d = {CT_DEVICE_CUDA, index};
+    return d;
 }
 bool ct_device_eq(CtDevice a, CtDevice b);
 /* Writes "cpu" or "cuda:N" into buf (at least 16 bytes); returns buf. */
