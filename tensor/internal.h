@@ -231,12 +231,17 @@ typedef struct CtFillParams {
 
 typedef enum CtRngKind { CT_RNG_UNIFORM, CT_RNG_NORMAL, CT_RNG_BERNOULLI } CtRngKind;
 
-/* Element i (row-major over out) uses Philox counter (offset + i/4, stream
- * low, stream high, 0) and key (seed low, seed high), lane i%4; normal draws
- * use lanes (0,1) and (2,3) of the block of i/2 by Box-Muller. */
+/* Block b is Philox-4x32-10 of counter (lo(offset+b), hi(offset+b),
+ * lo(stream), hi(stream)) and key (lo(seed), hi(seed)). 32-bit draws (f32,
+ * bf16, f16 uniforms; bernoulli) take element i from lane i%4 of block i/4:
+ * (lane >> 8) * 2^-24. f64 uniforms and all normals take element i from lanes
+ * (2j, 2j+1), j = i%2, of block i/2: f64 uniform = 53 bits (hi>>5, lo>>6);
+ * normal = Box-Muller sqrt(-2 ln((l0+1)/2^32)) cos(2 pi l1/2^32), in double.
+ * Out is contiguous. */
 typedef struct CtRngParams {
     CtRngKind kind;
-    double a, b; /* uniform [a, b); normal mean a, std b; bernoulli p = a */
+    double a, b; /* uniform [a, b); normal mean a, std b; bernoulli: b with
+                  * probability a, else 0 */
     uint64_t seed, stream, offset;
 } CtRngParams;
 

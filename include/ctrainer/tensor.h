@@ -383,10 +383,11 @@ Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, do
 
 /* ---------------------------------------------------------------- random */
 
-/* Philox-4x32-10 stream keyed by (seed, stream). Element i of a draw uses
- * counter (offset + i/4), lane i%4, so the numbers do not depend on thread
- * count or device. Every draw advances `offset`. Plain struct: copy it to
- * save state. */
+/* Philox-4x32-10 stream keyed by (seed, stream). A draw of n elements reads
+ * consecutive 128-bit counter blocks starting at `offset`, element i from a
+ * fixed lane of block i/4 (32-bit draws) or i/2 (f64 and normal draws), so
+ * the numbers do not depend on thread count or device. Every draw advances
+ * `offset` past the blocks it used. Plain struct: copy it to save state. */
 typedef struct CtGenerator {
     uint64_t seed;
     uint64_t stream;

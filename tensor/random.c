@@ -1,0 +1,153 @@
+/* Philox-4x32-10 generator, random tensors, randperm and dropout. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+void ct_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+{
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+    uint32_t k0 = key[0], k1 = key[1];
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)PHILOX_M0 * c0, p1 = (uint64_t)PHILOX_M1 * c2;
+        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+CtGenerator ct_generator(uint64_t seed, uint64_t stream)
+{
+    CtGenerator g = {seed, stream, 0};
+    return g;
+}
+
+/* 32-bit draws use one lane each (4 per block); f64 uniforms and all
+ * normals use two lanes (2 per block). */
+static int64_t blocks_for(CtRngKind kind, CtDType dt, int64_t n)
+{
+    int per = (kind == CT_RNG_NORMAL || dt == CT_F64) ? 2 : 4;
+    return (n + per - 1) / per;
+}
+
+static Tensor *draw(const char *op, CtGenerator *g, int ndim, const int64_t *shape,
+                    CtRngKind kind, double a, double b, CtDType dt, CtDevice dev)
+{
+    if (!g) {
+        ct_error(CT_ERR_NULL, "%s: NULL generator", op);
+        return NULL;
+    }
+    if (!ct_dtype_is_float(dt) && kind != CT_RNG_BERNOULLI) {
+        ct_error(CT_ERR_DTYPE, "%s: needs a floating-point dtype, got %s", op,
+                 ct_dtype_name(dt));
+        return NULL;
+    }
+    Tensor *out = ct_tensor_new(ndim, shape, dt, dev);
+    if (!out) return NULL;
+    CtRngParams p = {kind, a, b, g->seed, g->stream, g->offset};
+    CtOpCall c = {.op = CT_OP_RNG, .out = {out}, .params = &p};
+    if (ct_dispatch(&c) != CT_OK) return NULL;
+    g->offset += (uint64_t)blocks_for(kind, dt, tensor_numel(out));
+    return out;
+}
+
+Tensor *tensor_rand(CtGenerator *g, int ndim, const int64_t *shape, CtDType dt,
+                    CtDevice dev)
+{
+    return draw("tensor_rand", g, ndim, shape, CT_RNG_UNIFORM, 0, 1, dt, dev);
+}
+
+Tensor *tensor_uniform(CtGenerator *g, int ndim, const int64_t *shape, double low,
+                       double high, CtDType dt, CtDevice dev)
+{
+    if (!(low <= high)) {
+        ct_error(CT_ERR_INVALID, "tensor_uniform: low %g > high %g", low, high);
+        return NULL;
+    }
+    return draw("tensor_uniform", g, ndim, shape, CT_RNG_UNIFORM, low, high, dt, dev);
+}
+
+Tensor *tensor_normal(CtGenerator *g, int ndim, const int64_t *shape, double mean,
+                      double std, CtDType dt, CtDevice dev)
+{
+    if (!(std >= 0)) {
+        ct_error(CT_ERR_INVALID, "tensor_normal: std must be >= 0, got %g", std);
+        return NULL;
+    }
+    return draw("tensor_normal", g, ndim, shape, CT_RNG_NORMAL, mean, std, dt, dev);
+}
+
+Tensor *tensor_bernoulli(CtGenerator *g, int ndim, const int64_t *shape, double p,
+                         CtDType dt, CtDevice dev)
+{
+    if (!(p >= 0 && p <= 1)) {
+        ct_error(CT_ERR_INVALID, "tensor_bernoulli: p must be in [0, 1], got %g", p);
+        return NULL;
+    }
+    return draw("tensor_bernoulli", g, ndim, shape, CT_RNG_BERNOULLI, p, 1, dt, dev);
+}
+
+/* Uniform integer in [0, bound) from a 64-bit draw (Lemire's multiply-shift;
+ * the bias is below 2^-40 for the sizes a dataset has). */
+__extension__ typedef unsigned __int128 u128;
+static uint64_t below(uint64_t r, uint64_t bound)
+{
+    return (uint64_t)(((u128)r * bound) >> 64);
+}
+
+CtStatus ct_randperm(CtGenerator *g, int64_t n, int64_t *out)
+{
+    if (!g || !out) return ct_error(CT_ERR_NULL, "ct_randperm: NULL argument");
+    if (n < 0)
+        return ct_error(CT_ERR_INVALID, "ct_randperm: negative n %lld", (long long)n);
+    for (int64_t i = 0; i < n; i++) out[i] = i;
+    uint32_t key[2] = {(uint32_t)g->seed, (uint32_t)(g->seed >> 32)};
+    /* Fisher-Yates from the back; two 64-bit draws per Philox block */
+    uint32_t blk[4];
+    for (int64_t i = n - 1, k = 0; i > 0; i--, k++) {
+        if ((k & 1) == 0) {
+            uint64_t ctr64 = g->offset + (uint64_t)(k / 2);
+            uint32_t ctr[4] = {(uint32_t)ctr64, (uint32_t)(ctr64 >> 32),
+                               (uint32_t)g->stream, (uint32_t)(g->stream >> 32)};
+            ct_philox4x32_10(ctr, key, blk);
+        }
+        uint64_t r = (k & 1) ? ((uint64_t)blk[2] << 32 | blk[3])
+                             : ((uint64_t)blk[0] << 32 | blk[1]);
+        int64_t j = (int64_t)below(r, (uint64_t)i + 1);
+        int64_t t = out[i];
+        out[i] = out[j];
+        out[j] = t;
+    }
+    g->offset += (uint64_t)(n / 2 + 1);
+    return CT_OK;
+}
+
+Tensor *tensor_dropout(Tensor *x, double p, bool training, CtGenerator *g)
+{
+    if (!x) return NULL;
+    if (!(p >= 0 && p <= 1)) {
+        ct_error(CT_ERR_INVALID, "dropout: p must be in [0, 1], got %g", p);
+        return NULL;
+    }
+    if (!training || p == 0) return tensor_contiguous(x);
+    /* mask holds 0 or 1/(1-p) and does not require grad, so mul's backward
+     * is gout * mask */
+    double scale = p == 1 ? 0.0 : 1.0 / (1.0 - p);
+    Tensor *mask = draw("dropout", g, x->ndim, x->shape, CT_RNG_BERNOULLI, 1 - p, scale,
+                        x->dtype, x->storage->device);
+    return tensor_mul(x, mask);
+}

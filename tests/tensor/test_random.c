@@ -1,0 +1,192 @@
+/* Philox generator, random tensors, randperm, dropout. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+
+#include "testutil.h"
+
+START_TEST(test_philox_known_answers)
+{
+    /* Known-answer vectors of Philox-4x32-10 (Salmon et al., Random123) */
+    uint32_t out[4];
+    ct_philox4x32_10((uint32_t[]){0, 0, 0, 0}, (uint32_t[]){0, 0}, out);
+    ck_assert_uint_eq(out[0], 0x6627e8d5u);
+    ck_assert_uint_eq(out[1], 0xe169c58du);
+    ck_assert_uint_eq(out[2], 0xbc57ac4cu);
+    ck_assert_uint_eq(out[3], 0x9b00dbd8u);
+    ct_philox4x32_10((uint32_t[]){~0u, ~0u, ~0u, ~0u}, (uint32_t[]){~0u, ~0u}, out);
+    ck_assert_uint_eq(out[0], 0x408f276du);
+    ck_assert_uint_eq(out[1], 0x41c83b0eu);
+    ck_assert_uint_eq(out[2], 0xa20bc7c6u);
+    ck_assert_uint_eq(out[3], 0x6d5451fdu);
+    ct_philox4x32_10((uint32_t[]){0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u},
+                     (uint32_t[]){0xa4093822u, 0x299f31d0u}, out);
+    ck_assert_uint_eq(out[0], 0xd16cfe09u);
+    ck_assert_uint_eq(out[1], 0x94fdccebu);
+    ck_assert_uint_eq(out[2], 0x5001e420u);
+    ck_assert_uint_eq(out[3], 0x24126ea1u);
+}
+END_TEST
+
+static double *draw_all(int threads, CtDType dt, int kind, int64_t n)
+{
+    omp_set_num_threads(threads);
+    CtGenerator g = ct_generator(42, 7);
+    CtScope *s = ct_scope_open();
+    const int64_t shape[1] = {n};
+    Tensor *t = kind == 0   ? tensor_uniform(&g, 1, shape, -2, 3, dt, ct_cpu())
+                : kind == 1 ? tensor_normal(&g, 1, shape, 1, 2, dt, ct_cpu())
+                            : tensor_bernoulli(&g, 1, shape, 0.3, dt, ct_cpu());
+    ck_assert_ptr_nonnull(t);
+    double *v = malloc((size_t)n * sizeof *v);
+    ck_assert_int_eq(tensor_copy_to_host(t, v, CT_F64), CT_OK);
+    ct_scope_close(s);
+    omp_set_num_threads(2);
+    return v;
+}
+
+START_TEST(test_same_numbers_for_any_thread_count)
+{
+    const int64_t n = 200003; /* large enough to run in parallel, odd */
+    for (int kind = 0; kind < 3; kind++) {
+        for (int dt = CT_F32; dt <= CT_F64; dt++) {
+            double *a = draw_all(1, (CtDType)dt, kind, n);
+            double *b = draw_all(2, (CtDType)dt, kind, n);
+            ck_assert_msg(memcmp(a, b, (size_t)n * sizeof *a) == 0,
+                          "kind %d dtype %d differs between 1 and 2 threads", kind, dt);
+            free(a);
+            free(b);
+        }
+    }
+}
+END_TEST
+
+static void moments(const double *v, int64_t n, double *mean, double *var)
+{
+    double m = 0, q = 0;
+    for (int64_t i = 0; i < n; i++) m += v[i];
+    m /= (double)n;
+    for (int64_t i = 0; i < n; i++) q += (v[i] - m) * (v[i] - m);
+    *mean = m;
+    *var = q / (double)(n - 1);
+}
+
+START_TEST(test_distributions)
+{
+    const int64_t n = 400000;
+    double m, v;
+    double *u = draw_all(2, CT_F32, 0, n); /* uniform [-2, 3) */
+    moments(u, n, &m, &v);
+    ck_assert_double_eq_tol(m, 0.5, 0.02);
+    ck_assert_double_eq_tol(v, 25.0 / 12.0, 0.03);
+    for (int64_t i = 0; i < n; i++) ck_assert(u[i] >= -2 && u[i] < 3);
+    free(u);
+    double *z = draw_all(2, CT_F64, 1, n); /* normal(1, 2) */
+    moments(z, n, &m, &v);
+    ck_assert_double_eq_tol(m, 1.0, 0.02);
+    ck_assert_double_eq_tol(v, 4.0, 0.05);
+    free(z);
+    double *b = draw_all(2, CT_F32, 2, n); /* bernoulli(0.3) */
+    moments(b, n, &m, &v);
+    ck_assert_double_eq_tol(m, 0.3, 0.005);
+    free(b);
+}
+END_TEST
+
+START_TEST(test_draws_advance_and_reproduce)
+{
+    CtScope *s = ct_scope_open();
+    CtGenerator g = ct_generator(1, 0);
+    Tensor *a = tensor_rand(&g, 1, (const int64_t[]){10}, CT_F32, ct_cpu());
+    ck_assert_uint_eq(g.offset, 3); /* 10 draws, 4 per block */
+    Tensor *b = tensor_rand(&g, 1, (const int64_t[]){10}, CT_F32, ct_cpu());
+    CtGenerator g2 = ct_generator(1, 0);
+    Tensor *a2 = tensor_rand(&g2, 1, (const int64_t[]){10}, CT_F32, ct_cpu());
+    double va[10], vb[10], va2[10];
+    tensor_copy_to_host(a, va, CT_F64);
+    tensor_copy_to_host(b, vb, CT_F64);
+    tensor_copy_to_host(a2, va2, CT_F64);
+    ck_assert(memcmp(va, va2, sizeof va) == 0);
+    ck_assert(memcmp(va, vb, sizeof va) != 0);
+    /* another stream gives other numbers */
+    CtGenerator g3 = ct_generator(1, 1);
+    double v3[10];
+    tensor_copy_to_host(tensor_rand(&g3, 1, (const int64_t[]){10}, CT_F32, ct_cpu()), v3,
+                        CT_F64);
+    ck_assert(memcmp(va, v3, sizeof va) != 0);
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_randperm)
+{
+    CtGenerator g = ct_generator(5, 0);
+    int64_t p[1000], q[1000];
+    ck_assert_int_eq(ct_randperm(&g, 1000, p), CT_OK);
+    int seen[1000] = {0};
+    int fixed = 0;
+    for (int i = 0; i < 1000; i++) {
+        ck_assert(p[i] >= 0 && p[i] < 1000);
+        seen[p[i]]++;
+        fixed += p[i] == i;
+    }
+    for (int i = 0; i < 1000; i++) ck_assert_int_eq(seen[i], 1);
+    ck_assert_int_lt(fixed, 10);
+    CtGenerator h = ct_generator(5, 0);
+    ct_randperm(&h, 1000, q);
+    ck_assert(memcmp(p, q, sizeof p) == 0);
+    ck_assert_int_eq(ct_randperm(&g, -1, p), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "negative n");
+}
+END_TEST
+
+START_TEST(test_dropout)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = tu_rand64(1, (const int64_t[]){1000}, 1, 2, 9, true);
+    CtGenerator g = ct_generator(3, 0);
+    CtScope *s = ct_scope_open();
+    Tensor *y = tensor_dropout(x, 0.25, true, &g);
+    double xv[1000], yv[1000], gv[1000];
+    tensor_copy_to_host(x, xv, CT_F64);
+    tensor_copy_to_host(y, yv, CT_F64);
+    int zeros = 0;
+    for (int i = 0; i < 1000; i++) {
+        if (yv[i] == 0)
+            zeros++;
+        else
+            ck_assert_double_eq_tol(yv[i], xv[i] / 0.75, 1e-12);
+    }
+    ck_assert_int_gt(zeros, 200);
+    ck_assert_int_lt(zeros, 300);
+    ck_assert_int_eq(tensor_backward(y, tensor_ones_like(y)), CT_OK);
+    tensor_copy_to_host(tensor_grad(x), gv, CT_F64);
+    for (int i = 0; i < 1000; i++)
+        ck_assert_double_eq_tol(gv[i], yv[i] == 0 ? 0 : 1 / 0.75, 1e-12);
+    /* eval mode is the identity and draws nothing */
+    uint64_t before = g.offset;
+    Tensor *e = tensor_dropout(x, 0.25, false, &g);
+    tu_assert_values(e, xv, 1000, 0, 0);
+    ck_assert_uint_eq(g.offset, before);
+    ck_assert_ptr_null(tensor_dropout(x, 1.5, true, &g));
+    tu_assert_error(CT_ERR_INVALID, "dropout: p must be in [0, 1], got 1.5");
+    ct_scope_close(s);
+    tensor_free(x);
+    TU_MEM_END;
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("tensor_random");
+    TCase *tc = tcase_create("random");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_philox_known_answers);
+    tcase_add_test(tc, test_same_numbers_for_any_thread_count);
+    tcase_add_test(tc, test_distributions);
+    tcase_add_test(tc, test_draws_advance_and_reproduce);
+    tcase_add_test(tc, test_randperm);
+    tcase_add_test(tc, test_dropout);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
