@@ -178,6 +178,79 @@ START_TEST(test_grad_through_views)
 }
 END_TEST
 
+START_TEST(test_allocator_reuses_blocks)
+{
+    ct_alloc_empty_cache(ct_cpu());
+    CtAllocStats a0 = ct_alloc_stats(ct_cpu());
+    for (int i = 0; i < 50; i++) {
+        CtScope *s = ct_scope_open();
+        Tensor *t = tensor_zeros(2, (const int64_t[]){64, 100 + i % 3}, CT_F32, ct_cpu());
+        ck_assert_ptr_nonnull(tensor_add(t, t));
+        ct_scope_close(s);
+    }
+    CtAllocStats a1 = ct_alloc_stats(ct_cpu());
+    /* three shapes, two live tensors each: a handful of system allocations */
+    ck_assert_uint_le(a1.n_allocs - a0.n_allocs, 6);
+    ck_assert_uint_eq(a1.in_use, a0.in_use);
+    ck_assert_uint_gt(a1.cached, 0);
+    ck_assert_uint_ge(a1.peak, 2 * 64 * 100 * sizeof(float));
+    ct_alloc_empty_cache(ct_cpu());
+    ck_assert_uint_eq(ct_alloc_stats(ct_cpu()).cached, 0);
+}
+END_TEST
+
+START_TEST(test_no_grad_and_detach)
+{
+    Tensor *x = tu_tensor(CT_F64, 1, (const int64_t[]){2}, (double[]){1, 2});
+    ck_assert_int_eq(tensor_set_requires_grad(x, true), CT_OK);
+    CtScope *s = ct_scope_open();
+    bool prev = ct_set_grad_enabled(false);
+    ck_assert(prev);
+    ck_assert(!tensor_requires_grad(tensor_mul(x, x)));
+    ct_set_grad_enabled(true);
+    Tensor *y = tensor_mul(x, x);
+    ck_assert(tensor_requires_grad(y));
+    Tensor *d = tensor_detach(y);
+    ck_assert(!tensor_requires_grad(d));
+    ck_assert(tensor_shares_storage(d, y));
+    /* y is not a leaf */
+    ck_assert_int_eq(tensor_set_requires_grad(y, false), CT_ERR_STATE);
+    tu_assert_error(CT_ERR_STATE, "is not a leaf (it is the output of mul)");
+    /* a detached tensor's graph stops: backward has nothing to do */
+    ck_assert_int_eq(tensor_backward(tensor_mul(d, d), NULL), CT_ERR_STATE);
+    tu_assert_error(CT_ERR_STATE, "does not require grad");
+    /* an implied gradient needs a one-element output */
+    ck_assert_int_eq(tensor_backward(y, NULL), CT_ERR_SHAPE);
+    tu_assert_error(CT_ERR_SHAPE, "one-element output");
+    Tensor *i = tensor_zeros(1, (const int64_t[]){2}, CT_I64, ct_cpu());
+    ck_assert_int_eq(tensor_set_requires_grad(i, true), CT_ERR_DTYPE);
+    tu_assert_error(CT_ERR_DTYPE, "only floating-point tensors can require grad");
+    ct_scope_close(s);
+    tensor_free(x);
+}
+END_TEST
+
+START_TEST(test_copy_and_item)
+{
+    CtScope *s = ct_scope_open();
+    Tensor *dst = tensor_zeros(2, (const int64_t[]){2, 3}, CT_F64, ct_cpu());
+    Tensor *row = tu_tensor(CT_F32, 1, (const int64_t[]){3}, (double[]){1, 2, 3});
+    ck_assert_int_eq(tensor_copy_(dst, row), CT_OK); /* broadcasts */
+    tu_assert_values(dst, ((double[]){1, 2, 3, 1, 2, 3}), 6, 0, 0);
+    Tensor *bad = tensor_zeros(1, (const int64_t[]){4}, CT_F32, ct_cpu());
+    ck_assert_int_eq(tensor_copy_(dst, bad), CT_ERR_SHAPE);
+    tu_assert_error(CT_ERR_SHAPE,
+                    "tensor_copy_: cannot copy f32[4] cpu into f64[2, 3] cpu");
+    ck_assert(isnan(tensor_item(dst)));
+    tu_assert_error(CT_ERR_SHAPE, "tensor_item: expected one element");
+    ck_assert_double_eq(tensor_item(tensor_select(row, 0, 2)), 3.0);
+    ck_assert_ptr_null(tensor_arange(0, 1, 0, CT_F32, ct_cpu()));
+    tu_assert_error(CT_ERR_INVALID, "step != 0");
+    tensor_free(row);
+    ct_scope_close(s);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
     Suite *s = suite_create("tensor_core");
@@ -190,6 +263,9 @@ Suite *core_suite(void)
     tcase_add_test(tc, test_backward_mul_add_accumulates);
     tcase_add_test(tc, test_backward_twice_is_an_error);
     tcase_add_test(tc, test_grad_through_views);
+    tcase_add_test(tc, test_allocator_reuses_blocks);
+    tcase_add_test(tc, test_no_grad_and_detach);
+    tcase_add_test(tc, test_copy_and_item);
     suite_add_tcase(s, tc);
     return s;
 }
