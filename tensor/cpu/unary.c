@@ -1,9 +1,13 @@
-/* Elementwise kernels: UNARY and UNARY_BWD (contracts in ../elementwise.h). */
+/* Elementwise kernels: UNARY and UNARY_BWD (contracts in ../elementwise.h).
+ * f32, f64, bf16 and f16 (computed in f32); i64 and i32 for the kinds of
+ * ct_unary_kind_has_int. */
 #include <math.h>
 
 #include "../elementwise.h"
 #include "cpu.h"
 
+#define CLAMP(x, lo, hi)                                                                 \
+    (((x) < (lo) ? (lo) : (x)) > (hi) ? (hi) : ((x) < (lo) ? (lo) : (x)))
 #define SQRT1_2     0.70710678118654752440 /* 1/sqrt(2) */
 #define INV_SQRT2PI 0.39894228040143267794 /* 1/sqrt(2 pi) */
 
@@ -53,8 +57,9 @@
         case CT_UN_LOG: LOOP_1(LOG(x)); break;                                           \
         case CT_UN_SQRT: LOOP_1(SQRT(x)); break;                                         \
         case CT_UN_ABS: LOOP_1(FABS(x)); break;                                          \
-        /* NaN fails both tests and passes through, as in PyTorch */                     \
-        case CT_UN_CLAMP: LOOP_1(x < a ? a : (x > b ? b : x)); break;                    \
+        /* min(max(x, lo), hi) as PyTorch (hi wins when lo > hi); NaN fails both         \
+           tests and passes through */                                                   \
+        case CT_UN_CLAMP: LOOP_1(CLAMP(x, a, b)); break;                                 \
         case CT_UN_RELU: LOOP_1(x < 0 ? (T)0 : x); break;                                \
         case CT_UN_LEAKY_RELU: LOOP_1(x > 0 ? x : x * a); break;                         \
         case CT_UN_GELU_ERF: LOOP_1(half *x *(one + ERF(x * r2))); break;                \
@@ -168,7 +173,7 @@ UNARY_BWD_ROW(unary_bwd_f64, double, exp, tanh, erf, pow)
         switch (p->kind) {                                                               \
         case CT_UN_NEG: LOOP_1((T)(0u - (U)x)); break;                                   \
         case CT_UN_ABS: LOOP_1(x < 0 ? (T)(0u - (U)x) : x); break;                       \
-        case CT_UN_CLAMP: LOOP_1(x < a ? a : (x > b ? b : x)); break;                    \
+        case CT_UN_CLAMP: LOOP_1(CLAMP(x, a, b)); break;                                 \
         case CT_UN_RELU: LOOP_1(x < 0 ? (T)0 : x); break;                                \
         case CT_UN_ADD_SCALAR: LOOP_1((T)((U)x + (U)a)); break;                          \
         case CT_UN_MUL_SCALAR: LOOP_1((T)((U)x * (U)a)); break;                          \
@@ -179,6 +184,40 @@ UNARY_BWD_ROW(unary_bwd_f64, double, exp, tanh, erf, pow)
 
 UNARY_INT_ROW(unary_i64, int64_t, uint64_t, INT64_MIN, INT64_MAX)
 UNARY_INT_ROW(unary_i32, int32_t, uint32_t, INT32_MIN, INT32_MAX)
+
+/* bf16 and f16 compute in f32: blocks of a row are widened into stack
+ * buffers, run through the f32 loop and rounded back (nearest even). */
+#define HALF_BLOCK 256
+#define HALF_ROWS(SUF, LOAD, STORE)                                                      \
+    static void unary_##SUF(const CtUnaryParams *p, uint16_t *po, int64_t so,            \
+                            const uint16_t *pi, int64_t si, int64_t n)                   \
+    {                                                                                    \
+        float x[HALF_BLOCK], y[HALF_BLOCK];                                              \
+        for (int64_t s = 0; s < n; s += HALF_BLOCK) {                                    \
+            int64_t m = n - s < HALF_BLOCK ? n - s : HALF_BLOCK;                         \
+            for (int64_t j = 0; j < m; j++) x[j] = LOAD(pi[(s + j) * si]);               \
+            unary_f32(p, y, 1, x, 1, m);                                                 \
+            for (int64_t j = 0; j < m; j++) po[(s + j) * so] = STORE(y[j]);              \
+        }                                                                                \
+    }                                                                                    \
+    static void unary_bwd_##SUF(const CtUnaryParams *p, uint16_t *po, int64_t so,        \
+                                const uint16_t *pi, int64_t si, const uint16_t *pg,      \
+                                int64_t sg, int64_t n)                                   \
+    {                                                                                    \
+        float x[HALF_BLOCK], g[HALF_BLOCK], y[HALF_BLOCK];                               \
+        for (int64_t s = 0; s < n; s += HALF_BLOCK) {                                    \
+            int64_t m = n - s < HALF_BLOCK ? n - s : HALF_BLOCK;                         \
+            for (int64_t j = 0; j < m; j++) {                                            \
+                x[j] = LOAD(pi[(s + j) * si]);                                           \
+                g[j] = LOAD(pg[(s + j) * sg]);                                           \
+            }                                                                            \
+            unary_bwd_f32(p, y, 1, x, 1, g, 1, m);                                       \
+            for (int64_t j = 0; j < m; j++) po[(s + j) * so] = STORE(y[j]);              \
+        }                                                                                \
+    }
+
+HALF_ROWS(bf16, ct_bf16_to_f32, ct_f32_to_bf16)
+HALF_ROWS(f16, ct_f16_to_f32, ct_f32_to_f16)
 
 #define RUN_1(FN, T)                                                                     \
     _Pragma("omp parallel for if (it.numel >= CT_CPU_PAR_MIN)") for (int64_t r = 0;      \
@@ -204,6 +243,8 @@ static CtStatus cpu_unary(const CtOpCall *c)
     case CT_F64: RUN_1(unary_f64, double) break;
     case CT_I64: RUN_1(unary_i64, int64_t) break;
     case CT_I32: RUN_1(unary_i32, int32_t) break;
+    case CT_BF16: RUN_1(unary_bf16, uint16_t) break;
+    case CT_F16: RUN_1(unary_f16, uint16_t) break;
     default: break;
     }
     return CT_OK;
@@ -232,6 +273,8 @@ static CtStatus cpu_unary_bwd(const CtOpCall *c)
     switch (out->dtype) {
     case CT_F32: RUN_2(unary_bwd_f32, float) break;
     case CT_F64: RUN_2(unary_bwd_f64, double) break;
+    case CT_BF16: RUN_2(unary_bwd_bf16, uint16_t) break;
+    case CT_F16: RUN_2(unary_bwd_f16, uint16_t) break;
     default: break;
     }
     return CT_OK;
@@ -248,7 +291,9 @@ static bool cpu_unary_supports(const CtOpCall *c)
     if (!valid_kind(p->kind)) return false;
     switch (c->in[0]->dtype) {
     case CT_F32:
-    case CT_F64: return true;
+    case CT_F64:
+    case CT_BF16:
+    case CT_F16: return true;
     case CT_I64:
     case CT_I32: return ct_unary_kind_has_int(p->kind);
     default: return false;
@@ -259,7 +304,7 @@ static bool cpu_unary_bwd_supports(const CtOpCall *c)
 {
     const CtUnaryParams *p = c->params;
     CtDType dt = c->in[0]->dtype;
-    return valid_kind(p->kind) && (dt == CT_F32 || dt == CT_F64);
+    return valid_kind(p->kind) && ct_dtype_is_float(dt);
 }
 
 void ct_cpu_register_unary(CtKernelFn *k, CtSupportsFn *s)

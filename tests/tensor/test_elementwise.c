@@ -180,11 +180,13 @@ START_TEST(test_unary_forward_values)
 {
     TU_MEM_BEGIN;
     CtScope *s = ct_scope_open();
-    const CtDType dts[2] = {CT_F64, CT_F32};
-    for (int d = 0; d < 2; d++) {
+    /* bf16 and f16 compute in f32 and round once: half an ulp */
+    const CtDType dts[4] = {CT_F64, CT_F32, CT_BF16, CT_F16};
+    const double rtols[4] = {1e-15, 2e-6, 4e-3, 5e-4};
+    for (int d = 0; d < 4; d++) {
         Tensor *x = tu_tensor(dts[d], 1, SHAPE(5), X);
         Tensor *pos = tu_tensor(dts[d], 1, SHAPE(4), POS);
-        double rtol = dts[d] == CT_F64 ? 1e-15 : 2e-6;
+        double rtol = rtols[d];
         for (int i = 0; i < N_CASES; i++) {
             const UnCase *c = &CASES[i];
             Tensor *y = c->fn(c->positive ? pos : x);
@@ -192,6 +194,12 @@ START_TEST(test_unary_forward_values)
             ck_assert_int_eq(tensor_dtype(y), dts[d]);
             tu_assert_values(y, c->expect, c->positive ? 4 : 5, 1e-300, rtol);
         }
+        /* lo > hi gives hi everywhere (PyTorch's min(max(x, lo), hi)); NaN stays */
+        tu_assert_values(tensor_clamp(x, 1, -1), ((double[]){-1, -1, -1, -1, -1}), 5, 0,
+                         0);
+        Tensor *nan = tensor_full(1, SHAPE(1), NAN, dts[d], ct_cpu());
+        tu_assert_values(tensor_clamp(nan, -1, 1), ((double[]){NAN}), 1, 0, 0);
+        tu_assert_values(tensor_relu(nan), ((double[]){NAN}), 1, 0, 0);
         tensor_free(x);
         tensor_free(pos);
     }
@@ -258,6 +266,7 @@ START_TEST(test_integer_unary)
     tu_assert_values(tensor_relu(x), ((double[]){0, 0, 0, 5}), 4, 0, 0);
     tu_assert_values(tensor_clamp(x, -INFINITY, 1), ((double[]){-3, -1, 0, 1}), 4, 0, 0);
     tu_assert_values(tensor_clamp(x, -1, 2), ((double[]){-1, -1, 0, 2}), 4, 0, 0);
+    tu_assert_values(tensor_clamp(x, 1, -1), ((double[]){-1, -1, -1, -1}), 4, 0, 0);
     tu_assert_values(tensor_add_scalar(x, 2), ((double[]){-1, 1, 2, 7}), 4, 0, 0);
     tu_assert_values(tensor_sub_scalar(x, 2), ((double[]){-5, -3, -2, 3}), 4, 0, 0);
     tu_assert_values(tensor_rsub_scalar(x, 2), ((double[]){5, 3, 2, -3}), 4, 0, 0);
@@ -377,6 +386,22 @@ START_TEST(test_unary_backward_f32)
         tensor_free(x32);
         tensor_free(x64);
     }
+}
+END_TEST
+
+/* bf16 backward runs the same kernel (computed in f32). */
+START_TEST(test_unary_backward_bf16)
+{
+    Tensor *x = tu_tensor(CT_BF16, 1, SHAPE(3), (double[]){-1, 0, 0.5});
+    tensor_set_requires_grad(x, true);
+    CtScope *s = ct_scope_open();
+    Tensor *y = tensor_tanh(x);
+    ck_assert_int_eq(tensor_backward(y, tensor_ones_like(y)), CT_OK);
+    ct_scope_close(s);
+    /* 1 - tanh(x)^2 of the bf16-rounded tanh values */
+    tu_assert_values(tensor_grad(x), ((double[]){0.41997434, 1, 0.78644773}), 3, 0, 8e-3);
+    ck_assert_int_eq(tensor_dtype(tensor_grad(x)), CT_BF16);
+    tensor_free(x);
 }
 END_TEST
 
@@ -718,6 +743,7 @@ Suite *elementwise_suite(void)
     tcase_add_test(tg, test_unary_grad_at_kinks);
     tcase_add_test(tg, test_unary_chain_gradcheck);
     tcase_add_test(tg, test_unary_backward_f32);
+    tcase_add_test(tg, test_unary_backward_bf16);
     tcase_add_test(tg, test_binary_gradcheck_same_shape);
     tcase_add_test(tg, test_binary_gradcheck_transposed);
     tcase_add_test(tg, test_binary_gradcheck_broadcast);
