@@ -287,6 +287,7 @@ typedef enum CtUnaryKind {
     CT_UN_RSUB_SCALAR, /* a - x */
     CT_UN_POW_SCALAR,  /* x ** a */
     CT_UN_RDIV_SCALAR, /* a / x */
+    CT_UN_DIV_SCALAR,  /* x / a (a true division, as PyTorch's) */
 } CtUnaryKind;
 
 typedef struct CtUnaryParams {

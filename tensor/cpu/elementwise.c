@@ -1,4 +1,5 @@
-/* Elementwise kernels: BINARY (arithmetic and comparisons). */
+/* Elementwise kernels: BINARY (arithmetic and comparisons) and WHERE; the
+ * UNARY kernels live in unary.c and are registered from here. */
 #include <math.h>
 
 #include "cpu.h"
@@ -147,8 +148,73 @@ static bool cpu_binary_supports(const CtOpCall *c)
     }
 }
 
+/* WHERE moves elements as bits, so one loop per element size serves every
+ * dtype. Both sides are loaded unconditionally so the select vectorises. */
+#define WHERE_ROW(NAME, T)                                                               \
+    static void NAME(T *po, int64_t so, const uint8_t *pc, int64_t sc, const T *pa,      \
+                     int64_t sa, const T *pb, int64_t sb, int64_t n)                     \
+    {                                                                                    \
+        if (so == 1 && sc == 1 && sa == 1 && sb == 1)                                    \
+            for (int64_t i = 0; i < n; i++) {                                            \
+                T x = pa[i], y = pb[i];                                                  \
+                po[i] = pc[i] ? x : y;                                                   \
+            }                                                                            \
+        else                                                                             \
+            for (int64_t i = 0; i < n; i++) {                                            \
+                T x = pa[i * sa], y = pb[i * sb];                                        \
+                po[i * so] = pc[i * sc] ? x : y;                                         \
+            }                                                                            \
+    }
+
+WHERE_ROW(where_8, uint8_t)
+WHERE_ROW(where_16, uint16_t)
+WHERE_ROW(where_32, uint32_t)
+WHERE_ROW(where_64, uint64_t)
+
+#define RUN_WHERE(FN, T)                                                                 \
+    _Pragma("omp parallel for if (it.numel >= CT_CPU_PAR_MIN)") for (int64_t r = 0;      \
+                                                                     r < it.rows; r++)   \
+    {                                                                                    \
+        int64_t off[CT_ITER_MAX_OPS];                                                    \
+        int64_t len = ct_iter_row(&it, r, off);                                          \
+        FN((T *)po + off[0], it.istride[0], pc + off[1], it.istride[1],                  \
+           (const T *)pa + off[2], it.istride[2], (const T *)pb + off[3], it.istride[3], \
+           len);                                                                         \
+    }
+
+// out <- in0 ? in1 : in2; in0 bool, all of out's shape (stride 0 broadcasts)
+static CtStatus cpu_where(const CtOpCall *c)
+{
+    Tensor *out = c->out[0];
+    CtIter it;
+    ct_iter_init(&it, out->ndim, out->shape, 4,
+                 (const Tensor *[]){out, c->in[0], c->in[1], c->in[2]});
+    void *po = ct_ptr(out);
+    const uint8_t *pc = ct_ptr(c->in[0]);
+    const void *pa = ct_ptr(c->in[1]), *pb = ct_ptr(c->in[2]);
+    switch (ct_dtype_size(out->dtype)) {
+    case 1: RUN_WHERE(where_8, uint8_t) break;
+    case 2: RUN_WHERE(where_16, uint16_t) break;
+    case 4: RUN_WHERE(where_32, uint32_t) break;
+    case 8: RUN_WHERE(where_64, uint64_t) break;
+    default: break;
+    }
+    return CT_OK;
+}
+
+static bool cpu_where_supports(const CtOpCall *c)
+{
+    size_t sz = ct_dtype_size(c->out[0]->dtype);
+    return c->in[0]->dtype == CT_BOOL && (sz == 1 || sz == 2 || sz == 4 || sz == 8);
+}
+
+void ct_cpu_register_unary(CtKernelFn *k, CtSupportsFn *s); /* unary.c */
+
 void ct_cpu_register_elementwise(CtKernelFn *k, CtSupportsFn *s)
 {
     k[CT_OP_BINARY] = cpu_binary;
     s[CT_OP_BINARY] = cpu_binary_supports;
+    k[CT_OP_WHERE] = cpu_where;
+    s[CT_OP_WHERE] = cpu_where_supports;
+    ct_cpu_register_unary(k, s);
 }
