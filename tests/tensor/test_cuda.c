@@ -432,6 +432,9 @@ Suite *cuda_suite(void)
     int n = (int)(sizeof device_tests / sizeof *device_tests);
     int ndev = ct_cuda_device_count();
     if (ndev > 0) {
+        /* counting initialised CUDA in this process, and CUDA does not work
+         * in a fork()ed child after that: run the tests in-process */
+        setenv("CK_FORK", "no", 1);
         for (int i = 0; i < n; i++) tcase_add_test(tc, device_tests[i]);
     } else {
         fprintf(stderr, "\n*** SKIPPED %d CUDA tests: no CUDA device (%s) ***\n\n", n,
