@@ -43,10 +43,17 @@ if(NOT CTRAINER_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 90) # H100/H200; override on the command line
     endif()
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     enable_language(CUDA)
+    # host-side warnings of .cu files, errors with CTRAINER_WERROR
+    add_compile_options("$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>"
+      "$<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${CTRAINER_WERROR}>>:-Werror=all-warnings;-Xcompiler=-Werror>")
     find_package(CUDAToolkit REQUIRED)
     target_link_libraries(ctrainer_deps INTERFACE CUDA::cudart CUDA::cublas CUDA::cublasLt)
     list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_CUDA)
+    # consumers (and the CUDA tests) can tell the backend is built in
+    target_compile_definitions(ctrainer_deps INTERFACE CTRAINER_HAVE_CUDA)
     set(CTRAINER_HAVE_CUDA ON)
   elseif(CTRAINER_CUDA STREQUAL "ON")
     message(FATAL_ERROR "CTRAINER_CUDA=ON but no CUDA compiler (nvcc) was found")

@@ -1,0 +1,241 @@
+/* The CUDA backend: device discovery, per-device contexts, memory, checks,
+ * and the kernel table shared by every cuda:N device. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.cuh"
+
+/* ------------------------------------------------------------------ checks */
+
+CtStatus ct_cuda_fail(cudaError_t e, const char *call, const char *file, int line)
+{
+    (void)cudaGetLastError(); /* clear it so the next call does not report it */
+    return ct_error(CT_ERR_BACKEND, "%s failed at %s:%d: %s (%s)", call, file, line,
+                    cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+CtStatus ct_cublas_fail(cublasStatus_t s, const char *call, const char *file, int line)
+{
+    return ct_error(CT_ERR_BACKEND, "%s failed at %s:%d: %s", call, file, line,
+                    cublasGetStatusString(s));
+}
+
+static pthread_once_t sync_once = PTHREAD_ONCE_INIT;
+static bool sync_mode;
+
+static void read_sync_env(void)
+{
+    const char *v = getenv("CTRAINER_CUDA_SYNC");
+    sync_mode = v && strcmp(v, "0") != 0 && v[0] != '\0';
+}
+
+bool ct_cuda_sync_mode(void)
+{
+    pthread_once(&sync_once, read_sync_env);
+    return sync_mode;
+}
+
+cudaError_t ct_cuda_after_launch(cudaStream_t stream)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && ct_cuda_sync_mode()) e = cudaStreamSynchronize(stream);
+    return e;
+}
+
+/* ----------------------------------------------------------------- devices */
+
+static pthread_once_t count_once = PTHREAD_ONCE_INIT;
+static int n_devices;
+
+/* No driver or no GPU is a normal configuration (CPU-only machines), not an
+ * error: the count is 0 and nothing is recorded. Any other failure of the
+ * runtime also leaves the backend unavailable. */
+static void count_devices(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) n = 0;
+    (void)cudaGetLastError();
+    n_devices = n < CT_CUDA_MAX_DEVICES ? n : CT_CUDA_MAX_DEVICES;
+}
+
+extern "C" int ct_cuda_device_count(void)
+{
+    pthread_once(&count_once, count_devices);
+    return n_devices;
+}
+
+extern "C" CtStatus ct_cuda_select_device(int device)
+{
+    CT_CUDA_CHECK(cudaSetDevice(device));
+    return CT_OK;
+}
+
+/* ---------------------------------------------------------------- contexts */
+
+static CtCudaCtx contexts[CT_CUDA_MAX_DEVICES];
+static pthread_mutex_t contexts_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static CtStatus ctx_create(CtCudaCtx *c, int device)
+{
+    cudaStream_t s;
+    CT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    c->device = device;
+    c->stream = s;
+    c->blas = NULL;
+    __atomic_store_n(&c->ready, true, __ATOMIC_RELEASE);
+    return CT_OK;
+}
+
+CtStatus ct_cuda_ctx(int device, CtCudaCtx **out)
+{
+    if (device < 0 || device >= ct_cuda_device_count())
+        return ct_error(CT_ERR_DEVICE,
+                        "cuda:%d: no such device (%d CUDA devices visible)", device,
+                        ct_cuda_device_count());
+    CT_RETURN_IF_ERROR(ct_cuda_select_device(device));
+    CtCudaCtx *c = &contexts[device];
+    if (!__atomic_load_n(&c->ready, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&contexts_mu);
+        CtStatus st = c->ready ? CT_OK : ctx_create(c, device);
+        pthread_mutex_unlock(&contexts_mu);
+        CT_RETURN_IF_ERROR(st);
+    }
+    *out = c;
+    return CT_OK;
+}
+
+static CtStatus blas_create(CtCudaCtx *c)
+{
+    cublasHandle_t h;
+    CT_CUBLAS_CHECK(cublasCreate(&h));
+    CtStatus st = CT_CUBLAS_STATUS(cublasSetStream(h, c->stream));
+    if (st != CT_OK) {
+        cublasDestroy(h);
+        return st;
+    }
+    __atomic_store_n(&c->blas, h, __ATOMIC_RELEASE);
+    return CT_OK;
+}
+
+CtStatus ct_cuda_blas(CtCudaCtx *c, cublasHandle_t *out)
+{
+    cublasHandle_t h = __atomic_load_n(&c->blas, __ATOMIC_ACQUIRE);
+    if (!h) {
+        pthread_mutex_lock(&contexts_mu);
+        CtStatus st = c->blas ? CT_OK : blas_create(c);
+        pthread_mutex_unlock(&contexts_mu);
+        CT_RETURN_IF_ERROR(st);
+        h = c->blas;
+    }
+    *out = h;
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------------ memory */
+
+/* The caching allocator (tensor/allocator.c) calls these on a cache miss and
+ * records the out-of-memory error itself. */
+static void *cuda_alloc(int device, size_t nbytes)
+{
+    void *p = NULL;
+    if (ct_cuda_select_device(device) != CT_OK) return NULL;
+    if (cudaMalloc(&p, nbytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_free(int device, void *p)
+{
+    if (ct_cuda_select_device(device) != CT_OK) return;
+    (void)CT_CUDA_STATUS(cudaFree(p));
+}
+
+/* Copies run on the device's stream, after the kernels already queued there,
+ * and are waited for. */
+static CtStatus cuda_memcpy(void *dst, CtDevice ddev, const void *src, CtDevice sdev,
+                            size_t n)
+{
+    if (n == 0) return CT_OK;
+    bool dgpu = ddev.type == CT_DEVICE_CUDA, sgpu = sdev.type == CT_DEVICE_CUDA;
+    if (!dgpu && !sgpu) {
+        memmove(dst, src, n);
+        return CT_OK;
+    }
+    CtCudaCtx *dc = NULL, *sc = NULL;
+    if (dgpu) CT_RETURN_IF_ERROR(ct_cuda_ctx(ddev.index, &dc));
+    if (sgpu) CT_RETURN_IF_ERROR(ct_cuda_ctx(sdev.index, &sc));
+    if (dgpu && sgpu && ddev.index != sdev.index) {
+        CT_CUDA_CHECK(cudaStreamSynchronize(dc->stream)); /* dst may still be in use */
+        CT_CUDA_CHECK(
+            cudaMemcpyPeerAsync(dst, ddev.index, src, sdev.index, n, sc->stream));
+        CT_CUDA_CHECK(cudaStreamSynchronize(sc->stream));
+        return CT_OK;
+    }
+    CtCudaCtx *c = sgpu ? sc : dc;
+    cudaMemcpyKind kind = dgpu && sgpu ? cudaMemcpyDeviceToDevice
+                          : dgpu       ? cudaMemcpyHostToDevice
+                                       : cudaMemcpyDeviceToHost;
+    CT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, kind, c->stream));
+    CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return CT_OK;
+}
+
+/* ------------------------------------------------------- strided indexing */
+
+int64_t ct_cuda_index_init(CtCudaIndex *ix, int ndim, const int64_t *shape, int nops,
+                           const Tensor *const *ts)
+{
+    int n = 0;
+    int64_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        numel *= shape[d];
+        if (shape[d] == 1) continue;
+        bool merge = n > 0;
+        for (int k = 0; merge && k < nops; k++)
+            merge = ix->stride[k][n - 1] == ts[k]->stride[d] * shape[d];
+        if (merge) {
+            ix->shape[n - 1] *= shape[d];
+            for (int k = 0; k < nops; k++) ix->stride[k][n - 1] = ts[k]->stride[d];
+        } else {
+            ix->shape[n] = shape[d];
+            for (int k = 0; k < nops; k++) ix->stride[k][n] = ts[k]->stride[d];
+            n++;
+        }
+    }
+    if (n == 0) { /* scalar: one element at offset 0 */
+        ix->shape[0] = 1;
+        for (int k = 0; k < CT_CUDA_MAX_OPS; k++) ix->stride[k][0] = 0;
+        n = 1;
+    }
+    for (int k = nops; k < CT_CUDA_MAX_OPS; k++)
+        for (int d = 0; d < n; d++) ix->stride[k][d] = 0;
+    ix->ndim = n;
+    return numel;
+}
+
+/* ------------------------------------------------------------------- table */
+
+static CtKernelFn kernels[CT_OP_COUNT];
+static CtSupportsFn supports[CT_OP_COUNT];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void register_all(void)
+{
+    ct_cuda_register_copy(kernels, supports);
+    ct_cuda_register_elementwise(kernels, supports);
+    ct_cuda_register_matmul(kernels, supports);
+}
+
+static const CtBackend backend = {
+    "cuda", CT_DEVICE_CUDA, cuda_alloc, cuda_free, cuda_memcpy, kernels, supports,
+};
+
+extern "C" const CtBackend *ct_cuda_backend(void)
+{
+    pthread_once(&table_once, register_all);
+    return &backend;
+}

@@ -1,0 +1,30 @@
+/* Private to tensor/: the CUDA backend's C-visible entry points.
+ *
+ * Only the .cu files of tensor/cuda define these; they exist when the library is built
+ * with CTRAINER_HAVE_CUDA. C code (dispatch.c, tests) may include this
+ * header; it names no CUDA types.
+ */
+#ifndef CTRAINER_TENSOR_CUDA_H
+#define CTRAINER_TENSOR_CUDA_H
+
+#include "../internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of CUDA devices the runtime sees, counted once per process. 0 (and
+ * no recorded error) when there is no driver or no device. */
+int ct_cuda_device_count(void);
+
+/* The backend table shared by every cuda:N device. */
+const CtBackend *ct_cuda_backend(void);
+
+/* Makes `device` current on this thread (cudaSetDevice). On failure records
+ * CT_ERR_BACKEND with the call, file:line and the CUDA error string. */
+CtStatus ct_cuda_select_device(int device);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

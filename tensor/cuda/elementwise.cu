@@ -1,0 +1,138 @@
+/* Elementwise kernels: BINARY (arithmetic and comparisons) on f32 and f64,
+ * strided, broadcasting through stride-0 operands. Semantics follow
+ * tensor/cpu/elementwise.c (max/min propagate a NaN in the first operand). */
+#include "common.cuh"
+
+/* The kind is a template parameter so no switch runs per element. */
+template <typename T, int K> __device__ __forceinline__ T arith(T x, T y)
+{
+    if constexpr (K == CT_BIN_ADD)
+        return x + y;
+    else if constexpr (K == CT_BIN_SUB)
+        return x - y;
+    else if constexpr (K == CT_BIN_MUL)
+        return x * y;
+    else if constexpr (K == CT_BIN_DIV)
+        return x / y;
+    else if constexpr (K == CT_BIN_POW)
+        return pow(x, y);
+    else if constexpr (K == CT_BIN_MAX)
+        return (x != x || x >= y) ? x : y;
+    else
+        return (x != x || x <= y) ? x : y; /* CT_BIN_MIN */
+}
+
+template <typename T, int K> __device__ __forceinline__ bool compare(T x, T y)
+{
+    if constexpr (K == CT_BIN_EQ)
+        return x == y;
+    else if constexpr (K == CT_BIN_NE)
+        return x != y;
+    else if constexpr (K == CT_BIN_LT)
+        return x < y;
+    else if constexpr (K == CT_BIN_LE)
+        return x <= y;
+    else if constexpr (K == CT_BIN_GT)
+        return x > y;
+    else
+        return x >= y; /* CT_BIN_GE */
+}
+
+/* out, a, b are operands 0, 1, 2 of ix; out may alias a. */
+template <typename T, int K>
+__global__ void arith_kernel(T *out, const T *a, const T *b, CtCudaIndex ix, int64_t n)
+{
+    CT_CUDA_FOR(i, n)
+    {
+        int64_t off[3];
+        ct_cuda_offsets<3>(ix, i, off);
+        out[off[0]] = arith<T, K>(a[off[1]], b[off[2]]);
+    }
+}
+
+template <typename T, int K>
+__global__ void compare_kernel(uint8_t *out, const T *a, const T *b, CtCudaIndex ix,
+                               int64_t n)
+{
+    CT_CUDA_FOR(i, n)
+    {
+        int64_t off[3];
+        ct_cuda_offsets<3>(ix, i, off);
+        out[off[0]] = compare<T, K>(a[off[1]], b[off[2]]);
+    }
+}
+
+template <typename T, int K>
+static CtStatus launch_arith(CtCudaCtx *c, const CtOpCall *call, const CtCudaIndex &ix,
+                             int64_t n)
+{
+    arith_kernel<T, K><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
+        (T *)ct_ptr(call->out[0]), (const T *)ct_ptr(call->in[0]),
+        (const T *)ct_ptr(call->in[1]), ix, n);
+    CT_CUDA_CHECK_LAUNCH("arith_kernel", c->stream);
+    return CT_OK;
+}
+
+template <typename T, int K>
+static CtStatus launch_compare(CtCudaCtx *c, const CtOpCall *call, const CtCudaIndex &ix,
+                               int64_t n)
+{
+    compare_kernel<T, K><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
+        (uint8_t *)ct_ptr(call->out[0]), (const T *)ct_ptr(call->in[0]),
+        (const T *)ct_ptr(call->in[1]), ix, n);
+    CT_CUDA_CHECK_LAUNCH("compare_kernel", c->stream);
+    return CT_OK;
+}
+
+template <typename T>
+static CtStatus run_binary(CtCudaCtx *c, CtBinaryKind kind, const CtOpCall *call,
+                           const CtCudaIndex &ix, int64_t n)
+{
+    switch (kind) {
+    case CT_BIN_ADD: return launch_arith<T, CT_BIN_ADD>(c, call, ix, n);
+    case CT_BIN_SUB: return launch_arith<T, CT_BIN_SUB>(c, call, ix, n);
+    case CT_BIN_MUL: return launch_arith<T, CT_BIN_MUL>(c, call, ix, n);
+    case CT_BIN_DIV: return launch_arith<T, CT_BIN_DIV>(c, call, ix, n);
+    case CT_BIN_POW: return launch_arith<T, CT_BIN_POW>(c, call, ix, n);
+    case CT_BIN_MAX: return launch_arith<T, CT_BIN_MAX>(c, call, ix, n);
+    case CT_BIN_MIN: return launch_arith<T, CT_BIN_MIN>(c, call, ix, n);
+    case CT_BIN_EQ: return launch_compare<T, CT_BIN_EQ>(c, call, ix, n);
+    case CT_BIN_NE: return launch_compare<T, CT_BIN_NE>(c, call, ix, n);
+    case CT_BIN_LT: return launch_compare<T, CT_BIN_LT>(c, call, ix, n);
+    case CT_BIN_LE: return launch_compare<T, CT_BIN_LE>(c, call, ix, n);
+    case CT_BIN_GT: return launch_compare<T, CT_BIN_GT>(c, call, ix, n);
+    case CT_BIN_GE: return launch_compare<T, CT_BIN_GE>(c, call, ix, n);
+    }
+    return ct_error(CT_ERR_INVALID, "binary: unknown kind %d on cuda", (int)kind);
+}
+
+static CtStatus cuda_binary(const CtOpCall *call)
+{
+    const CtBinaryParams *p = (const CtBinaryParams *)call->params;
+    Tensor *out = call->out[0];
+    CtCudaCtx *c;
+    CT_RETURN_IF_ERROR(ct_cuda_ctx_of(out, &c));
+    CtCudaIndex ix;
+    const Tensor *ops[3] = {out, call->in[0], call->in[1]};
+    int64_t n = ct_cuda_index_init(&ix, out->ndim, out->shape, 3, ops);
+    if (n == 0) return CT_OK;
+    if (call->in[0]->dtype == CT_F32) return run_binary<float>(c, p->kind, call, ix, n);
+    return run_binary<double>(c, p->kind, call, ix, n);
+}
+
+/* f32 and f64 inputs of one dtype; out has that dtype, or bool for the
+ * comparisons. */
+static bool cuda_binary_supports(const CtOpCall *call)
+{
+    const CtBinaryParams *p = (const CtBinaryParams *)call->params;
+    CtDType dt = call->in[0]->dtype;
+    if ((dt != CT_F32 && dt != CT_F64) || call->in[1]->dtype != dt) return false;
+    if ((unsigned)p->kind > CT_BIN_GE) return false;
+    return call->out[0]->dtype == (p->kind >= CT_BIN_EQ ? CT_BOOL : dt);
+}
+
+void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s)
+{
+    k[CT_OP_BINARY] = cuda_binary;
+    s[CT_OP_BINARY] = cuda_binary_supports;
+}
