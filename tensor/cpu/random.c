@@ -1,42 +1,8 @@
 /* CT_OP_RNG: Philox draws, the same numbers for any thread count. */
 #include <math.h>
 
+#include "../philox.h"
 #include "cpu.h"
-
-static inline double u32_to_unit(uint32_t x)
-{
-    return (double)x * 0x1p-32;
-}
-
-/* Block b of the stream: counter (offset + b, stream), key = seed. */
-static inline void block(const CtRngParams *p, int64_t b, uint32_t out[4])
-{
-    uint64_t c = p->offset + (uint64_t)b;
-    uint32_t ctr[4] = {(uint32_t)c, (uint32_t)(c >> 32), (uint32_t)p->stream,
-                       (uint32_t)(p->stream >> 32)};
-    uint32_t key[2] = {(uint32_t)p->seed, (uint32_t)(p->seed >> 32)};
-    ct_philox4x32_10(ctr, key, out);
-}
-
-/* Value of draw j (0..per-1) of a block, as double. */
-static inline double value(const CtRngParams *p, CtDType dt, const uint32_t *r, int j)
-{
-    switch (p->kind) {
-    case CT_RNG_UNIFORM:
-        if (dt == CT_F64) {
-            uint64_t bits = ((uint64_t)(r[2 * j] >> 5) << 26) | (r[2 * j + 1] >> 6);
-            return p->a + (p->b - p->a) * ((double)bits * 0x1p-53);
-        }
-        return p->a + (p->b - p->a) * ((double)(r[j] >> 8) * 0x1p-24);
-    case CT_RNG_NORMAL: { /* Box-Muller on lanes (2j, 2j+1) */
-        double u1 = ((double)r[2 * j] + 1.0) * 0x1p-32; /* (0, 1] */
-        double u2 = u32_to_unit(r[2 * j + 1]);
-        return p->a + p->b * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-    }
-    case CT_RNG_BERNOULLI: return (double)(r[j] >> 8) * 0x1p-24 < p->a ? p->b : 0.0;
-    }
-    return 0;
-}
 
 #define STORE_LOOP(T, CONV)                                                              \
     do {                                                                                 \
@@ -45,9 +11,10 @@ static inline double value(const CtRngParams *p, CtDType dt, const uint32_t *r, 
                                                                   b < nblocks; b++)      \
         {                                                                                \
             uint32_t r[4];                                                               \
-            block(p, b, r);                                                              \
+            ct_rng_block(p->seed, p->stream, p->offset, b, r);                           \
             for (int j = 0; j < per && b * per + j < n; j++)                             \
-                o[b * per + j] = CONV(value(p, dt, r, j));                               \
+                o[b * per + j] =                                                         \
+                    CONV(ct_rng_value(p->kind, dt == CT_F64, p->a, p->b, r, j));         \
         }                                                                                \
     } while (0)
 

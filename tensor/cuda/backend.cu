@@ -228,6 +228,7 @@ static void register_all(void)
     ct_cuda_register_copy(kernels, supports);
     ct_cuda_register_elementwise(kernels, supports);
     ct_cuda_register_matmul(kernels, supports);
+    ct_cuda_register_random(kernels, supports);
 }
 
 static const CtBackend backend = {

@@ -33,6 +33,7 @@ static inline CtStatus ct_cuda_ctx_of(const Tensor *t, CtCudaCtx **out)
 void ct_cuda_register_copy(CtKernelFn *k, CtSupportsFn *s);        /* FILL, COPY */
 void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY */
 void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
+void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
 
 /* ------------------------------------------------------ strided indexing */
 

@@ -413,6 +413,26 @@ START_TEST(test_no_device)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ rng */
+
+START_TEST(test_rng_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    const int64_t shape[1] = {100003};
+    for (int dt = CT_F32; dt <= CT_F64; dt++) {
+        CtGenerator gc = ct_generator(11, 3), gg = ct_generator(11, 3);
+        assert_same(tensor_uniform(&gc, 1, shape, -1, 2, (CtDType)dt, ct_cpu()),
+                    tensor_uniform(&gg, 1, shape, -1, 2, (CtDType)dt, gpu()), 0, 0);
+        assert_same(tensor_bernoulli(&gc, 1, shape, 0.3, (CtDType)dt, ct_cpu()),
+                    tensor_bernoulli(&gg, 1, shape, 0.3, (CtDType)dt, gpu()), 0, 0);
+        assert_same(tensor_normal(&gc, 1, shape, 0, 1, (CtDType)dt, ct_cpu()),
+                    tensor_normal(&gg, 1, shape, 0, 1, (CtDType)dt, gpu()), 1e-12, 1e-6);
+        ck_assert_uint_eq(gc.offset, gg.offset);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
 Suite *cuda_suite(void)
 {
     Suite *s = suite_create("tensor_cuda");
@@ -428,6 +448,7 @@ Suite *cuda_suite(void)
         test_matmul_batched_broadcast,
         test_allocator_reuses_blocks,
         test_error_reporting,
+        test_rng_matches_cpu,
     };
     int n = (int)(sizeof device_tests / sizeof *device_tests);
     int ndev = ct_cuda_device_count();
