@@ -160,10 +160,14 @@ Tensor *tensor_one_hot(Tensor *indices, int64_t num_classes, CtDType dt)
                  (long long)num_classes);
         return NULL;
     }
-    if (indices->ndim >= CT_MAX_DIMS || (unsigned)dt >= CT_DTYPE_COUNT) {
+    if ((unsigned)dt >= CT_DTYPE_COUNT) {
+        ct_error(CT_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dt);
+        return NULL;
+    }
+    if (indices->ndim >= CT_MAX_DIMS) {
         char b[96];
-        ct_error(CT_ERR_SHAPE, "%s: cannot add a class dim to %s (or bad dtype %d)", op,
-                 tensor_describe(indices, b, sizeof b), (int)dt);
+        ct_error(CT_ERR_SHAPE, "%s: indices %s leave no room for the class dim", op,
+                 tensor_describe(indices, b, sizeof b));
         return NULL;
     }
     int64_t shape[CT_MAX_DIMS];

@@ -396,7 +396,7 @@ typedef struct JoinCtx {
 static Tensor *join_fn(Tensor **in, void *ctx)
 {
     JoinCtx *c = ctx;
-    Tensor *ts[8];
+    Tensor *ts[20];
     for (int i = 0; i < c->n; i++) ts[i] = in[i];
     if (c->transpose_first) ts[0] = tensor_transpose(in[0], 0, 1);
     return c->stack ? tensor_stack(c->n, ts, c->dim) : tensor_cat(c->n, ts, c->dim);
@@ -405,12 +405,16 @@ static Tensor *join_fn(Tensor **in, void *ctx)
 START_TEST(test_join_grad)
 {
     const int64_t s23[] = {2, 3};
-    Tensor *in[8];
-    for (int i = 0; i < 8; i++) in[i] = tu_rand64(2, s23, -1, 1, 40 + (unsigned)i, true);
+    Tensor *in[20];
+    for (int i = 0; i < 20; i++) in[i] = tu_rand64(2, s23, -1, 1, 40 + (unsigned)i, true);
     JoinCtx c3 = {3, 1, false, false};
     tu_gradcheck("cat dim 1", join_fn, &c3, 3, in);
     JoinCtx c8 = {8, 0, false, false}; /* more inputs than a node holds */
     tu_gradcheck("cat 8 tensors", join_fn, &c8, 8, in);
+    JoinCtx c20 = {20, 1, false, false}; /* a two-level tree of nodes */
+    tu_gradcheck("cat 20 tensors", join_fn, &c20, 20, in);
+    JoinCtx s20 = {20, 2, true, false};
+    tu_gradcheck("stack 20 tensors", join_fn, &s20, 20, in);
     JoinCtx cm = {5, -1, false, false};
     tensor_set_requires_grad(in[1], false); /* some inputs without grad */
     tensor_set_requires_grad(in[3], false);
@@ -425,7 +429,7 @@ START_TEST(test_join_grad)
     in[0] = tu_rand64(2, (const int64_t[]){3, 2}, -1, 1, 50, true);
     JoinCtx ct = {2, 0, false, true}; /* first input transposed */
     tu_gradcheck("cat transposed", join_fn, &ct, 2, in);
-    for (int i = 0; i < 8; i++) tensor_free(in[i]);
+    for (int i = 0; i < 20; i++) tensor_free(in[i]);
 }
 END_TEST
 
