@@ -373,12 +373,19 @@ Tensor *tensor_bce_with_logits(Tensor *logits, Tensor *target, Tensor *pos_weigh
 /* x: (N, C, *). weight, bias: (C) or NULL. In training mode uses batch
  * statistics and, when running_mean/var are given, updates them in place:
  * r = (1 - momentum) r + momentum * stat, with the unbiased variance (PyTorch).
- * In eval mode uses the running statistics. */
+ * In eval mode uses the running statistics. Give both running stats or
+ * neither; without them eval mode also uses batch statistics (PyTorch's
+ * track_running_stats=False). Normalises with the biased variance:
+ * y = (x - mean) / sqrt(var + eps) * weight + bias. f32 and f64, all
+ * tensors of x's dtype. Differentiable in x, weight and bias (the running
+ * stats are buffers). Errors: sizes other than C, differing dtypes, and a
+ * single value per channel where batch statistics are needed. */
 Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
                           Tensor *weight, Tensor *bias, bool training, double momentum,
                           double eps);
-/* Normalises over the last `nnorm` dims; weight and bias have those dims'
- * shape, or are NULL. */
+/* Normalises over the last `nnorm` dims (1 <= nnorm <= ndim) with the
+ * biased variance; weight and bias have those dims' shape, or are NULL.
+ * f32 and f64; differentiable in x, weight and bias. */
 Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, double eps);
 
 /* ---------------------------------------------------------------- random */
@@ -415,14 +422,30 @@ Tensor *tensor_dropout(Tensor *x, double p, bool training, CtGenerator *g);
 
 /* ------------------------------------------------- indexing and joining */
 
+/* Index arguments are CT_I64 with entries in [0, size); an entry out of
+ * range is an error naming its value, its position in the index tensor and
+ * the size ("index_select: index 7 at position [2] is out of range for dim 0
+ * of size 5"). Negative indices are not wrapped. Gradients flow to the
+ * indexed tensor; repeated indices accumulate, in a fixed order (the result
+ * does not depend on the thread count). */
+
 /* weight: (V, D), indices: CT_I64 of any shape -> (*indices, D). */
 Tensor *tensor_embedding(Tensor *weight, Tensor *indices);
+/* index: 0-d or 1-d -> t with `dim` resized to numel(index). Any dtype. */
 Tensor *tensor_index_select(Tensor *t, int dim, Tensor *index);
-/* out[i][j] = t[index[i][j]][j] for dim 0 (PyTorch's gather). */
+/* out[i][j] = t[index[i][j]][j] for dim 0 (PyTorch's gather). index has t's
+ * ndim and is no larger than t outside `dim`; out has index's shape. */
 Tensor *tensor_gather(Tensor *t, int dim, Tensor *index);
+/* Joins n >= 1 tensors of one dtype and device along dim; their shapes
+ * must be equal except along dim (errors name the offending tensor's
+ * position in ts). Differentiable. */
 Tensor *tensor_cat(int n, Tensor *const *ts, int dim);
+/* Joins n >= 1 tensors of equal shape along a new dim (in [-(ndim+1),
+ * ndim]). Differentiable. */
 Tensor *tensor_stack(int n, Tensor *const *ts, int dim);
-/* indices: CT_I64 -> (*indices, num_classes) in dtype dt. */
+/* indices: CT_I64 -> (*indices, num_classes) in dtype dt (any dtype).
+ * num_classes must be positive (PyTorch's -1, inferring it, is not
+ * supported). Not differentiable. */
 Tensor *tensor_one_hot(Tensor *indices, int64_t num_classes, CtDType dt);
 
 #ifdef __cplusplus

@@ -1,0 +1,217 @@
+/* Normalisation: batch norm and layer norm, each one fused forward kernel
+ * (which saves the statistics) and one fused backward kernel. */
+#include <string.h>
+
+#include "norm.h"
+
+/* A caller-owned reference to t, or to a contiguous copy of it (never put
+ * in a scope, so temporaries are released whether or not one is open). */
+static Tensor *contiguous_ref(Tensor *t)
+{
+    if (!t || tensor_is_contiguous(t)) return tensor_retain(t);
+    Tensor *c = ct_tensor_new_persistent(t->ndim, t->shape, t->dtype, t->storage->device);
+    if (c && tensor_copy_(c, t) != CT_OK) {
+        tensor_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* A (C) parameter of batch norm: given or NULL, x's dtype, shape (C). */
+static bool check_channel_vec(const char *op, const char *what, const Tensor *t,
+                              const Tensor *x)
+{
+    if (!t) return true;
+    if (!ct_check_same_dtype(op, x, t)) return false;
+    if (t->ndim == 1 && t->shape[0] == x->shape[1]) return true;
+    char d1[96], d2[96];
+    ct_error(CT_ERR_SHAPE, "%s: %s is %s, expected [%lld] (the channels of input %s)", op,
+             what, tensor_describe(t, d1, sizeof d1), (long long)x->shape[1],
+             tensor_describe(x, d2, sizeof d2));
+    return false;
+}
+
+/* The non-NULL tensors of ts[0..n) must share x's device. */
+static bool check_devices(const char *op, int n, Tensor *const *ts)
+{
+    const Tensor *given[8];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (ts[i]) given[k++] = ts[i];
+    return ct_check_inputs(op, k, given);
+}
+
+/* ------------------------------------------------------------ batch norm */
+
+static CtStatus batch_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
+{
+    const CtBatchNormParams *p = CT_NODE_PARAMS(n, CtBatchNormParams);
+    Tensor *x = n->in[0], *w = n->in[1];
+    Tensor *gc = tensor_contiguous(g), *xc = tensor_contiguous(x);
+    Tensor *wc = w ? tensor_contiguous(w) : NULL;
+    if (!gc || !xc || (w && !wc)) return ct_last_status();
+    CtDevice dev = x->storage->device;
+    Tensor *dx = n->needs_grad[0] ? tensor_empty_like(x) : NULL;
+    Tensor *dw = n->needs_grad[1] ? ct_tensor_new(1, &p->c, x->dtype, dev) : NULL;
+    Tensor *db = n->needs_grad[2] ? ct_tensor_new(1, &p->c, x->dtype, dev) : NULL;
+    if ((n->needs_grad[0] && !dx) || (n->needs_grad[1] && !dw) ||
+        (n->needs_grad[2] && !db))
+        return ct_last_status();
+    CtOpCall c = {.op = CT_OP_BATCH_NORM_BWD,
+                  .out = {dx, dw, db},
+                  .in = {gc, xc, wc, n->saved[0]},
+                  .params = p};
+    CtStatus st = ct_dispatch(&c);
+    if (st != CT_OK) return st;
+    gin[0] = dx;
+    gin[1] = dw;
+    gin[2] = db;
+    return CT_OK;
+}
+
+Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
+                          Tensor *weight, Tensor *bias, bool training, double momentum,
+                          double eps)
+{
+    const char *op = "batch_norm";
+    if (!x) return NULL;
+    Tensor *all[5] = {x, running_mean, running_var, weight, bias};
+    if (!check_devices(op, 5, all) || !ct_check_float(op, x) ||
+        !ct_check_ndim(op, x, 2, CT_MAX_DIMS) ||
+        !check_channel_vec(op, "running_mean", running_mean, x) ||
+        !check_channel_vec(op, "running_var", running_var, x) ||
+        !check_channel_vec(op, "weight", weight, x) ||
+        !check_channel_vec(op, "bias", bias, x))
+        return NULL;
+    if (!running_mean != !running_var) {
+        ct_error(CT_ERR_INVALID,
+                 "%s: give both running_mean and running_var, or neither (got %s)", op,
+                 running_mean ? "running_mean only" : "running_var only");
+        return NULL;
+    }
+    CtBatchNormParams p = {.n = x->shape[0],
+                           .c = x->shape[1],
+                           .inner = ct_shape_numel(x->ndim - 2, x->shape + 2),
+                           .training = training || !running_mean,
+                           .momentum = momentum,
+                           .eps = eps};
+    if (p.training && p.n * p.inner <= 1) {
+        char d[96];
+        ct_error(CT_ERR_SHAPE,
+                 "%s: expected more than 1 value per channel when using batch "
+                 "statistics, got input %s",
+                 op, tensor_describe(x, d, sizeof d));
+        return NULL;
+    }
+    Tensor *xc = contiguous_ref(x), *wc = contiguous_ref(weight),
+           *bc = contiguous_ref(bias);
+    Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, p.c}, x->dtype,
+                                             x->storage->device);
+    Tensor *y =
+        xc && (wc || !weight) && (bc || !bias) && stats ? tensor_empty_like(x) : NULL;
+    if (y) {
+        CtOpCall c = {.op = CT_OP_BATCH_NORM,
+                      .out = {y, stats, running_mean, running_var},
+                      .in = {xc, wc, bc},
+                      .params = &p};
+        if (ct_dispatch(&c) != CT_OK) y = NULL;
+    }
+    CtNode *n =
+        y ? ct_node_new(y, op, batch_norm_backward, 3, (Tensor *[]){x, weight, bias})
+          : NULL;
+    if (n) {
+        *CT_NODE_PARAMS(n, CtBatchNormParams) = p;
+        ct_node_save(n, 0, stats);
+    }
+    tensor_free(xc);
+    tensor_free(wc);
+    tensor_free(bc);
+    tensor_free(stats);
+    return y;
+}
+
+/* ------------------------------------------------------------ layer norm */
+
+static CtStatus layer_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
+{
+    const CtLayerNormParams *p = CT_NODE_PARAMS(n, CtLayerNormParams);
+    Tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    Tensor *gc = tensor_contiguous(g), *xc = tensor_contiguous(x);
+    Tensor *wc = w ? tensor_contiguous(w) : NULL;
+    if (!gc || !xc || (w && !wc)) return ct_last_status();
+    Tensor *dx = n->needs_grad[0] ? tensor_empty_like(x) : NULL;
+    Tensor *dw = n->needs_grad[1] ? tensor_empty_like(w) : NULL;
+    Tensor *db = n->needs_grad[2] ? tensor_empty_like(b) : NULL;
+    if ((n->needs_grad[0] && !dx) || (n->needs_grad[1] && !dw) ||
+        (n->needs_grad[2] && !db))
+        return ct_last_status();
+    CtOpCall c = {.op = CT_OP_LAYER_NORM_BWD,
+                  .out = {dx, dw, db},
+                  .in = {gc, xc, wc, n->saved[0]},
+                  .params = p};
+    CtStatus st = ct_dispatch(&c);
+    if (st != CT_OK) return st;
+    gin[0] = dx;
+    gin[1] = dw;
+    gin[2] = db;
+    return CT_OK;
+}
+
+/* weight/bias of layer norm: given or NULL, x's dtype, the normalised shape. */
+static bool check_affine(const char *op, const char *what, const Tensor *t,
+                         const Tensor *x, int nnorm)
+{
+    if (!t) return true;
+    if (!ct_check_same_dtype(op, x, t)) return false;
+    const int64_t *norm = x->shape + (x->ndim - nnorm);
+    bool ok = t->ndim == nnorm;
+    for (int i = 0; ok && i < nnorm; i++) ok = t->shape[i] == norm[i];
+    if (ok) return true;
+    char d1[96], d2[80];
+    ct_error(CT_ERR_SHAPE, "%s: %s is %s, expected the normalised shape %s", op, what,
+             tensor_describe(t, d1, sizeof d1), ct_shape_str(nnorm, norm, d2, sizeof d2));
+    return false;
+}
+
+Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, double eps)
+{
+    const char *op = "layer_norm";
+    if (!x) return NULL;
+    Tensor *all[3] = {x, weight, bias};
+    if (!check_devices(op, 3, all) || !ct_check_float(op, x)) return NULL;
+    if (nnorm < 1 || nnorm > x->ndim) {
+        char d[96];
+        ct_error(CT_ERR_SHAPE, "%s: cannot normalise over the last %d dims of %s", op,
+                 nnorm, tensor_describe(x, d, sizeof d));
+        return NULL;
+    }
+    if (!check_affine(op, "weight", weight, x, nnorm) ||
+        !check_affine(op, "bias", bias, x, nnorm))
+        return NULL;
+    CtLayerNormParams p = {.rows = ct_shape_numel(x->ndim - nnorm, x->shape),
+                           .d = ct_shape_numel(nnorm, x->shape + (x->ndim - nnorm)),
+                           .eps = eps};
+    Tensor *xc = contiguous_ref(x), *wc = contiguous_ref(weight),
+           *bc = contiguous_ref(bias);
+    Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, p.rows}, x->dtype,
+                                             x->storage->device);
+    Tensor *y =
+        xc && (wc || !weight) && (bc || !bias) && stats ? tensor_empty_like(x) : NULL;
+    if (y) {
+        CtOpCall c = {
+            .op = CT_OP_LAYER_NORM, .out = {y, stats}, .in = {xc, wc, bc}, .params = &p};
+        if (ct_dispatch(&c) != CT_OK) y = NULL;
+    }
+    CtNode *n =
+        y ? ct_node_new(y, op, layer_norm_backward, 3, (Tensor *[]){x, weight, bias})
+          : NULL;
+    if (n) {
+        *CT_NODE_PARAMS(n, CtLayerNormParams) = p;
+        ct_node_save(n, 0, stats);
+    }
+    tensor_free(xc);
+    tensor_free(wc);
+    tensor_free(bc);
+    tensor_free(stats);
+    return y;
+}
