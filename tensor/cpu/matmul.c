@@ -1,8 +1,210 @@
-/* Kernels of this group are added by their owner. */
+/* MATMUL: batched GEMM through OpenBLAS (CtMatmulParams in internal.h).
+ *
+ * Threading. The OpenBLAS we link is the pthread build: one GEMM call is
+ * threaded on OpenBLAS's own pool (OPENBLAS_NUM_THREADS), unless it is small:
+ * OpenBLAS runs a GEMM with m*n*k <= 65536 * GEMM_MULTITHREAD_THRESHOLD (4 by
+ * default) = 262144 on the calling thread alone. We use that:
+ *   - matrices above the threshold: the batch loop is sequential and each
+ *     call uses OpenBLAS's threads (a batch of big GEMMs is already parallel
+ *     inside each GEMM);
+ *   - matrices at or below it, in a batch with enough total work: the batch
+ *     loop is an OpenMP loop, and every call runs single-threaded inside its
+ *     OpenMP thread, so the two thread pools never run at the same time and
+ *     nothing is oversubscribed.
+ * We do not call openblas_set_num_threads: it is process-global (it would
+ * change the threading of BLAS calls other threads are making), and in the
+ * pthread build it resizes the pool. bf16 conversions are OpenMP loops. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cpu.h"
+
+/* OpenBLAS's single-thread bound on m*n*k (see above). */
+#define BLAS_SINGLE_THREAD_MNK 262144.0
+/* Batch-parallel only when the whole batch has at least this much m*n*k. */
+#define BATCH_PAR_MIN_MNK 524288.0
+
+static bool batch_parallel(const CtMatmulParams *p)
+{
+    double mnk = (double)p->m * (double)p->n * (double)p->k;
+    return p->batch > 1 && p->stride_c != 0 && mnk <= BLAS_SINGLE_THREAD_MNK &&
+           mnk * (double)p->batch >= BATCH_PAR_MIN_MNK;
+}
+
+/* C = beta * C for every matrix (k == 0: the product is empty). */
+static void scale_c(const CtMatmulParams *p, CtDType dt, void *C)
+{
+    int64_t mn = p->m * p->n;
+    for (int64_t i = 0; i < p->batch; i++) {
+        if (dt == CT_F32) {
+            float *c = (float *)C + i * p->stride_c;
+            for (int64_t j = 0; j < mn; j++)
+                c[j] = p->beta == 0 ? 0.0f : (float)p->beta * c[j];
+        } else {
+            double *c = (double *)C + i * p->stride_c;
+            for (int64_t j = 0; j < mn; j++) c[j] = p->beta == 0 ? 0.0 : p->beta * c[j];
+        }
+    }
+}
+
+/* Row-major GEMMs, f32 or f64; leading dimensions follow from the packed
+ * layout. The dtype is switched outside the batch loop. */
+static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void *B,
+                 void *C)
+{
+    if (p->m == 0 || p->n == 0 || p->batch == 0) return;
+    if (p->k == 0) {
+        scale_c(p, dt, C);
+        return;
+    }
+    const int m = (int)p->m, n = (int)p->n, k = (int)p->k;
+    const int lda = p->trans_a ? m : k, ldb = p->trans_b ? k : n;
+    const enum CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;
+    const enum CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;
+    const int64_t sa = p->stride_a, sb = p->stride_b, sc = p->stride_c;
+    const bool par = batch_parallel(p);
+    if (dt == CT_F32) {
+        const float *a = A, *b = B;
+        float *c = C;
+#pragma omp parallel for schedule(static) if (par)
+        for (int64_t i = 0; i < p->batch; i++)
+            cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, (float)p->alpha, a + i * sa, lda,
+                        b + i * sb, ldb, (float)p->beta, c + i * sc, n);
+    } else {
+        const double *a = A, *b = B;
+        double *c = C;
+#pragma omp parallel for schedule(static) if (par)
+        for (int64_t i = 0; i < p->batch; i++)
+            cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, p->alpha, a + i * sa, lda,
+                        b + i * sb, ldb, p->beta, c + i * sc, n);
+    }
+}
+
+/* ------------------------------------------------------------------ bf16 */
+
+static inline float bf16_to_f32(uint16_t x)
+{
+    uint32_t u = (uint32_t)x << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Round to nearest even; NaN stays a quiet NaN (same as ct_f32_to_bf16). */
+static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* nmat matrices of len elements, matrix i at src + i*stride, into dst packed. */
+static void widen(float *dst, const uint16_t *src, int64_t nmat, int64_t len,
+                  int64_t stride)
+{
+#pragma omp parallel for collapse(2) schedule(static) if (nmat * len >= CT_CPU_PAR_MIN)
+    for (int64_t i = 0; i < nmat; i++)
+        for (int64_t j = 0; j < len; j++)
+            dst[i * len + j] = bf16_to_f32(src[i * stride + j]);
+}
+
+static void narrow(uint16_t *dst, const float *src, int64_t nmat, int64_t len,
+                   int64_t stride)
+{
+#pragma omp parallel for collapse(2) schedule(static) if (nmat * len >= CT_CPU_PAR_MIN)
+    for (int64_t i = 0; i < nmat; i++)
+        for (int64_t j = 0; j < len; j++)
+            dst[i * stride + j] = f32_to_bf16(src[i * len + j]);
+}
+
+#ifdef CTRAINER_HAVE_SBGEMM
+/* bf16 inputs, f32 accumulation into an f32 copy of C, rounded back. */
+static CtStatus gemm_bf16(const CtMatmulParams *p, const uint16_t *A, const uint16_t *B,
+                          uint16_t *C)
+{
+    int64_t mn = p->m * p->n;
+    float *fc = malloc((size_t)(p->batch * mn) * sizeof *fc + 1);
+    if (!fc) return ct_error(CT_ERR_OOM, "matmul: out of memory for bf16 scratch");
+    if (p->beta != 0) widen(fc, C, p->batch, mn, p->stride_c);
+    const int m = (int)p->m, n = (int)p->n, k = (int)p->k;
+    const int lda = p->trans_a ? m : k, ldb = p->trans_b ? k : n;
+    const enum CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;
+    const enum CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;
+    if (k == 0) {
+        for (int64_t j = 0; j < p->batch * mn; j++)
+            fc[j] = p->beta == 0 ? 0.0f : (float)p->beta * fc[j];
+    } else {
+#pragma omp parallel for schedule(static) if (batch_parallel(p))
+        for (int64_t i = 0; i < p->batch; i++)
+            cblas_sbgemm(CblasRowMajor, ta, tb, m, n, k, (float)p->alpha,
+                         A + i * p->stride_a, lda, B + i * p->stride_b, ldb,
+                         (float)p->beta, fc + i * mn, n);
+    }
+    narrow(C, fc, p->batch, mn, p->stride_c);
+    free(fc);
+    return CT_OK;
+}
+#else
+/* No sbgemm: widen the operands to f32 scratch (each distinct matrix once),
+ * sgemm, round C back. Same numerics as sbgemm (f32 accumulate). */
+static CtStatus gemm_bf16(const CtMatmulParams *p, const uint16_t *A, const uint16_t *B,
+                          uint16_t *C)
+{
+    int64_t mk = p->m * p->k, kn = p->k * p->n, mn = p->m * p->n;
+    int64_t na = p->stride_a ? p->batch : 1, nb = p->stride_b ? p->batch : 1;
+    size_t n_el = (size_t)(na * mk + nb * kn + p->batch * mn);
+    float *buf = malloc(n_el * sizeof *buf + 1);
+    if (!buf) return ct_error(CT_ERR_OOM, "matmul: out of memory for bf16 scratch");
+    float *fa = buf, *fb = fa + na * mk, *fc = fb + nb * kn;
+    widen(fa, A, na, mk, p->stride_a);
+    widen(fb, B, nb, kn, p->stride_b);
+    if (p->beta != 0) widen(fc, C, p->batch, mn, p->stride_c);
+    CtMatmulParams q = *p;
+    q.stride_a = p->stride_a ? mk : 0;
+    q.stride_b = p->stride_b ? kn : 0;
+    q.stride_c = mn;
+    if (p->beta == 0) q.beta = 0;
+    gemm(&q, CT_F32, fa, fb, fc);
+    narrow(C, fc, p->batch, mn, p->stride_c);
+    free(buf);
+    return CT_OK;
+}
+#endif
+
+/* ---------------------------------------------------------------- kernel */
+
+static bool matmul_supports(const CtOpCall *c)
+{
+    CtDType dt = c->out[0]->dtype;
+    if (c->in[0]->dtype != dt || c->in[1]->dtype != dt) return false;
+    return dt == CT_F32 || dt == CT_F64 || dt == CT_BF16;
+}
+
+static CtStatus matmul_kernel(const CtOpCall *c)
+{
+    const CtMatmulParams *p = c->params;
+    if (p->m > INT_MAX || p->n > INT_MAX || p->k > INT_MAX)
+        return ct_error(
+            CT_ERR_UNSUPPORTED,
+            "matmul: matrix dims (%lld, %lld, %lld) exceed the BLAS int range",
+            (long long)p->m, (long long)p->n, (long long)p->k);
+    void *A = ct_ptr(c->in[0]), *B = ct_ptr(c->in[1]), *C = ct_ptr(c->out[0]);
+    switch (c->out[0]->dtype) {
+    case CT_F32:
+    case CT_F64: gemm(p, c->out[0]->dtype, A, B, C); return CT_OK;
+    case CT_BF16:
+        if (p->m == 0 || p->n == 0 || p->batch == 0) return CT_OK;
+        return gemm_bf16(p, A, B, C);
+    default: return ct_error(CT_ERR_UNSUPPORTED, "matmul: dtype not supported");
+    }
+}
 
 void ct_cpu_register_matmul(CtKernelFn *k, CtSupportsFn *s)
 {
-    (void)k;
-    (void)s;
+    k[CT_OP_MATMUL] = matmul_kernel;
+    s[CT_OP_MATMUL] = matmul_supports;
 }

@@ -1,0 +1,148 @@
+/* y = x · wᵀ + b as one op with its own autograd node.
+ *
+ * Forward is one GEMM: x's leading dims are flattened to rows, the output is
+ * pre-filled with the broadcast bias and the GEMM accumulates onto it
+ * (beta = 1); w goes in with a trans flag, so neither w nor a transposed
+ * view of it is copied. Backward is one GEMM per gradient: dx = g·w,
+ * dw = gᵀ·x, db = 1ᵀ·g (column sums as a GEMM against a ones vector, which
+ * every backend with a MATMUL kernel runs). */
+#include <string.h>
+
+#include "matmul.h"
+
+typedef struct LinearParams {
+    int64_t rows; /* x's leading dims flattened */
+} LinearParams;
+
+/* x: (*, in), w: (out, in), g: (*, out). */
+static CtStatus linear_backward(CtNode *nd, Tensor *g, Tensor **gin)
+{
+    Tensor *x = nd->in[0], *w = nd->in[1];
+    int64_t rows = CT_NODE_PARAMS(nd, LinearParams)->rows;
+    int64_t out_f = w->shape[0], in_f = w->shape[1];
+    Tensor *g2 = tensor_reshape(g, 2, (const int64_t[]){rows, out_f}); /* (rows, out) */
+    if (!g2) return ct_last_status();
+    if (nd->needs_grad[0]) {
+        Tensor *dx = tensor_matmul(g2, w); /* (rows, in) */
+        if (!dx || !(gin[0] = tensor_reshape(dx, x->ndim, x->shape)))
+            return ct_last_status();
+    }
+    if (nd->needs_grad[1]) {
+        Tensor *x2 = tensor_reshape(x, 2, (const int64_t[]){rows, in_f});
+        if (!(gin[1] = tensor_matmul(tensor_transpose(g2, 0, 1), x2))) /* (out, in) */
+            return ct_last_status();
+    }
+    if (nd->needs_grad[2]) {
+        Tensor *ones = tensor_ones(1, &rows, g->dtype, g->storage->device);
+        if (!(gin[2] = tensor_matmul(ones, g2))) return ct_last_status(); /* (out) */
+    }
+    return CT_OK;
+}
+
+/* Row stride of x seen as a (rows, in) matrix: its leading dims must
+ * coalesce into one dim. Returns false when they do not. */
+static bool flat_row_stride(const Tensor *x, int64_t *rs)
+{
+    bool set = false;
+    int64_t expect = 0;
+    *rs = 0;
+    for (int d = x->ndim - 2; d >= 0; d--) {
+        if (x->shape[d] == 1) continue;
+        if (!set) {
+            *rs = x->stride[d];
+            expect = *rs * x->shape[d];
+            set = true;
+        } else if (x->stride[d] != expect) {
+            return false;
+        } else {
+            expect *= x->shape[d];
+        }
+    }
+    return true;
+}
+
+/* out (contiguous, (*, out)) <- x·wᵀ + b. No autograd. */
+static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const Tensor *b,
+                           int64_t rows)
+{
+    if (tensor_numel(out) == 0) return CT_OK;
+    int64_t out_f = w->shape[0], in_f = w->shape[1];
+    int64_t rs, cs = x->stride[x->ndim - 1];
+    bool xt = false, wt = false;
+    Tensor *xc = NULL, *wc = NULL;
+    if (!flat_row_stride(x, &rs) || !ct_mat_packed(rows, in_f, rs, cs, &xt)) {
+        if (!(xc = ct_packed_copy(x))) return ct_last_status();
+        x = xc;
+        xt = false;
+    }
+    if (!ct_mat_packed(out_f, in_f, w->stride[0], w->stride[1], &wt)) {
+        if (!(wc = ct_packed_copy(w))) {
+            tensor_free(xc);
+            return ct_last_status();
+        }
+        w = wc;
+        wt = false;
+    }
+    CtStatus st = CT_OK;
+    if (b) { /* out <- broadcast bias; the GEMM adds onto it */
+        Tensor *bb = ct_broadcast_alias(b, out->ndim, out->shape);
+        CtOpCall fill = {.op = CT_OP_COPY, .out = {out}, .in = {bb}};
+        st = bb ? ct_dispatch(&fill) : ct_error(CT_ERR_OOM, "linear: out of memory");
+        tensor_free(bb);
+    }
+    /* B = wᵀ: a row-major w is B transposed; a column-major w is B itself */
+    CtMatmulParams p = {.batch = 1,
+                        .m = rows,
+                        .n = out_f,
+                        .k = in_f,
+                        .trans_a = xt,
+                        .trans_b = !wt,
+                        .alpha = 1.0,
+                        .beta = b ? 1.0 : 0.0};
+    CtOpCall c = {.op = CT_OP_MATMUL, .out = {out}, .in = {x, w}, .params = &p};
+    if (st == CT_OK) st = ct_dispatch(&c);
+    tensor_free(xc);
+    tensor_free(wc);
+    return st;
+}
+
+Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
+{
+    const char *op = "linear";
+    if (!ct_check_inputs(op, b ? 3 : 2, (const Tensor *[]){x, w, b}) ||
+        !ct_check_float(op, x) || !ct_check_same_dtype(op, x, w) ||
+        (b && !ct_check_same_dtype(op, x, b)) || !ct_check_ndim(op, w, 2, 2))
+        return NULL;
+    char d1[96], d2[96];
+    int64_t out_f = w->shape[0], in_f = w->shape[1];
+    if (x->ndim == 0 || x->shape[x->ndim - 1] != in_f) {
+        ct_error(CT_ERR_SHAPE,
+                 "linear: input %s has %lld features, weight %s expects %lld",
+                 tensor_describe(x, d1, sizeof d1),
+                 (long long)(x->ndim ? x->shape[x->ndim - 1] : 0),
+                 tensor_describe(w, d2, sizeof d2), (long long)in_f);
+        return NULL;
+    }
+    if (b && (b->ndim != 1 || b->shape[0] != out_f)) {
+        ct_error(CT_ERR_SHAPE,
+                 "linear: bias %s does not match weight %s (expected [%lld])",
+                 tensor_describe(b, d1, sizeof d1), tensor_describe(w, d2, sizeof d2),
+                 (long long)out_f);
+        return NULL;
+    }
+    int64_t shape[CT_MAX_DIMS];
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+    shape[x->ndim - 1] = out_f;
+    int64_t rows = ct_shape_numel(x->ndim - 1, x->shape);
+    /* persistent until it is complete, so a failure frees it */
+    Tensor *out = ct_tensor_new_persistent(x->ndim, shape, x->dtype, x->storage->device);
+    if (!out) return NULL;
+    if (linear_run(out, x, w, b, rows) != CT_OK) {
+        tensor_free(out);
+        return NULL;
+    }
+    ct_scope_adopt(out);
+    CtNode *n = ct_node_new(out, op, linear_backward, 3, (Tensor *[]){x, w, b});
+    if (n) CT_NODE_PARAMS(n, LinearParams)->rows = rows;
+    return out;
+}
