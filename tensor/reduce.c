@@ -282,7 +282,7 @@ Tensor *tensor_sum_to(Tensor *t, int ndim, const int64_t *shape)
     Shapes s;
     shapes_from_mask(t->ndim, t->shape, mask, true, &s);
     s.ondim = ndim;
-    memcpy(s.oshape, shape, (size_t)ndim * sizeof *shape);
+    if (ndim) memcpy(s.oshape, shape, (size_t)ndim * sizeof *shape);
     Tensor *out = run_reduce(t, &s, CT_RED_SUM, 1.0, NULL);
     CtNode *n = ct_node_new(out, op, sum_backward, 1, &t);
     if (n) save_node(n, t, &s, 1.0);
