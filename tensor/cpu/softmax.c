@@ -11,11 +11,13 @@
 #include "../softmax.h"
 #include "cpu.h"
 
-#define TW 64 /* runs normalised side by side when inner > 1 */
+#define TW    64 /* runs normalised side by side when inner > 1 */
+#define LANES 16 /* independent accumulators of a unit-stride run */
 
 #define T   float
 #define SFX f32
 #define EXP expf
+
 #define LOG logf
 #include "softmax_tmpl.h"
 #undef T

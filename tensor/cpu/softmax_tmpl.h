@@ -6,22 +6,59 @@
 #define ST_CAT(a, b)  ST_CAT_(a, b)
 #define FN(name)      ST_CAT(name, SFX)
 
+/* Max and sum of a unit-stride run, in independent lanes so they vectorise. */
+static T FN(run_max)(const T *x, int64_t n)
+{
+    T lane[LANES], m = -INFINITY;
+    int64_t i = 0;
+    for (int j = 0; j < LANES; j++) lane[j] = -INFINITY;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    for (int j = 0; j < LANES; j++) m = lane[j] > m ? lane[j] : m;
+    return m;
+}
+
+/* sum_i exp(x[i] - m) */
+static T FN(run_sum_exp)(const T *x, int64_t n, T m)
+{
+    T lane[LANES] = {0}, s = 0;
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) lane[j] += EXP(x[i + j] - m);
+    for (; i < n; i++) s += EXP(x[i] - m);
+    for (int j = 0; j < LANES; j++) s += lane[j];
+    return s;
+}
+
+/* sum_i a[i] * b[i], or sum_i a[i] when b is NULL */
+static T FN(run_dot)(const T *a, const T *b, int64_t n)
+{
+    T lane[LANES] = {0}, s = 0;
+    int64_t i = 0;
+    if (b) {
+        for (; i + LANES <= n; i += LANES)
+            for (int j = 0; j < LANES; j++) lane[j] += a[i + j] * b[i + j];
+        for (; i < n; i++) s += a[i] * b[i];
+    } else {
+        for (; i + LANES <= n; i += LANES)
+            for (int j = 0; j < LANES; j++) lane[j] += a[i + j];
+        for (; i < n; i++) s += a[i];
+    }
+    for (int j = 0; j < LANES; j++) s += lane[j];
+    return s;
+}
+
 /* One normalisation run of n elements at stride 1 (inner == 1). */
 static void FN(softmax_run)(const T *x, T *y, int64_t n, bool log_out)
 {
-    T m = -INFINITY, s = 0;
-    for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    T m = FN(run_max)(x, n);
     if (log_out) {
-        for (int64_t i = 0; i < n; i++) s += EXP(x[i] - m);
-        T lse = m + LOG(s);
+        T lse = m + LOG(FN(run_sum_exp)(x, n, m));
         for (int64_t i = 0; i < n; i++) y[i] = x[i] - lse;
     } else {
-        for (int64_t i = 0; i < n; i++) {
-            T e = EXP(x[i] - m);
-            y[i] = e;
-            s += e;
-        }
-        T inv = 1 / s;
+        for (int64_t i = 0; i < n; i++) y[i] = EXP(x[i] - m);
+        T inv = 1 / FN(run_dot)(y, NULL, n);
         for (int64_t i = 0; i < n; i++) y[i] *= inv;
     }
 }
@@ -58,12 +95,11 @@ static void FN(softmax_cols)(const T *x, T *y, int64_t n, int64_t inner, int64_t
 
 static void FN(softmax_bwd_run)(const T *y, const T *g, T *gx, int64_t n, bool log_out)
 {
-    T s = 0;
     if (log_out) {
-        for (int64_t i = 0; i < n; i++) s += g[i];
+        T s = FN(run_dot)(g, NULL, n);
         for (int64_t i = 0; i < n; i++) gx[i] = g[i] - EXP(y[i]) * s;
     } else {
-        for (int64_t i = 0; i < n; i++) s += g[i] * y[i];
+        T s = FN(run_dot)(g, y, n);
         for (int64_t i = 0; i < n; i++) gx[i] = y[i] * (g[i] - s);
     }
 }
@@ -123,6 +159,10 @@ static void FN(softmax)(const CtSoftmaxParams *p, const void *xv, const void *gv
 /* log-sum-exp over c elements at stride s */
 static T FN(lse)(const T *x, int64_t c, int64_t s)
 {
+    if (s == 1) {
+        T m = FN(run_max)(x, c);
+        return m + LOG(FN(run_sum_exp)(x, c, m));
+    }
     T m = -INFINITY, sum = 0;
     for (int64_t k = 0; k < c; k++) m = x[k * s] > m ? x[k * s] : m;
     for (int64_t k = 0; k < c; k++) sum += EXP(x[k * s] - m);
@@ -136,6 +176,7 @@ static void FN(ce_fwd)(const CtCrossEntropyParams *p, const void *xv, const int6
     T *loss = lv, *wout = wov;
     const int64_t c = p->c, inner = p->inner, np = p->n * inner;
     const T eps = p->log_input ? 0 : (T)p->label_smoothing;
+    const T wsum = w ? FN(run_dot)(w, NULL, c) : (T)c;
 #pragma omp parallel for if (np * c >= CT_CPU_PAR_MIN)
     for (int64_t i = 0; i < np; i++) {
         int64_t t = tg[i];
@@ -154,10 +195,13 @@ static void FN(ce_fwd)(const CtCrossEntropyParams *p, const void *xv, const int6
         T lse = FN(lse)(xr, c, inner);
         T l = (1 - eps) * wt * (lse - xr[t * inner]);
         if (eps > 0) {
-            T sm = 0;
-            for (int64_t k = 0; k < c; k++)
-                sm += (w ? w[k] : (T)1) * (lse - xr[k * inner]);
-            l += eps / (T)c * sm;
+            /* sum_k w_k (lse - x_k) = lse W - sum_k w_k x_k */
+            T wx = 0;
+            if (inner == 1)
+                wx = FN(run_dot)(xr, w, c);
+            else
+                for (int64_t k = 0; k < c; k++) wx += (w ? w[k] : (T)1) * xr[k * inner];
+            l += eps / (T)c * (lse * wsum - wx);
         }
         loss[i] = l;
     }
@@ -170,11 +214,7 @@ static void FN(ce_bwd)(const CtCrossEntropyParams *p, const void *xv, const int6
     T *gx = gxv;
     const int64_t c = p->c, inner = p->inner, np = p->n * inner;
     const T eps = p->log_input ? 0 : (T)p->label_smoothing;
-    T wsum = (T)c;
-    if (w) {
-        wsum = 0;
-        for (int64_t k = 0; k < c; k++) wsum += w[k];
-    }
+    const T wsum = w ? FN(run_dot)(w, NULL, c) : (T)c;
 #pragma omp parallel for if (np * c >= CT_CPU_PAR_MIN)
     for (int64_t i = 0; i < np; i++) {
         int64_t t = tg[i], base = i / inner * c * inner + i % inner;
