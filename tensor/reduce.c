@@ -158,7 +158,7 @@ static CtStatus extremum_backward(CtNode *n, Tensor *g, Tensor **gin)
 }
 
 static Tensor *reduce_op(const char *op, Tensor *t, int ndims, const int *dims,
-                         bool keepdim, CtReduceKind kind, int correction)
+                         bool keepdim, CtReduceKind kind, bool mean, int correction)
 {
     if (!ct_check_inputs(op, 1, (const Tensor *[]){t}) || !ct_check_float(op, t))
         return NULL;
@@ -172,7 +172,7 @@ static Tensor *reduce_op(const char *op, Tensor *t, int ndims, const int *dims,
         return NULL;
     }
     double scale = 1.0;
-    if (!strcmp(op, "mean")) scale = 1.0 / (double)s.n;
+    if (mean) scale = 1.0 / (double)s.n;
     if (kind == CT_RED_VAR) {
         double dof = (double)s.n - correction;
         scale = 1.0 / (dof > 0 ? dof : 0.0); /* PyTorch: inf/nan when dof <= 0 */
@@ -194,37 +194,37 @@ static Tensor *reduce_op(const char *op, Tensor *t, int ndims, const int *dims,
 
 Tensor *tensor_sum(Tensor *t, int ndims, const int *dims, bool keepdim)
 {
-    return reduce_op("sum", t, ndims, dims, keepdim, CT_RED_SUM, 0);
+    return reduce_op("sum", t, ndims, dims, keepdim, CT_RED_SUM, false, 0);
 }
 
 Tensor *tensor_mean(Tensor *t, int ndims, const int *dims, bool keepdim)
 {
-    return reduce_op("mean", t, ndims, dims, keepdim, CT_RED_SUM, 0);
+    return reduce_op("mean", t, ndims, dims, keepdim, CT_RED_SUM, true, 0);
 }
 
 Tensor *tensor_max(Tensor *t, int ndims, const int *dims, bool keepdim)
 {
-    return reduce_op("max", t, ndims, dims, keepdim, CT_RED_MAX, 0);
+    return reduce_op("max", t, ndims, dims, keepdim, CT_RED_MAX, false, 0);
 }
 
 Tensor *tensor_min(Tensor *t, int ndims, const int *dims, bool keepdim)
 {
-    return reduce_op("min", t, ndims, dims, keepdim, CT_RED_MIN, 0);
+    return reduce_op("min", t, ndims, dims, keepdim, CT_RED_MIN, false, 0);
 }
 
 Tensor *tensor_var(Tensor *t, int ndims, const int *dims, int correction, bool keepdim)
 {
-    return reduce_op("var", t, ndims, dims, keepdim, CT_RED_VAR, correction);
+    return reduce_op("var", t, ndims, dims, keepdim, CT_RED_VAR, false, correction);
 }
 
 Tensor *tensor_sum_all(Tensor *t)
 {
-    return reduce_op("sum", t, 0, NULL, false, CT_RED_SUM, 0);
+    return reduce_op("sum", t, 0, NULL, false, CT_RED_SUM, false, 0);
 }
 
 Tensor *tensor_mean_all(Tensor *t)
 {
-    return reduce_op("mean", t, 0, NULL, false, CT_RED_SUM, 0);
+    return reduce_op("mean", t, 0, NULL, false, CT_RED_SUM, true, 0);
 }
 
 Tensor *tensor_argmax(Tensor *t, int dim, bool keepdim)
@@ -282,7 +282,7 @@ Tensor *tensor_sum_to(Tensor *t, int ndim, const int64_t *shape)
     Shapes s;
     shapes_from_mask(t->ndim, t->shape, mask, true, &s);
     s.ondim = ndim;
-    memcpy(s.oshape, shape, (size_t)ndim * sizeof *shape);
+    if (ndim) memcpy(s.oshape, shape, (size_t)ndim * sizeof *shape);
     Tensor *out = run_reduce(t, &s, CT_RED_SUM, 1.0, NULL);
     CtNode *n = ct_node_new(out, op, sum_backward, 1, &t);
     if (n) save_node(n, t, &s, 1.0);

@@ -1,0 +1,254 @@
+/* Losses with PyTorch's semantics: cross_entropy and nll_loss (fused
+ * kernels), mse, l1 and bce_with_logits (composed from other ops).
+ *
+ * Each loss runs in a scope of its own so that intermediates are released
+ * even when no scope is open; what backward needs stays alive through the
+ * graph, and the result is handed to the caller's scope. */
+#include <math.h>
+
+#include "softmax.h"
+
+/* ---------------------------------------------------- cross-entropy, nll */
+
+static CtStatus ce_backward(CtNode *n, Tensor *g, Tensor **gin)
+{
+    const CtCrossEntropyParams *p = CT_NODE_PARAMS(n, CtCrossEntropyParams);
+    Tensor *x = n->in[0], *gc = tensor_contiguous(g);
+    if (!gc) return ct_last_status();
+    Tensor *gx = ct_tensor_new(x->ndim, x->shape, x->dtype, x->storage->device);
+    if (!gx) return ct_last_status();
+    CtOpCall c = {.op = CT_OP_CROSS_ENTROPY_BWD,
+                  .out = {gx},
+                  .in = {x, n->saved[0], n->saved[1], gc},
+                  .params = p};
+    CtStatus st = ct_dispatch(&c);
+    if (st == CT_OK) gin[0] = gx;
+    return st;
+}
+
+static bool check_reduction(const char *op, CtReduction r)
+{
+    if (r == CT_REDUCTION_MEAN || r == CT_REDUCTION_SUM || r == CT_REDUCTION_NONE)
+        return true;
+    ct_error(CT_ERR_INVALID, "%s: unknown reduction %d", op, (int)r);
+    return false;
+}
+
+static bool check_ce_args(const char *op, const Tensor *x, const Tensor *target,
+                          const CtCrossEntropyArgs *a)
+{
+    const Tensor *w = a->weight;
+    if (!ct_check_inputs(op, w ? 3 : 2, (const Tensor *[]){x, target, w}) ||
+        !ct_check_float(op, x) || !ct_check_ndim(op, x, 2, CT_MAX_DIMS) ||
+        !check_reduction(op, a->reduction))
+        return false;
+    char d1[96], d2[96];
+    if (target->dtype != CT_I64) {
+        ct_error(CT_ERR_DTYPE, "%s: target must hold i64 class indices, got %s", op,
+                 tensor_describe(target, d1, sizeof d1));
+        return false;
+    }
+    bool fits = target->ndim == x->ndim - 1 && target->shape[0] == x->shape[0];
+    for (int d = 1; fits && d < target->ndim; d++)
+        fits = target->shape[d] == x->shape[d + 1];
+    if (!fits) {
+        ct_error(CT_ERR_SHAPE,
+                 "%s: target %s does not fit input %s (expected the input's shape "
+                 "without the class dim 1)",
+                 op, tensor_describe(target, d1, sizeof d1),
+                 tensor_describe(x, d2, sizeof d2));
+        return false;
+    }
+    if (w && (w->dtype != x->dtype || w->ndim != 1 || w->shape[0] != x->shape[1])) {
+        ct_error(CT_ERR_SHAPE,
+                 "%s: weight %s must be a (%lld) tensor of the input's dtype %s", op,
+                 tensor_describe(w, d1, sizeof d1), (long long)x->shape[1],
+                 ct_dtype_name(x->dtype));
+        return false;
+    }
+    if (!(a->label_smoothing >= 0 && a->label_smoothing <= 1)) {
+        ct_error(CT_ERR_INVALID, "%s: label_smoothing %g is not in [0, 1]", op,
+                 a->label_smoothing);
+        return false;
+    }
+    return true;
+}
+
+static Tensor *reduce_loss(Tensor *loss, CtReduction r)
+{
+    switch (r) {
+    case CT_REDUCTION_SUM: return tensor_sum_all(loss);
+    case CT_REDUCTION_MEAN: return tensor_mean_all(loss);
+    default: return loss;
+    }
+}
+
+/* Runs inside the caller's private scope. */
+static Tensor *ce_body(const char *op, Tensor *logits, Tensor *target,
+                       const CtCrossEntropyArgs *a, bool log_input)
+{
+    Tensor *x = tensor_contiguous(logits), *t = tensor_contiguous(target);
+    Tensor *w = a->weight ? tensor_contiguous((Tensor *)a->weight) : NULL;
+    if (!x || !t || (a->weight && !w)) return NULL;
+    CtDevice dev = x->storage->device;
+    Tensor *loss = ct_tensor_new(t->ndim, t->shape, x->dtype, dev);
+    Tensor *wsum = a->reduction == CT_REDUCTION_MEAN
+                       ? ct_tensor_new(t->ndim, t->shape, x->dtype, dev)
+                       : NULL;
+    if (!loss || (a->reduction == CT_REDUCTION_MEAN && !wsum)) return NULL;
+    CtCrossEntropyParams p = {
+        .n = x->shape[0],
+        .c = x->shape[1],
+        .inner = tensor_numel(t) / (x->shape[0] ? x->shape[0] : 1),
+        .ignore_index = a->ignore_index,
+        .use_ignore_index = a->use_ignore_index,
+        .log_input = log_input,
+        .label_smoothing = log_input ? 0.0 : a->label_smoothing,
+    };
+    CtOpCall c = {
+        .op = CT_OP_CROSS_ENTROPY, .out = {loss, wsum}, .in = {x, t, w}, .params = &p};
+    if (ct_dispatch(&c) != CT_OK) return NULL;
+    CtNode *n = ct_node_new(loss, op, ce_backward, 1, &x);
+    if (n) {
+        *CT_NODE_PARAMS(n, CtCrossEntropyParams) = p;
+        ct_node_save(n, 0, t);
+        if (w) ct_node_save(n, 1, w);
+    }
+    switch (a->reduction) {
+    case CT_REDUCTION_SUM: return tensor_sum_all(loss);
+    /* PyTorch: divided by the summed weights of the non-ignored targets */
+    case CT_REDUCTION_MEAN: return tensor_div(tensor_sum_all(loss), tensor_sum_all(wsum));
+    default: return loss;
+    }
+}
+
+static Tensor *ce_op(const char *op, Tensor *logits, Tensor *target,
+                     const CtCrossEntropyArgs *args, bool log_input)
+{
+    /* NULL args: PyTorch's defaults (mean, ignore_index -100) */
+    static const CtCrossEntropyArgs defaults = {
+        .reduction = CT_REDUCTION_MEAN, .ignore_index = -100, .use_ignore_index = true};
+    const CtCrossEntropyArgs *a = args ? args : &defaults;
+    if (!check_ce_args(op, logits, target, a)) return NULL;
+    CtScope *sc = ct_scope_open();
+    if (!sc) return NULL;
+    Tensor *r = tensor_retain(ce_body(op, logits, target, a, log_input));
+    ct_scope_close(sc);
+    return r ? ct_scope_adopt(r) : NULL;
+}
+
+Tensor *tensor_cross_entropy(Tensor *logits, Tensor *target,
+                             const CtCrossEntropyArgs *args)
+{
+    return ce_op("cross_entropy", logits, target, args, false);
+}
+
+Tensor *tensor_nll_loss(Tensor *logp, Tensor *target, const CtCrossEntropyArgs *args)
+{
+    return ce_op("nll_loss", logp, target, args, true);
+}
+
+/* ------------------------------------------------- elementwise losses */
+
+/* -t, and a - b as a + (-b): their gradients need only mul and add. */
+static Tensor *minus(Tensor *t)
+{
+    if (!t) return NULL;
+    return tensor_mul(t, tensor_scalar(-1.0, t->dtype, t->storage->device));
+}
+
+static Tensor *difference(Tensor *a, Tensor *b)
+{
+    return tensor_add(a, minus(b));
+}
+
+static bool check_pair(const char *op, const Tensor *input, const Tensor *target,
+                       CtReduction r)
+{
+    return ct_check_inputs(op, 2, (const Tensor *[]){input, target}) &&
+           ct_check_float(op, input) && ct_check_same_dtype(op, input, target) &&
+           ct_check_same_shape(op, input, target) && check_reduction(op, r);
+}
+
+static Tensor *finish(CtScope *sc, Tensor *r)
+{
+    tensor_retain(r);
+    ct_scope_close(sc);
+    return r ? ct_scope_adopt(r) : NULL;
+}
+
+Tensor *tensor_mse_loss(Tensor *input, Tensor *target, CtReduction r)
+{
+    if (!check_pair("mse_loss", input, target, r)) return NULL;
+    CtScope *sc = ct_scope_open();
+    if (!sc) return NULL;
+    Tensor *d = difference(input, target);
+    return finish(sc, reduce_loss(tensor_mul(d, d), r));
+}
+
+/* |d| as d * sign(d), sign held constant: the gradient is sign(d), 0 at 0
+ * as in PyTorch. */
+Tensor *tensor_l1_loss(Tensor *input, Tensor *target, CtReduction r)
+{
+    if (!check_pair("l1_loss", input, target, r)) return NULL;
+    CtScope *sc = ct_scope_open();
+    if (!sc) return NULL;
+    Tensor *d = difference(input, target);
+    bool prev = ct_set_grad_enabled(false);
+    Tensor *zero = tensor_scalar(0.0, input->dtype, input->storage->device);
+    Tensor *sign = tensor_sub(tensor_cast(tensor_gt(d, zero), input->dtype),
+                              tensor_cast(tensor_lt(d, zero), input->dtype));
+    ct_set_grad_enabled(prev);
+    return finish(sc, reduce_loss(tensor_mul(d, sign), r));
+}
+
+/* loss = -(pos_weight * y * log σ(x) + (1 - y) * log(1 - σ(x))), with
+ * log σ(x) and log(1 - σ(x)) taken stably as log_softmax([0, x]). */
+Tensor *tensor_bce_with_logits(Tensor *logits, Tensor *target, Tensor *pos_weight,
+                               CtReduction r)
+{
+    const char *op = "bce_with_logits";
+    if (!check_pair(op, logits, target, r)) return NULL;
+    int64_t shape[CT_MAX_DIMS + 1];
+    int nd = logits->ndim;
+    if (nd >= CT_MAX_DIMS) {
+        char d[96];
+        ct_error(CT_ERR_SHAPE, "%s: input %s has too many dims", op,
+                 tensor_describe(logits, d, sizeof d));
+        return NULL;
+    }
+    if (pos_weight) {
+        if (!ct_check_inputs(op, 2, (const Tensor *[]){logits, pos_weight}) ||
+            !ct_check_same_dtype(op, logits, pos_weight))
+            return NULL;
+        bool fits = pos_weight->ndim <= nd;
+        for (int i = 1; fits && i <= pos_weight->ndim; i++) {
+            int64_t p = pos_weight->shape[pos_weight->ndim - i];
+            fits = p == 1 || p == logits->shape[nd - i];
+        }
+        if (!fits) {
+            char d1[96], d2[96];
+            ct_error(CT_ERR_SHAPE, "%s: pos_weight %s does not broadcast to input %s", op,
+                     tensor_describe(pos_weight, d1, sizeof d1),
+                     tensor_describe(logits, d2, sizeof d2));
+            return NULL;
+        }
+    }
+    CtScope *sc = ct_scope_open();
+    if (!sc) return NULL;
+    CtDevice dev = logits->storage->device;
+    CtDType dt = logits->dtype;
+    for (int i = 0; i < nd; i++) shape[i] = logits->shape[i];
+    shape[nd] = 2;
+    double pick[2] = {0.0, 1.0};
+    Tensor *sel = tensor_from_data(pick, 1, (const int64_t[]){2}, CT_F64, dev);
+    Tensor *z = tensor_mul(tensor_expand(tensor_unsqueeze(logits, nd), nd + 1, shape),
+                           tensor_cast(sel, dt)); /* (..., 2): [0, x] */
+    Tensor *ls = tensor_log_softmax(z, nd);
+    Tensor *log_not = tensor_select(ls, nd, 0), *log_p = tensor_select(ls, nd, 1);
+    Tensor *one = tensor_scalar(1.0, dt, dev);
+    Tensor *cpos = pos_weight ? tensor_mul(target, pos_weight) : target;
+    Tensor *loss = tensor_add(tensor_mul(tensor_sub(target, one), log_not),
+                              tensor_mul(minus(cpos), log_p));
+    return finish(sc, reduce_loss(loss, r));
+}
