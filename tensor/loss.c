@@ -150,18 +150,6 @@ Tensor *tensor_nll_loss(Tensor *logp, Tensor *target, const CtCrossEntropyArgs *
 
 /* ------------------------------------------------- elementwise losses */
 
-/* -t, and a - b as a + (-b): their gradients need only mul and add. */
-static Tensor *minus(Tensor *t)
-{
-    if (!t) return NULL;
-    return tensor_mul(t, tensor_scalar(-1.0, t->dtype, t->storage->device));
-}
-
-static Tensor *difference(Tensor *a, Tensor *b)
-{
-    return tensor_add(a, minus(b));
-}
-
 static bool check_pair(const char *op, const Tensor *input, const Tensor *target,
                        CtReduction r)
 {
@@ -182,24 +170,17 @@ Tensor *tensor_mse_loss(Tensor *input, Tensor *target, CtReduction r)
     if (!check_pair("mse_loss", input, target, r)) return NULL;
     CtScope *sc = ct_scope_open();
     if (!sc) return NULL;
-    Tensor *d = difference(input, target);
+    Tensor *d = tensor_sub(input, target);
     return finish(sc, reduce_loss(tensor_mul(d, d), r));
 }
 
-/* |d| as d * sign(d), sign held constant: the gradient is sign(d), 0 at 0
- * as in PyTorch. */
+/* |input - target|; the gradient at 0 is 0, as in PyTorch. */
 Tensor *tensor_l1_loss(Tensor *input, Tensor *target, CtReduction r)
 {
     if (!check_pair("l1_loss", input, target, r)) return NULL;
     CtScope *sc = ct_scope_open();
     if (!sc) return NULL;
-    Tensor *d = difference(input, target);
-    bool prev = ct_set_grad_enabled(false);
-    Tensor *zero = tensor_scalar(0.0, input->dtype, input->storage->device);
-    Tensor *sign = tensor_sub(tensor_cast(tensor_gt(d, zero), input->dtype),
-                              tensor_cast(tensor_lt(d, zero), input->dtype));
-    ct_set_grad_enabled(prev);
-    return finish(sc, reduce_loss(tensor_mul(d, sign), r));
+    return finish(sc, reduce_loss(tensor_abs(tensor_sub(input, target)), r));
 }
 
 /* loss = -(pos_weight * y * log σ(x) + (1 - y) * log(1 - σ(x))), with
@@ -249,6 +230,6 @@ Tensor *tensor_bce_with_logits(Tensor *logits, Tensor *target, Tensor *pos_weigh
     Tensor *one = tensor_scalar(1.0, dt, dev);
     Tensor *cpos = pos_weight ? tensor_mul(target, pos_weight) : target;
     Tensor *loss = tensor_add(tensor_mul(tensor_sub(target, one), log_not),
-                              tensor_mul(minus(cpos), log_p));
+                              tensor_mul(tensor_neg(cpos), log_p));
     return finish(sc, reduce_loss(loss, r));
 }
