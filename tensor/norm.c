@@ -43,6 +43,39 @@ static bool check_devices(const char *op, int n, Tensor *const *ts)
 
 /* ------------------------------------------------------------ batch norm */
 
+/* Runs a fused normalisation forward: out0 = y, out1 = (2, nstats) saved
+ * statistics (mean and inverse std), out2/out3 = running stats updated in
+ * place (batch norm); in = x, weight, bias made contiguous. Records the node
+ * with the params block and the statistics. */
+static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
+                        Tensor *weight, Tensor *bias, Tensor *rmean, Tensor *rvar,
+                        int64_t nstats, const void *params, size_t psize)
+{
+    Tensor *xc = contiguous_ref(x), *wc = contiguous_ref(weight),
+           *bc = contiguous_ref(bias);
+    Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, nstats}, x->dtype,
+                                             x->storage->device);
+    Tensor *y =
+        xc && (wc || !weight) && (bc || !bias) && stats ? tensor_empty_like(x) : NULL;
+    if (y) {
+        CtOpCall c = {.op = kind,
+                      .out = {y, stats, rmean, rvar},
+                      .in = {xc, wc, bc},
+                      .params = params};
+        if (ct_dispatch(&c) != CT_OK) y = NULL;
+    }
+    CtNode *n = y ? ct_node_new(y, op, bw, 3, (Tensor *[]){x, weight, bias}) : NULL;
+    if (n) {
+        memcpy(n->params, params, psize);
+        ct_node_save(n, 0, stats);
+    }
+    tensor_free(xc);
+    tensor_free(wc);
+    tensor_free(bc);
+    tensor_free(stats);
+    return y;
+}
+
 static CtStatus batch_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
 {
     const CtBatchNormParams *p = CT_NODE_PARAMS(n, CtBatchNormParams);
@@ -103,31 +136,8 @@ Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
                  op, tensor_describe(x, d, sizeof d));
         return NULL;
     }
-    Tensor *xc = contiguous_ref(x), *wc = contiguous_ref(weight),
-           *bc = contiguous_ref(bias);
-    Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, p.c}, x->dtype,
-                                             x->storage->device);
-    Tensor *y =
-        xc && (wc || !weight) && (bc || !bias) && stats ? tensor_empty_like(x) : NULL;
-    if (y) {
-        CtOpCall c = {.op = CT_OP_BATCH_NORM,
-                      .out = {y, stats, running_mean, running_var},
-                      .in = {xc, wc, bc},
-                      .params = &p};
-        if (ct_dispatch(&c) != CT_OK) y = NULL;
-    }
-    CtNode *n =
-        y ? ct_node_new(y, op, batch_norm_backward, 3, (Tensor *[]){x, weight, bias})
-          : NULL;
-    if (n) {
-        *CT_NODE_PARAMS(n, CtBatchNormParams) = p;
-        ct_node_save(n, 0, stats);
-    }
-    tensor_free(xc);
-    tensor_free(wc);
-    tensor_free(bc);
-    tensor_free(stats);
-    return y;
+    return run_norm(op, CT_OP_BATCH_NORM, batch_norm_backward, x, weight, bias,
+                    running_mean, running_var, p.c, &p, sizeof p);
 }
 
 /* ------------------------------------------------------------ layer norm */
@@ -191,27 +201,6 @@ Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, do
     CtLayerNormParams p = {.rows = ct_shape_numel(x->ndim - nnorm, x->shape),
                            .d = ct_shape_numel(nnorm, x->shape + (x->ndim - nnorm)),
                            .eps = eps};
-    Tensor *xc = contiguous_ref(x), *wc = contiguous_ref(weight),
-           *bc = contiguous_ref(bias);
-    Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, p.rows}, x->dtype,
-                                             x->storage->device);
-    Tensor *y =
-        xc && (wc || !weight) && (bc || !bias) && stats ? tensor_empty_like(x) : NULL;
-    if (y) {
-        CtOpCall c = {
-            .op = CT_OP_LAYER_NORM, .out = {y, stats}, .in = {xc, wc, bc}, .params = &p};
-        if (ct_dispatch(&c) != CT_OK) y = NULL;
-    }
-    CtNode *n =
-        y ? ct_node_new(y, op, layer_norm_backward, 3, (Tensor *[]){x, weight, bias})
-          : NULL;
-    if (n) {
-        *CT_NODE_PARAMS(n, CtLayerNormParams) = p;
-        ct_node_save(n, 0, stats);
-    }
-    tensor_free(xc);
-    tensor_free(wc);
-    tensor_free(bc);
-    tensor_free(stats);
-    return y;
+    return run_norm(op, CT_OP_LAYER_NORM, layer_norm_backward, x, weight, bias, NULL,
+                    NULL, p.rows, &p, sizeof p);
 }
