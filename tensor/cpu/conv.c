@@ -1,11 +1,13 @@
 /* Conv2d kernels: im2col/col2im + BLAS gemm, f32 and f64.
  *
- * Parallelism (measured on a 2-core EPYC for BasicNet's and a ResNet-18
- * stage's shapes, see docs/benchmarks.md "CPU conv2d"): when the batch has
- * at least as many samples as there are OpenMP threads, each thread takes
- * whole samples with its own column buffer and a single-threaded gemm;
- * otherwise samples run one after another with im2col parallelised by
- * OpenMP and the gemm threaded by BLAS. */
+ * Parallelism is OpenMP's alone; the gemms run single-threaded. When the
+ * batch has at least as many samples as there are threads, each thread
+ * takes whole samples with its own column buffer; otherwise the threads
+ * share each sample, splitting im2col/col2im and the gemm's columns.
+ * Measured on a 2-core EPYC for BasicNet's and a ResNet-18 stage's shapes
+ * (docs/benchmarks.md, "CPU conv2d"): samples-per-thread was 2-7x faster
+ * than running samples one by one with OpenBLAS threading the gemm, partly
+ * because OpenBLAS's threads and OpenMP's spinning ones fight for cores. */
 #include <cblas.h>
 #include <omp.h>
 
@@ -32,9 +34,41 @@ static inline int64_t out_hi(int64_t off, int s, int64_t n_in, int64_t n_out)
     return hi > lo ? hi : lo;
 }
 
+/* The threads that share one sample's work. */
+typedef struct Team {
+    int tid, nth;
+} Team;
+
+static const Team SOLO = {0, 1};
+
+/* Inside a parallel region: all of its threads. */
+static inline Team team_here(void)
+{
+    Team t = {omp_get_thread_num(), omp_get_num_threads()};
+    return t;
+}
+
+/* This thread's share [lo, hi) of n items, in chunks that are multiples of
+ * `align` (but the last). */
+static inline void team_range(Team t, int64_t n, int64_t align, int64_t *lo, int64_t *hi)
+{
+    int64_t per = (n + t.nth - 1) / t.nth;
+    per = (per + align - 1) / align * align;
+    int64_t a = t.tid * per, b = a + per;
+    *lo = a < n ? a : n;
+    *hi = b < n ? b : n;
+}
+
+static inline void team_barrier(Team t)
+{
+    if (t.nth > 1) {
+#pragma omp barrier
+    }
+}
+
 typedef struct ConvPlan {
-    bool batch;    /* threads over samples (else over im2col and gemm) */
-    int nt;        /* threads of the batch-parallel region */
+    bool batch;    /* threads over samples (else they share each sample) */
+    int nt;        /* threads of the parallel region */
     int64_t col;   /* elements of one column buffer (0: 1x1 conv, none) */
     int64_t total; /* scratch elements */
 } ConvPlan;
@@ -47,8 +81,11 @@ static ConvPlan plan(const CtConv2dParams *p, int64_t acc)
         p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->ph == 0 && p->pw == 0;
     pl.col = direct ? 0 : (p->c / p->groups) * p->kh * p->kw * p->oh * p->ow;
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    /* tiny problems: one thread (the parallel region costs more) */
+    if (p->n * p->o * p->oh * p->ow * (p->c / p->groups) * p->kh * p->kw < CT_CPU_PAR_MIN)
+        nt = 1;
     pl.batch = nt > 1 && p->n >= nt;
-    pl.nt = pl.batch ? nt : 1;
+    pl.nt = nt;
     pl.total = pl.batch ? pl.nt * (pl.col + acc) : pl.col;
     return pl;
 }
@@ -62,9 +99,9 @@ static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
     return t;
 }
 
-/* The batch-parallel path runs one gemm per thread; BLAS must not spread
- * each of them over all cores as well. OpenBLAS's thread count is global,
- * so it is lowered for the duration of the region and restored after. */
+/* Every thread runs its own gemm; BLAS must not spread each of them over
+ * all cores as well. OpenBLAS's thread count is global, so it is lowered
+ * for the duration of the region and restored after. */
 static int blas_single_begin(void)
 {
     int saved = openblas_get_num_threads();

@@ -214,19 +214,18 @@ START_TEST(test_conv_gradcheck_special)
 }
 END_TEST
 
-/* Larger shapes (parallel im2col, several threads' partial weight
- * gradients): the batch-parallel result must equal the sum over samples run
- * one at a time, and f32 must follow f64. */
-START_TEST(test_conv_paths_agree)
+/* Larger shapes, so that several threads share the work: the
+ * batch-parallel result (threads take samples, private weight-gradient
+ * blocks) must equal the sum over samples run one at a time (threads share
+ * a sample), and f32 must follow f64. */
+static void check_paths_agree(const int64_t *xs, const int64_t *ws,
+                              const CtConv2dArgs *args)
 {
-    TU_MEM_BEGIN;
-    CtConv2dArgs args = {.padding = {1, 1}};
-    const int64_t xs[4] = {4, 8, 24, 24}, ws[4] = {16, 8, 3, 3};
     Tensor *x = tu_rand64(4, xs, -1, 1, 41, true);
     Tensor *w = tu_rand64(4, ws, -1, 1, 42, true);
     Tensor *b = tu_rand64(1, ws, -1, 1, 43, true);
     CtScope *s = ct_scope_open();
-    Tensor *y = tensor_conv2d(x, w, b, &args);
+    Tensor *y = tensor_conv2d(x, w, b, args);
     Tensor *gy = tu_rand64(4, tensor_shape(y), -1, 1, 44, false);
     ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
     Tensor *gx_batch = tensor_clone(tensor_grad(x)),
@@ -237,14 +236,11 @@ START_TEST(test_conv_paths_agree)
     tensor_set_grad(b, NULL);
     /* sample by sample: w and b gradients accumulate */
     for (int64_t n = 0; n < xs[0]; n++) {
-        Tensor *yn = tensor_conv2d(tensor_slice(x, 0, n, n + 1, 1), w, b, &args);
-        tu_assert_values(yn,
-                         (double *)tensor_data(tensor_contiguous(
-                             tensor_slice(tensor_detach(y), 0, n, n + 1, 1))),
-                         tensor_numel(yn), 1e-12, 1e-12);
-        ck_assert_int_eq(
-            tensor_backward(yn, tensor_contiguous(tensor_slice(gy, 0, n, n + 1, 1))),
-            CT_OK);
+        Tensor *yn = tensor_conv2d(tensor_slice(x, 0, n, n + 1, 1), w, b, args);
+        Tensor *y_n = tensor_contiguous(tensor_slice(tensor_detach(y), 0, n, n + 1, 1));
+        tu_assert_values(yn, (double *)tensor_data(y_n), tensor_numel(yn), 1e-12, 1e-12);
+        Tensor *gy_n = tensor_contiguous(tensor_slice(gy, 0, n, n + 1, 1));
+        ck_assert_int_eq(tensor_backward(yn, gy_n), CT_OK);
     }
     tu_assert_values(tensor_grad(x), (double *)tensor_data(gx_batch), tensor_numel(x),
                      1e-11, 1e-11);
@@ -253,12 +249,11 @@ START_TEST(test_conv_paths_agree)
     tu_assert_values(tensor_grad(b), (double *)tensor_data(gb_batch), tensor_numel(b),
                      1e-10, 1e-10);
     /* f32 forward and backward against f64 */
-    Tensor *x32 = tensor_cast(tensor_detach(x), CT_F32);
-    Tensor *w32 = tensor_cast(tensor_detach(w), CT_F32);
-    Tensor *b32 = tensor_cast(tensor_detach(b), CT_F32);
-    Tensor *leaves[3] = {tensor_retain(x32), tensor_retain(w32), tensor_retain(b32)};
+    Tensor *leaves[3] = {tensor_retain(tensor_cast(tensor_detach(x), CT_F32)),
+                         tensor_retain(tensor_cast(tensor_detach(w), CT_F32)),
+                         tensor_retain(tensor_cast(tensor_detach(b), CT_F32))};
     for (int k = 0; k < 3; k++) tensor_set_requires_grad(leaves[k], true);
-    Tensor *y32 = tensor_conv2d(leaves[0], leaves[1], leaves[2], &args);
+    Tensor *y32 = tensor_conv2d(leaves[0], leaves[1], leaves[2], args);
     tu_assert_values(y32, (double *)tensor_data(tensor_detach(y)), tensor_numel(y), 1e-4,
                      1e-4);
     ck_assert_int_eq(tensor_backward(y32, tensor_cast(gy, CT_F32)), CT_OK);
@@ -274,6 +269,24 @@ START_TEST(test_conv_paths_agree)
     tensor_free(x);
     tensor_free(w);
     tensor_free(b);
+}
+
+START_TEST(test_conv_paths_agree)
+{
+    TU_MEM_BEGIN;
+    CtConv2dArgs pad = {.padding = {1, 1}};
+    check_paths_agree((const int64_t[]){4, 8, 24, 24}, (const int64_t[]){16, 8, 3, 3},
+                      &pad);
+    CtConv2dArgs mixed = {
+        .stride = {2, 1}, .padding = {2, 1}, .dilation = {2, 1}, .groups = 2};
+    check_paths_agree((const int64_t[]){3, 6, 30, 27}, (const int64_t[]){10, 3, 3, 2},
+                      &mixed);
+    CtConv2dArgs depthwise = {.padding = {1, 1}, .groups = 16};
+    check_paths_agree((const int64_t[]){5, 16, 20, 20}, (const int64_t[]){16, 1, 3, 3},
+                      &depthwise);
+    CtConv2dArgs one = {.groups = 1};
+    check_paths_agree((const int64_t[]){3, 32, 16, 16}, (const int64_t[]){24, 32, 1, 1},
+                      &one);
     TU_MEM_END;
 }
 END_TEST
