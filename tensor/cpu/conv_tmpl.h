@@ -258,12 +258,12 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
             const int64_t t = omp_get_thread_num();
             T *col = pl.col ? scratch + t * pl.col : NULL;
             T *acc = blocks + t * (nw + nb);
+            T *aw = gw ? acc : NULL, *ab = gb ? acc + nw : NULL;
 #pragma omp for schedule(static)
-            for (int64_t n = 0; n < p->n; n++)
-                FN(weight_sample)
-                (p, gy + n * ys, x + n * xs, gw ? acc : NULL, gb ? acc + nw : NULL, col,
-                 SOLO);
-                /* the implicit barrier above: every block is complete */
+            for (int64_t n = 0; n < p->n; n++) {
+                FN(weight_sample)(p, gy + n * ys, x + n * xs, aw, ab, col, SOLO);
+            }
+            /* the loop's implicit barrier: every block is complete */
 #pragma omp for schedule(static)
             for (int64_t e = 0; e < nw + nb; e++) {
                 T s = 0;
