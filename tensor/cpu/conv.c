@@ -1,8 +1,143 @@
-/* Kernels of this group are added by their owner. */
+/* Conv2d kernels: im2col/col2im + BLAS gemm, f32 and f64.
+ *
+ * Parallelism is OpenMP's alone; the gemms run single-threaded. When the
+ * batch has at least as many samples as there are threads, each thread
+ * takes whole samples with its own column buffer; otherwise the threads
+ * share each sample, splitting im2col/col2im and the gemm's columns.
+ * Measured on a 2-core EPYC for BasicNet's and a ResNet-18 stage's shapes
+ * (docs/benchmarks.md, "CPU conv2d"): samples-per-thread was 2-7x faster
+ * than running samples one by one with OpenBLAS threading the gemm, partly
+ * because OpenBLAS's threads and OpenMP's spinning ones fight for cores. */
+#include <cblas.h>
+#include <omp.h>
+
+#include "../conv.h"
 #include "cpu.h"
+
+/* Pooling kernels live in pool.c and register with this group. */
+void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s);
+
+/* For a kernel tap at input offset off (= j*dilation - padding) and stride s,
+ * outputs o in [out_lo, out_hi) read inside the input of size n. */
+static inline int64_t out_lo(int64_t off, int s, int64_t n_out)
+{
+    int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+    return lo < n_out ? lo : n_out;
+}
+
+static inline int64_t out_hi(int64_t off, int s, int64_t n_in, int64_t n_out)
+{
+    if (n_in - 1 - off < 0) return 0;
+    int64_t hi = (n_in - 1 - off) / s + 1;
+    hi = hi < n_out ? hi : n_out;
+    int64_t lo = out_lo(off, s, n_out);
+    return hi > lo ? hi : lo;
+}
+
+/* The threads that share one sample's work. */
+typedef struct Team {
+    int tid, nth;
+} Team;
+
+static const Team SOLO = {0, 1};
+
+/* Inside a parallel region: all of its threads. */
+static inline Team team_here(void)
+{
+    Team t = {omp_get_thread_num(), omp_get_num_threads()};
+    return t;
+}
+
+/* This thread's share [lo, hi) of n items, in chunks that are multiples of
+ * `align` (but the last). */
+static inline void team_range(Team t, int64_t n, int64_t align, int64_t *lo, int64_t *hi)
+{
+    int64_t per = (n + t.nth - 1) / t.nth;
+    per = (per + align - 1) / align * align;
+    int64_t a = t.tid * per, b = a + per;
+    *lo = a < n ? a : n;
+    *hi = b < n ? b : n;
+}
+
+static inline void team_barrier(Team t)
+{
+    if (t.nth > 1) {
+#pragma omp barrier
+    }
+}
+
+typedef struct ConvPlan {
+    bool batch;    /* threads over samples (else they share each sample) */
+    int nt;        /* threads of the parallel region */
+    int64_t col;   /* elements of one column buffer (0: 1x1 conv, none) */
+    int64_t total; /* scratch elements */
+} ConvPlan;
+
+/* acc: elements of the per-thread accumulator the batch-parallel path needs. */
+static ConvPlan plan(const CtConv2dParams *p, int64_t acc)
+{
+    ConvPlan pl = {0};
+    bool direct =
+        p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->ph == 0 && p->pw == 0;
+    pl.col = direct ? 0 : (p->c / p->groups) * p->kh * p->kw * p->oh * p->ow;
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    /* tiny problems: one thread (the parallel region costs more) */
+    if (p->n * p->o * p->oh * p->ow * (p->c / p->groups) * p->kh * p->kw < CT_CPU_PAR_MIN)
+        nt = 1;
+    pl.batch = nt > 1 && p->n >= nt;
+    pl.nt = nt;
+    pl.total = pl.batch ? pl.nt * (pl.col + acc) : pl.col;
+    return pl;
+}
+
+/* Scratch from the caching allocator (not scope-owned: freed by the kernel). */
+static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
+{
+    if (!pl->total) return NULL;
+    Tensor *t = ct_tensor_new_persistent(1, (const int64_t[]){pl->total}, dt, ct_cpu());
+    *data = t ? ct_ptr(t) : NULL;
+    return t;
+}
+
+/* Each thread of a parallel region runs its own gemm: the OpenMP build of
+ * OpenBLAS we link (cmake/Dependencies.cmake) runs single-threaded inside a
+ * parallel region, so no global BLAS thread setting is touched here. */
+
+#define T    float
+#define SFX  f32
+#define GEMM cblas_sgemm
+#include "conv_tmpl.h"
+#undef T
+#undef SFX
+#undef GEMM
+
+#define T    double
+#define SFX  f64
+#define GEMM cblas_dgemm
+#include "conv_tmpl.h"
+#undef T
+#undef SFX
+#undef GEMM
+
+#define BY_DTYPE(name)                                                                   \
+    static CtStatus name(const CtOpCall *c)                                              \
+    {                                                                                    \
+        return c->in[0]->dtype == CT_F32 ? name##_f32(c) : name##_f64(c);                \
+    }
+BY_DTYPE(conv_fwd)
+BY_DTYPE(conv_bwd_data)
+BY_DTYPE(conv_bwd_weight)
+
+static bool float_only(const CtOpCall *c)
+{
+    return c->in[0]->dtype == CT_F32 || c->in[0]->dtype == CT_F64;
+}
 
 void ct_cpu_register_conv(CtKernelFn *k, CtSupportsFn *s)
 {
-    (void)k;
-    (void)s;
+    k[CT_OP_CONV2D] = conv_fwd;
+    k[CT_OP_CONV2D_BWD_DATA] = conv_bwd_data;
+    k[CT_OP_CONV2D_BWD_WEIGHT] = conv_bwd_weight;
+    s[CT_OP_CONV2D] = s[CT_OP_CONV2D_BWD_DATA] = s[CT_OP_CONV2D_BWD_WEIGHT] = float_only;
+    ct_cpu_register_pool(k, s);
 }

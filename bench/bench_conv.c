@@ -1,0 +1,131 @@
+/* CPU conv2d throughput: forward and forward+backward GFLOP/s for
+ * BasicNet's two convolutions and a ResNet-18 stage conv, against a large
+ * sgemm as the machine's practical peak.
+ *
+ *     OMP_NUM_THREADS=2 ./build/bench/bench_conv
+ *
+ * FLOPs per pass: 2*N*O*(C/groups)*kh*kw*OH*OW; the backward pass (data and
+ * weight gradients) counts twice that. Times are medians of RUNS after
+ * WARMUP, through the public API (scope, autograd and leaf gradient
+ * accumulation included). */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "ctrainer/tensor.h"
+
+#define WARMUP 2
+#define RUNS   7
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* GFLOP/s of a 2048^3 sgemm (BLAS threads as configured). */
+static double sgemm_peak(void)
+{
+    const int n = 2048;
+    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n);
+    float *c = malloc(sizeof(float) * n * n);
+    for (int i = 0; i < n * n; i++) {
+        a[i] = (float)(i % 7) * 0.1f;
+        b[i] = (float)(i % 5) * 0.1f;
+    }
+    double t[RUNS];
+    for (int r = 0; r < WARMUP + RUNS; r++) {
+        double t0 = now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0,
+                    c, n);
+        if (r >= WARMUP) t[r - WARMUP] = now() - t0;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return 2.0 * n * n * n / median(t, RUNS) * 1e-9;
+}
+
+typedef struct Shape {
+    const char *name;
+    int64_t n, c, h, w, o, k;
+    int pad;
+} Shape;
+
+static int bench(const Shape *s, double peak)
+{
+    const int64_t xs[4] = {s->n, s->c, s->h, s->w}, ws[4] = {s->o, s->c, s->k, s->k};
+    const int64_t oh = s->h + 2 * s->pad - s->k + 1, ow = s->w + 2 * s->pad - s->k + 1;
+    CtConv2dArgs args = {.padding = {s->pad, s->pad}};
+    /* constant operands: the kernels' speed does not depend on the values */
+    Tensor *x = tensor_full(4, xs, 0.5, CT_F32, ct_cpu());
+    Tensor *w = tensor_full(4, ws, 0.25, CT_F32, ct_cpu());
+    Tensor *b = tensor_full(1, ws, 0.1, CT_F32, ct_cpu());
+    Tensor *gy =
+        tensor_full(4, (const int64_t[]){s->n, s->o, oh, ow}, 1.0, CT_F32, ct_cpu());
+    if (!x || !w || !b || !gy) return 1;
+    tensor_set_requires_grad(x, true);
+    tensor_set_requires_grad(w, true);
+    tensor_set_requires_grad(b, true);
+    double tf[RUNS], tfb[RUNS];
+    for (int r = 0; r < WARMUP + RUNS; r++) {
+        CtScope *sc = ct_scope_open();
+        bool prev = ct_set_grad_enabled(false);
+        double t0 = now();
+        Tensor *y = tensor_conv2d(x, w, b, &args);
+        double t1 = now();
+        ct_set_grad_enabled(prev);
+        if (!y) return 1;
+        double t2 = now();
+        y = tensor_conv2d(x, w, b, &args);
+        if (tensor_backward(y, gy) != CT_OK) return 1;
+        double t3 = now();
+        ct_scope_close(sc);
+        if (r >= WARMUP) {
+            tf[r - WARMUP] = t1 - t0;
+            tfb[r - WARMUP] = t3 - t2;
+        }
+    }
+    double flop = 2.0 * s->n * s->o * s->c * s->k * s->k * oh * ow;
+    double mf = median(tf, RUNS), mfb = median(tfb, RUNS);
+    double gf = flop / mf * 1e-9, gfb = 3 * flop / mfb * 1e-9;
+    printf("%-34s %8.2f ms %7.1f GFLOP/s %5.1f%% | %8.2f ms %7.1f GFLOP/s %5.1f%%\n",
+           s->name, mf * 1e3, gf, 100 * gf / peak, mfb * 1e3, gfb, 100 * gfb / peak);
+    tensor_free(x);
+    tensor_free(w);
+    tensor_free(b);
+    tensor_free(gy);
+    return 0;
+}
+
+int main(void)
+{
+    double peak = sgemm_peak();
+    printf("sgemm 2048^3 (practical peak): %.1f GFLOP/s\n", peak);
+    printf("%-34s %-33s | %s\n", "conv (f32)", "forward", "forward + backward");
+    static const Shape shapes[] = {
+        {"BasicNet conv1 1->32 3x3 28x28 b64", 64, 1, 28, 28, 32, 3, 0},
+        {"BasicNet conv2 32->64 3x3 26x26 b64", 64, 32, 26, 26, 64, 3, 0},
+        {"ResNet-18 64->64 3x3 p1 56x56 b8", 8, 64, 56, 56, 64, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        if (bench(&shapes[i], peak)) {
+            fprintf(stderr, "%s: %s\n", shapes[i].name, ct_last_error());
+            return 1;
+        }
+    return 0;
+}

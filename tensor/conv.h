@@ -1,0 +1,61 @@
+/* Private to tensor/: kernel params of the convolution and pooling ops,
+ * shared by the front-ends (conv.c, pool.c) and the backends' kernels.
+ *
+ * Every conv/pool kernel requires contiguous operands (the front-ends make
+ * them so). Layouts are NCHW.
+ *
+ * CT_OP_CONV2D            out0 = y (N, O, OH, OW)
+ *                         in0 = x (N, C, H, W), in1 = w (O, C/groups, kh, kw),
+ *                         in2 = b (O) or NULL
+ * CT_OP_CONV2D_BWD_DATA   out0 = gx (N, C, H, W)         (overwritten)
+ *                         in0 = gy (N, O, OH, OW), in1 = w
+ * CT_OP_CONV2D_BWD_WEIGHT out0 = gw (O, C/groups, kh, kw) or NULL,
+ *                         out1 = gb (O) or NULL          (both overwritten)
+ *                         in0 = gy, in1 = x
+ * CT_OP_POOL2D            out0 = y (N, C, OH, OW); out1 = argmax (CT_I64,
+ *                         same shape, index into the H*W plane) for max
+ *                         pooling, NULL otherwise; in0 = x (N, C, H, W)
+ * CT_OP_POOL2D_BWD        out0 = gx (N, C, H, W)         (overwritten)
+ *                         in0 = gy (N, C, OH, OW), in1 = argmax (max only)
+ */
+#ifndef CTRAINER_TENSOR_CONV_H
+#define CTRAINER_TENSOR_CONV_H
+
+#include "internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct CtConv2dParams {
+    int64_t n, c, h, w; /* input */
+    int64_t o, kh, kw;  /* weight: (o, c / groups, kh, kw) */
+    int64_t oh, ow;     /* output */
+    int sh, sw;         /* stride, >= 1 */
+    int ph, pw;         /* zero padding on both sides, >= 0 */
+    int dh, dw;         /* dilation, >= 1 */
+    int groups;         /* >= 1, divides c and o */
+} CtConv2dParams;
+
+typedef enum CtPoolKind {
+    CT_POOL_MAX,          /* window max; padding never wins */
+    CT_POOL_AVG,          /* window mean, see count_include_pad */
+    CT_POOL_ADAPTIVE_AVG, /* bin i: [floor(i*H/oh), ceil((i+1)*H/oh)) */
+} CtPoolKind;
+
+typedef struct CtPool2dParams {
+    CtPoolKind kind;
+    int64_t n, c, h, w; /* input */
+    int64_t oh, ow;     /* output */
+    int kh, kw;         /* window (unused for adaptive) */
+    int sh, sw;
+    int ph, pw;
+    /* avg: divide by the window clipped to the padded input (true, PyTorch's
+     * default) or by the window clipped to the input (false). */
+    bool count_include_pad;
+} CtPool2dParams;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

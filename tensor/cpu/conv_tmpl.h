@@ -1,0 +1,283 @@
+/* Per-dtype conv2d kernels, included by conv.c once per dtype with
+ *   T     the element type (float, double)
+ *   SFX   the name suffix (f32, f64)
+ *   GEMM  the row-major cblas gemm of T (cblas_sgemm, cblas_dgemm)
+ * defined. No include guard on purpose.
+ *
+ * One sample at a time: for group g, with Ckk = C/groups * kh * kw,
+ *   forward:  y_g (O/g, OH*OW)  = w_g (O/g, Ckk) @ col (Ckk, OH*OW)
+ *   data:     col               = w_gᵀ @ gy_g,  then col2im into gx
+ *   weight:   gw_g             += gy_g @ colᵀ
+ * where col = im2col(x_g). A 1x1, stride-1, unpadded conv uses x_g as col.
+ * The per-sample functions take a Team: {0, 1} when each thread runs whole
+ * samples, or every thread of a parallel region, which then splits im2col,
+ * col2im and the gemm's columns and meets at barriers around the shared
+ * column buffer. The gemm itself is always single-threaded. */
+
+#define CAT_(a, b) a##_##b
+#define CAT(a, b)  CAT_(a, b)
+#define FN(name)   CAT(name, SFX)
+
+/* col: (Cg*kh*kw, OH*OW) <- patches of x: (Cg, H, W); the team's rows. */
+static void FN(im2col)(const CtConv2dParams *p, const T *x, T *col, Team tm)
+{
+    const int64_t rows = p->c / p->groups * p->kh * p->kw;
+    const int64_t oh_n = p->oh, ow_n = p->ow, ohw = oh_n * ow_n;
+    int64_t r0, r1;
+    team_range(tm, rows, 1, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t c = r / (p->kh * p->kw), i = r / p->kw % p->kh, j = r % p->kw;
+        const int64_t offw = j * p->dw - p->pw;
+        const int64_t lo = out_lo(offw, p->sw, ow_n),
+                      hi = out_hi(offw, p->sw, p->w, ow_n);
+        T *row = col + r * ohw;
+        for (int64_t oh = 0; oh < oh_n; oh++) {
+            const int64_t ih = oh * p->sh - p->ph + i * p->dh;
+            T *dst = row + oh * ow_n;
+            if (ih < 0 || ih >= p->h) {
+                for (int64_t ow = 0; ow < ow_n; ow++) dst[ow] = 0;
+                continue;
+            }
+            const T *src = x + (c * p->h + ih) * p->w + offw;
+            for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;
+            if (p->sw == 1)
+                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow];
+            else
+                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * p->sw];
+            for (int64_t ow = hi; ow < ow_n; ow++) dst[ow] = 0;
+        }
+    }
+}
+
+/* gx: (Cg, H, W) <- sum of col's patches (overwritten). The team splits the
+ * input channels, so no two threads write the same element. */
+static void FN(col2im)(const CtConv2dParams *p, const T *col, T *gx, Team tm)
+{
+    const int64_t hw = p->h * p->w;
+    const int64_t oh_n = p->oh, ow_n = p->ow, ohw = oh_n * ow_n;
+    int64_t c0, c1;
+    team_range(tm, p->c / p->groups, 1, &c0, &c1);
+    for (int64_t c = c0; c < c1; c++) {
+        T *plane = gx + c * hw;
+        for (int64_t e = 0; e < hw; e++) plane[e] = 0;
+        for (int64_t i = 0; i < p->kh; i++) {
+            for (int64_t j = 0; j < p->kw; j++) {
+                const T *row = col + ((c * p->kh + i) * p->kw + j) * ohw;
+                const int64_t offw = j * p->dw - p->pw;
+                const int64_t lo = out_lo(offw, p->sw, ow_n);
+                const int64_t hi = out_hi(offw, p->sw, p->w, ow_n);
+                for (int64_t oh = 0; oh < oh_n; oh++) {
+                    const int64_t ih = oh * p->sh - p->ph + i * p->dh;
+                    if (ih < 0 || ih >= p->h) continue;
+                    T *dst = plane + ih * p->w + offw;
+                    const T *src = row + oh * ow_n;
+                    if (p->sw == 1)
+                        for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];
+                    else
+                        for (int64_t ow = lo; ow < hi; ow++) dst[ow * p->sw] += src[ow];
+                }
+            }
+        }
+    }
+}
+
+/* y: (O, OH, OW) of one sample <- conv(x: (C, H, W)) + b; the team splits
+ * the output columns. */
+static void FN(fwd_sample)(const CtConv2dParams *p, const T *x, const T *w, const T *b,
+                           T *y, T *col, Team tm)
+{
+    const int64_t g_n = p->groups, cg = p->c / g_n, og = p->o / g_n;
+    const int64_t ckk = cg * p->kh * p->kw, ohw = p->oh * p->ow, hw = p->h * p->w;
+    int64_t e0, e1;
+    team_range(tm, ohw, 16, &e0, &e1);
+    for (int64_t g = 0; g < g_n; g++) {
+        const T *src = x + g * cg * hw;
+        if (col) {
+            FN(im2col)(p, src, col, tm);
+            team_barrier(tm);
+            src = col;
+        }
+        if (e1 > e0)
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)(e1 - e0),
+                 (int)ckk, 1, w + g * og * ckk, (int)ckk, src + e0, (int)ohw, 0,
+                 y + g * og * ohw + e0, (int)ohw);
+        if (col) team_barrier(tm); /* col is refilled for the next group */
+    }
+    if (b)
+        for (int64_t o = 0; o < p->o; o++) {
+            T *row = y + o * ohw;
+            const T bo = b[o];
+            for (int64_t e = e0; e < e1; e++) row[e] += bo;
+        }
+}
+
+/* gx: (C, H, W) of one sample <- conv_transpose(gy: (O, OH, OW), w). */
+static void FN(data_sample)(const CtConv2dParams *p, const T *gy, const T *w, T *gx,
+                            T *col, Team tm)
+{
+    const int64_t g_n = p->groups, cg = p->c / g_n, og = p->o / g_n;
+    const int64_t ckk = cg * p->kh * p->kw, ohw = p->oh * p->ow, hw = p->h * p->w;
+    int64_t e0, e1;
+    team_range(tm, ohw, 16, &e0, &e1);
+    for (int64_t g = 0; g < g_n; g++) {
+        T *dst = col ? col : gx + g * cg * hw; /* 1x1: ohw == hw */
+        if (e1 > e0)
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ckk, (int)(e1 - e0),
+                 (int)og, 1, w + g * og * ckk, (int)ckk, gy + g * og * ohw + e0, (int)ohw,
+                 0, dst + e0, (int)ohw);
+        if (col) {
+            team_barrier(tm);
+            FN(col2im)(p, col, gx + g * cg * hw, tm);
+            team_barrier(tm);
+        }
+    }
+}
+
+/* gw += gy ⊗ im2col(x) and gb += row sums of gy, for one sample; the team
+ * splits gw's columns and gb. */
+static void FN(weight_sample)(const CtConv2dParams *p, const T *gy, const T *x, T *gw,
+                              T *gb, T *col, Team tm)
+{
+    const int64_t g_n = p->groups, cg = p->c / g_n, og = p->o / g_n;
+    const int64_t ckk = cg * p->kh * p->kw, ohw = p->oh * p->ow, hw = p->h * p->w;
+    int64_t k0, k1;
+    team_range(tm, ckk, 1, &k0, &k1);
+    if (gw)
+        for (int64_t g = 0; g < g_n; g++) {
+            const T *src = x + g * cg * hw;
+            if (col) {
+                FN(im2col)(p, src, col, tm);
+                team_barrier(tm);
+                src = col;
+            }
+            if (k1 > k0)
+                GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)og, (int)(k1 - k0),
+                     (int)ohw, 1, gy + g * og * ohw, (int)ohw, src + k0 * ohw, (int)ohw,
+                     1, gw + g * og * ckk + k0, (int)ckk);
+            if (col) team_barrier(tm);
+        }
+    if (gb) {
+        int64_t o0, o1;
+        team_range(tm, p->o, 1, &o0, &o1);
+        for (int64_t o = o0; o < o1; o++) {
+            const T *row = gy + o * ohw;
+            T acc = 0;
+            for (int64_t e = 0; e < ohw; e++) acc += row[e];
+            gb[o] += acc;
+        }
+    }
+}
+
+/* The three kernels. Scratch: a column buffer per thread (batch-parallel)
+ * or one shared by the team, plus per-thread gw/gb accumulators for the
+ * batch-parallel weight gradient. */
+static CtStatus FN(conv_fwd)(const CtOpCall *c)
+{
+    const CtConv2dParams *p = c->params;
+    const T *x = ct_ptr(c->in[0]), *w = ct_ptr(c->in[1]);
+    const T *b = c->in[2] ? ct_ptr(c->in[2]) : NULL;
+    T *y = ct_ptr(c->out[0]);
+    ConvPlan pl = plan(p, 0);
+    T *scratch = NULL;
+    Tensor *st = scratch_new(&pl, c->out[0]->dtype, (void **)&scratch);
+    if (pl.total && !st) return ct_last_status();
+    const int64_t xs = p->c * p->h * p->w, ys = p->o * p->oh * p->ow;
+#pragma omp parallel num_threads(pl.nt)
+    {
+        if (pl.batch) {
+            T *col = pl.col ? scratch + (int64_t)omp_get_thread_num() * pl.col : NULL;
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < p->n; n++)
+                FN(fwd_sample)(p, x + n * xs, w, b, y + n * ys, col, SOLO);
+        } else {
+            Team tm = team_here();
+            for (int64_t n = 0; n < p->n; n++)
+                FN(fwd_sample)(p, x + n * xs, w, b, y + n * ys, scratch, tm);
+        }
+    }
+    tensor_free(st);
+    return CT_OK;
+}
+
+static CtStatus FN(conv_bwd_data)(const CtOpCall *c)
+{
+    const CtConv2dParams *p = c->params;
+    const T *gy = ct_ptr(c->in[0]), *w = ct_ptr(c->in[1]);
+    T *gx = ct_ptr(c->out[0]);
+    ConvPlan pl = plan(p, 0);
+    T *scratch = NULL;
+    Tensor *st = scratch_new(&pl, c->out[0]->dtype, (void **)&scratch);
+    if (pl.total && !st) return ct_last_status();
+    const int64_t xs = p->c * p->h * p->w, ys = p->o * p->oh * p->ow;
+#pragma omp parallel num_threads(pl.nt)
+    {
+        if (pl.batch) {
+            T *col = pl.col ? scratch + (int64_t)omp_get_thread_num() * pl.col : NULL;
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < p->n; n++)
+                FN(data_sample)(p, gy + n * ys, w, gx + n * xs, col, SOLO);
+        } else {
+            Team tm = team_here();
+            for (int64_t n = 0; n < p->n; n++)
+                FN(data_sample)(p, gy + n * ys, w, gx + n * xs, scratch, tm);
+        }
+    }
+    tensor_free(st);
+    return CT_OK;
+}
+
+static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
+{
+    const CtConv2dParams *p = c->params;
+    const T *gy = ct_ptr(c->in[0]), *x = ct_ptr(c->in[1]);
+    T *gw = c->out[0] ? ct_ptr(c->out[0]) : NULL;
+    T *gb = c->out[1] ? ct_ptr(c->out[1]) : NULL;
+    const int64_t nw = gw ? tensor_numel(c->out[0]) : 0, nb = gb ? p->o : 0;
+    for (int64_t e = 0; e < nw; e++) gw[e] = 0;
+    for (int64_t e = 0; e < nb; e++) gb[e] = 0;
+    ConvPlan pl = plan(p, nw + nb);
+    T *scratch = NULL;
+    Tensor *st =
+        scratch_new(&pl, (c->out[0] ? c->out[0] : c->out[1])->dtype, (void **)&scratch);
+    if (pl.total && !st) return ct_last_status();
+    const int64_t xs = p->c * p->h * p->w, ys = p->o * p->oh * p->ow;
+    /* batch-parallel threads accumulate into private (gw, gb) blocks after
+     * their column buffers, zeroed up front so that a block stays valid if
+     * the runtime gives fewer threads than asked for */
+    T *blocks = scratch + pl.nt * pl.col;
+    if (pl.batch)
+        for (int64_t e = 0; e < pl.nt * (nw + nb); e++) blocks[e] = 0;
+#pragma omp parallel num_threads(pl.nt)
+    {
+        if (pl.batch) {
+            const int64_t t = omp_get_thread_num();
+            T *col = pl.col ? scratch + t * pl.col : NULL;
+            T *acc = blocks + t * (nw + nb);
+            T *aw = gw ? acc : NULL, *ab = gb ? acc + nw : NULL;
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < p->n; n++) {
+                FN(weight_sample)(p, gy + n * ys, x + n * xs, aw, ab, col, SOLO);
+            }
+            /* the loop's implicit barrier: every block is complete */
+#pragma omp for schedule(static)
+            for (int64_t e = 0; e < nw + nb; e++) {
+                T s = 0;
+                for (int k = 0; k < pl.nt; k++) s += blocks[(int64_t)k * (nw + nb) + e];
+                if (e < nw)
+                    gw[e] = s;
+                else
+                    gb[e - nw] = s;
+            }
+        } else {
+            Team tm = team_here();
+            for (int64_t n = 0; n < p->n; n++)
+                FN(weight_sample)(p, gy + n * ys, x + n * xs, gw, gb, scratch, tm);
+        }
+    }
+    tensor_free(st);
+    return CT_OK;
+}
+
+#undef FN
+#undef CAT
+#undef CAT_

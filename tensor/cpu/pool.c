@@ -1,0 +1,166 @@
+/* Pooling kernels (POOL2D, POOL2D_BWD), f32 and f64, parallel over the
+ * N*C planes: windows overlap inside a plane, never across planes, so the
+ * backward scatter needs no atomics. */
+#include <math.h>
+
+#include "../conv.h"
+#include "cpu.h"
+
+void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s);
+
+/* Window of output (oh, ow) clipped to the input, and its divisor. */
+typedef struct Window {
+    int64_t h0, h1, w0, w1; /* [h0, h1) x [w0, w1) inside the input */
+    int64_t div;            /* avg divisor (0: empty window) */
+} Window;
+
+static inline Window window_at(const CtPool2dParams *p, int64_t oh, int64_t ow)
+{
+    Window r;
+    if (p->kind == CT_POOL_ADAPTIVE_AVG) {
+        r.h0 = oh * p->h / p->oh;
+        r.h1 = ((oh + 1) * p->h + p->oh - 1) / p->oh;
+        r.w0 = ow * p->w / p->ow;
+        r.w1 = ((ow + 1) * p->w + p->ow - 1) / p->ow;
+        r.div = (r.h1 - r.h0) * (r.w1 - r.w0);
+        return r;
+    }
+    int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;
+    /* with ceil_mode a window may hang past the right padding; PyTorch's
+     * "include pad" divisor counts only up to the padded edge */
+    int64_t h1 = h0 + p->kh, w1 = w0 + p->kw;
+    if (h1 > p->h + p->ph) h1 = p->h + p->ph;
+    if (w1 > p->w + p->pw) w1 = p->w + p->pw;
+    int64_t padded = (h1 - h0) * (w1 - w0);
+    r.h0 = h0 > 0 ? h0 : 0;
+    r.w0 = w0 > 0 ? w0 : 0;
+    r.h1 = h1 < p->h ? h1 : p->h;
+    r.w1 = w1 < p->w ? w1 : p->w;
+    if (r.h0 >= r.h1 || r.w0 >= r.w1)
+        r.div = 0;
+    else
+        r.div = p->count_include_pad ? padded : (r.h1 - r.h0) * (r.w1 - r.w0);
+    return r;
+}
+
+#define DEFINE_POOL(T, SFX)                                                              \
+    /* Max: NaN wins (propagates); ties go to the first element. */                      \
+    static void max_plane_##SFX(const CtPool2dParams *p, const T *x, T *y, int64_t *idx) \
+    {                                                                                    \
+        for (int64_t oh = 0; oh < p->oh; oh++)                                           \
+            for (int64_t ow = 0; ow < p->ow; ow++) {                                     \
+                Window r = window_at(p, oh, ow);                                         \
+                int64_t best = r.h0 * p->w + r.w0;                                       \
+                T m = -INFINITY;                                                         \
+                for (int64_t ih = r.h0; ih < r.h1; ih++)                                 \
+                    for (int64_t iw = r.w0; iw < r.w1; iw++) {                           \
+                        T v = x[ih * p->w + iw];                                         \
+                        if (v > m || isnan(v)) {                                         \
+                            m = v;                                                       \
+                            best = ih * p->w + iw;                                       \
+                            if (isnan(v)) goto done_##SFX;                               \
+                        }                                                                \
+                    }                                                                    \
+                done_##SFX : y[oh * p->ow + ow] = m;                                     \
+                if (idx) idx[oh * p->ow + ow] = best;                                    \
+            }                                                                            \
+    }                                                                                    \
+                                                                                         \
+    static void avg_plane_##SFX(const CtPool2dParams *p, const T *x, T *y)               \
+    {                                                                                    \
+        for (int64_t oh = 0; oh < p->oh; oh++)                                           \
+            for (int64_t ow = 0; ow < p->ow; ow++) {                                     \
+                Window r = window_at(p, oh, ow);                                         \
+                T s = 0;                                                                 \
+                for (int64_t ih = r.h0; ih < r.h1; ih++)                                 \
+                    for (int64_t iw = r.w0; iw < r.w1; iw++) s += x[ih * p->w + iw];     \
+                y[oh * p->ow + ow] = r.div ? s / (T)r.div : 0;                           \
+            }                                                                            \
+    }                                                                                    \
+                                                                                         \
+    static void avg_plane_bwd_##SFX(const CtPool2dParams *p, const T *gy, T *gx)         \
+    {                                                                                    \
+        for (int64_t oh = 0; oh < p->oh; oh++)                                           \
+            for (int64_t ow = 0; ow < p->ow; ow++) {                                     \
+                Window r = window_at(p, oh, ow);                                         \
+                if (!r.div) continue;                                                    \
+                T g = gy[oh * p->ow + ow] / (T)r.div;                                    \
+                for (int64_t ih = r.h0; ih < r.h1; ih++)                                 \
+                    for (int64_t iw = r.w0; iw < r.w1; iw++) gx[ih * p->w + iw] += g;    \
+            }                                                                            \
+    }                                                                                    \
+                                                                                         \
+    static void pool_##SFX(const CtOpCall *c)                                            \
+    {                                                                                    \
+        const CtPool2dParams *p = c->params;                                             \
+        const T *x = ct_ptr(c->in[0]);                                                   \
+        T *y = ct_ptr(c->out[0]);                                                        \
+        int64_t *idx = c->out[1] ? ct_ptr(c->out[1]) : NULL;                             \
+        const int64_t planes = p->n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;       \
+        _Pragma(                                                                         \
+            "omp parallel for if (planes * hw >= CT_CPU_PAR_MIN)") for (int64_t q = 0;   \
+                                                                        q < planes; q++) \
+        {                                                                                \
+            if (p->kind == CT_POOL_MAX)                                                  \
+                max_plane_##SFX(p, x + q * hw, y + q * ohw, idx ? idx + q * ohw : NULL); \
+            else                                                                         \
+                avg_plane_##SFX(p, x + q * hw, y + q * ohw);                             \
+        }                                                                                \
+    }                                                                                    \
+                                                                                         \
+    static void pool_bwd_##SFX(const CtOpCall *c)                                        \
+    {                                                                                    \
+        const CtPool2dParams *p = c->params;                                             \
+        const T *gy = ct_ptr(c->in[0]);                                                  \
+        const int64_t *idx = c->in[1] ? ct_ptr(c->in[1]) : NULL;                         \
+        T *gx = ct_ptr(c->out[0]);                                                       \
+        const int64_t planes = p->n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;       \
+        _Pragma(                                                                         \
+            "omp parallel for if (planes * hw >= CT_CPU_PAR_MIN)") for (int64_t q = 0;   \
+                                                                        q < planes; q++) \
+        {                                                                                \
+            T *g = gx + q * hw;                                                          \
+            for (int64_t e = 0; e < hw; e++) g[e] = 0;                                   \
+            if (p->kind == CT_POOL_MAX)                                                  \
+                for (int64_t e = 0; e < ohw; e++)                                        \
+                    g[idx[q * ohw + e]] += gy[q * ohw + e];                              \
+            else                                                                         \
+                avg_plane_bwd_##SFX(p, gy + q * ohw, g);                                 \
+        }                                                                                \
+    }
+
+DEFINE_POOL(float, f32)
+DEFINE_POOL(double, f64)
+
+static CtStatus cpu_pool(const CtOpCall *c)
+{
+    if (c->in[0]->dtype == CT_F32)
+        pool_f32(c);
+    else
+        pool_f64(c);
+    return CT_OK;
+}
+
+static CtStatus cpu_pool_bwd(const CtOpCall *c)
+{
+    const CtPool2dParams *p = c->params;
+    if (p->kind == CT_POOL_MAX && !c->in[1])
+        return ct_error(CT_ERR_STATE, "pool2d_backward: max pooling needs the argmax");
+    if (c->out[0]->dtype == CT_F32)
+        pool_bwd_f32(c);
+    else
+        pool_bwd_f64(c);
+    return CT_OK;
+}
+
+static bool float_only(const CtOpCall *c)
+{
+    return c->out[0]->dtype == CT_F32 || c->out[0]->dtype == CT_F64;
+}
+
+void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s)
+{
+    k[CT_OP_POOL2D] = cpu_pool;
+    k[CT_OP_POOL2D_BWD] = cpu_pool_bwd;
+    s[CT_OP_POOL2D] = s[CT_OP_POOL2D_BWD] = float_only;
+}
