@@ -187,6 +187,8 @@ static void raw3_step(void *ctx)
                 r->k, r->g, r->n, 0.0f, r->db, r->n);
 }
 
+static int raw_blas_threads = 1;
+
 static double run_raw3(int64_t m, int64_t k, int64_t n)
 {
     Raw3 r = {.m = (int)m, .k = (int)k, .n = (int)n};
@@ -198,7 +200,11 @@ static double run_raw3(int64_t m, int64_t k, int64_t n)
         if (!*bufs[i]) die("malloc");
         for (size_t j = 0; j < sizes[i]; j++) (*bufs[i])[j] = (float)(j % 13) * 0.01f;
     }
+    /* raw BLAS on OpenBLAS's own threads (ctrainer pins BLAS to one thread
+     * and splits GEMMs over OpenMP itself); restored for ctrainer after */
+    openblas_set_num_threads(raw_blas_threads);
     double t = time_median(raw3_step, &r);
+    openblas_set_num_threads(1);
     for (int i = 0; i < 6; i++) free(*bufs[i]);
     return t;
 }
@@ -228,9 +234,9 @@ int main(void)
     int blas_threads = openblas_get_num_threads();
     double peak1 = sgemm_gflops(2048, 1);
     peak2 = sgemm_gflops(2048, 2);
-    openblas_set_num_threads(blas_threads);
+    raw_blas_threads = blas_threads;
     printf("\npeak sgemm 2048^3: 1 thread %.1f GFLOP/s, 2 threads %.1f GFLOP/s "
-           "(OpenBLAS threads for the rows below: %d)\n\n",
+           "(OpenBLAS threads for the raw BLAS column: %d)\n\n",
            peak1, peak2, blas_threads);
 
     printf("| %-30s | %-30s | %8s | %8s | %8s | %7s | %6s |\n", "work (fwd + bwd)",

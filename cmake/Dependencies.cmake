@@ -4,25 +4,14 @@
 find_package(PkgConfig REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS C)
 find_package(Threads REQUIRED)
-# Prefer Debian's OpenMP build of OpenBLAS: it runs on the same libgomp thread
-# pool as ctrainer's kernels and goes single-threaded inside our parallel
-# regions. The pthread build keeps a second pool whose spinning threads fight
-# libgomp's for the cores (measured in docs/benchmarks.md). Both builds share
-# the soname libopenblas.so.0, so the build-tree RPATH that CMake adds for the
-# full library path is what selects the OpenMP one at run time.
-set(CTRAINER_OPENBLAS_OMP_PC "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp/pkgconfig")
-if(EXISTS "${CTRAINER_OPENBLAS_OMP_PC}/openblas.pc")
-  set(ENV{PKG_CONFIG_PATH} "${CTRAINER_OPENBLAS_OMP_PC}:$ENV{PKG_CONFIG_PATH}")
-  set(CTRAINER_BLAS_THREADING "openmp")
-else()
-  set(CTRAINER_BLAS_THREADING "pthread")
-  message(WARNING "ctrainer: OpenBLAS's OpenMP build (libopenblas-openmp-dev) not found; "
-                  "the pthread build slows mixed OpenMP/BLAS workloads down")
-endif()
+# The system OpenBLAS (Debian's pthread build). Its OpenMP build was measured
+# too (docs/benchmarks.md): it makes every small GEMM an OpenMP fork/join,
+# which costs hundreds of microseconds on small VMs.
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+set(OPENBLAS_TARGET PkgConfig::OPENBLAS)
 
 add_library(ctrainer_deps INTERFACE)
-target_link_libraries(ctrainer_deps INTERFACE PkgConfig::OPENBLAS OpenMP::OpenMP_C
+target_link_libraries(ctrainer_deps INTERFACE ${OPENBLAS_TARGET} OpenMP::OpenMP_C
   Threads::Threads m)
 set(CTRAINER_DEFINITIONS "")
 

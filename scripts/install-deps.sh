@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config   # compilers and build
   check                              # unit tests
-  libopenblas-openmp-dev             # CPU GEMM (OpenMP build: one thread pool)
+  libopenblas-dev                    # CPU GEMM
   libcyaml-dev                       # YAML config files
   libopenmpi-dev openmpi-bin         # multi-process training
   zlib1g-dev                         # gzip'd datasets (IDX)

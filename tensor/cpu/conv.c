@@ -99,9 +99,8 @@ static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
     return t;
 }
 
-/* Each thread of a parallel region runs its own gemm: the OpenMP build of
- * OpenBLAS we link (cmake/Dependencies.cmake) runs single-threaded inside a
- * parallel region, so no global BLAS thread setting is touched here. */
+/* Every thread of a parallel region runs its own gemm; BLAS itself is
+ * single-threaded (set when the CPU backend starts, see cpu/matmul.c). */
 
 #define T    float
 #define SFX  f32

@@ -19,8 +19,12 @@ void ct_cpu_register_norm(CtKernelFn *k, CtSupportsFn *s); /* BATCH_NORM*, LAYER
 void ct_cpu_register_index(CtKernelFn *k,
                            CtSupportsFn *s); /* INDEX_*, GATHER, SCATTER_ADD, ONE_HOT */
 
-/* Work below this many elements runs on one thread. */
-#define CT_CPU_PAR_MIN 32768
+/* Memory-bound work below this many elements runs on one thread. An OpenMP
+ * fork/join costs a few microseconds on bare metal but hundreds on small VMs
+ * whose idle vCPUs must be woken (measured in docs/benchmarks.md: the MLP
+ * epoch took 1.9 s on 2 threads at 32k, 0.6 s at 1M); 1M elements (4 MB of
+ * f32) is where splitting pays off on both. */
+#define CT_CPU_PAR_MIN 1048576
 
 /* Strided iteration over `nops` tensors of one shape, dims coalesced where
  * every operand allows it. Rows are the innermost (coalesced) dim:

@@ -1,37 +1,70 @@
 /* MATMUL: batched GEMM through OpenBLAS (CtMatmulParams in internal.h).
  *
- * Threading. The OpenBLAS we link is the pthread build: one GEMM call is
- * threaded on OpenBLAS's own pool (OPENBLAS_NUM_THREADS), unless it is small:
- * OpenBLAS runs a GEMM with m*n*k <= 65536 * GEMM_MULTITHREAD_THRESHOLD (4 by
- * default) = 262144 on the calling thread alone. We use that:
- *   - matrices above the threshold: the batch loop is sequential and each
- *     call uses OpenBLAS's threads (a batch of big GEMMs is already parallel
- *     inside each GEMM);
- *   - matrices at or below it, in a batch with enough total work: the batch
- *     loop is an OpenMP loop, and every call runs single-threaded inside its
- *     OpenMP thread, so the two thread pools never run at the same time and
- *     nothing is oversubscribed.
- * We do not call openblas_set_num_threads: it is process-global (it would
- * change the threading of BLAS calls other threads are making), and in the
- * pthread build it resizes the pool. bf16 conversions are OpenMP loops. */
+ * Threading: one pool. OpenBLAS is told once to run single-threaded
+ * (openblas_set_num_threads(1) when the CPU backend starts) and every GEMM
+ * parallelism comes from OpenMP: a batch of small GEMMs runs one GEMM per
+ * thread; a large GEMM is split into row or column blocks of C, one per
+ * thread. Two pools (OpenBLAS's pthreads and libgomp's) spin-wait against
+ * each other on small machines; measured in docs/benchmarks.md. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "cpu.h"
 
-/* OpenBLAS's single-thread bound on m*n*k (see above). */
-#define BLAS_SINGLE_THREAD_MNK 262144.0
-/* Batch-parallel only when the whole batch has at least this much m*n*k. */
+/* A batch runs one GEMM per thread when each GEMM is at most this big
+ * (m*n*k) and the batch has at least BATCH_PAR_MIN_MNK in all. */
+#define BATCH_GEMM_MAX_MNK 262144.0
 #define BATCH_PAR_MIN_MNK 524288.0
+/* A single GEMM is split over threads from this m*n*k on (about 60 us of
+ * single-threaded work: below it a fork/join costs more than it saves). */
+#define SPLIT_MIN_MNK 4194304.0
 
 static bool batch_parallel(const CtMatmulParams *p)
 {
     double mnk = (double)p->m * (double)p->n * (double)p->k;
-    return p->batch > 1 && p->stride_c != 0 && mnk <= BLAS_SINGLE_THREAD_MNK &&
+    return p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK &&
            mnk * (double)p->batch >= BATCH_PAR_MIN_MNK;
 }
+
+static int split_threads(const CtMatmulParams *p)
+{
+    double mnk = (double)p->m * (double)p->n * (double)p->k;
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    return mnk >= SPLIT_MIN_MNK ? nt : 1;
+}
+
+/* One row-major GEMM split into nt blocks of C along its larger dim: a block
+ * of rows takes the matching rows of op(A), a block of columns the matching
+ * columns of op(B). Block edges are multiples of 16 so that BLAS keeps its
+ * full-width micro-kernels. */
+#define SPLIT_GEMM(NAME, T, GEMM)                                                      \
+    static void NAME(const CtMatmulParams *p, int nt, T alpha, const T *a, int lda,    \
+                     const T *b, int ldb, T beta, T *c)                                \
+    {                                                                                  \
+        const int m = (int)p->m, n = (int)p->n, k = (int)p->k;                         \
+        const enum CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;        \
+        const enum CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;        \
+        const bool rows = m >= n;                                                      \
+        const int len = rows ? m : n;                                                  \
+        const int step = ((len + nt - 1) / nt + 15) / 16 * 16;                         \
+        _Pragma("omp parallel for schedule(static) num_threads(nt)")                   \
+        for (int s0 = 0; s0 < len; s0 += step) {                                       \
+            int bl = len - s0 < step ? len - s0 : step;                                \
+            if (rows)                                                                  \
+                GEMM(CblasRowMajor, ta, tb, bl, n, k, alpha,                           \
+                     a + (p->trans_a ? s0 : (int64_t)s0 * lda), lda, b, ldb, beta,     \
+                     c + (int64_t)s0 * n, n);                                          \
+            else                                                                       \
+                GEMM(CblasRowMajor, ta, tb, m, bl, k, alpha, a, lda,                   \
+                     b + (p->trans_b ? (int64_t)s0 * ldb : s0), ldb, beta, c + s0, n); \
+        }                                                                              \
+    }
+SPLIT_GEMM(split_sgemm, float, cblas_sgemm)
+SPLIT_GEMM(split_dgemm, double, cblas_dgemm)
 
 /* C = beta * C for every matrix (k == 0: the product is empty). */
 static void scale_c(const CtMatmulParams *p, CtDType dt, void *C)
@@ -68,17 +101,27 @@ static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void 
     if (dt == CT_F32) {
         const float *a = A, *b = B;
         float *c = C;
+        const int nt = par ? 1 : split_threads(p);
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t i = 0; i < p->batch; i++)
-            cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, (float)p->alpha, a + i * sa, lda,
-                        b + i * sb, ldb, (float)p->beta, c + i * sc, n);
+            if (nt > 1)
+                split_sgemm(p, nt, (float)p->alpha, a + i * sa, lda, b + i * sb, ldb,
+                            (float)p->beta, c + i * sc);
+            else
+                cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, (float)p->alpha, a + i * sa,
+                            lda, b + i * sb, ldb, (float)p->beta, c + i * sc, n);
     } else {
         const double *a = A, *b = B;
         double *c = C;
+        const int nt = par ? 1 : split_threads(p);
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t i = 0; i < p->batch; i++)
-            cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, p->alpha, a + i * sa, lda,
-                        b + i * sb, ldb, p->beta, c + i * sc, n);
+            if (nt > 1)
+                split_dgemm(p, nt, p->alpha, a + i * sa, lda, b + i * sb, ldb, p->beta,
+                            c + i * sc);
+            else
+                cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, p->alpha, a + i * sa, lda,
+                            b + i * sb, ldb, p->beta, c + i * sc, n);
     }
 }
 
@@ -205,6 +248,7 @@ static CtStatus matmul_kernel(const CtOpCall *c)
 
 void ct_cpu_register_matmul(CtKernelFn *k, CtSupportsFn *s)
 {
+    openblas_set_num_threads(1); /* one pool: see the top of this file */
     k[CT_OP_MATMUL] = matmul_kernel;
     s[CT_OP_MATMUL] = matmul_supports;
 }
