@@ -35,6 +35,15 @@ else()
   set(CTRAINER_HAVE_SBGEMM OFF)
 endif()
 
+# MPI (multi-process training; used by the runtime layer).
+set(CTRAINER_HAVE_MPI OFF)
+if(CTRAINER_MPI)
+  find_package(MPI REQUIRED COMPONENTS C)
+  target_link_libraries(ctrainer_deps INTERFACE MPI::MPI_C)
+  list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_MPI)
+  set(CTRAINER_HAVE_MPI ON)
+endif()
+
 # CUDA: AUTO builds the backend when nvcc is found.
 set(CTRAINER_HAVE_CUDA OFF)
 if(NOT CTRAINER_CUDA STREQUAL "OFF")

@@ -179,6 +179,26 @@ START_TEST(test_grad_through_views)
 }
 END_TEST
 
+static Tensor *more_views_fn(Tensor **in, void *ctx)
+{
+    (void)ctx;
+    Tensor *t = tensor_view(in[0], 3, (const int64_t[]){2, 1, 6}); /* (2, 1, 6) */
+    Tensor *p = tensor_permute(t, (const int[]){2, 0, 1});         /* (6, 2, 1) */
+    Tensor *e = tensor_expand(p, 3, (const int64_t[]){6, 2, 3});   /* (6, 2, 3) */
+    Tensor *f = tensor_flatten(tensor_contiguous(e), 1, 2);        /* (6, 6) */
+    Tensor *q = tensor_squeeze(tensor_unsqueeze(f, 0), 0);
+    Tensor *c = tensor_cast(tensor_clone(q), CT_F64);
+    return tensor_mul(c, c); /* nonlinear, so every path's gradient matters */
+}
+
+START_TEST(test_grad_through_more_views)
+{
+    Tensor *x = tu_rand64(1, (const int64_t[]){12}, -1, 1, 4, true);
+    tu_gradcheck("more views", more_views_fn, NULL, 1, &x);
+    tensor_free(x);
+}
+END_TEST
+
 START_TEST(test_allocator_reuses_blocks)
 {
     ct_alloc_empty_cache(ct_cpu());
@@ -264,6 +284,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, test_backward_mul_add_accumulates);
     tcase_add_test(tc, test_backward_twice_is_an_error);
     tcase_add_test(tc, test_grad_through_views);
+    tcase_add_test(tc, test_grad_through_more_views);
     tcase_add_test(tc, test_allocator_reuses_blocks);
     tcase_add_test(tc, test_no_grad_and_detach);
     tcase_add_test(tc, test_copy_and_item);
