@@ -13,29 +13,11 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench.h"
 #include "ctrainer/tensor.h"
 
 #define WARMUP 2
 #define RUNS   7
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* GFLOP/s of a 2048^3 sgemm (BLAS threads as configured). */
 static double sgemm_peak(void)
@@ -49,15 +31,15 @@ static double sgemm_peak(void)
     }
     double t[RUNS];
     for (int r = 0; r < WARMUP + RUNS; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0,
                     c, n);
-        if (r >= WARMUP) t[r - WARMUP] = now() - t0;
+        if (r >= WARMUP) t[r - WARMUP] = bench_now() - t0;
     }
     free(a);
     free(b);
     free(c);
-    return 2.0 * n * n * n / median(t, RUNS) * 1e-9;
+    return 2.0 * n * n * n / bench_median(t, RUNS) * 1e-9;
 }
 
 typedef struct Shape {
@@ -85,15 +67,15 @@ static int bench(const Shape *s, double peak)
     for (int r = 0; r < WARMUP + RUNS; r++) {
         CtScope *sc = ct_scope_open();
         bool prev = ct_set_grad_enabled(false);
-        double t0 = now();
+        double t0 = bench_now();
         Tensor *y = tensor_conv2d(x, w, b, &args);
-        double t1 = now();
+        double t1 = bench_now();
         ct_set_grad_enabled(prev);
         if (!y) return 1;
-        double t2 = now();
+        double t2 = bench_now();
         y = tensor_conv2d(x, w, b, &args);
         if (tensor_backward(y, gy) != CT_OK) return 1;
-        double t3 = now();
+        double t3 = bench_now();
         ct_scope_close(sc);
         if (r >= WARMUP) {
             tf[r - WARMUP] = t1 - t0;
@@ -101,7 +83,7 @@ static int bench(const Shape *s, double peak)
         }
     }
     double flop = 2.0 * s->n * s->o * s->c * s->k * s->k * oh * ow;
-    double mf = median(tf, RUNS), mfb = median(tfb, RUNS);
+    double mf = bench_median(tf, RUNS), mfb = bench_median(tfb, RUNS);
     double gf = flop / mf * 1e-9, gfb = 3 * flop / mfb * 1e-9;
     printf("%-34s %8.2f ms %7.1f GFLOP/s %5.1f%% | %8.2f ms %7.1f GFLOP/s %5.1f%%\n",
            s->name, mf * 1e3, gf, 100 * gf / peak, mfb * 1e3, gfb, 100 * gfb / peak);

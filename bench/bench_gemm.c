@@ -13,42 +13,30 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench.h"
 #include "ctrainer/tensor.h"
 
 #define SAMPLES      7
 #define WARMUP       2
 #define MIN_SAMPLE_S 0.02
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef void (*WorkFn)(void *ctx);
 
 /* Median seconds of one call of fn. */
 static double time_median(WorkFn fn, void *ctx)
 {
-    double t0 = now();
+    double t0 = bench_now();
     fn(ctx);
-    double once = now() - t0;
+    double once = bench_now() - t0;
     int reps =
         once >= MIN_SAMPLE_S ? 1 : (int)(MIN_SAMPLE_S / (once > 1e-7 ? once : 1e-7)) + 1;
     double s[SAMPLES];
     for (int i = 0; i < WARMUP + SAMPLES; i++) {
-        t0 = now();
+        t0 = bench_now();
         for (int r = 0; r < reps; r++) fn(ctx);
-        if (i >= WARMUP) s[i - WARMUP] = (now() - t0) / reps;
+        if (i >= WARMUP) s[i - WARMUP] = (bench_now() - t0) / reps;
     }
-    qsort(s, SAMPLES, sizeof *s, cmp_double);
+    qsort(s, SAMPLES, sizeof *s, bench_cmp_double);
     return s[SAMPLES / 2];
 }
 

@@ -6,19 +6,6 @@ _Static_assert(sizeof(CtConv2dParams) <= CT_NODE_PARAMS_BYTES,
 
 #define OP "conv2d"
 
-/* A caller-owned contiguous version of t (t itself, retained, when it is
- * contiguous). The copy is made in a scope of our own so nothing leaks when
- * the caller has no scope open; the autograd node keeps its own reference. */
-static Tensor *contiguous_ref(Tensor *t)
-{
-    if (tensor_is_contiguous(t)) return tensor_retain(t);
-    CtScope *s = ct_scope_open();
-    if (!s) return NULL;
-    Tensor *c = tensor_retain(tensor_contiguous(t));
-    ct_scope_close(s);
-    return c;
-}
-
 /* Forward kernel: y <- conv(x, w) + b. x, w, b contiguous. */
 static Tensor *conv_forward(const CtConv2dParams *p, Tensor *x, Tensor *w, Tensor *b)
 {
@@ -34,7 +21,8 @@ static Tensor *conv_forward(const CtConv2dParams *p, Tensor *x, Tensor *w, Tenso
 static CtStatus conv2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
 {
     const CtConv2dParams *p = CT_NODE_PARAMS(n, CtConv2dParams);
-    Tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    /* the kernels read contiguous operands: the saved copies */
+    Tensor *x = n->saved[0], *w = n->saved[1], *b = n->in[2];
     Tensor *gy = tensor_contiguous(gout);
     if (!gy) return ct_last_status();
     if (n->needs_grad[0]) {
@@ -154,13 +142,17 @@ Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args)
     if (!ct_check_inputs(OP, nin, (const Tensor *[]){x, w, b})) return NULL;
     CtConv2dParams p;
     if (!conv_params(x, w, b, args, &p)) return NULL;
-    Tensor *xc = contiguous_ref(x), *wc = contiguous_ref(w);
-    Tensor *bc = b ? contiguous_ref(b) : NULL;
+    Tensor *xc = ct_contiguous_ref(x), *wc = ct_contiguous_ref(w);
+    Tensor *bc = b ? ct_contiguous_ref(b) : NULL;
     Tensor *y = NULL;
     if (xc && wc && (!b || bc)) y = conv_forward(&p, xc, wc, bc);
     if (y) {
-        CtNode *n = ct_node_new(y, OP, conv2d_backward, 3, (Tensor *[]){xc, wc, bc});
-        if (n) *CT_NODE_PARAMS(n, CtConv2dParams) = p;
+        CtNode *n = ct_node_new(y, OP, conv2d_backward, 3, (Tensor *[]){x, w, b});
+        if (n) {
+            *CT_NODE_PARAMS(n, CtConv2dParams) = p;
+            ct_node_save(n, 0, xc);
+            ct_node_save(n, 1, wc);
+        }
     }
     tensor_free(xc);
     tensor_free(wc);

@@ -89,6 +89,17 @@ CtStatus tensor_copy_(Tensor *dst, const Tensor *src)
     return st;
 }
 
+Tensor *ct_contiguous_ref(Tensor *t)
+{
+    if (!t || tensor_is_contiguous(t)) return tensor_retain(t);
+    Tensor *c = ct_tensor_new_persistent(t->ndim, t->shape, t->dtype, t->storage->device);
+    if (c && tensor_copy_(c, t) != CT_OK) {
+        tensor_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 CtStatus tensor_copy_to_host(const Tensor *t, void *dst, CtDType dt)
 {
     if (!t || !dst) return null_arg("tensor_copy_to_host");

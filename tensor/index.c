@@ -4,25 +4,12 @@
 
 #include "index.h"
 
-/* A caller-owned reference to t, or to a contiguous copy of it (never put
- * in a scope, so temporaries are released whether or not one is open). */
-static Tensor *contiguous_ref(Tensor *t)
-{
-    if (!t || tensor_is_contiguous(t)) return tensor_retain(t);
-    Tensor *c = ct_tensor_new_persistent(t->ndim, t->shape, t->dtype, t->storage->device);
-    if (c && tensor_copy_(c, t) != CT_OK) {
-        tensor_free(c);
-        return NULL;
-    }
-    return c;
-}
-
 /* Runs a kernel with out[0] = out, in = {src, index}, making src and index
  * contiguous first. */
 static CtStatus run_indexed(CtOp op, Tensor *out, Tensor *src, Tensor *index,
                             const void *params)
 {
-    Tensor *sc = contiguous_ref(src), *ic = contiguous_ref(index);
+    Tensor *sc = ct_contiguous_ref(src), *ic = ct_contiguous_ref(index);
     CtStatus st = ct_last_status();
     if (sc && ic) {
         CtOpCall c = {.op = op, .out = {out}, .in = {sc, ic}, .params = params};
@@ -174,7 +161,7 @@ Tensor *tensor_one_hot(Tensor *indices, int64_t num_classes, CtDType dt)
     memcpy(shape, indices->shape, (size_t)indices->ndim * sizeof *shape);
     shape[indices->ndim] = num_classes;
     Tensor *out = ct_tensor_new(indices->ndim + 1, shape, dt, indices->storage->device);
-    Tensor *ic = contiguous_ref(indices);
+    Tensor *ic = ct_contiguous_ref(indices);
     CtOneHotParams p = {num_classes};
     CtStatus st = ct_last_status();
     if (out && ic) {

@@ -68,6 +68,10 @@ Tensor *ct_tensor_alias(const Tensor *t);
 /* A caller-owned alias of src broadcast (stride 0) to shape, or NULL
  * (nothing recorded) when src does not broadcast to it. */
 Tensor *ct_broadcast_alias(const Tensor *src, int ndim, const int64_t *shape);
+/* A caller-owned reference to t when it is contiguous, else to a contiguous
+ * copy; never registered in a scope, so kernels' temporary operands are
+ * released by the caller whether or not a scope is open. NULL stays NULL. */
+Tensor *ct_contiguous_ref(Tensor *t);
 /* Hands a fresh reference (refcount already counted) to the current scope,
  * or to the caller when no scope is open. Returns t. */
 Tensor *ct_scope_adopt(Tensor *t);

@@ -4,19 +4,6 @@
 
 #include "norm.h"
 
-/* A caller-owned reference to t, or to a contiguous copy of it (never put
- * in a scope, so temporaries are released whether or not one is open). */
-static Tensor *contiguous_ref(Tensor *t)
-{
-    if (!t || tensor_is_contiguous(t)) return tensor_retain(t);
-    Tensor *c = ct_tensor_new_persistent(t->ndim, t->shape, t->dtype, t->storage->device);
-    if (c && tensor_copy_(c, t) != CT_OK) {
-        tensor_free(c);
-        return NULL;
-    }
-    return c;
-}
-
 /* A (C) parameter of batch norm: given or NULL, x's dtype, shape (C). */
 static bool check_channel_vec(const char *op, const char *what, const Tensor *t,
                               const Tensor *x)
@@ -51,8 +38,8 @@ static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
                         Tensor *weight, Tensor *bias, Tensor *rmean, Tensor *rvar,
                         int64_t nstats, const void *params, size_t psize)
 {
-    Tensor *xc = contiguous_ref(x), *wc = contiguous_ref(weight),
-           *bc = contiguous_ref(bias);
+    Tensor *xc = ct_contiguous_ref(x), *wc = ct_contiguous_ref(weight),
+           *bc = ct_contiguous_ref(bias);
     Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, nstats}, x->dtype,
                                              x->storage->device);
     Tensor *y =
@@ -76,30 +63,35 @@ static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
     return y;
 }
 
-static CtStatus batch_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
+/* Runs a fused normalisation backward: in = g, x, weight (contiguous) and
+ * the saved statistics; out = dx, dweight, dbias, each only when needed. */
+static CtStatus run_norm_backward(CtNode *n, CtOp kind, Tensor *g, Tensor **gin)
 {
-    const CtBatchNormParams *p = CT_NODE_PARAMS(n, CtBatchNormParams);
-    Tensor *x = n->in[0], *w = n->in[1];
+    Tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     Tensor *gc = tensor_contiguous(g), *xc = tensor_contiguous(x);
     Tensor *wc = w ? tensor_contiguous(w) : NULL;
     if (!gc || !xc || (w && !wc)) return ct_last_status();
-    CtDevice dev = x->storage->device;
     Tensor *dx = n->needs_grad[0] ? tensor_empty_like(x) : NULL;
-    Tensor *dw = n->needs_grad[1] ? ct_tensor_new(1, &p->c, x->dtype, dev) : NULL;
-    Tensor *db = n->needs_grad[2] ? ct_tensor_new(1, &p->c, x->dtype, dev) : NULL;
+    Tensor *dw = n->needs_grad[1] ? tensor_empty_like(w) : NULL;
+    Tensor *db = n->needs_grad[2] ? tensor_empty_like(b) : NULL;
     if ((n->needs_grad[0] && !dx) || (n->needs_grad[1] && !dw) ||
         (n->needs_grad[2] && !db))
         return ct_last_status();
-    CtOpCall c = {.op = CT_OP_BATCH_NORM_BWD,
+    CtOpCall c = {.op = kind,
                   .out = {dx, dw, db},
                   .in = {gc, xc, wc, n->saved[0]},
-                  .params = p};
+                  .params = n->params};
     CtStatus st = ct_dispatch(&c);
     if (st != CT_OK) return st;
     gin[0] = dx;
     gin[1] = dw;
     gin[2] = db;
     return CT_OK;
+}
+
+static CtStatus batch_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
+{
+    return run_norm_backward(n, CT_OP_BATCH_NORM_BWD, g, gin);
 }
 
 Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
@@ -144,27 +136,7 @@ Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
 
 static CtStatus layer_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
 {
-    const CtLayerNormParams *p = CT_NODE_PARAMS(n, CtLayerNormParams);
-    Tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
-    Tensor *gc = tensor_contiguous(g), *xc = tensor_contiguous(x);
-    Tensor *wc = w ? tensor_contiguous(w) : NULL;
-    if (!gc || !xc || (w && !wc)) return ct_last_status();
-    Tensor *dx = n->needs_grad[0] ? tensor_empty_like(x) : NULL;
-    Tensor *dw = n->needs_grad[1] ? tensor_empty_like(w) : NULL;
-    Tensor *db = n->needs_grad[2] ? tensor_empty_like(b) : NULL;
-    if ((n->needs_grad[0] && !dx) || (n->needs_grad[1] && !dw) ||
-        (n->needs_grad[2] && !db))
-        return ct_last_status();
-    CtOpCall c = {.op = CT_OP_LAYER_NORM_BWD,
-                  .out = {dx, dw, db},
-                  .in = {gc, xc, wc, n->saved[0]},
-                  .params = p};
-    CtStatus st = ct_dispatch(&c);
-    if (st != CT_OK) return st;
-    gin[0] = dx;
-    gin[1] = dw;
-    gin[2] = db;
-    return CT_OK;
+    return run_norm_backward(n, CT_OP_LAYER_NORM_BWD, g, gin);
 }
 
 /* weight/bias of layer norm: given or NULL, x's dtype, the normalised shape. */
