@@ -18,7 +18,7 @@
 /* A batch runs one GEMM per thread when each GEMM is at most this big
  * (m*n*k) and the batch has at least BATCH_PAR_MIN_MNK in all. */
 #define BATCH_GEMM_MAX_MNK 262144.0
-#define BATCH_PAR_MIN_MNK 524288.0
+#define BATCH_PAR_MIN_MNK  524288.0
 /* A single GEMM is split over threads from this m*n*k on (about 60 us of
  * single-threaded work: below it a fork/join costs more than it saves). */
 #define SPLIT_MIN_MNK 4194304.0
@@ -41,27 +41,29 @@ static int split_threads(const CtMatmulParams *p)
  * of rows takes the matching rows of op(A), a block of columns the matching
  * columns of op(B). Block edges are multiples of 16 so that BLAS keeps its
  * full-width micro-kernels. */
-#define SPLIT_GEMM(NAME, T, GEMM)                                                      \
-    static void NAME(const CtMatmulParams *p, int nt, T alpha, const T *a, int lda,    \
-                     const T *b, int ldb, T beta, T *c)                                \
-    {                                                                                  \
-        const int m = (int)p->m, n = (int)p->n, k = (int)p->k;                         \
-        const enum CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;        \
-        const enum CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;        \
-        const bool rows = m >= n;                                                      \
-        const int len = rows ? m : n;                                                  \
-        const int step = ((len + nt - 1) / nt + 15) / 16 * 16;                         \
-        _Pragma("omp parallel for schedule(static) num_threads(nt)")                   \
-        for (int s0 = 0; s0 < len; s0 += step) {                                       \
-            int bl = len - s0 < step ? len - s0 : step;                                \
-            if (rows)                                                                  \
-                GEMM(CblasRowMajor, ta, tb, bl, n, k, alpha,                           \
-                     a + (p->trans_a ? s0 : (int64_t)s0 * lda), lda, b, ldb, beta,     \
-                     c + (int64_t)s0 * n, n);                                          \
-            else                                                                       \
-                GEMM(CblasRowMajor, ta, tb, m, bl, k, alpha, a, lda,                   \
-                     b + (p->trans_b ? (int64_t)s0 * ldb : s0), ldb, beta, c + s0, n); \
-        }                                                                              \
+#define SPLIT_GEMM(NAME, T, GEMM)                                                        \
+    static void NAME(const CtMatmulParams *p, int nt, T alpha, const T *a, int lda,      \
+                     const T *b, int ldb, T beta, T *c)                                  \
+    {                                                                                    \
+        const int m = (int)p->m, n = (int)p->n, k = (int)p->k;                           \
+        const enum CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;          \
+        const enum CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;          \
+        const bool rows = m >= n;                                                        \
+        const int len = rows ? m : n;                                                    \
+        const int step = ((len + nt - 1) / nt + 15) / 16 * 16;                           \
+        _Pragma("omp parallel for schedule(static) num_threads(nt)") for (int s0 = 0;    \
+                                                                          s0 < len;      \
+                                                                          s0 += step)    \
+        {                                                                                \
+            int bl = len - s0 < step ? len - s0 : step;                                  \
+            if (rows)                                                                    \
+                GEMM(CblasRowMajor, ta, tb, bl, n, k, alpha,                             \
+                     a + (p->trans_a ? s0 : (int64_t)s0 * lda), lda, b, ldb, beta,       \
+                     c + (int64_t)s0 * n, n);                                            \
+            else                                                                         \
+                GEMM(CblasRowMajor, ta, tb, m, bl, k, alpha, a, lda,                     \
+                     b + (p->trans_b ? (int64_t)s0 * ldb : s0), ldb, beta, c + s0, n);   \
+        }                                                                                \
     }
 SPLIT_GEMM(split_sgemm, float, cblas_sgemm)
 SPLIT_GEMM(split_dgemm, double, cblas_dgemm)
