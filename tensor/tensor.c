@@ -300,3 +300,35 @@ const char *ct_device_str(CtDevice d, char *buf)
         snprintf(buf, 16, "cuda:%d", d.index);
     return buf;
 }
+
+CtStatus tensor_rebind(Tensor *t, Tensor *block, int64_t off)
+{
+    if (!t || !block) return ct_error(CT_ERR_NULL, "tensor_rebind: NULL tensor");
+    char d1[96], d2[96];
+    int64_t n = tensor_numel(t);
+    if (block->ndim != 1 || block->dtype != t->dtype || !tensor_is_contiguous(block) ||
+        off < 0 || off + n > block->shape[0])
+        return ct_error(CT_ERR_INVALID,
+                        "tensor_rebind: cannot place %s at offset %lld of block %s",
+                        tensor_describe(t, d1, sizeof d1), (long long)off,
+                        tensor_describe(block, d2, sizeof d2));
+    if (t->grad_fn)
+        return ct_error(CT_ERR_STATE, "tensor_rebind: %s is not a leaf",
+                        tensor_describe(t, d1, sizeof d1));
+    Tensor *dst = ct_tensor_alias(block);
+    if (!dst) return ct_last_status();
+    dst->offset = block->offset + off;
+    dst->ndim = t->ndim;
+    memcpy(dst->shape, t->shape, sizeof dst->shape);
+    ct_contiguous_strides(t->ndim, t->shape, dst->stride);
+    CtStatus st = tensor_copy_(dst, t);
+    if (st == CT_OK) { /* swap t onto the block's storage */
+        CtStorage *old = t->storage;
+        t->storage = dst->storage;
+        t->offset = dst->offset;
+        memcpy(t->stride, dst->stride, sizeof t->stride);
+        dst->storage = old;
+    }
+    tensor_free(dst); /* releases the old storage (or the block ref on failure) */
+    return st;
+}

@@ -154,6 +154,31 @@ CtStatus tensor_zero_(Tensor *t);
 /* dst <- src (same shape; dtype and device may differ). */
 CtStatus tensor_copy_(Tensor *dst, const Tensor *src);
 
+/* Makes t a contiguous view of block[off, off + numel(t)) after copying t's
+ * values there. block is 1-d with t's dtype (any device: values are copied
+ * across). t keeps its identity, requires_grad and name, so pointers held
+ * elsewhere stay valid; its old storage is released. Not recorded by
+ * autograd; t must not be part of a pending graph. This is how nn packs a
+ * model's parameters (and gradients) into one buffer per device. */
+CtStatus tensor_rebind(Tensor *t, Tensor *block, int64_t off);
+
+/* ----------------------------------------------------------- state dicts */
+
+/* An ordered list of named tensors: model weights, optimizer state. Holds a
+ * reference to each tensor and a copy of each name. */
+typedef struct CtStateDict CtStateDict;
+
+CtStateDict *ct_state_dict_create(void);
+void ct_state_dict_free(CtStateDict *d);
+/* Appends (name, t); a duplicate name is an error (CT_ERR_INVALID). */
+CtStatus ct_state_dict_add(CtStateDict *d, const char *name, Tensor *t);
+int64_t ct_state_dict_size(const CtStateDict *d);
+/* Entry i (0 <= i < size): its name, and its tensor (owned by d). */
+const char *ct_state_dict_name(const CtStateDict *d, int64_t i);
+Tensor *ct_state_dict_tensor(const CtStateDict *d, int64_t i);
+/* The tensor named `name`, or NULL (no error recorded). */
+Tensor *ct_state_dict_get(const CtStateDict *d, const char *name);
+
 /* ---------------------------------------------------------------- scopes */
 
 typedef struct CtScope CtScope;

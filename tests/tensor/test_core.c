@@ -199,6 +199,41 @@ START_TEST(test_grad_through_more_views)
 }
 END_TEST
 
+START_TEST(test_rebind_and_state_dict)
+{
+    TU_MEM_BEGIN;
+    Tensor *a = tu_tensor(CT_F32, 2, (const int64_t[]){2, 2}, (double[]){1, 2, 3, 4});
+    Tensor *b = tu_tensor(CT_F32, 1, (const int64_t[]){3}, (double[]){5, 6, 7});
+    tensor_set_requires_grad(a, true);
+    Tensor *block = tensor_zeros(1, (const int64_t[]){8}, CT_F32, ct_cpu());
+    ck_assert_int_eq(tensor_rebind(a, block, 0), CT_OK);
+    ck_assert_int_eq(tensor_rebind(b, block, 4), CT_OK);
+    ck_assert(tensor_shares_storage(a, block) && tensor_shares_storage(b, block));
+    ck_assert(tensor_requires_grad(a));
+    tu_assert_values(block, ((double[]){1, 2, 3, 4, 5, 6, 7, 0}), 8, 0, 0);
+    tensor_fill_(block, 9); /* one write reaches both */
+    tu_assert_values(a, ((double[]){9, 9, 9, 9}), 4, 0, 0);
+    tu_assert_values(b, ((double[]){9, 9, 9}), 3, 0, 0);
+    ck_assert_int_eq(tensor_rebind(b, block, 6), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "cannot place f32[3] cpu at offset 6");
+
+    CtStateDict *d = ct_state_dict_create();
+    ck_assert_int_eq(ct_state_dict_add(d, "fc1.weight", a), CT_OK);
+    ck_assert_int_eq(ct_state_dict_add(d, "fc1.bias", b), CT_OK);
+    ck_assert_int_eq(ct_state_dict_add(d, "fc1.bias", b), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "duplicate name \"fc1.bias\"");
+    ck_assert_int_eq(ct_state_dict_size(d), 2);
+    ck_assert_str_eq(ct_state_dict_name(d, 1), "fc1.bias");
+    ck_assert_ptr_eq(ct_state_dict_get(d, "fc1.weight"), a);
+    ck_assert_ptr_null(ct_state_dict_get(d, "nope"));
+    tensor_free(a);
+    tensor_free(b);
+    tensor_free(block);
+    ct_state_dict_free(d); /* holds the last references */
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_allocator_reuses_blocks)
 {
     ct_alloc_empty_cache(ct_cpu());
@@ -288,6 +323,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, test_allocator_reuses_blocks);
     tcase_add_test(tc, test_no_grad_and_detach);
     tcase_add_test(tc, test_copy_and_item);
+    tcase_add_test(tc, test_rebind_and_state_dict);
     suite_add_tcase(s, tc);
     return s;
 }
