@@ -10,6 +10,8 @@ packages=(
   libcyaml-dev                       # YAML config files
   libopenmpi-dev openmpi-bin         # multi-process training
   zlib1g-dev                         # gzip'd datasets (IDX)
+  libjansson-dev                     # safetensors JSON headers
+  libpng-dev libjpeg-dev             # image datasets
   dataset-fashion-mnist              # the main job's data
 )
 

@@ -1,0 +1,11 @@
+/* ctrainer — the umbrella header: every public layer. */
+#ifndef CTRAINER_H
+#define CTRAINER_H
+
+#include "ctrainer/data.h"
+#include "ctrainer/nn.h"
+#include "ctrainer/optim.h"
+#include "ctrainer/status.h"
+#include "ctrainer/tensor.h"
+
+#endif

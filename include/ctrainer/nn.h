@@ -1,0 +1,269 @@
+/* ctrainer — modules, layers, losses, initialisation, freezing, state dicts.
+ *
+ * A Module is a struct with a const vtable, registered parameters, buffers
+ * and child modules. Your own module embeds Module as its FIRST member, is
+ * allocated on the heap, and registers what it owns:
+ *
+ *     typedef struct Block { Module base; Module *conv1, *bn1; } Block;
+ *     static Tensor *block_forward(Module *m, Tensor *x) {
+ *         Block *b = (Block *)m;
+ *         return tensor_add(x, tensor_relu(nn_forward(b->bn1, nn_forward(b->conv1, x))));
+ *     }
+ *     static const ModuleVtable block_vt = {.type = "Block", .forward = block_forward};
+ *     Block *b = calloc(1, sizeof *b);
+ *     nn_module_init(&b->base, &block_vt);
+ *     b->conv1 = nn_module_register_child(&b->base, "conv1", nn_conv2d(...));
+ *
+ * Backward comes from autograd. Names follow PyTorch: a parameter "weight"
+ * of child "conv1" of child "layer1.0" is "layer1.0.conv1.weight", so state
+ * dicts load in PyTorch and back.
+ *
+ * Ownership: registering hands the caller's reference to the module;
+ * nn_module_free releases the module, its children, parameters and buffers.
+ * Errors follow status.h: NULL/CtStatus plus ct_last_error(); nn_forward on
+ * NULL input returns NULL and keeps the first error.
+ */
+#ifndef CTRAINER_NN_H
+#define CTRAINER_NN_H
+
+#include <stdio.h>
+
+#include "ctrainer/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- modules */
+
+typedef struct Module Module;
+
+typedef struct ModuleVtable {
+    const char *type; /* "Linear": shown in summaries and errors */
+    /* y = forward(x); NULL for modules not called directly. */
+    Tensor *(*forward)(Module *m, Tensor *x);
+    /* Releases what the subtype owns besides registered parameters, buffers
+     * and children (nn_module_free releases those). NULL: nothing. */
+    void (*free)(Module *m);
+    /* Configuration for the summary, e.g. "in_features=784, out_features=128,
+     * bias=True". NULL: none. */
+    void (*extra_repr)(const Module *m, char *buf, size_t n);
+} ModuleVtable;
+
+typedef struct NnRegistry NnRegistry; /* private to nn/ */
+
+struct Module {
+    const ModuleVtable *vt;
+    bool training;   /* read it; change it with nn_module_train/eval */
+    NnRegistry *reg; /* parameters, buffers, children, packed blocks */
+};
+
+/* Initialises m (training mode, nothing registered). */
+CtStatus nn_module_init(Module *m, const ModuleVtable *vt);
+/* Frees children, parameters, buffers, calls vt->free, then free(m). NULL is
+ * a no-op. */
+void nn_module_free(Module *m);
+
+/* Registration: the module takes over the caller's reference and returns the
+ * registered object (NULL on error, with the argument released). Parameters
+ * are set to require grad. Names are unique per module and contain no '.'. */
+Tensor *nn_module_register_parameter(Module *m, const char *name, Tensor *p);
+Tensor *nn_module_register_buffer(Module *m, const char *name, Tensor *b);
+Module *nn_module_register_child(Module *m, const char *name, Module *child);
+
+/* m->vt->forward(m, x). */
+Tensor *nn_forward(Module *m, Tensor *x);
+
+/* Training / evaluation mode, set recursively (dropout, batch norm). */
+void nn_module_train(Module *m);
+void nn_module_eval(Module *m);
+
+/* Children in registration order. */
+int nn_module_num_children(const Module *m);
+Module *nn_module_child_at(const Module *m, int i);
+const char *nn_module_child_name(const Module *m, int i);
+/* Child by dotted path ("layer1.0"), or NULL. */
+Module *nn_module_find(const Module *m, const char *path);
+
+/* Named tensors with dotted names, in PyTorch's order (a module's own
+ * entries in registration order, then each child's). The dict holds
+ * references to the live tensors; free it with ct_state_dict_free. */
+CtStateDict *nn_module_parameters(const Module *m);
+CtStateDict *nn_module_buffers(const Module *m);
+CtStateDict *nn_module_state_dict(const Module *m); /* parameters and buffers */
+/* Parameter or buffer by dotted name, or NULL. */
+Tensor *nn_module_get(const Module *m, const char *name);
+
+/* Number of parameter elements; trainable_only counts those requiring grad. */
+int64_t nn_module_num_parameters(const Module *m, bool trainable_only);
+/* PyTorch-style nested repr, then total and trainable parameter counts. */
+void nn_module_print(const Module *m, FILE *out);
+
+/* ------------------------------------------------- packed parameters */
+
+/* Moves all parameters into one contiguous block and their gradients into
+ * another (per module tree; parameters must share dtype and device), so
+ * zero-grad is one fill, and all-reduce, clipping and optimizers can work on
+ * one flat buffer. Parameters keep their identity (tensor_rebind). Called by
+ * nn_module_to; idempotent. */
+CtStatus nn_module_pack(Module *m);
+/* The 1-d blocks (NULL before packing). Owned by m. */
+Tensor *nn_module_param_block(const Module *m);
+Tensor *nn_module_grad_block(const Module *m);
+/* Moves parameters, gradients and buffers to dev, packed. */
+CtStatus nn_module_to(Module *m, CtDevice dev);
+/* Zeroes every parameter gradient (one fill when packed). */
+CtStatus nn_module_zero_grad(Module *m);
+
+/* -------------------------------------------------------------- freezing */
+
+/* Sets requires_grad on every parameter whose dotted name matches the glob
+ * `pattern` (fnmatch; NULL matches all). Returns the number changed, or -1. */
+int64_t nn_module_set_requires_grad(Module *m, const char *pattern, bool on);
+/* Layer groups are the top-level children in order. Freezes every group but
+ * the last n_trainable (n_trainable <= 0 freezes all); BatchNorm layers in
+ * frozen groups stay trainable when bn_trainable. Like pytorch-accelerated's
+ * ModelFreezer, with the arguments in the documented order. */
+CtStatus nn_module_freeze_groups(Module *m, int n_trainable, bool bn_trainable);
+/* Unfreezes everything. */
+CtStatus nn_module_unfreeze(Module *m);
+/* The classifier head: the last top-level child. */
+Module *nn_module_classifier(const Module *m);
+
+/* ---------------------------------------------------------------- layers */
+/* Weights are initialised like PyTorch's defaults from generator g (Linear
+ * and Conv2d: kaiming_uniform(a=sqrt(5)) weight, U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)) bias). Parameter and buffer names match PyTorch's. */
+
+Module *nn_linear(int64_t in_features, int64_t out_features, bool bias, CtGenerator *g);
+/* Square kernel; args as for tensor_conv2d (NULL: stride 1, no padding). */
+Module *nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size,
+                  const CtConv2dArgs *args, bool bias, CtGenerator *g);
+/* Affine, tracking running stats: weight, bias, running_mean, running_var,
+ * num_batches_tracked (i64). eps 1e-5, momentum 0.1 in PyTorch. */
+Module *nn_batch_norm1d(int64_t num_features, double eps, double momentum);
+Module *nn_batch_norm2d(int64_t num_features, double eps, double momentum);
+/* Normalises over the trailing dims `shape` (nnorm of them); affine. */
+Module *nn_layer_norm(int nnorm, const int64_t *shape, double eps);
+/* weight ~ N(0, 1) as in PyTorch. */
+Module *nn_embedding(int64_t num_embeddings, int64_t embedding_dim, CtGenerator *g);
+/* g is borrowed (it must outlive the module) and advanced by each draw. */
+Module *nn_dropout(double p, CtGenerator *g);
+Module *nn_relu(void);
+Module *nn_gelu(CtGeluApprox approx);
+Module *nn_silu(void);
+Module *nn_sigmoid(void);
+Module *nn_tanh(void);
+Module *nn_identity(void);
+Module *nn_flatten(int start_dim, int end_dim); /* PyTorch's default: 1, -1 */
+Module *nn_max_pool2d(const CtPool2dArgs *args);
+Module *nn_avg_pool2d(const CtPool2dArgs *args);
+Module *nn_adaptive_avg_pool2d(int out_h, int out_w);
+/* Children named "0", "1", ...; takes ownership of mods (NULL entries are an
+ * error, and every module passed is released on failure). */
+Module *nn_sequential(int n, Module *const *mods);
+/* Appends a child named by its index. */
+CtStatus nn_sequential_append(Module *seq, Module *m);
+
+/* ---------------------------------------------------------------- losses */
+
+/* PyTorch's SmoothL1Loss: 0.5 d²/beta where |d| < beta, else |d| - 0.5 beta. */
+Tensor *nn_smooth_l1_loss(Tensor *input, Tensor *target, CtReduction r, double beta);
+
+/* Loss objects, for code that takes "a loss" (the Trainer). */
+typedef struct NnLoss NnLoss;
+NnLoss *nn_loss_cross_entropy(const CtCrossEntropyArgs *args); /* NULL: defaults */
+NnLoss *nn_loss_nll(const CtCrossEntropyArgs *args);
+NnLoss *nn_loss_mse(CtReduction r);
+NnLoss *nn_loss_l1(CtReduction r);
+NnLoss *nn_loss_smooth_l1(CtReduction r, double beta);
+/* pos_weight may be NULL; the loss takes a reference. */
+NnLoss *nn_loss_bce_with_logits(Tensor *pos_weight, CtReduction r);
+Tensor *nn_loss(const NnLoss *l, Tensor *input, Tensor *target);
+const char *nn_loss_name(const NnLoss *l);
+void nn_loss_free(NnLoss *l);
+
+/* ---------------------------------------------------------- initialisation */
+/* In place, never recorded by autograd. Fan-in/out as PyTorch computes them
+ * (dim 1 × receptive field, dim 0 × receptive field). */
+
+typedef enum NnFanMode { NN_FAN_IN = 0, NN_FAN_OUT = 1 } NnFanMode;
+typedef enum NnNonlinearity {
+    NN_NONLIN_LEAKY_RELU = 0, /* gain sqrt(2/(1+a²)) */
+    NN_NONLIN_RELU,           /* sqrt(2) */
+    NN_NONLIN_LINEAR,         /* 1 (also conv, sigmoid) */
+    NN_NONLIN_TANH,           /* 5/3 */
+} NnNonlinearity;
+
+int64_t nn_init_fan_in(const Tensor *t);
+int64_t nn_init_fan_out(const Tensor *t);
+double nn_init_gain(NnNonlinearity nl, double a);
+CtStatus nn_init_uniform_(Tensor *t, double lo, double hi, CtGenerator *g);
+CtStatus nn_init_normal_(Tensor *t, double mean, double std, CtGenerator *g);
+CtStatus nn_init_constant_(Tensor *t, double value);
+CtStatus nn_init_kaiming_uniform_(Tensor *t, double a, NnFanMode mode, NnNonlinearity nl,
+                                  CtGenerator *g);
+CtStatus nn_init_kaiming_normal_(Tensor *t, double a, NnFanMode mode, NnNonlinearity nl,
+                                 CtGenerator *g);
+CtStatus nn_init_xavier_uniform_(Tensor *t, double gain, CtGenerator *g);
+CtStatus nn_init_xavier_normal_(Tensor *t, double gain, CtGenerator *g);
+
+/* ------------------------------------------------------------ safetensors */
+
+/* Writes d as a safetensors file (8-byte little-endian header length, JSON
+ * header with dtype/shape/data_offsets, raw little-endian data; tensors
+ * copied to the host as needed). metadata: n string pairs for
+ * "__metadata__" (may be 0/NULL). Atomic: temp file, fsync, rename; nothing
+ * is left behind on failure. */
+CtStatus nn_safetensors_save(const char *path, const CtStateDict *d, int n_meta,
+                             const char *const *meta_keys,
+                             const char *const *meta_values);
+/* Reads a safetensors file into new tensors on dev. Malformed files (bad
+ * header length, invalid JSON, unknown dtype, offsets outside the data or
+ * overlapping, truncated data) are rejected with a message naming the path
+ * and the problem. The caller frees the dict. */
+CtStateDict *nn_safetensors_load(const char *path, CtDevice dev);
+
+typedef struct NnLoadReport {
+    int n_missing, n_unexpected, n_mismatched; /* counts */
+    char message[1024]; /* the first few names of each kind, for printing */
+} NnLoadReport;
+
+/* Copies matching entries of d into m's parameters and buffers. strict: any
+ * missing, unexpected or mis-shaped key is an error and nothing is changed.
+ * Non-strict: loads what matches and reports the rest in *report (may be
+ * NULL). */
+CtStatus nn_module_load_state_dict(Module *m, const CtStateDict *d, bool strict,
+                                   NnLoadReport *report);
+/* nn_safetensors_save of nn_module_state_dict / load + load_state_dict. */
+CtStatus nn_module_save(const Module *m, const char *path);
+CtStatus nn_module_load(Module *m, const char *path, bool strict, NnLoadReport *report);
+
+/* ------------------------------------------------------------ model zoo */
+
+/* MLP: in -> hidden[0] -> ... -> out with ReLU between (children "0", "1",
+ * ... as nn.Sequential). The MNIST MLP is hidden {128, 64}, in 784, out 10. */
+Module *nn_model_mlp(int64_t in, int n_hidden, const int64_t *hidden, int64_t out,
+                     CtGenerator *g);
+/* PyTorch's MNIST example net: conv1 1->32 3x3, relu, conv2 32->64 3x3,
+ * relu, max-pool 2, dropout1 0.25, flatten, fc1 9216->128, relu, dropout2
+ * 0.5, fc2 128->10, log_softmax. Input (N, 1, 28, 28). g also drives the
+ * dropouts (borrowed). */
+Module *nn_model_basicnet(CtGenerator *g);
+
+typedef struct NnResNetArgs {
+    int64_t num_classes; /* 0 -> 1000 */
+    int64_t in_channels; /* 0 -> 3 */
+} NnResNetArgs;
+/* torchvision's ResNets (names conv1, bn1, layer1.0.conv1, ...,
+ * layer2.0.downsample.0, fc) and timm's ResNet-50-D (deep stem conv1.0/1/3/
+ * 4/6, average-pool downsample). args NULL: defaults. */
+Module *nn_model_resnet18(const NnResNetArgs *args, CtGenerator *g);
+Module *nn_model_resnet34(const NnResNetArgs *args, CtGenerator *g);
+Module *nn_model_resnet50(const NnResNetArgs *args, CtGenerator *g);
+Module *nn_model_resnet50d(const NnResNetArgs *args, CtGenerator *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,177 @@
+/* ctrainer — optimizers, gradient clipping and learning-rate schedulers.
+ *
+ * Formulas are PyTorch's (torch.optim), including bias correction, the
+ * placement of eps and decoupled weight decay, so recipes port unchanged.
+ * Parameters that do not require grad, or have no gradient yet, are skipped
+ * (frozen layers cost nothing). Optimizer state (momentum buffers, moments)
+ * is f32 or the parameter's dtype if wider, created on first step.
+ *
+ * Schedulers step once per optimizer update and set each parameter group's
+ * learning rate (and, for OneCycleLR, momentum) in the optimizer.
+ */
+#ifndef CTRAINER_OPTIM_H
+#define CTRAINER_OPTIM_H
+
+#include "ctrainer/nn.h"
+#include "ctrainer/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------- optimizer */
+
+typedef struct Optimizer Optimizer;
+
+/* A parameter group. Hyper-parameter fields left NAN take the optimizer's
+ * defaults (the *Args given at creation). params are borrowed: they must
+ * outlive the optimizer. */
+typedef struct OptimGroup {
+    Tensor *const *params;
+    int64_t n;
+    double lr, weight_decay;
+    double momentum; /* SGD, RMSprop; beta1 for Adam/AdamW */
+    double beta2;    /* Adam/AdamW; alpha for RMSprop */
+    double eps;
+} OptimGroup;
+/* A group with every hyper-parameter at the default. */
+OptimGroup optim_group(Tensor *const *params, int64_t n);
+
+typedef struct SgdArgs {
+    double lr, momentum, dampening, weight_decay;
+    bool nesterov;
+} SgdArgs;
+typedef struct AdamArgs {
+    double lr;           /* 1e-3 in PyTorch */
+    double beta1, beta2; /* 0.9, 0.999 */
+    double eps;          /* 1e-8 */
+    double weight_decay; /* Adam: L2 added to the gradient; AdamW: decoupled (0.01) */
+    bool amsgrad;
+} AdamArgs;
+typedef struct RmspropArgs {
+    double lr, alpha, eps, weight_decay, momentum; /* 0.01, 0.99, 1e-8, 0, 0 */
+    bool centered;
+} RmspropArgs;
+
+/* One group holding every parameter of `model` (packed or not). The Args are
+ * taken as given: fill every field (PyTorch's defaults are in comments). */
+Optimizer *optim_sgd_create(Module *model, const SgdArgs *args);
+Optimizer *optim_adam_create(Module *model, const AdamArgs *args);
+Optimizer *optim_adamw_create(Module *model, const AdamArgs *args);
+Optimizer *optim_rmsprop_create(Module *model, const RmspropArgs *args);
+/* Explicit groups with per-group overrides. */
+Optimizer *optim_sgd_create_groups(int ngroups, const OptimGroup *groups,
+                                   const SgdArgs *args);
+Optimizer *optim_adam_create_groups(int ngroups, const OptimGroup *groups,
+                                    const AdamArgs *args);
+Optimizer *optim_adamw_create_groups(int ngroups, const OptimGroup *groups,
+                                     const AdamArgs *args);
+Optimizer *optim_rmsprop_create_groups(int ngroups, const OptimGroup *groups,
+                                       const RmspropArgs *args);
+
+/* One update from the current gradients. */
+CtStatus optim_step(Optimizer *o);
+/* Zeroes the gradients of every parameter (those that have one). */
+CtStatus optim_zero_grad(Optimizer *o);
+const char *optim_name(const Optimizer *o); /* "SGD", "AdamW", ... */
+int optim_num_groups(const Optimizer *o);
+/* Current group hyper-parameters (schedulers use these). momentum means
+ * beta1 for Adam/AdamW. */
+double optim_get_lr(const Optimizer *o, int group);
+void optim_set_lr(Optimizer *o, int group, double lr);
+double optim_get_momentum(const Optimizer *o, int group);
+void optim_set_momentum(Optimizer *o, int group, double momentum);
+/* Number of optimizer steps taken. */
+int64_t optim_step_count(const Optimizer *o);
+/* State as named tensors ("state.<i>.<buffer>" for the i-th parameter over
+ * all groups, "param_groups.<g>.lr" ... as 0-d f64 tensors, "step"), and back.
+ * load checks names, shapes and the parameter count. */
+CtStatus optim_state_save(const Optimizer *o, CtStateDict *out);
+CtStatus optim_state_load(Optimizer *o, const CtStateDict *in);
+void optim_free(Optimizer *o);
+
+/* ------------------------------------------------------------- clipping */
+
+/* Scales all gradients so their global norm (norm_type 2, or INFINITY) is at
+ * most max_norm, as torch.nn.utils.clip_grad_norm_ (coefficient max_norm /
+ * (norm + 1e-6), clamped to 1). Returns the total norm before clipping; a
+ * non-finite norm is returned as is, leaves the gradients unchanged, and is
+ * recorded as a CT_ERR_INVALID error naming it. Parameters without a
+ * gradient are skipped. */
+double optim_clip_grad_norm(Tensor *const *params, int64_t n, double max_norm,
+                            double norm_type);
+/* Clamps every gradient element to [-clip, clip]. */
+CtStatus optim_clip_grad_value(Tensor *const *params, int64_t n, double clip);
+
+/* ------------------------------------------------------------ schedulers */
+
+typedef struct Scheduler Scheduler;
+
+/* Advances one optimizer update and writes the new learning rates (and
+ * momenta) into the optimizer. The first LR (step 0) is written at
+ * creation, as PyTorch does. */
+CtStatus sched_step(Scheduler *s);
+double sched_get_last_lr(const Scheduler *s, int group);
+int64_t sched_step_count(const Scheduler *s);
+const char *sched_name(const Scheduler *s);
+CtStatus sched_state_save(const Scheduler *s, CtStateDict *out);
+CtStatus sched_state_load(Scheduler *s, const CtStateDict *in);
+void sched_free(Scheduler *s);
+
+/* Each constructor reads the optimizer's current group LRs as base LRs. */
+Scheduler *sched_step_lr(Optimizer *o, int64_t step_size, double gamma);
+Scheduler *sched_multistep_lr(Optimizer *o, int n, const int64_t *milestones,
+                              double gamma);
+Scheduler *sched_exponential_lr(Optimizer *o, double gamma);
+Scheduler *sched_cosine_annealing_lr(Optimizer *o, int64_t t_max, double eta_min);
+/* PyTorch's LinearLR: factor goes from start_factor to end_factor over
+ * total_iters steps. */
+Scheduler *sched_linear_lr(Optimizer *o, double start_factor, double end_factor,
+                           int64_t total_iters);
+
+typedef struct OneCycleArgs {
+    double max_lr; /* per group: the same for all */
+    int64_t total_steps;
+    double pct_start;        /* 0 -> 0.3 */
+    bool anneal_linear;      /* false: cosine (PyTorch's default) */
+    double div_factor;       /* 0 -> 25 */
+    double final_div_factor; /* 0 -> 1e4 */
+    bool no_cycle_momentum;  /* false: cycle momentum (default) */
+    double base_momentum;    /* 0 -> 0.85 */
+    double max_momentum;     /* 0 -> 0.95 */
+    bool three_phase;
+} OneCycleArgs;
+Scheduler *sched_one_cycle_lr(Optimizer *o, const OneCycleArgs *args);
+
+/* transformers' get_linear_schedule_with_warmup: factor step/warmup during
+ * warmup, then linear decay to 0 at total_steps. */
+Scheduler *sched_linear_warmup_decay(Optimizer *o, int64_t warmup_steps,
+                                     int64_t total_steps);
+
+/* pytorch-accelerated's CosineLrScheduler, in update steps: linear warmup
+ * from warmup_start_lr over warmup_steps, then cosine with k-decay from the
+ * base LR to lr_min over exactly the remaining total - warmup - cooldown
+ * steps (the reference's early cut-off is fixed), then lr_min for cooldown
+ * and beyond. */
+typedef struct CosineWarmupArgs {
+    int64_t total_steps, warmup_steps, cooldown_steps;
+    double lr_min;          /* absolute; used when min_lr_ratio is 0 */
+    double min_lr_ratio;    /* lr_min = ratio * base lr when > 0 */
+    double warmup_start_lr; /* used when warmup_start_ratio is 0 */
+    double warmup_start_ratio;
+    double k_decay; /* 0 -> 1 */
+} CosineWarmupArgs;
+Scheduler *sched_cosine_warmup(Optimizer *o, const CosineWarmupArgs *args);
+
+/* LambdaLR: lr = base_lr * fn(step, ctx). ctx is borrowed. */
+Scheduler *sched_lambda_lr(Optimizer *o, double (*fn)(int64_t step, void *ctx),
+                           void *ctx);
+/* SequentialLR: runs scheds[i] from milestones[i-1] on (n-1 milestones);
+ * takes ownership of the schedulers (all on the same optimizer). */
+Scheduler *sched_sequential_lr(Optimizer *o, int n, Scheduler *const *scheds,
+                               const int64_t *milestones);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
