@@ -97,6 +97,9 @@ void optim_sgd_settings(const SgdArgs *a, OptimDefaults *d, OptimFlags *f);
 void optim_adam_settings(const AdamArgs *a, OptimDefaults *d, OptimFlags *f);
 void optim_rmsprop_settings(const RmspropArgs *a, OptimDefaults *d, OptimFlags *f);
 
+/* A zeroed persistent tensor like p (owned by the caller, by no scope). */
+Tensor *optim_new_state(Tensor *p);
+
 /* True when x is finite and >= 0. */
 static inline bool optim_nonneg(double x)
 {

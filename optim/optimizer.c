@@ -233,7 +233,7 @@ static CtStatus check_param(const Optimizer *o, int64_t idx, const Tensor *p)
 
 /* A zeroed tensor like p that no caller's scope owns: made inside a private
  * scope and retained before the scope closes. */
-static Tensor *new_state(Tensor *p)
+Tensor *optim_new_state(Tensor *p)
 {
     CtScope *s = ct_scope_open();
     if (!s) return NULL;
@@ -257,7 +257,7 @@ static CtStatus make_buffers(Optimizer *o, unsigned *fresh)
             for (int b = 0; b < vt->nbuf && st == CT_OK; b++) {
                 Tensor **slot = &o->state[idx * vt->nbuf + b];
                 if (*slot || !vt->uses_buf(o, h, b)) continue;
-                if (!(*slot = new_state(h->params[i])))
+                if (!(*slot = optim_new_state(h->params[i])))
                     st = ct_error(
                         ct_last_status() == CT_OK ? CT_ERR_OOM : ct_last_status(),
                         "%s: cannot create state %s for parameter %lld (%s)", vt->name,
