@@ -17,38 +17,43 @@ typedef struct AdamCoef {
     double b1, b2, step_size, bc2_sqrt, eps;
 } AdamCoef;
 
-#define ADAM_KERNEL(T, NAME)                                                             \
-    static void NAME(const AdamCoef *c, OptimParam *op)                                  \
+/* The loop over [lo, hi) for element type T; ams is a constant at each call. */
+#define ADAM_KERNEL(T, SQRT)                                                             \
+    OPTIM_INLINE void adam_body_##T(const AdamCoef *c, const OptimParam *op, int64_t lo, \
+                                    int64_t hi, const bool ams)                          \
     {                                                                                    \
         T *restrict p = op->p, *restrict m = op->buf[ADAM_EXP_AVG];                      \
-        T *restrict v = op->buf[ADAM_EXP_AVG_SQ], *restrict vmax =                       \
-                                                      op->buf[ADAM_MAX_EXP_AVG_SQ];      \
+        T *restrict v = op->buf[ADAM_EXP_AVG_SQ];                                        \
+        T *restrict vmax = op->buf[ADAM_MAX_EXP_AVG_SQ];                                 \
         const T *restrict g = op->g;                                                     \
         const T mul = (T)c->decay_mul, l2 = (T)c->l2, b1 = (T)c->b1, b2 = (T)c->b2;      \
         const T a1 = (T)(1.0 - c->b1), a2 = (T)(1.0 - c->b2);                            \
         const T step = (T)c->step_size, bc2 = (T)c->bc2_sqrt, eps = (T)c->eps;           \
-        const int64_t n = op->numel;                                                     \
-        _Pragma("omp parallel for if (n >= OPTIM_PAR_MIN)") for (int64_t i = 0; i < n;   \
-                                                                 i++)                    \
-        {                                                                                \
+        for (int64_t i = lo; i < hi; i++) {                                              \
             T pi = p[i] * mul;                                                           \
             T gi = g[i] + l2 * pi;                                                       \
             T mi = b1 * m[i] + a1 * gi;                                                  \
             T vi = b2 * v[i] + a2 * gi * gi;                                             \
             m[i] = mi;                                                                   \
             v[i] = vi;                                                                   \
-            if (vmax) {                                                                  \
+            if (ams) {                                                                   \
                 vi = vmax[i] > vi ? vmax[i] : vi;                                        \
                 vmax[i] = vi;                                                            \
             }                                                                            \
-            p[i] = pi - step * mi / (SQRT_##T(vi) / bc2 + eps);                          \
+            p[i] = pi - step * mi / (SQRT(vi) / bc2 + eps);                              \
         }                                                                                \
+    }                                                                                    \
+    static void adam_range_##T(const void *ctx, const OptimParam *op, int64_t lo,        \
+                               int64_t hi)                                               \
+    {                                                                                    \
+        if (op->buf[ADAM_MAX_EXP_AVG_SQ])                                                \
+            adam_body_##T(ctx, op, lo, hi, true);                                        \
+        else                                                                             \
+            adam_body_##T(ctx, op, lo, hi, false);                                       \
     }
-#define SQRT_float  sqrtf
-#define SQRT_double sqrt
 
-ADAM_KERNEL(float, adam_f32)
-ADAM_KERNEL(double, adam_f64)
+ADAM_KERNEL(float, sqrtf)
+ADAM_KERNEL(double, sqrt)
 
 static void update(const OptimGroupHp *h, OptimParam *op, bool decoupled)
 {
@@ -60,10 +65,8 @@ static void update(const OptimGroupHp *h, OptimParam *op, bool decoupled)
                   .step_size = h->lr / (1.0 - pow(h->momentum, t)),
                   .bc2_sqrt = sqrt(1.0 - pow(h->beta2, t)),
                   .eps = h->eps};
-    if (op->dtype == CT_F32)
-        adam_f32(&c, op);
-    else
-        adam_f64(&c, op);
+    optim_parallel_for(op->dtype == CT_F32 ? adam_range_float : adam_range_double, &c,
+                       op);
 }
 
 static void adam_update(const Optimizer *o, const OptimGroupHp *h, OptimParam *op)

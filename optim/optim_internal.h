@@ -97,6 +97,22 @@ void optim_sgd_settings(const SgdArgs *a, OptimDefaults *d, OptimFlags *f);
 void optim_adam_settings(const AdamArgs *a, OptimDefaults *d, OptimFlags *f);
 void optim_rmsprop_settings(const RmspropArgs *a, OptimDefaults *d, OptimFlags *f);
 
+/* Runs fn over [0, op->numel) in fixed chunks, on OpenMP threads when the
+ * parameter has at least OPTIM_PAR_MIN elements. The kernels are plain
+ * loops over [lo, hi): outside the OpenMP region their restrict pointers and
+ * constant flags let the compiler vectorize them. */
+typedef void (*OptimRangeFn)(const void *ctx, const OptimParam *op, int64_t lo,
+                             int64_t hi);
+void optim_parallel_for(OptimRangeFn fn, const void *ctx, const OptimParam *op);
+
+/* Forces inlining, so a kernel body called with constant flags is
+ * specialised per flag combination. */
+#if defined(__GNUC__)
+#define OPTIM_INLINE static inline __attribute__((always_inline))
+#else
+#define OPTIM_INLINE static inline
+#endif
+
 /* A zeroed persistent tensor like p (owned by the caller, by no scope). */
 Tensor *optim_new_state(Tensor *p);
 

@@ -203,6 +203,23 @@ CtStatus optim_zero_grad(Optimizer *o)
 
 /* ----------------------------------------------------------------- step */
 
+#define OPTIM_CHUNK 65536
+
+void optim_parallel_for(OptimRangeFn fn, const void *ctx, const OptimParam *op)
+{
+    int64_t n = op->numel;
+    if (n < OPTIM_PAR_MIN) {
+        fn(ctx, op, 0, n);
+        return;
+    }
+    int64_t nch = (n + OPTIM_CHUNK - 1) / OPTIM_CHUNK;
+#pragma omp parallel for
+    for (int64_t c = 0; c < nch; c++) {
+        int64_t lo = c * OPTIM_CHUNK, hi = lo + OPTIM_CHUNK < n ? lo + OPTIM_CHUNK : n;
+        fn(ctx, op, lo, hi);
+    }
+}
+
 static bool wants_update(const Tensor *p)
 {
     return tensor_requires_grad(p) && tensor_grad(p);

@@ -12,29 +12,30 @@
 
 enum { RMS_SQUARE_AVG, RMS_MOMENTUM_BUFFER, RMS_GRAD_AVG };
 
-#define RMS_KERNEL(T, SQRT, NAME)                                                        \
-    static void NAME(const OptimGroupHp *h, OptimParam *op)                              \
+/* The loop over [lo, hi) for element type T; centered and mom_on are
+ * constants at each call. */
+#define RMS_KERNEL(T, SQRT)                                                              \
+    OPTIM_INLINE void rms_body_##T(const OptimGroupHp *h, const OptimParam *op,          \
+                                   int64_t lo, int64_t hi, const bool centered,          \
+                                   const bool mom_on)                                    \
     {                                                                                    \
         T *restrict p = op->p, *restrict sq = op->buf[RMS_SQUARE_AVG];                   \
-        T *restrict mb = op->buf[RMS_MOMENTUM_BUFFER], *restrict ga =                    \
-                                                           op->buf[RMS_GRAD_AVG];        \
+        T *restrict mb = op->buf[RMS_MOMENTUM_BUFFER];                                   \
+        T *restrict ga = op->buf[RMS_GRAD_AVG];                                          \
         const T *restrict g = op->g;                                                     \
         const T lr = (T)h->lr, wd = (T)h->weight_decay, mom = (T)h->momentum;            \
         const T al = (T)h->beta2, a1 = (T)(1.0 - h->beta2), eps = (T)h->eps;             \
-        const int64_t n = op->numel;                                                     \
-        _Pragma("omp parallel for if (n >= OPTIM_PAR_MIN)") for (int64_t i = 0; i < n;   \
-                                                                 i++)                    \
-        {                                                                                \
+        for (int64_t i = lo; i < hi; i++) {                                              \
             T gi = g[i] + wd * p[i];                                                     \
             T s = al * sq[i] + a1 * gi * gi;                                             \
             sq[i] = s;                                                                   \
-            if (ga) {                                                                    \
+            if (centered) {                                                              \
                 T a = al * ga[i] + a1 * gi;                                              \
                 ga[i] = a;                                                               \
                 s -= a * a;                                                              \
             }                                                                            \
             T avg = SQRT(s) + eps;                                                       \
-            if (mb) {                                                                    \
+            if (mom_on) {                                                                \
                 T b = mom * mb[i] + gi / avg;                                            \
                 mb[i] = b;                                                               \
                 p[i] -= lr * b;                                                          \
@@ -42,18 +43,29 @@ enum { RMS_SQUARE_AVG, RMS_MOMENTUM_BUFFER, RMS_GRAD_AVG };
                 p[i] -= lr * (gi / avg);                                                 \
             }                                                                            \
         }                                                                                \
+    }                                                                                    \
+    static void rms_range_##T(const void *ctx, const OptimParam *op, int64_t lo,         \
+                              int64_t hi)                                                \
+    {                                                                                    \
+        bool c = op->buf[RMS_GRAD_AVG] != NULL,                                          \
+             m = op->buf[RMS_MOMENTUM_BUFFER] != NULL;                                   \
+        if (c && m)                                                                      \
+            rms_body_##T(ctx, op, lo, hi, true, true);                                   \
+        else if (c)                                                                      \
+            rms_body_##T(ctx, op, lo, hi, true, false);                                  \
+        else if (m)                                                                      \
+            rms_body_##T(ctx, op, lo, hi, false, true);                                  \
+        else                                                                             \
+            rms_body_##T(ctx, op, lo, hi, false, false);                                 \
     }
 
-RMS_KERNEL(float, sqrtf, rms_f32)
-RMS_KERNEL(double, sqrt, rms_f64)
+RMS_KERNEL(float, sqrtf)
+RMS_KERNEL(double, sqrt)
 
 static void rms_update(const Optimizer *o, const OptimGroupHp *h, OptimParam *op)
 {
     (void)o;
-    if (op->dtype == CT_F32)
-        rms_f32(h, op);
-    else
-        rms_f64(h, op);
+    optim_parallel_for(op->dtype == CT_F32 ? rms_range_float : rms_range_double, h, op);
 }
 
 static bool rms_uses_buf(const Optimizer *o, const OptimGroupHp *h, int b)

@@ -8,42 +8,54 @@
 
 enum { SGD_MOMENTUM_BUFFER };
 
-/* One pass per parameter; T is float or double. */
-#define SGD_KERNEL(T, NAME)                                                              \
-    static void NAME(const OptimGroupHp *h, const OptimFlags *f, OptimParam *op)         \
+typedef struct SgdCtx {
+    const OptimGroupHp *h;
+    const OptimFlags *f;
+} SgdCtx;
+
+/* The loop over [lo, hi) for element type T; mom_on, first and nesterov are
+ * constants at each call, so every combination is its own plain loop. */
+#define SGD_KERNEL(T)                                                                    \
+    OPTIM_INLINE void sgd_body_##T(const SgdCtx *c, const OptimParam *op, int64_t lo,    \
+                                   int64_t hi, const bool mom_on, const bool first,      \
+                                   const bool nesterov)                                  \
     {                                                                                    \
         T *restrict p = op->p, *restrict buf = op->buf[SGD_MOMENTUM_BUFFER];             \
         const T *restrict g = op->g;                                                     \
-        const T lr = (T)h->lr, wd = (T)h->weight_decay, mom = (T)h->momentum;            \
-        const T damp = (T)(1.0 - f->dampening);                                          \
-        const int first = (op->fresh >> SGD_MOMENTUM_BUFFER) & 1;                        \
-        const int nesterov = f->nesterov;                                                \
-        const int64_t n = op->numel;                                                     \
-        if (!buf) {                                                                      \
-            _Pragma("omp parallel for if (n >= OPTIM_PAR_MIN)") for (int64_t i = 0;      \
-                                                                     i < n; i++) p[i] -= \
-                lr * (g[i] + wd * p[i]);                                                 \
-            return;                                                                      \
-        }                                                                                \
-        _Pragma("omp parallel for if (n >= OPTIM_PAR_MIN)") for (int64_t i = 0; i < n;   \
-                                                                 i++)                    \
-        {                                                                                \
+        const T lr = (T)c->h->lr, wd = (T)c->h->weight_decay, mom = (T)c->h->momentum;   \
+        const T damp = (T)(1.0 - c->f->dampening);                                       \
+        for (int64_t i = lo; i < hi; i++) {                                              \
             T d = g[i] + wd * p[i];                                                      \
-            T b = first ? d : mom * buf[i] + damp * d;                                   \
-            buf[i] = b;                                                                  \
-            p[i] -= lr * (nesterov ? d + mom * b : b);                                   \
+            if (mom_on) {                                                                \
+                T b = first ? d : mom * buf[i] + damp * d;                               \
+                buf[i] = b;                                                              \
+                d = nesterov ? d + mom * b : b;                                          \
+            }                                                                            \
+            p[i] -= lr * d;                                                              \
         }                                                                                \
+    }                                                                                    \
+    static void sgd_range_##T(const void *ctx, const OptimParam *op, int64_t lo,         \
+                              int64_t hi)                                                \
+    {                                                                                    \
+        const SgdCtx *c = ctx;                                                           \
+        bool nesterov = c->f->nesterov;                                                  \
+        if (!op->buf[SGD_MOMENTUM_BUFFER])                                               \
+            sgd_body_##T(c, op, lo, hi, false, false, false);                            \
+        else if ((op->fresh >> SGD_MOMENTUM_BUFFER) & 1)                                 \
+            sgd_body_##T(c, op, lo, hi, true, true, nesterov);                           \
+        else if (nesterov)                                                               \
+            sgd_body_##T(c, op, lo, hi, true, false, true);                              \
+        else                                                                             \
+            sgd_body_##T(c, op, lo, hi, true, false, false);                             \
     }
 
-SGD_KERNEL(float, sgd_f32)
-SGD_KERNEL(double, sgd_f64)
+SGD_KERNEL(float)
+SGD_KERNEL(double)
 
 static void sgd_update(const Optimizer *o, const OptimGroupHp *h, OptimParam *op)
 {
-    if (op->dtype == CT_F32)
-        sgd_f32(h, &o->flags, op);
-    else
-        sgd_f64(h, &o->flags, op);
+    SgdCtx c = {h, &o->flags};
+    optim_parallel_for(op->dtype == CT_F32 ? sgd_range_float : sgd_range_double, &c, op);
 }
 
 static bool sgd_uses_buf(const Optimizer *o, const OptimGroupHp *h, int b)

@@ -5,6 +5,9 @@
  * Parameters that do not require grad, or have no gradient yet, are skipped
  * (frozen layers cost nothing). Optimizer state (momentum buffers, moments)
  * is f32 or the parameter's dtype if wider, created on first step.
+ * For now steps and clipping run on contiguous CPU f32/f64 tensors; other
+ * parameters fail the step with CT_ERR_UNSUPPORTED before anything is
+ * written (CUDA kernels come later).
  *
  * Schedulers step once per optimizer update and set each parameter group's
  * learning rate (and, for OneCycleLR, momentum) in the optimizer.
@@ -25,7 +28,8 @@ typedef struct Optimizer Optimizer;
 
 /* A parameter group. Hyper-parameter fields left NAN take the optimizer's
  * defaults (the *Args given at creation). params are borrowed: they must
- * outlive the optimizer. */
+ * outlive the optimizer (the pointer array is copied). A group needs n >= 1;
+ * a parameter may appear in only one group, once. */
 typedef struct OptimGroup {
     Tensor *const *params;
     int64_t n;
@@ -53,13 +57,18 @@ typedef struct RmspropArgs {
     bool centered;
 } RmspropArgs;
 
-/* One group holding every parameter of `model` (packed or not). The Args are
- * taken as given: fill every field (PyTorch's defaults are in comments). */
+/* One group holding every parameter of `model` (packed or not; frozen ones
+ * included, and skipped while frozen). The Args are taken as given: fill
+ * every field (PyTorch's defaults are in comments); NULL args is an error.
+ * Errors (NULL + message): a model without parameters, lr, eps or
+ * weight_decay negative or not finite, momentum < 0, Adam betas outside
+ * [0, 1), RMSprop alpha < 0, nesterov without momentum or with dampening. */
 Optimizer *optim_sgd_create(Module *model, const SgdArgs *args);
 Optimizer *optim_adam_create(Module *model, const AdamArgs *args);
 Optimizer *optim_adamw_create(Module *model, const AdamArgs *args);
 Optimizer *optim_rmsprop_create(Module *model, const RmspropArgs *args);
-/* Explicit groups with per-group overrides. */
+/* Explicit groups with per-group overrides (validated per group, as above;
+ * ngroups < 1 is an error). */
 Optimizer *optim_sgd_create_groups(int ngroups, const OptimGroup *groups,
                                    const SgdArgs *args);
 Optimizer *optim_adam_create_groups(int ngroups, const OptimGroup *groups,
@@ -69,7 +78,8 @@ Optimizer *optim_adamw_create_groups(int ngroups, const OptimGroup *groups,
 Optimizer *optim_rmsprop_create_groups(int ngroups, const OptimGroup *groups,
                                        const RmspropArgs *args);
 
-/* One update from the current gradients. */
+/* One update from the current gradients. Validates every parameter first:
+ * on error nothing has been updated and the step count is unchanged. */
 CtStatus optim_step(Optimizer *o);
 /* Zeroes the gradients of every parameter (those that have one). */
 CtStatus optim_zero_grad(Optimizer *o);
@@ -83,9 +93,23 @@ double optim_get_momentum(const Optimizer *o, int group);
 void optim_set_momentum(Optimizer *o, int group, double momentum);
 /* Number of optimizer steps taken. */
 int64_t optim_step_count(const Optimizer *o);
-/* State as named tensors ("state.<i>.<buffer>" for the i-th parameter over
- * all groups, "param_groups.<g>.lr" ... as 0-d f64 tensors, "step"), and back.
- * load checks names, shapes and the parameter count. */
+/* State as named tensors, PyTorch's state_dict flattened:
+ *   "step"                     0-d f64: optimizer steps taken
+ *   "param_groups.<g>.params"  1-d i64: global indices of group g's parameters
+ *   "param_groups.<g>.<hp>"    0-d f64, hp one of lr, weight_decay, momentum,
+ *                              beta2, eps (the OptimGroup fields)
+ *   "state.<i>.<buffer>"       the i-th parameter over all groups, with
+ *                              PyTorch's buffer names: momentum_buffer (SGD,
+ *                              RMSprop), exp_avg, exp_avg_sq, max_exp_avg_sq
+ *                              (Adam/AdamW), square_avg, grad_avg (RMSprop)
+ *   "state.<i>.step"           0-d f64: the parameter's updates (Adam/AdamW,
+ *                              RMSprop)
+ * Parameters without state have no state.<i> entries. save appends to `out`
+ * (all entries or, on error, none); the buffers are the live tensors, not
+ * copies. load restores the state and the group hyper-parameters; it first
+ * checks that every name is known for this optimizer, every required entry
+ * is there, group sizes and buffer shapes match, and changes nothing on
+ * error (CT_ERR_INVALID, or CT_ERR_SHAPE naming entry and parameter). */
 CtStatus optim_state_save(const Optimizer *o, CtStateDict *out);
 CtStatus optim_state_load(Optimizer *o, const CtStateDict *in);
 void optim_free(Optimizer *o);
@@ -94,13 +118,15 @@ void optim_free(Optimizer *o);
 
 /* Scales all gradients so their global norm (norm_type 2, or INFINITY) is at
  * most max_norm, as torch.nn.utils.clip_grad_norm_ (coefficient max_norm /
- * (norm + 1e-6), clamped to 1). Returns the total norm before clipping; a
- * non-finite norm is returned as is, leaves the gradients unchanged, and is
- * recorded as a CT_ERR_INVALID error naming it. Parameters without a
- * gradient are skipped. */
+ * (norm + 1e-6), clamped to 1). Returns the total norm before clipping
+ * (accumulated in f64, independent of the thread count); a non-finite norm
+ * is returned as is, leaves the gradients unchanged, and is recorded as a
+ * CT_ERR_INVALID error naming it. Parameters without a gradient are
+ * skipped. Other errors (another norm_type, max_norm < 0, a NULL parameter,
+ * an unsupported gradient) return NAN with nothing scaled. */
 double optim_clip_grad_norm(Tensor *const *params, int64_t n, double max_norm,
                             double norm_type);
-/* Clamps every gradient element to [-clip, clip]. */
+/* Clamps every gradient element to [-clip, clip] (clip >= 0). */
 CtStatus optim_clip_grad_value(Tensor *const *params, int64_t n, double clip);
 
 /* ------------------------------------------------------------ schedulers */

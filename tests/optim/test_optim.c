@@ -2,6 +2,7 @@
  * AdamW, RMSprop, parameter groups, frozen parameters, state save/load,
  * zero_grad, accessors and bad input. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "ctrainer/optim.h"
 #include "testutil.h"
@@ -165,17 +166,19 @@ static void fx_free(Fixture *f)
     }
 }
 
-/* grad of element k of parameter j at step t: sin(t + 0.5 k + 1.3 j) (1 + 0.1 j) */
+/* grad of element k of parameter j at step t: sin(t + 0.5 k + 1.3 j) (1 + 0.1 j),
+ * written into the parameters' gradient buffers. */
 static void fx_grads(Fixture *f, int t)
 {
     for (int j = 0; j < 2; j++) {
-        int64_t n = tensor_numel(f->g[j]);
+        Tensor *g = tensor_grad(f->p[j]);
+        int64_t n = tensor_numel(g);
         for (int64_t k = 0; k < n; k++) {
             double v = sin(t + 0.5 * (double)k + 1.3 * j) * (1 + 0.1 * j);
-            if (tensor_dtype(f->g[j]) == CT_F32)
-                ((float *)tensor_data(f->g[j]))[k] = (float)v;
+            if (tensor_dtype(g) == CT_F32)
+                ((float *)tensor_data(g))[k] = (float)v;
             else
-                ((double *)tensor_data(f->g[j]))[k] = v;
+                ((double *)tensor_data(g))[k] = v;
         }
     }
 }
@@ -628,6 +631,116 @@ START_TEST(test_load_mismatched_state)
 }
 END_TEST
 
+/* A parameter large enough for the chunked OpenMP path: every element, chunk
+ * boundaries included, gets the same update as a small one. */
+START_TEST(test_large_parameter)
+{
+    TU_MEM_BEGIN;
+    int64_t n = 3 * 1048576 + 7;
+    Tensor *p = tensor_full(1, &n, 0.5, CT_F32, ct_cpu());
+    Tensor *g = tensor_full(1, &n, 0.25, CT_F32, ct_cpu());
+    ck_assert_int_eq(tensor_set_requires_grad(p, true), CT_OK);
+    ck_assert_int_eq(tensor_set_grad(p, g), CT_OK);
+    OptimGroup gr = optim_group(&p, 1);
+    AdamArgs a = {.lr = 0.01, ADAM_DEF, .weight_decay = 0.1};
+    Optimizer *o = optim_adamw_create_groups(1, &gr, &a);
+    ck_assert_int_eq(optim_step(o), CT_OK);
+    ck_assert_int_eq(optim_step(o), CT_OK);
+    /* constant gradient: the bias-corrected ratio m/sqrt(v) is 1 each step */
+    double want = 0.5;
+    for (int t = 1; t <= 2; t++) {
+        want *= 1 - 0.01 * 0.1;
+        double bc1 = 1 - pow(0.9, t), bc2 = sqrt(1 - pow(0.999, t));
+        double m = 0.25 * bc1, v = 0.0625 * (1 - pow(0.999, t));
+        want -= 0.01 / bc1 * m / (sqrt(v) / bc2 + 1e-8);
+    }
+    const float *x = tensor_data(p);
+    const int64_t at[] = {0, 65535, 65536, 1048575, 1048576, n - 1};
+    for (int k = 0; k < 6; k++)
+        ck_assert_msg(fabs(x[at[k]] - want) < 1e-6, "element %lld is %.9g, expected %.9g",
+                      (long long)at[k], x[at[k]], want);
+    optim_free(o);
+    tensor_free(p);
+    tensor_free(g);
+    TU_MEM_END;
+}
+END_TEST
+
+/* A module holding the fixture's two parameters ("weight" (3, 4), "bias"
+ * (4)), packed so parameters and gradients are views into two blocks. */
+static Module *pair_module(Fixture *f)
+{
+    static const ModuleVtable vt = {.type = "Pair"};
+    Module *m = calloc(1, sizeof *m);
+    ck_assert_int_eq(nn_module_init(m, &vt), CT_OK);
+    f->p[0] = nn_module_register_parameter(m, "weight",
+                                           tu_tensor(CT_F64, 2, SHAPE0, init_params));
+    f->p[1] = nn_module_register_parameter(
+        m, "bias", tu_tensor(CT_F64, 1, SHAPE1, init_params + 12));
+    ck_assert_int_eq(nn_module_pack(m), CT_OK);
+    f->g[0] = f->g[1] = NULL;
+    ck_assert_ptr_nonnull(tensor_grad(f->p[0]));
+    return m;
+}
+
+START_TEST(test_module_constructors)
+{
+    TU_MEM_BEGIN;
+    for (int c = 0; c < NCASES; c++) {
+        if (CASES[c].groups) continue;
+        Fixture f;
+        Module *m = pair_module(&f);
+        Optimizer *o = NULL;
+        switch (CASES[c].kind) {
+        case K_SGD: o = optim_sgd_create(m, &CASES[c].sgd); break;
+        case K_ADAM: o = optim_adam_create(m, &CASES[c].adam); break;
+        case K_ADAMW: o = optim_adamw_create(m, &CASES[c].adam); break;
+        case K_RMSPROP: o = optim_rmsprop_create(m, &CASES[c].rms); break;
+        }
+        ck_assert_msg(o != NULL, "%s: %s", CASES[c].name, ct_last_error());
+        ck_assert_int_eq(optim_num_groups(o), 1);
+        fx_run(&f, o, 1, 20);
+        fx_check(&f, CASES[c].at20, 1e-6);
+        ck_assert_int_eq(optim_zero_grad(o), CT_OK);
+        double zeros[16] = {0};
+        tu_assert_values(nn_module_grad_block(m), zeros, 16, 0, 0);
+        optim_free(o);
+        nn_module_free(m);
+    }
+    TU_MEM_END;
+}
+END_TEST
+
+/* Freezing through nn: the frozen parameter stays put and gets no state. */
+START_TEST(test_module_frozen_parameter)
+{
+    TU_MEM_BEGIN;
+    Fixture f;
+    Module *m = pair_module(&f);
+    ck_assert_int_eq(nn_module_set_requires_grad(m, "bias", false), 1);
+    Optimizer *o = optim_adam_create(m, &CASES[4].adam);
+    fx_run(&f, o, 1, 20);
+    tu_assert_values(f.p[0], CASES[4].at20, 12, 1e-12, 1e-6);
+    tu_assert_values(f.p[1], init_params + 12, 4, 0, 0);
+    CtStateDict *d = ct_state_dict_create();
+    ck_assert_int_eq(optim_state_save(o, d), CT_OK);
+    ck_assert(has_entry_prefix(d, "state.0."));
+    ck_assert(!has_entry_prefix(d, "state.1."));
+    ct_state_dict_free(d);
+    optim_free(o);
+    nn_module_free(m);
+    ck_assert_ptr_null(optim_sgd_create(NULL, &CASES[0].sgd));
+    tu_assert_error(CT_ERR_NULL, "optim_sgd_create: NULL model");
+    static const ModuleVtable vt = {.type = "Empty"};
+    Module *empty = calloc(1, sizeof *empty);
+    ck_assert_int_eq(nn_module_init(empty, &vt), CT_OK);
+    ck_assert_ptr_null(optim_rmsprop_create(empty, &CASES[8].rms));
+    tu_assert_error(CT_ERR_INVALID, "optim_rmsprop_create: the model has no parameters");
+    nn_module_free(empty);
+    TU_MEM_END;
+}
+END_TEST
+
 Suite *optim_suite(void)
 {
     Suite *s = suite_create("optim");
@@ -642,6 +755,9 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_bad_construction);
     tcase_add_test(tc, test_step_rejects_unsupported_parameter);
     tcase_add_test(tc, test_load_mismatched_state);
+    tcase_add_test(tc, test_large_parameter);
+    tcase_add_test(tc, test_module_constructors);
+    tcase_add_test(tc, test_module_frozen_parameter);
     suite_add_tcase(s, tc);
     return s;
 }
