@@ -9,6 +9,8 @@
 #ifndef CTRAINER_OPTIM_INTERNAL_H
 #define CTRAINER_OPTIM_INTERNAL_H
 
+#include <math.h>
+
 #include "ctrainer/optim.h"
 
 /* Same threshold as the tensor layer's CPU kernels (tensor/cpu/cpu.h): below
@@ -119,7 +121,7 @@ Tensor *optim_new_state(Tensor *p);
 /* True when x is finite and >= 0. */
 static inline bool optim_nonneg(double x)
 {
-    return x >= 0 && x < 1.0 / 0.0;
+    return isfinite(x) && x >= 0;
 }
 
 #endif
