@@ -1,0 +1,229 @@
+/* Scheduler base: creation, stepping, last LR, state save/load, free. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sched_internal.h"
+
+Scheduler *sched_fail(const char *who, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ct_error(CT_ERR_INVALID, "%s: %s", who, msg);
+    return NULL;
+}
+
+Scheduler *sched_alloc(size_t size, const SchedOps *ops, Optimizer *o, const char *who)
+{
+    if (!o) {
+        if (ct_last_status() == CT_OK)
+            ct_error(CT_ERR_NULL, "%s: optimizer is NULL", who);
+        return NULL;
+    }
+    int ng = optim_num_groups(o);
+    if (ng < 1)
+        return sched_fail(who, "optimizer %s has no parameter groups", optim_name(o));
+    Scheduler *s = calloc(1, size);
+    double *lrs = calloc(2 * (size_t)ng, sizeof *lrs);
+    if (!s || !lrs) {
+        free(s);
+        free(lrs);
+        ct_error(CT_ERR_OOM, "%s: out of memory", who);
+        return NULL;
+    }
+    s->ops = ops;
+    s->opt = o;
+    s->ngroups = ng;
+    s->base_lrs = lrs;
+    s->last_lrs = lrs + ng;
+    for (int g = 0; g < ng; g++) s->base_lrs[g] = optim_get_lr(o, g);
+    return s;
+}
+
+void sched_destroy(Scheduler *s)
+{
+    if (!s) return;
+    if (s->ops && s->ops->destroy) s->ops->destroy(s);
+    free(s->base_lrs); /* last_lrs shares this block */
+    free(s);
+}
+
+Scheduler *sched_start(Scheduler *s)
+{
+    if (!s) return NULL;
+    if (sched_apply(s, 0) != CT_OK) {
+        sched_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+CtStatus sched_apply(Scheduler *s, int64_t step)
+{
+    const SchedOps *ops = s->ops;
+    if (ops->check_step) {
+        CtStatus st = ops->check_step(s, step);
+        if (st != CT_OK) return st;
+    }
+    for (int g = 0; g < s->ngroups; g++) {
+        double lr = ops->lr_at(s, step, g);
+        optim_set_lr(s->opt, g, lr);
+        s->last_lrs[g] = lr;
+        if (ops->momentum_at) {
+            double m = ops->momentum_at(s, step, g);
+            if (!isnan(m)) optim_set_momentum(s->opt, g, m);
+        }
+    }
+    return CT_OK;
+}
+
+CtStatus sched_step(Scheduler *s)
+{
+    if (!s) {
+        CtStatus st = ct_last_status();
+        return st != CT_OK ? st : ct_error(CT_ERR_NULL, "sched_step: scheduler is NULL");
+    }
+    CtStatus st = sched_apply(s, s->step + 1);
+    if (st == CT_OK) s->step++;
+    return st;
+}
+
+double sched_get_last_lr(const Scheduler *s, int group)
+{
+    if (!s) {
+        ct_error(CT_ERR_NULL, "sched_get_last_lr: scheduler is NULL");
+        return NAN;
+    }
+    if (group < 0 || group >= s->ngroups) {
+        ct_error(CT_ERR_INVALID, "%s: group %d out of range [0, %d)", s->ops->name, group,
+                 s->ngroups);
+        return NAN;
+    }
+    return s->last_lrs[group];
+}
+
+int64_t sched_step_count(const Scheduler *s)
+{
+    return s ? s->step : 0;
+}
+
+const char *sched_name(const Scheduler *s)
+{
+    return s ? s->ops->name : "(null)";
+}
+
+void sched_free(Scheduler *s)
+{
+    sched_destroy(s);
+}
+
+/* ------------------------------------------------------------ state dict */
+
+/* State: "step" (0-d i64) and "base_lrs.<g>" (0-d f64) for every group.
+ * Everything else is a function of these. */
+
+static CtStatus add_scalar(CtStateDict *out, const char *name, double v, CtDType dt)
+{
+    /* Created inside a private scope so the dict ends up holding the only
+     * reference, whether or not the caller has a scope open. */
+    CtScope *scope = ct_scope_open();
+    if (!scope) return ct_error(CT_ERR_OOM, "sched_state_save: out of memory");
+    Tensor *t = tensor_scalar(v, dt, ct_cpu());
+    CtStatus st = t ? ct_state_dict_add(out, name, t) : ct_last_status();
+    ct_scope_close(scope);
+    return st;
+}
+
+CtStatus sched_state_save(const Scheduler *s, CtStateDict *out)
+{
+    if (!s || !out) {
+        CtStatus st = ct_last_status();
+        return st != CT_OK ? st
+                           : ct_error(CT_ERR_NULL, "sched_state_save: %s is NULL",
+                                      s ? "state dict" : "scheduler");
+    }
+    char name[64];
+    /* Check every name first so a clash leaves `out` unchanged. */
+    if (ct_state_dict_get(out, "step"))
+        return ct_error(CT_ERR_INVALID, "%s state save: \"step\" already in the dict",
+                        s->ops->name);
+    for (int g = 0; g < s->ngroups; g++) {
+        snprintf(name, sizeof name, "base_lrs.%d", g);
+        if (ct_state_dict_get(out, name))
+            return ct_error(CT_ERR_INVALID, "%s state save: \"%s\" already in the dict",
+                            s->ops->name, name);
+    }
+    CtStatus st = add_scalar(out, "step", (double)s->step, CT_I64);
+    for (int g = 0; g < s->ngroups && st == CT_OK; g++) {
+        snprintf(name, sizeof name, "base_lrs.%d", g);
+        st = add_scalar(out, name, s->base_lrs[g], CT_F64);
+    }
+    return st;
+}
+
+/* Reads the one-element tensor `name` into *v. */
+static CtStatus get_scalar(const Scheduler *s, const CtStateDict *in, const char *name,
+                           double *v)
+{
+    Tensor *t = ct_state_dict_get(in, name);
+    if (!t)
+        return ct_error(CT_ERR_FORMAT, "%s state load: missing \"%s\"", s->ops->name,
+                        name);
+    if (tensor_numel(t) != 1)
+        return ct_error(CT_ERR_SHAPE,
+                        "%s state load: \"%s\" has %lld elements, expected 1",
+                        s->ops->name, name, (long long)tensor_numel(t));
+    *v = tensor_item(t);
+    return isnan(*v) ? ct_error(CT_ERR_FORMAT, "%s state load: \"%s\" is NaN",
+                                s->ops->name, name)
+                     : CT_OK;
+}
+
+CtStatus sched_state_load(Scheduler *s, const CtStateDict *in)
+{
+    if (!s || !in) {
+        CtStatus st = ct_last_status();
+        return st != CT_OK ? st
+                           : ct_error(CT_ERR_NULL, "sched_state_load: %s is NULL",
+                                      s ? "state dict" : "scheduler");
+    }
+    const char *who = s->ops->name;
+    int64_t n = ct_state_dict_size(in);
+    if (n != 1 + s->ngroups)
+        return ct_error(
+            CT_ERR_FORMAT,
+            "%s state load: %lld entries, expected %d (step and %d base LRs); "
+            "saved with a different number of parameter groups?",
+            who, (long long)n, 1 + s->ngroups, s->ngroups);
+    double step;
+    CtStatus st = get_scalar(s, in, "step", &step);
+    if (st != CT_OK) return st;
+    if (step < 0 || step != floor(step) || step > 9007199254740992.0)
+        return ct_error(CT_ERR_FORMAT, "%s state load: step %g is not a count", who,
+                        step);
+    double *base = malloc((size_t)s->ngroups * sizeof *base);
+    if (!base) return ct_error(CT_ERR_OOM, "%s state load: out of memory", who);
+    char name[64];
+    for (int g = 0; g < s->ngroups && st == CT_OK; g++) {
+        snprintf(name, sizeof name, "base_lrs.%d", g);
+        st = get_scalar(s, in, name, &base[g]);
+        if (st == CT_OK && !(isfinite(base[g]) && base[g] >= 0))
+            st = ct_error(CT_ERR_FORMAT, "%s state load: \"%s\" = %g is not a valid LR",
+                          who, name, base[g]);
+    }
+    if (st == CT_OK && s->ops->check_step) st = s->ops->check_step(s, (int64_t)step);
+    if (st != CT_OK) {
+        free(base);
+        return st;
+    }
+    /* Valid: commit, then write the LRs of the loaded step. */
+    for (int g = 0; g < s->ngroups; g++) s->base_lrs[g] = base[g];
+    free(base);
+    if (s->ops->rebase) s->ops->rebase(s);
+    s->step = (int64_t)step;
+    return sched_apply(s, s->step);
+}
