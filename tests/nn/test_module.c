@@ -320,6 +320,27 @@ START_TEST(test_pack_repack)
     ck_assert_int_eq(nn_module_pack(t), CT_ERR_DTYPE);
     tu_assert_error(CT_ERR_DTYPE, "\"b\" is f64[2] cpu");
     nn_module_free(t);
+    /* a tensor registered twice (tied weights) is listed and packed once */
+    Module *tied = toy(NULL);
+    Tensor *shared = nn_module_register_parameter(tied, "w", vec(3, 2));
+    Module *tc = nn_module_register_child(tied, "c", toy(NULL));
+    nn_module_register_parameter(tc, "b", vec(2, 1));
+    ck_assert_ptr_eq(nn_module_register_parameter(tc, "w", tensor_retain(shared)),
+                     shared);
+    CtStateDict *tp = nn_module_parameters(tied);
+    assert_names(tp, 2, (const char *[]){"w", "c.b"});
+    ct_state_dict_free(tp);
+    CtStateDict *tsd = nn_module_state_dict(tied);
+    assert_names(tsd, 3, (const char *[]){"w", "c.b", "c.w"});
+    ct_state_dict_free(tsd);
+    ck_assert_int_eq(nn_module_num_parameters(tied, false), 5);
+    ck_assert_int_eq(nn_module_pack(tied), CT_OK);
+    Tensor *tb = nn_module_param_block(tied);
+    ck_assert_int_eq(tensor_numel(tb), 5);
+    ck_assert_int_eq(nn_module_pack(tied), CT_OK);
+    ck_assert_ptr_eq(nn_module_param_block(tied), tb); /* still counts as packed */
+    assert_packed(tied);
+    nn_module_free(tied);
     /* no parameters: nothing to pack */
     Module *r = nn_relu();
     ck_assert_int_eq(nn_module_pack(r), CT_OK);
@@ -381,6 +402,39 @@ START_TEST(test_freeze)
 }
 END_TEST
 
+/* Moving to a GPU and back (runs only where one is present). */
+START_TEST(test_to_cuda)
+{
+    if (ct_cuda_device_count() == 0) {
+        fprintf(stderr, "nn_module: skipped 1 CUDA test: no device\n");
+        return;
+    }
+    CtGenerator g = ct_generator(7, 0);
+    Module *m = nn_sequential(
+        2, (Module *[]){nn_linear(3, 2, true, &g), nn_batch_norm1d(2, 1e-5, 0.1)});
+    double w[6];
+    tensor_copy_to_host(nn_module_get(m, "0.weight"), w, CT_F64);
+    ck_assert_int_eq(nn_module_to(m, ct_cuda(0)), CT_OK);
+    assert_packed(m);
+    CtStateDict *sd = nn_module_state_dict(m);
+    for (int64_t i = 0; i < ct_state_dict_size(sd); i++)
+        ck_assert(ct_device_eq(tensor_device(ct_state_dict_tensor(sd, i)), ct_cuda(0)));
+    ct_state_dict_free(sd);
+    CtScope *s = ct_scope_open();
+    Tensor *x = tensor_ones(2, (const int64_t[]){4, 3}, CT_F32, ct_cuda(0));
+    Tensor *y = nn_forward(m, x);
+    ck_assert_msg(y != NULL, "%s", ct_last_error());
+    ck_assert_int_eq(tensor_backward(tensor_sum_all(y), NULL), CT_OK);
+    ck_assert_int_eq(nn_module_zero_grad(m), CT_OK);
+    ct_scope_close(s);
+    ck_assert_int_eq(tensor_item(nn_module_get(m, "1.num_batches_tracked")), 1);
+    ck_assert_int_eq(nn_module_to(m, ct_cpu()), CT_OK);
+    assert_packed(m);
+    tu_assert_values(nn_module_get(m, "0.weight"), w, 6, 0, 0);
+    nn_module_free(m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nn_module");
@@ -393,6 +447,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_pack);
     tcase_add_test(tc, test_pack_repack);
     tcase_add_test(tc, test_freeze);
+    tcase_add_test(tc, test_to_cuda);
     suite_add_tcase(s, tc);
     return s;
 }
