@@ -45,21 +45,39 @@ static bool placed_at(const Tensor *t, const Tensor *block, int64_t off)
     return (char *)tensor_data(t) == (char *)tensor_data(block) + (size_t)off * esz;
 }
 
-/* True when m's blocks hold exactly the parameters of ps (and their grads),
- * in order, on dev. */
-static bool packed_ok(const Module *m, const CtStateDict *ps, CtDevice dev)
+/* Walks m's parameters in PyTorch's order, checking that each sits (with
+ * its gradient) at *off of the blocks. A parameter found at an earlier
+ * offset is one registered twice (packed once) and is skipped. */
+static bool walk_placed(const Module *m, const Tensor *pb, const Tensor *gb, int64_t *off)
+{
+    const NnRegistry *r = m->reg;
+    size_t esz = ct_dtype_size(tensor_dtype(pb));
+    for (int i = 0; i < r->n_params; i++) {
+        const Tensor *p = r->params[i].t;
+        if (tensor_dtype(p) != tensor_dtype(pb)) return false;
+        if (!placed_at(p, pb, *off)) {
+            char *d = tensor_data(p), *b = tensor_data(pb);
+            if (tensor_shares_storage(p, pb) && d >= b && d < b + (size_t)*off * esz)
+                continue;
+            return false;
+        }
+        if (!placed_at(tensor_grad(p), gb, *off)) return false;
+        *off += tensor_numel(p);
+    }
+    for (int i = 0; i < r->n_children; i++)
+        if (!walk_placed(r->children[i].m, pb, gb, off)) return false;
+    return true;
+}
+
+/* True when m's blocks on dev hold exactly m's parameters (and their
+ * gradients), in order. Cheap (no allocation): zero_grad calls it every
+ * step. */
+static bool packed_ok(const Module *m, CtDevice dev)
 {
     Tensor *pb = nn_module_param_block(m), *gb = nn_module_grad_block(m);
     if (!pb || !gb || !ct_device_eq(tensor_device(pb), dev)) return false;
     int64_t off = 0;
-    for (int64_t i = 0; i < ct_state_dict_size(ps); i++) {
-        Tensor *p = ct_state_dict_tensor(ps, i);
-        if (tensor_dtype(p) != tensor_dtype(pb) || !placed_at(p, pb, off) ||
-            !placed_at(tensor_grad(p), gb, off))
-            return false;
-        off += tensor_numel(p);
-    }
-    return off == tensor_numel(pb);
+    return walk_placed(m, pb, gb, &off) && off == tensor_numel(pb);
 }
 
 /* All parameters must share a floating dtype (and, unless moving, a
@@ -73,12 +91,13 @@ static int64_t check_params(const Module *m, const CtStateDict *ps, bool same_de
         Tensor *p = ct_state_dict_tensor(ps, i);
         if (tensor_dtype(p) != tensor_dtype(p0) ||
             (same_device && !ct_device_eq(tensor_device(p), tensor_device(p0)))) {
-            ct_error(CT_ERR_DTYPE,
-                     "%s: cannot pack parameters of different dtypes or devices: \"%s\" is "
-                     "%s, \"%s\" is %s",
-                     m->vt->type, ct_state_dict_name(ps, 0),
-                     tensor_describe(p0, d0, sizeof d0), ct_state_dict_name(ps, i),
-                     tensor_describe(p, d1, sizeof d1));
+            ct_error(
+                CT_ERR_DTYPE,
+                "%s: cannot pack parameters of different dtypes or devices: \"%s\" is "
+                "%s, \"%s\" is %s",
+                m->vt->type, ct_state_dict_name(ps, 0),
+                tensor_describe(p0, d0, sizeof d0), ct_state_dict_name(ps, i),
+                tensor_describe(p, d1, sizeof d1));
             return -1;
         }
         total += tensor_numel(p);
@@ -140,7 +159,7 @@ static CtStatus pack(Module *m, const CtDevice *dev)
         CtDevice to = dev ? *dev : tensor_device(ct_state_dict_tensor(ps, 0));
         if (total < 0)
             st = ct_last_status();
-        else if (!packed_ok(m, ps, to))
+        else if (!packed_ok(m, to))
             st = pack_into(m, ps, total, to);
     }
     ct_state_dict_free(ps);
@@ -184,17 +203,14 @@ CtStatus nn_module_to(Module *m, CtDevice dev)
 CtStatus nn_module_zero_grad(Module *m)
 {
     if (!m || !m->reg) return ct_error(CT_ERR_NULL, "nn_module_zero_grad: NULL module");
+    Tensor *gb = nn_module_grad_block(m);
+    if (gb && packed_ok(m, tensor_device(gb))) return tensor_zero_(gb);
     CtStateDict *ps = nn_module_parameters(m);
     if (!ps) return ct_last_status();
     CtStatus st = CT_OK;
-    Tensor *gb = nn_module_grad_block(m);
-    if (gb && ct_state_dict_size(ps) && packed_ok(m, ps, tensor_device(gb))) {
-        st = tensor_zero_(gb);
-    } else {
-        for (int64_t i = 0; st == CT_OK && i < ct_state_dict_size(ps); i++) {
-            Tensor *g = tensor_grad(ct_state_dict_tensor(ps, i));
-            if (g) st = tensor_zero_(g);
-        }
+    for (int64_t i = 0; st == CT_OK && i < ct_state_dict_size(ps); i++) {
+        Tensor *g = tensor_grad(ct_state_dict_tensor(ps, i));
+        if (g) st = tensor_zero_(g);
     }
     ct_state_dict_free(ps);
     return st;

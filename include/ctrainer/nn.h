@@ -77,7 +77,8 @@ Tensor *nn_module_register_parameter(Module *m, const char *name, Tensor *p);
 Tensor *nn_module_register_buffer(Module *m, const char *name, Tensor *b);
 Module *nn_module_register_child(Module *m, const char *name, Module *child);
 
-/* m->vt->forward(m, x). */
+/* m->vt->forward(m, x). NULL x returns NULL keeping the first error; a
+ * module without forward is CT_ERR_UNSUPPORTED. */
 Tensor *nn_forward(Module *m, Tensor *x);
 
 /* Training / evaluation mode, set recursively (dropout, batch norm). */
@@ -114,15 +115,21 @@ void nn_module_print(const Module *m, FILE *out);
 /* Moves all parameters into one contiguous block and their gradients into
  * another (per module tree; parameters must share dtype and device), so
  * zero-grad is one fill, and all-reduce, clipping and optimizers can work on
- * one flat buffer. Parameters keep their identity (tensor_rebind). Called by
- * nn_module_to; idempotent. */
+ * one flat buffer. Parameters keep their identity (tensor_rebind), values
+ * and existing gradients; every parameter has a gradient (a view of the
+ * gradient block, zero where there was none) from then on. Only the module
+ * packed holds blocks: packing drops its descendants' blocks, and a module
+ * registered as a child drops its own. Called by nn_module_to; idempotent
+ * (a layout changed since, e.g. by a new parameter, is packed again). */
 CtStatus nn_module_pack(Module *m);
 /* The 1-d blocks (NULL before packing). Owned by m. */
 Tensor *nn_module_param_block(const Module *m);
 Tensor *nn_module_grad_block(const Module *m);
-/* Moves parameters, gradients and buffers to dev, packed. */
+/* Moves parameters, gradients and buffers to dev, packed (parameters must
+ * share a dtype; their devices may differ). Tensors keep their identity. */
 CtStatus nn_module_to(Module *m, CtDevice dev);
-/* Zeroes every parameter gradient (one fill when packed). */
+/* Zeroes every parameter gradient (one fill when packed; gradient by
+ * gradient when not, or when the packing no longer matches). */
 CtStatus nn_module_zero_grad(Module *m);
 
 /* -------------------------------------------------------------- freezing */
@@ -148,7 +155,10 @@ Module *nn_module_classifier(const Module *m);
 /* ---------------------------------------------------------------- layers */
 /* Weights are initialised like PyTorch's defaults from generator g (Linear
  * and Conv2d: kaiming_uniform(a=sqrt(5)) weight, U(-1/sqrt(fan_in),
- * 1/sqrt(fan_in)) bias). Parameter and buffer names match PyTorch's. */
+ * 1/sqrt(fan_in)) bias; g must not be NULL). Parameters and buffers are f32
+ * on the CPU (nn_module_to moves them) and persistent even when a scope is
+ * open. Parameter and buffer names and the printed configuration match
+ * PyTorch's. A layer given a mis-shaped input names itself in the error. */
 
 Module *nn_linear(int64_t in_features, int64_t out_features, bool bias, CtGenerator *g);
 /* Square kernel; args as for tensor_conv2d (NULL: stride 1, no padding). */
@@ -162,14 +172,15 @@ Module *nn_batch_norm2d(int64_t num_features, double eps, double momentum);
 Module *nn_layer_norm(int nnorm, const int64_t *shape, double eps);
 /* weight ~ N(0, 1) as in PyTorch. */
 Module *nn_embedding(int64_t num_embeddings, int64_t embedding_dim, CtGenerator *g);
-/* g is borrowed (it must outlive the module) and advanced by each draw. */
+/* g is borrowed (it must outlive the module) and advanced by each draw; it
+ * may be NULL only when p == 0. */
 Module *nn_dropout(double p, CtGenerator *g);
 Module *nn_relu(void);
 Module *nn_gelu(CtGeluApprox approx);
 Module *nn_silu(void);
 Module *nn_sigmoid(void);
 Module *nn_tanh(void);
-Module *nn_identity(void);
+Module *nn_identity(void); /* returns tensor_contiguous(x) */
 Module *nn_flatten(int start_dim, int end_dim); /* PyTorch's default: 1, -1 */
 Module *nn_max_pool2d(const CtPool2dArgs *args);
 Module *nn_avg_pool2d(const CtPool2dArgs *args);
