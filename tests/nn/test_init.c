@@ -1,6 +1,7 @@
 /* Initialisation: fans and gains as PyTorch computes them, and the moments of
  * every init on large tensors against its distribution. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ctrainer/nn.h"
@@ -239,6 +240,28 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+START_TEST(test_cuda_matches_cpu)
+{
+    /* Philox draws do not depend on the device */
+    if (ct_cuda_device_count() == 0) {
+        fprintf(stderr, "skipped 1 CUDA test: no device\n");
+        return;
+    }
+    const int64_t s[] = {64, 48};
+    Tensor *c = tensor_empty(2, s, CT_F32, ct_cpu());
+    Tensor *gpu = tensor_empty(2, s, CT_F32, ct_cuda(0));
+    CtGenerator g1 = ct_generator(4, 2), g2 = ct_generator(4, 2);
+    ck_assert_int_eq(nn_init_xavier_normal_(c, 1, &g1), CT_OK);
+    ck_assert_int_eq(nn_init_xavier_normal_(gpu, 1, &g2), CT_OK);
+    double *v = malloc(64 * 48 * sizeof *v);
+    ck_assert_int_eq(tensor_copy_to_host(c, v, CT_F64), CT_OK);
+    tu_assert_values(gpu, v, 64 * 48, 1e-6, 1e-5);
+    free(v);
+    tensor_free(c);
+    tensor_free(gpu);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nn_init");
@@ -250,6 +273,7 @@ int main(void)
     tcase_add_test(tc, test_xavier);
     tcase_add_test(tc, test_deterministic_and_not_recorded);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_cuda_matches_cpu);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
