@@ -193,10 +193,15 @@ CtStatus nn_sequential_append(Module *seq, Module *m);
 
 /* ---------------------------------------------------------------- losses */
 
-/* PyTorch's SmoothL1Loss: 0.5 d²/beta where |d| < beta, else |d| - 0.5 beta. */
+/* PyTorch's SmoothL1Loss: 0.5 d²/beta where |d| < beta, else |d| - 0.5 beta;
+ * beta == 0 is the L1 loss (as in PyTorch). input and target: same shape and
+ * float dtype. Errors: beta < 0, unknown reduction. */
 Tensor *nn_smooth_l1_loss(Tensor *input, Tensor *target, CtReduction r, double beta);
 
-/* Loss objects, for code that takes "a loss" (the Trainer). */
+/* Loss objects, for code that takes "a loss" (the Trainer). nn_loss gives
+ * the same result as the wrapped function. A class-weight tensor in
+ * CtCrossEntropyArgs is retained by the loss (the caller may free its own
+ * reference). nn_loss_name is PyTorch's class name ("CrossEntropyLoss"). */
 typedef struct NnLoss NnLoss;
 NnLoss *nn_loss_cross_entropy(const CtCrossEntropyArgs *args); /* NULL: defaults */
 NnLoss *nn_loss_nll(const CtCrossEntropyArgs *args);
@@ -211,7 +216,13 @@ void nn_loss_free(NnLoss *l);
 
 /* ---------------------------------------------------------- initialisation */
 /* In place, never recorded by autograd. Fan-in/out as PyTorch computes them
- * (dim 1 × receptive field, dim 0 × receptive field). */
+ * (dim 1 × receptive field, dim 0 × receptive field; tensors of fewer than 2
+ * dims are an error, -1 from the fan functions). Float tensors of any dtype,
+ * device and layout: values are drawn in f32 (f64 for f64 tensors) and
+ * copied in. kaiming: std = gain/sqrt(fan), uniform bound sqrt(3)·std;
+ * xavier: std = gain·sqrt(2/(fan_in + fan_out)). Tensors with a zero-size
+ * dim are left alone by kaiming, as in PyTorch. nn_init_gain returns NAN
+ * for an unknown nonlinearity. */
 
 typedef enum NnFanMode { NN_FAN_IN = 0, NN_FAN_OUT = 1 } NnFanMode;
 typedef enum NnNonlinearity {
@@ -244,10 +255,14 @@ CtStatus nn_init_xavier_normal_(Tensor *t, double gain, CtGenerator *g);
 CtStatus nn_safetensors_save(const char *path, const CtStateDict *d, int n_meta,
                              const char *const *meta_keys,
                              const char *const *meta_values);
-/* Reads a safetensors file into new tensors on dev. Malformed files (bad
- * header length, invalid JSON, unknown dtype, offsets outside the data or
- * overlapping, truncated data) are rejected with a message naming the path
- * and the problem. The caller frees the dict. */
+/* Reads a safetensors file into new tensors on dev, in the header's order.
+ * Malformed files (bad header length, headers over 100 MB, invalid JSON,
+ * unknown dtype, bad shapes, offsets outside the data or overlapping or not
+ * matching the shape, truncated data) are rejected, before any data is
+ * read, with a message naming the path, the tensor and the problem
+ * (CT_ERR_FORMAT; CT_ERR_IO for unreadable files). Gaps between tensors
+ * and trailing bytes are accepted; "__metadata__" is checked (string
+ * values) but not returned. The caller frees the dict. */
 CtStateDict *nn_safetensors_load(const char *path, CtDevice dev);
 
 typedef struct NnLoadReport {
@@ -255,13 +270,20 @@ typedef struct NnLoadReport {
     char message[1024]; /* the first few names of each kind, for printing */
 } NnLoadReport;
 
-/* Copies matching entries of d into m's parameters and buffers. strict: any
- * missing, unexpected or mis-shaped key is an error and nothing is changed.
- * Non-strict: loads what matches and reports the rest in *report (may be
- * NULL). */
+/* Copies matching entries of d into m's parameters and buffers (values are
+ * converted to each tensor's dtype and device, as PyTorch's copy_ does;
+ * packed blocks stay valid). strict: any missing, unexpected or mis-shaped
+ * key is an error (CT_ERR_SHAPE when shapes are the only problem, else
+ * CT_ERR_INVALID) and nothing is changed. Non-strict: loads what matches.
+ * Either way *report (may be NULL) gets the counts and, in message, up to
+ * three names of each kind ("1 missing key: fc.bias; 1 mis-shaped key:
+ * fc.weight (checkpoint [10, 64], model [5, 64])"). */
 CtStatus nn_module_load_state_dict(Module *m, const CtStateDict *d, bool strict,
                                    NnLoadReport *report);
-/* nn_safetensors_save of nn_module_state_dict / load + load_state_dict. */
+/* nn_safetensors_save of nn_module_state_dict (metadata {"format": "pt"}, as
+ * transformers writes) / nn_safetensors_load to the host +
+ * nn_module_load_state_dict; errors from the latter are prefixed with the
+ * path. */
 CtStatus nn_module_save(const Module *m, const char *path);
 CtStatus nn_module_load(Module *m, const char *path, bool strict, NnLoadReport *report);
 
