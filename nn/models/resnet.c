@@ -106,7 +106,7 @@ static bool block_add_children(Block *b, const ResNetSpec *spec, int64_t in,
         if (!b->downsample) return false;
     }
     if (spec->deep && spec->bottleneck)
-        return tensor_fill_(nn_module_get(b->bn3, "weight"), 0.0) == CT_OK;
+        return nn_init_constant_(nn_module_get(b->bn3, "weight"), 0.0) == CT_OK;
     return true;
 }
 

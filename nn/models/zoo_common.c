@@ -1,6 +1,5 @@
 /* Helpers shared by the model zoo: registration that keeps the first error,
  * input checks, the ResNet convolution initialisation. */
-#include <math.h>
 #include <stdio.h>
 
 #include "zoo_internal.h"
@@ -48,27 +47,12 @@ CtStatus zoo_check_input(const char *model, const Tensor *x, int64_t c, int64_t 
                     (long long)c, hs, ws, tensor_describe(x, desc, sizeof desc));
 }
 
-/* Overwrites w (O, I, kh, kw) with N(0, 2 / fan_out) draws, fan_out =
- * O * kh * kw: kaiming_normal_ with gain sqrt(2). */
-static CtStatus kaiming_normal_fan_out(Tensor *w, CtGenerator *g)
-{
-    if (!w) return ct_last_status();
-    int64_t fan_out = tensor_numel(w) / tensor_size(w, 1);
-    double std = sqrt(2.0 / (double)fan_out);
-    CtScope *scope = ct_scope_open(); /* the draw is temporary whatever scope is open */
-    if (!scope) return ct_error(CT_ERR_OOM, "resnet: cannot open a scope");
-    Tensor *r = tensor_normal(g, tensor_ndim(w), tensor_shape(w), 0.0, std,
-                              tensor_dtype(w), tensor_device(w));
-    CtStatus st = r ? tensor_copy_(w, r) : ct_last_status();
-    ct_scope_close(scope);
-    return st;
-}
-
 Module *zoo_conv_kaiming(int64_t in, int64_t out, int k, int s, CtGenerator *g)
 {
     CtConv2dArgs args = {.stride = {s, s}, .padding = {k / 2, k / 2}};
     Module *conv = nn_conv2d(in, out, k, &args, false, g);
-    if (conv && kaiming_normal_fan_out(nn_module_get(conv, "weight"), g) != CT_OK) {
+    if (conv && nn_init_kaiming_normal_(nn_module_get(conv, "weight"), 0.0, NN_FAN_OUT,
+                                        NN_NONLIN_RELU, g) != CT_OK) {
         nn_module_free(conv);
         return NULL;
     }
