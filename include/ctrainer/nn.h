@@ -66,7 +66,13 @@ void nn_module_free(Module *m);
 
 /* Registration: the module takes over the caller's reference and returns the
  * registered object (NULL on error, with the argument released). Parameters
- * are set to require grad. Names are unique per module and contain no '.'. */
+ * are set to require grad. Names are unique per module (across parameters,
+ * buffers and children) and contain no '.'. Registered tensors must be
+ * persistent (created with no scope open, or retained). A module has one
+ * parent: registering m as its own child, or a child twice in one module, is
+ * an error that leaves the argument alone (it is already owned). A NULL
+ * argument returns NULL and keeps the first error (sticky), so
+ * register_child(m, "fc", nn_linear(...)) needs no check in between. */
 Tensor *nn_module_register_parameter(Module *m, const char *name, Tensor *p);
 Tensor *nn_module_register_buffer(Module *m, const char *name, Tensor *b);
 Module *nn_module_register_child(Module *m, const char *name, Module *child);
@@ -82,19 +88,23 @@ void nn_module_eval(Module *m);
 int nn_module_num_children(const Module *m);
 Module *nn_module_child_at(const Module *m, int i);
 const char *nn_module_child_name(const Module *m, int i);
-/* Child by dotted path ("layer1.0"), or NULL. */
+/* Child by dotted path ("layer1.0"; "" is m), or NULL (no error recorded). */
 Module *nn_module_find(const Module *m, const char *path);
 
 /* Named tensors with dotted names, in PyTorch's order (a module's own
- * entries in registration order, then each child's). The dict holds
- * references to the live tensors; free it with ct_state_dict_free. */
+ * entries in registration order, then each child's; state_dict lists a
+ * module's parameters, then its buffers, then its children's entries). A
+ * tensor registered twice appears once in parameters/buffers and under
+ * every name in state_dict, as in PyTorch. The dict holds references to the
+ * live tensors; free it with ct_state_dict_free. */
 CtStateDict *nn_module_parameters(const Module *m);
 CtStateDict *nn_module_buffers(const Module *m);
 CtStateDict *nn_module_state_dict(const Module *m); /* parameters and buffers */
 /* Parameter or buffer by dotted name, or NULL. */
 Tensor *nn_module_get(const Module *m, const char *name);
 
-/* Number of parameter elements; trainable_only counts those requiring grad. */
+/* Number of parameter elements (a tensor registered twice counts once);
+ * trainable_only counts those requiring grad. -1 on error. */
 int64_t nn_module_num_parameters(const Module *m, bool trainable_only);
 /* PyTorch-style nested repr, then total and trainable parameter counts. */
 void nn_module_print(const Module *m, FILE *out);
@@ -118,12 +128,17 @@ CtStatus nn_module_zero_grad(Module *m);
 /* -------------------------------------------------------------- freezing */
 
 /* Sets requires_grad on every parameter whose dotted name matches the glob
- * `pattern` (fnmatch; NULL matches all). Returns the number changed, or -1. */
+ * `pattern` (fnmatch without flags: '*' also matches '.'; NULL matches
+ * all). Returns the number of parameters matched (set to `on`, whether or
+ * not they already were), or -1 on error. */
 int64_t nn_module_set_requires_grad(Module *m, const char *pattern, bool on);
 /* Layer groups are the top-level children in order. Freezes every group but
- * the last n_trainable (n_trainable <= 0 freezes all); BatchNorm layers in
- * frozen groups stay trainable when bn_trainable. Like pytorch-accelerated's
- * ModelFreezer, with the arguments in the documented order. */
+ * the last n_trainable (n_trainable <= 0 freezes all) and makes those last
+ * n_trainable trainable; BatchNorm layers (types "BatchNorm1d"/"BatchNorm2d")
+ * in frozen groups stay trainable when bn_trainable. Parameters registered on
+ * m itself belong to no group and are left as they are. Like
+ * pytorch-accelerated's ModelFreezer (bn_trainable = !freeze_batch_norms).
+ * Error: m has no children. */
 CtStatus nn_module_freeze_groups(Module *m, int n_trainable, bool bn_trainable);
 /* Unfreezes everything. */
 CtStatus nn_module_unfreeze(Module *m);
