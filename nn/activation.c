@@ -72,7 +72,8 @@ static Tensor *gelu_forward(Module *m, Tensor *x)
 
 static void gelu_extra_repr(const Module *m, char *buf, size_t n)
 {
-    snprintf(buf, n, "approximate='%s'", ((const Gelu *)m)->approx == CT_GELU_TANH ? "tanh" : "none");
+    snprintf(buf, n, "approximate='%s'",
+             ((const Gelu *)m)->approx == CT_GELU_TANH ? "tanh" : "none");
 }
 
 static const ModuleVtable gelu_vt = {

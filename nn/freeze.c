@@ -45,7 +45,8 @@ static CtStatus set_tree(Module *m, bool on, bool keep_bn)
 
 CtStatus nn_module_freeze_groups(Module *m, int n_trainable, bool bn_trainable)
 {
-    if (!m || !m->reg) return ct_error(CT_ERR_NULL, "nn_module_freeze_groups: NULL module");
+    if (!m || !m->reg)
+        return ct_error(CT_ERR_NULL, "nn_module_freeze_groups: NULL module");
     int n = m->reg->n_children;
     if (n == 0)
         return ct_error(CT_ERR_INVALID,

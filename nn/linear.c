@@ -15,7 +15,8 @@ static Tensor *linear_forward(Module *m, Tensor *x)
     if (x && (tensor_ndim(x) < 1 || tensor_size(x, -1) != l->in)) {
         char d[96], self[128];
         ct_error(CT_ERR_SHAPE, "%s: input %s has %lld features, expected %lld",
-                 nn_module_describe(m, self, sizeof self), tensor_describe(x, d, sizeof d),
+                 nn_module_describe(m, self, sizeof self),
+                 tensor_describe(x, d, sizeof d),
                  tensor_ndim(x) ? (long long)tensor_size(x, -1) : 0LL, (long long)l->in);
         return NULL;
     }
@@ -35,7 +36,8 @@ static const ModuleVtable linear_vt = {
 Module *nn_linear(int64_t in_features, int64_t out_features, bool bias, CtGenerator *g)
 {
     if (in_features <= 0 || out_features <= 0) {
-        ct_error(CT_ERR_INVALID, "Linear: features must be positive, got in=%lld, out=%lld",
+        ct_error(CT_ERR_INVALID,
+                 "Linear: features must be positive, got in=%lld, out=%lld",
                  (long long)in_features, (long long)out_features);
         return NULL;
     }
@@ -56,15 +58,13 @@ Module *nn_linear(int64_t in_features, int64_t out_features, bool bias, CtGenera
         w = nn_keep(tensor_uniform(g, 2, (const int64_t[]){out_features, in_features},
                                    -bound, bound, CT_F32, ct_cpu()));
         if (bias && w)
-            b = nn_keep(tensor_uniform(g, 1, &out_features, -bound, bound, CT_F32, ct_cpu()));
+            b = nn_keep(
+                tensor_uniform(g, 1, &out_features, -bound, bound, CT_F32, ct_cpu()));
         ct_scope_close(s);
     }
-    l->weight = nn_module_register_parameter(&l->base, "weight", w);
-    if (bias && l->weight)
-        l->bias = nn_module_register_parameter(&l->base, "bias", b);
-    else
-        tensor_free(b);
-    if (!l->weight || (bias && !l->bias)) {
+    const NnSlot slots[2] = {{"weight", w, &l->weight, false},
+                             {"bias", b, &l->bias, false}};
+    if (nn_register_slots(&l->base, bias ? 2 : 1, slots) != CT_OK) {
         nn_module_free(&l->base);
         return NULL;
     }

@@ -14,7 +14,8 @@ CtStatus nn_module_init(Module *m, const ModuleVtable *vt)
     m->vt = vt;
     m->training = true;
     m->reg = calloc(1, sizeof *m->reg);
-    if (!m->reg) return ct_error(CT_ERR_OOM, "%s: out of memory creating the module", vt->type);
+    if (!m->reg)
+        return ct_error(CT_ERR_OOM, "%s: out of memory creating the module", vt->type);
     return CT_OK;
 }
 
@@ -78,17 +79,19 @@ static bool name_taken(const NnRegistry *r, const char *name)
 static CtStatus check_name(const Module *m, const char *kind, const char *name)
 {
     if (!m || !m->reg)
-        return ct_error(CT_ERR_NULL, "nn_module_register_%s: NULL or uninitialised module",
-                        kind);
+        return ct_error(CT_ERR_NULL,
+                        "nn_module_register_%s: NULL or uninitialised module", kind);
     const char *type = m->vt->type;
     if (!name || !*name)
-        return ct_error(CT_ERR_INVALID, "%s: register_%s: empty or NULL name", type, kind);
+        return ct_error(CT_ERR_INVALID, "%s: register_%s: empty or NULL name", type,
+                        kind);
     if (strchr(name, '.'))
         return ct_error(CT_ERR_INVALID, "%s: register_%s: name \"%s\" contains '.'", type,
                         kind, name);
     if (name_taken(m->reg, name))
-        return ct_error(CT_ERR_INVALID, "%s: register_%s: name \"%s\" is already registered",
-                        type, kind, name);
+        return ct_error(CT_ERR_INVALID,
+                        "%s: register_%s: name \"%s\" is already registered", type, kind,
+                        name);
     return CT_OK;
 }
 
@@ -162,7 +165,8 @@ Module *nn_module_register_child(Module *m, const char *name, Module *child)
         return NULL;
     }
     if (child == m) { /* releasing it would free m: leave it alone */
-        ct_error(CT_ERR_INVALID, "%s: register_child \"%s\": a module cannot be its own child",
+        ct_error(CT_ERR_INVALID,
+                 "%s: register_child \"%s\": a module cannot be its own child",
                  m->vt->type, name ? name : "(null)");
         return NULL;
     }
@@ -182,7 +186,8 @@ Module *nn_module_register_child(Module *m, const char *name, Module *child)
     if (!copy || grow((void **)&r->children, &r->cap_children, r->n_children,
                       sizeof *r->children) != CT_OK) {
         free(copy);
-        ct_error(CT_ERR_OOM, "%s: out of memory registering child \"%s\"", m->vt->type, name);
+        ct_error(CT_ERR_OOM, "%s: out of memory registering child \"%s\"", m->vt->type,
+                 name);
         goto fail;
     }
     nn_pack_release(child); /* only the root of a tree holds packed blocks */
@@ -191,6 +196,22 @@ Module *nn_module_register_child(Module *m, const char *name, Module *child)
 fail:
     nn_module_free(child);
     return NULL;
+}
+
+CtStatus nn_register_slots(Module *m, int n, const NnSlot *slots)
+{
+    CtStatus st = CT_OK;
+    for (int i = 0; i < n; i++) {
+        const NnSlot *sl = &slots[i];
+        if (st != CT_OK) {
+            tensor_free(sl->t);
+            continue;
+        }
+        *sl->field = sl->buffer ? nn_module_register_buffer(m, sl->name, sl->t)
+                                : nn_module_register_parameter(m, sl->name, sl->t);
+        if (!*sl->field) st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_NULL;
+    }
+    return st;
 }
 
 /* ------------------------------------------------------- forward, modes */
@@ -214,7 +235,8 @@ static void set_mode(Module *m, bool training)
     if (!m) return;
     m->training = training;
     if (!m->reg) return;
-    for (int i = 0; i < m->reg->n_children; i++) set_mode(m->reg->children[i].m, training);
+    for (int i = 0; i < m->reg->n_children; i++)
+        set_mode(m->reg->children[i].m, training);
 }
 
 void nn_module_train(Module *m)
@@ -299,13 +321,14 @@ static bool dict_holds(const CtStateDict *d, const Tensor *t)
     return false;
 }
 
-static CtStatus add_list(CtStateDict *d, const char *prefix, const NnNamedTensor *v, int n,
-                         bool dedup)
+static CtStatus add_list(CtStateDict *d, const char *prefix, const NnNamedTensor *v,
+                         int n, bool dedup)
 {
     for (int i = 0; i < n; i++) {
         if (dedup && dict_holds(d, v[i].t)) continue;
         char *name = join(prefix, v[i].name);
-        if (!name) return ct_error(CT_ERR_OOM, "nn: out of memory naming \"%s\"", v[i].name);
+        if (!name)
+            return ct_error(CT_ERR_OOM, "nn: out of memory naming \"%s\"", v[i].name);
         CtStatus st = ct_state_dict_add(d, name, v[i].t);
         free(name);
         if (st != CT_OK) return st;

@@ -43,6 +43,20 @@ static inline Tensor *nn_keep(Tensor *t)
     return tensor_retain(t);
 }
 
+/* One tensor for a constructor to register: into *field, as a buffer or a
+ * parameter. */
+typedef struct NnSlot {
+    const char *name;
+    Tensor *t;
+    Tensor **field;
+    bool buffer;
+} NnSlot;
+
+/* Registers slots in order. After the first failure the remaining tensors
+ * are released unregistered; returns that failure's status (CT_OK when all
+ * were registered). */
+CtStatus nn_register_slots(Module *m, int n, const NnSlot *slots);
+
 /* Allocates a zeroed subtype struct of `size` bytes and initialises its
  * Module (the first member). Returns NULL (error recorded) on failure. */
 Module *nn_module_alloc(size_t size, const ModuleVtable *vt);

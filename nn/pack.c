@@ -73,12 +73,13 @@ static int64_t check_params(const Module *m, const CtStateDict *ps, bool same_de
         Tensor *p = ct_state_dict_tensor(ps, i);
         if (tensor_dtype(p) != tensor_dtype(p0) ||
             (same_device && !ct_device_eq(tensor_device(p), tensor_device(p0)))) {
-            ct_error(CT_ERR_DTYPE,
-                     "%s: cannot pack parameters of different dtypes or devices: \"%s\" is "
-                     "%s, \"%s\" is %s",
-                     m->vt->type, ct_state_dict_name(ps, 0),
-                     tensor_describe(p0, d0, sizeof d0), ct_state_dict_name(ps, i),
-                     tensor_describe(p, d1, sizeof d1));
+            ct_error(
+                CT_ERR_DTYPE,
+                "%s: cannot pack parameters of different dtypes or devices: \"%s\" is "
+                "%s, \"%s\" is %s",
+                m->vt->type, ct_state_dict_name(ps, 0),
+                tensor_describe(p0, d0, sizeof d0), ct_state_dict_name(ps, i),
+                tensor_describe(p, d1, sizeof d1));
             return -1;
         }
         total += tensor_numel(p);

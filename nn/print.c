@@ -39,7 +39,8 @@ const char *nn_format_float(double x, char *buf, size_t n)
     snprintf(tmp, sizeof tmp, "%.*e", p - 1, x);
     int exp10 = atoi(strchr(tmp, 'e') + 1); /* the exponent after rounding */
     if (exp10 < -4 || exp10 >= 16) {
-        snprintf(buf, n, "%s", tmp); /* C prints at least two exponent digits, as Python */
+        snprintf(buf, n, "%s",
+                 tmp); /* C prints at least two exponent digits, as Python */
         return buf;
     }
     int decimals = p - 1 - exp10;

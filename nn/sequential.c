@@ -27,9 +27,10 @@ CtStatus nn_sequential_append(Module *seq, Module *m)
 
 Module *nn_sequential(int n, Module *const *mods)
 {
-    CtStatus st = n < 0 || (n > 0 && !mods)
-                      ? ct_error(CT_ERR_INVALID, "Sequential: bad module list (n = %d)", n)
-                      : CT_OK;
+    CtStatus st =
+        n < 0 || (n > 0 && !mods)
+            ? ct_error(CT_ERR_INVALID, "Sequential: bad module list (n = %d)", n)
+            : CT_OK;
     for (int i = 0; st == CT_OK && i < n; i++)
         if (!mods[i]) {
             if (ct_last_status() == CT_OK)

@@ -1,0 +1,124 @@
+/* Conv2d: square kernel, weight (out, in/groups, k, k), bias (out). */
+#include <math.h>
+#include <string.h>
+
+#include "nn_internal.h"
+
+typedef struct Conv2d {
+    Module base;
+    int64_t in, out;
+    int k;
+    CtConv2dArgs args; /* zero fields resolved to PyTorch's defaults */
+    Tensor *weight, *bias;
+} Conv2d;
+
+static Tensor *conv2d_forward(Module *m, Tensor *x)
+{
+    Conv2d *c = (Conv2d *)m;
+    if (x && (tensor_ndim(x) != 4 || tensor_size(x, 1) != c->in)) {
+        char d[96], self[256];
+        ct_error(CT_ERR_SHAPE, "%s: expected input (N, %lld, H, W), got %s",
+                 nn_module_describe(m, self, sizeof self), (long long)c->in,
+                 tensor_describe(x, d, sizeof d));
+        return NULL;
+    }
+    return tensor_conv2d(x, c->weight, c->bias, &c->args);
+}
+
+/* PyTorch's Conv2d repr: stride always, the rest only when not default. */
+static void conv2d_extra_repr(const Module *m, char *buf, size_t n)
+{
+    const Conv2d *c = (const Conv2d *)m;
+    const CtConv2dArgs *a = &c->args;
+    int len = snprintf(buf, n, "%lld, %lld, kernel_size=(%d, %d), stride=(%d, %d)",
+                       (long long)c->in, (long long)c->out, c->k, c->k, a->stride[0],
+                       a->stride[1]);
+#define CONV_APPEND(...)                                                                 \
+    if (len >= 0 && (size_t)len < n)                                                     \
+    len += snprintf(buf + len, n - (size_t)len, __VA_ARGS__)
+    if (a->padding[0] || a->padding[1])
+        CONV_APPEND(", padding=(%d, %d)", a->padding[0], a->padding[1]);
+    if (a->dilation[0] != 1 || a->dilation[1] != 1)
+        CONV_APPEND(", dilation=(%d, %d)", a->dilation[0], a->dilation[1]);
+    if (a->groups != 1) CONV_APPEND(", groups=%d", a->groups);
+    if (!c->bias) CONV_APPEND(", bias=False");
+#undef CONV_APPEND
+}
+
+static const ModuleVtable conv2d_vt = {
+    .type = "Conv2d", .forward = conv2d_forward, .extra_repr = conv2d_extra_repr};
+
+static CtConv2dArgs resolve(const CtConv2dArgs *args)
+{
+    CtConv2dArgs a;
+    memset(&a, 0, sizeof a);
+    if (args) a = *args;
+    for (int i = 0; i < 2; i++) {
+        if (a.stride[i] == 0) a.stride[i] = 1;
+        if (a.dilation[i] == 0) a.dilation[i] = 1;
+    }
+    if (a.groups == 0) a.groups = 1;
+    return a;
+}
+
+static bool valid(int64_t in, int64_t out, int k, const CtConv2dArgs *a)
+{
+    if (in <= 0 || out <= 0 || k <= 0) {
+        ct_error(
+            CT_ERR_INVALID,
+            "Conv2d: channels and kernel size must be positive, got in=%lld, out=%lld, "
+            "kernel_size=%d",
+            (long long)in, (long long)out, k);
+        return false;
+    }
+    if (a->groups < 0 || in % a->groups || out % a->groups) {
+        ct_error(CT_ERR_INVALID, "Conv2d: groups=%d must divide in=%lld and out=%lld",
+                 a->groups, (long long)in, (long long)out);
+        return false;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (a->stride[i] < 0 || a->dilation[i] < 0 || a->padding[i] < 0) {
+            ct_error(CT_ERR_INVALID, "Conv2d: negative stride, padding or dilation");
+            return false;
+        }
+    }
+    return true;
+}
+
+Module *nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size,
+                  const CtConv2dArgs *args, bool bias, CtGenerator *g)
+{
+    CtConv2dArgs a = resolve(args);
+    if (!valid(in_channels, out_channels, kernel_size, &a)) return NULL;
+    if (!g) {
+        ct_error(CT_ERR_NULL, "Conv2d: NULL generator");
+        return NULL;
+    }
+    Conv2d *c = (Conv2d *)nn_module_alloc(sizeof(Conv2d), &conv2d_vt);
+    if (!c) return NULL;
+    c->in = in_channels;
+    c->out = out_channels;
+    c->k = kernel_size;
+    c->args = a;
+    /* kaiming_uniform(a=sqrt(5)) and the bias both give U(-1/sqrt(fan_in), ..)
+     * with fan_in = in/groups * k * k */
+    int64_t cin = in_channels / a.groups;
+    double bound = 1.0 / sqrt((double)(cin * kernel_size * kernel_size));
+    const int64_t shape[4] = {out_channels, cin, kernel_size, kernel_size};
+    Tensor *w = NULL, *b = NULL;
+    CtScope *s = ct_scope_open();
+    if (s) {
+        w = nn_keep(tensor_uniform(g, 4, shape, -bound, bound, CT_F32, ct_cpu()));
+        if (bias && w)
+            b = nn_keep(
+                tensor_uniform(g, 1, &out_channels, -bound, bound, CT_F32, ct_cpu()));
+        ct_scope_close(s);
+    }
+    const NnSlot slots[2] = {{"weight", w, &c->weight, false},
+                             {"bias", b, &c->bias, false}};
+    if (nn_register_slots(&c->base, bias ? 2 : 1, slots) != CT_OK) {
+        nn_module_free(&c->base);
+        return NULL;
+    }
+    return &c->base;
+}
