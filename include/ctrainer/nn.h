@@ -295,8 +295,9 @@ Module *nn_model_mlp(int64_t in, int n_hidden, const int64_t *hidden, int64_t ou
                      CtGenerator *g);
 /* PyTorch's MNIST example net: conv1 1->32 3x3, relu, conv2 32->64 3x3,
  * relu, max-pool 2, dropout1 0.25, flatten, fc1 9216->128, relu, dropout2
- * 0.5, fc2 128->10, log_softmax. Input (N, 1, 28, 28). g also drives the
- * dropouts (borrowed). */
+ * 0.5, fc2 128->10, log_softmax. Input (N, 1, 28, 28); the output is
+ * log-probabilities (N, 10). g also drives the dropouts (borrowed: it must
+ * outlive the model). */
 Module *nn_model_basicnet(CtGenerator *g);
 
 typedef struct NnResNetArgs {
@@ -304,8 +305,14 @@ typedef struct NnResNetArgs {
     int64_t in_channels; /* 0 -> 3 */
 } NnResNetArgs;
 /* torchvision's ResNets (names conv1, bn1, layer1.0.conv1, ...,
- * layer2.0.downsample.0, fc) and timm's ResNet-50-D (deep stem conv1.0/1/3/
- * 4/6, average-pool downsample). args NULL: defaults. */
+ * layer2.0.downsample.0, fc; ResNet-50 is v1.5, stride on the 3x3 conv) and
+ * timm's ResNet-50-D (deep stem conv1.0/1/3/4/6, average-pool downsample
+ * downsample.1/2). args NULL: defaults; negative values are an error.
+ * Initialisation as torchvision: convs kaiming_normal_(fan_out, relu), batch
+ * norms weight 1 bias 0, fc Linear's default; resnet50d also zeroes each
+ * block's bn3.weight, as timm does (zero_init_last=True). Forward takes
+ * (N, in_channels, H, W) and gives logits (N, num_classes); the classifier
+ * head is fc. */
 Module *nn_model_resnet18(const NnResNetArgs *args, CtGenerator *g);
 Module *nn_model_resnet34(const NnResNetArgs *args, CtGenerator *g);
 Module *nn_model_resnet50(const NnResNetArgs *args, CtGenerator *g);
