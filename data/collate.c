@@ -12,7 +12,8 @@ CtStatus data_collate_default(const DataSample *samples, int64_t n, DataBatch *o
         return ct_error(CT_ERR_INVALID, "collate: %lld samples", (long long)n);
     int nf = samples[0].n;
     if (nf < 1 || nf > DATA_MAX_FIELDS)
-        return ct_error(CT_ERR_INVALID, "collate: sample 0 of the batch has %d fields", nf);
+        return ct_error(CT_ERR_INVALID, "collate: sample 0 of the batch has %d fields",
+                        nf);
     for (int64_t i = 1; i < n; i++) {
         if (samples[i].n != nf)
             return ct_error(CT_ERR_SHAPE,

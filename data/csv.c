@@ -11,7 +11,10 @@ typedef struct CsvDataset {
     DataTransform transform, target_transform;
 } CsvDataset;
 
-static int64_t csv_len(const Dataset *d) { return tensor_size(((const CsvDataset *)d)->x, 0); }
+static int64_t csv_len(const Dataset *d)
+{
+    return tensor_size(((const CsvDataset *)d)->x, 0);
+}
 
 static CtStatus csv_get(const Dataset *d, int64_t i, const DataCtx *ctx, DataSample *out)
 {
@@ -43,10 +46,9 @@ static bool csv_tensors(const DataCsvTable *t, bool regression, Tensor **x, Tens
     if (!s) return false;
     *x = tensor_retain(tensor_from_data(t->x, 2, (const int64_t[]){t->rows, t->features},
                                         CT_F32, ct_cpu()));
-    *y = tensor_retain(tensor_from_data(regression ? (const void *)t->y_f32
-                                                   : (const void *)t->y_i64,
-                                        1, &t->rows, regression ? CT_F32 : CT_I64,
-                                        ct_cpu()));
+    *y = tensor_retain(
+        tensor_from_data(regression ? (const void *)t->y_f32 : (const void *)t->y_i64, 1,
+                         &t->rows, regression ? CT_F32 : CT_I64, ct_cpu()));
     ct_scope_close(s);
     if (*x && *y) return true;
     tensor_free(*x);

@@ -16,11 +16,14 @@ typedef struct Parser {
     const char *buf, *end, *p; /* p: start of the next line */
     const char *path;
     char delim;
-    int64_t line; /* 1-based number of the line last read */
+    int64_t line;        /* 1-based number of the line last read */
     const char *ls, *le; /* the line last read, without its end */
 } Parser;
 
-static bool is_space(char c) { return c == ' ' || c == '\t'; }
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
 
 /* Reads the next non-blank line into ls/le; false at the end. */
 static bool next_line(Parser *ps)
@@ -157,9 +160,10 @@ static CtStatus parse_row(const Parser *ps, const DataCsvArgs *a, int64_t ncols,
     if (k < ncols || q) {
         int64_t col = (int64_t)(ps->le - ps->ls) + 1;
         if (q) col = next_field(ps, &q).col;
-        return ct_error(CT_ERR_FORMAT, "%s:%lld:%lld: ragged row: %lld fields, expected %lld",
-                        ps->path, (long long)ps->line, (long long)col,
-                        (long long)count_fields(ps), (long long)ncols);
+        return ct_error(CT_ERR_FORMAT,
+                        "%s:%lld:%lld: ragged row: %lld fields, expected %lld", ps->path,
+                        (long long)ps->line, (long long)col, (long long)count_fields(ps),
+                        (long long)ncols);
     }
     t->rows++;
     return CT_OK;
@@ -209,8 +213,8 @@ CtStatus data_csv_parse(const char *buf, size_t len, const DataCsvArgs *a,
 {
     memset(out, 0, sizeof *out);
     const char *path = a->path ? a->path : "<csv>";
-    Parser ps = {buf, buf + len, buf, path, a->delimiter ? a->delimiter : ',', 0, NULL,
-                 NULL};
+    Parser ps = {buf, buf + len, buf, path, a->delimiter ? a->delimiter : ',',
+                 0,   NULL,      NULL};
     if (!next_line(&ps))
         return ct_error(CT_ERR_FORMAT, "%s: empty file: no data rows", path);
     int64_t ncols = 0, label = 0, cap = 0;

@@ -22,9 +22,9 @@ CtStatus data_idx_parse(const uint8_t *buf, size_t len, const char *path, int nd
  * args->regression). Free with data_csv_table_free. */
 typedef struct DataCsvTable {
     int64_t rows, features;
-    float *x;        /* (rows, features) */
-    int64_t *y_i64;  /* (rows), classification */
-    float *y_f32;    /* (rows), regression */
+    float *x;       /* (rows, features) */
+    int64_t *y_i64; /* (rows), classification */
+    float *y_f32;   /* (rows), regression */
 } DataCsvTable;
 
 /* Parses buf[0..len) (no terminating NUL needed) as described for

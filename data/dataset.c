@@ -65,7 +65,10 @@ typedef struct TensorDataset {
     Tensor *t[DATA_MAX_FIELDS];
 } TensorDataset;
 
-static int64_t tds_len(const Dataset *d) { return ((const TensorDataset *)d)->len; }
+static int64_t tds_len(const Dataset *d)
+{
+    return ((const TensorDataset *)d)->len;
+}
 
 static CtStatus tds_get(const Dataset *d, int64_t i, const DataCtx *ctx, DataSample *out)
 {
@@ -151,7 +154,10 @@ static CtStatus map_get(const Dataset *d, int64_t i, const DataCtx *ctx, DataSam
     return data_apply(m->tr, &out->t[m->field], ctx) ? CT_OK : ct_last_status();
 }
 
-static void map_free(Dataset *d) { free(d); }
+static void map_free(Dataset *d)
+{
+    free(d);
+}
 
 static const DatasetVtable map_vt = {"transformed", map_len, map_get, map_free};
 

@@ -89,7 +89,8 @@ CtStatus data_idx_parse(const uint8_t *buf, size_t len, const char *path, int nd
         return ct_error(CT_ERR_FORMAT,
                         "%s: offset %zu: %s: the dims give %llu bytes of data, the file "
                         "has %zu",
-                        path, hdr, total > len - hdr ? "truncated data" : "trailing bytes",
+                        path, hdr,
+                        total > len - hdr ? "truncated data" : "trailing bytes",
                         (unsigned long long)total, len - hdr);
     *payload_off = hdr;
     return CT_OK;
@@ -131,7 +132,10 @@ typedef struct IdxDataset {
     DataTransform transform, target_transform;
 } IdxDataset;
 
-static int64_t idx_len(const Dataset *d) { return ((const IdxDataset *)d)->n; }
+static int64_t idx_len(const Dataset *d)
+{
+    return ((const IdxDataset *)d)->n;
+}
 
 static CtStatus idx_get(const Dataset *d, int64_t i, const DataCtx *ctx, DataSample *out)
 {
@@ -174,11 +178,11 @@ static int64_t *idx_labels(const char *path, int64_t n_images, int64_t num_class
         const uint8_t *v = tensor_data(t);
         for (int64_t i = 0; i < n_images; i++) {
             if (num_classes > 0 && v[i] >= num_classes) {
-                ct_error(CT_ERR_FORMAT,
-                         "%s: offset %lld: label %d of item %lld is out of range for %lld "
-                         "classes",
-                         path, (long long)(8 + i), v[i], (long long)i,
-                         (long long)num_classes);
+                ct_error(
+                    CT_ERR_FORMAT,
+                    "%s: offset %lld: label %d of item %lld is out of range for %lld "
+                    "classes",
+                    path, (long long)(8 + i), v[i], (long long)i, (long long)num_classes);
                 free(lab);
                 lab = NULL;
                 break;
@@ -200,7 +204,8 @@ Dataset *data_idx_dataset_create(const DataIdxArgs *args)
     Tensor *images = idx_load(args->images, 3, true, dims);
     if (!images) return NULL;
     int64_t *labels = NULL;
-    if (args->labels && !(labels = idx_labels(args->labels, dims[0], args->num_classes))) {
+    if (args->labels &&
+        !(labels = idx_labels(args->labels, dims[0], args->num_classes))) {
         tensor_free(images);
         return NULL;
     }
@@ -211,8 +216,8 @@ Dataset *data_idx_dataset_create(const DataIdxArgs *args)
         ct_error(CT_ERR_OOM, "idx dataset: out of memory");
         return NULL;
     }
-    *x = (IdxDataset){{&idx_vt}, dims[0], images, labels, args->transform,
-                      args->target_transform};
+    *x = (IdxDataset){{&idx_vt}, dims[0],         images,
+                      labels,    args->transform, args->target_transform};
     return &x->base;
 }
 
@@ -237,9 +242,10 @@ Dataset *data_fashion_mnist_create(const DataFashionMnistArgs *args)
     find_file(images, sizeof images, root, name);
     snprintf(name, sizeof name, "%s-labels-idx1-ubyte", split);
     find_file(labels, sizeof labels, root, name);
-    return data_idx_dataset_create(&(DataIdxArgs){.images = images,
-                                                  .labels = labels,
-                                                  .num_classes = 10,
-                                                  .transform = a.transform,
-                                                  .target_transform = a.target_transform});
+    return data_idx_dataset_create(
+        &(DataIdxArgs){.images = images,
+                       .labels = labels,
+                       .num_classes = 10,
+                       .transform = a.transform,
+                       .target_transform = a.target_transform});
 }

@@ -14,7 +14,7 @@
 #include "data_internal.h"
 
 #define MAX_WORKERS 256
-#define MSG_LEN 1024
+#define MSG_LEN     1024
 
 typedef struct Slot {
     bool ready;
@@ -59,8 +59,8 @@ static void batch_release(DataBatch *b)
 /* Loads the samples of batch k, collates them and moves them to the device.
  * On success out holds one reference per tensor; on failure msg says which
  * sample failed and why. */
-static CtStatus build_batch(const DataLoader *dl, int64_t k, int64_t epoch, DataBatch *out,
-                            char *msg)
+static CtStatus build_batch(const DataLoader *dl, int64_t k, int64_t epoch,
+                            DataBatch *out, char *msg)
 {
     memset(out, 0, sizeof *out);
     int64_t lo = k * dl->a.batch_size, hi = lo + dl->a.batch_size;
@@ -78,7 +78,8 @@ static CtStatus build_batch(const DataLoader *dl, int64_t k, int64_t epoch, Data
         DataCtx ctx = {dl->a.seed, epoch, idx};
         st = data_dataset_get(dl->ds, idx, &ctx, &smp[i]);
         if (st != CT_OK)
-            snprintf(msg, MSG_LEN, "data loader: sample %lld (batch %lld, epoch %lld): %s",
+            snprintf(msg, MSG_LEN,
+                     "data loader: sample %lld (batch %lld, epoch %lld): %s",
                      (long long)idx, (long long)k, (long long)epoch, ct_last_error());
     }
     if (st == CT_OK) {
@@ -255,7 +256,10 @@ int64_t data_loader_len(const DataLoader *dl)
     return dl->n_batches;
 }
 
-int64_t data_loader_epoch(const DataLoader *dl) { return dl ? dl->epoch : -1; }
+int64_t data_loader_epoch(const DataLoader *dl)
+{
+    return dl ? dl->epoch : -1;
+}
 
 /* Drops the current position and the handed-out batch. */
 static void restart(DataLoader *dl)
@@ -297,7 +301,8 @@ static CtStatus check_args(const Dataset *ds, const DataLoaderArgs *a)
     if (!ds || !a)
         return ct_error(CT_ERR_NULL, "data loader: NULL %s", ds ? "args" : "dataset");
     if (a->batch_size <= 0)
-        return ct_error(CT_ERR_INVALID, "data loader: batch_size must be positive, got %lld",
+        return ct_error(CT_ERR_INVALID,
+                        "data loader: batch_size must be positive, got %lld",
                         (long long)a->batch_size);
     if (a->num_workers < 0 || a->num_workers > MAX_WORKERS)
         return ct_error(CT_ERR_INVALID, "data loader: num_workers %d outside [0, %d]",
@@ -359,7 +364,8 @@ DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
         dl->n_batches = args->drop_last
                             ? dl->n_samples / args->batch_size
                             : (dl->n_samples + args->batch_size - 1) / args->batch_size;
-        dl->order = malloc((size_t)(dl->n_samples ? dl->n_samples : 1) * sizeof *dl->order);
+        dl->order =
+            malloc((size_t)(dl->n_samples ? dl->n_samples : 1) * sizeof *dl->order);
         if (!dl->order) st = ct_error(CT_ERR_OOM, "data loader: out of memory");
     }
     dl->nw = args->num_workers;

@@ -9,7 +9,10 @@ typedef struct BasicSampler {
     uint64_t seed;
 } BasicSampler;
 
-static int64_t basic_len(const Sampler *s) { return ((const BasicSampler *)s)->n; }
+static int64_t basic_len(const Sampler *s)
+{
+    return ((const BasicSampler *)s)->n;
+}
 
 static CtStatus seq_fill(const Sampler *s, int64_t epoch, int64_t *out)
 {
@@ -20,11 +23,15 @@ static CtStatus seq_fill(const Sampler *s, int64_t epoch, int64_t *out)
 static CtStatus rand_fill(const Sampler *s, int64_t epoch, int64_t *out)
 {
     const BasicSampler *b = (const BasicSampler *)s;
-    CtGenerator g = data_ctx_generator(&(DataCtx){b->seed, epoch, 0}, DATA_PURPOSE_SHUFFLE);
+    CtGenerator g =
+        data_ctx_generator(&(DataCtx){b->seed, epoch, 0}, DATA_PURPOSE_SHUFFLE);
     return ct_randperm(&g, b->n, out);
 }
 
-static void basic_free(Sampler *s) { free(s); }
+static void basic_free(Sampler *s)
+{
+    free(s);
+}
 
 static const SamplerVtable seq_vt = {"sequential", basic_len, seq_fill, basic_free};
 static const SamplerVtable rand_vt = {"random", basic_len, rand_fill, basic_free};
@@ -45,7 +52,10 @@ static Sampler *basic_create(const SamplerVtable *vt, int64_t n, uint64_t seed)
     return &b->base;
 }
 
-Sampler *data_sampler_sequential_create(int64_t n) { return basic_create(&seq_vt, n, 0); }
+Sampler *data_sampler_sequential_create(int64_t n)
+{
+    return basic_create(&seq_vt, n, 0);
+}
 
 Sampler *data_sampler_random_create(int64_t n, uint64_t seed)
 {
@@ -64,7 +74,8 @@ int64_t data_sampler_len(const Sampler *s)
 CtStatus data_sampler_fill(const Sampler *s, int64_t epoch, int64_t *out)
 {
     if (!s || !s->vt || !out)
-        return ct_error(CT_ERR_NULL, "data_sampler_fill: NULL %s", out ? "sampler" : "output");
+        return ct_error(CT_ERR_NULL, "data_sampler_fill: NULL %s",
+                        out ? "sampler" : "output");
     return s->vt->fill(s, epoch, out);
 }
 

@@ -15,7 +15,10 @@ typedef struct Subset {
     int64_t idx[]; /* n indices into inner */
 } Subset;
 
-static int64_t subset_len(const Dataset *d) { return ((const Subset *)d)->n; }
+static int64_t subset_len(const Dataset *d)
+{
+    return ((const Subset *)d)->n;
+}
 
 /* ctx passes through unchanged: its index is the position in the subset,
  * which is what the loader keyed it by, so augmentation stays reproducible. */
@@ -26,7 +29,10 @@ static CtStatus subset_get(const Dataset *d, int64_t i, const DataCtx *ctx,
     return data_dataset_get(s->inner, s->idx[i], ctx, out);
 }
 
-static void subset_free(Dataset *d) { free(d); }
+static void subset_free(Dataset *d)
+{
+    free(d);
+}
 
 static const DatasetVtable subset_vt = {"subset", subset_len, subset_get, subset_free};
 
@@ -145,8 +151,7 @@ CtStatus data_random_split(const Dataset *base, int n, const int64_t *sizes,
     if (!out) return ct_error(CT_ERR_NULL, "random_split: NULL output array");
     if (n >= 1) memset(out, 0, (size_t)n * sizeof *out);
     if (!base || !sizes)
-        return ct_error(CT_ERR_NULL, "random_split: NULL %s",
-                        base ? "sizes" : "dataset");
+        return ct_error(CT_ERR_NULL, "random_split: NULL %s", base ? "sizes" : "dataset");
     if (n < 1) return ct_error(CT_ERR_INVALID, "random_split: %d splits", n);
     int64_t len = data_dataset_len(base), sum = 0;
     for (int k = 0; k < n; k++) {
