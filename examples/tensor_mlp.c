@@ -113,9 +113,11 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    Dataset *full[2] = {
-        data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir}),
-        data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir, .test = true})};
+    Dataset *full[2] = {data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir}),
+                        NULL};
+    if (full[0])
+        full[1] =
+            data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir, .test = true});
     /* --limit: the first N samples of each split */
     Dataset *split[2] = {NULL, NULL};
     for (int k = 0; k < 2 && full[0] && full[1]; k++) {
@@ -138,6 +140,11 @@ int main(int argc, char **argv)
     }
     if (!train || !test) {
         fprintf(stderr, "tensor_mlp: %s\n", ct_last_error());
+        data_loader_free(train);
+        for (int k = 0; k < 2; k++) {
+            data_dataset_free(split[k]);
+            data_dataset_free(full[k]);
+        }
         return 1;
     }
     int64_t n_train = data_dataset_len(split[0]), n_test = data_dataset_len(split[1]);
