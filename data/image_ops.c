@@ -111,7 +111,9 @@ Tensor *data_img_hflip(const DataImg *in)
 /* ---------------------------------------------------------------- resize */
 
 /* PyTorch's source index and weights for one output coordinate of a linear
- * resize with align_corners=False (float arithmetic, as its CPU kernel). */
+ * resize with align_corners=False, rounding as its CPU kernel does: float
+ * scale, the source index computed in double and stored as float, float
+ * weights. (Exact ties in u8 results round the same way only so.) */
 typedef struct Tap {
     int64_t i0, i1;
     float w0, w1;
@@ -121,7 +123,7 @@ static void compute_taps(Tap *taps, int64_t out, int64_t in, int64_t start)
 {
     float scale = (float)in / (float)out;
     for (int64_t d = 0; d < out; d++) {
-        float src = scale * ((float)d + 0.5f) - 0.5f;
+        float src = (float)((double)scale * ((double)d + 0.5) - 0.5);
         if (src < 0) src = 0;
         int64_t i0 = (int64_t)floorf(src);
         if (i0 > in - 1) i0 = in - 1;

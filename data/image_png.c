@@ -54,8 +54,10 @@ static void png_set_transforms(PngJob *j, int color_type, int bit_depth)
     if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8)
         png_set_expand_gray_1_2_4_to_8(j->png);
     if (bit_depth == 16) png_set_scale_16(j->png);
-    /* tRNS is never expanded to alpha, so it is dropped too */
-    if (color_type & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(j->png);
+    /* png_set_palette_to_rgb turns tRNS into alpha: drop it like real alpha */
+    if ((color_type & PNG_COLOR_MASK_ALPHA) ||
+        png_get_valid(j->png, j->info, PNG_INFO_tRNS))
+        png_set_strip_alpha(j->png);
     png_set_interlace_handling(j->png);
 }
 
