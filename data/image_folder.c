@@ -128,7 +128,7 @@ static CtStatus list_dir(const char *dir, StrVec *names, EntryKind **kinds)
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
             ok = strvec_push(names, e->d_name, NULL);
     closedir(d);
-    if (ok) qsort(names->v, (size_t)names->n, sizeof *names->v, cmp_str);
+    if (ok && names->n) qsort(names->v, (size_t)names->n, sizeof *names->v, cmp_str);
     if (ok) *kinds = malloc((size_t)(names->n ? names->n : 1) * sizeof **kinds);
     if (ok && !*kinds) ok = (ct_error(CT_ERR_OOM, "image folder: out of memory"), false);
     for (int64_t i = 0; ok && i < names->n; i++) {
