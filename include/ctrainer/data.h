@@ -64,6 +64,245 @@ void data_dataset_free(Dataset *d);
 
 /* ========== datasets, samplers, loader: owned by the data-core work ========== */
 
+/* Purposes for data_ctx_generator, so independent draws never share numbers.
+ * Transforms pick their own values (any other 64-bit constant). */
+#define DATA_PURPOSE_SHUFFLE 0x53485546464c45ull /* the random sampler's order */
+#define DATA_PURPOSE_SPLIT   0x53504c4954ull     /* data_random_split */
+
+/* A per-sample transform: returns the transformed tensor (owned by the open
+ * scope, like everything get() makes), or NULL with an error recorded. It
+ * must not modify `input` (it may be a view into the dataset's memory) and
+ * must be safe to call from several threads. Randomness comes from
+ * data_ctx_generator(ctx, purpose), so augmentations do not depend on the
+ * number of loader workers. `user` is passed through unchanged. */
+typedef Tensor *(*DataTransformFn)(Tensor *input, const DataCtx *ctx, void *user);
+
+/* A transform and its user pointer; a zero struct means "none". */
+typedef struct DataTransform {
+    DataTransformFn fn;
+    void *user;
+} DataTransform;
+
+/* ---------------------------------------------------- generic datasets
+ *
+ * Wrappers (subset, concat, random_split, transformed) BORROW their base
+ * datasets: the bases must outlive them, and freeing a wrapper never frees
+ * a base. All constructors return NULL (nothing allocated) on failure. */
+
+/* Samples are rows of n (1..DATA_MAX_FIELDS) tensors sharing the size of dim
+ * 0: get(i) gives t[k] = tensor_select(tensors[k], 0, i), views that share
+ * memory with the tensors (do not modify them while a loader runs). The
+ * dataset holds a reference to each tensor; the caller keeps its own.
+ * Errors: n out of range, NULL or 0-d tensors, differing first dims. */
+Dataset *data_tensor_dataset_create(int n, Tensor *const *tensors);
+
+/* Sample i of the subset is sample indices[i] of base (indices are copied;
+ * repeats allowed). Errors: an index outside [0, len(base)), naming its
+ * position. */
+Dataset *data_subset_create(const Dataset *base, int64_t n, const int64_t *indices);
+
+/* parts[0] followed by parts[1], ... (n >= 1). Sample i is found by binary
+ * search over the cumulative lengths. */
+Dataset *data_concat_create(int n, Dataset *const *parts);
+
+/* Splits base into n subsets of the given sizes (summing to len(base)) over
+ * one random permutation of its indices, ct_randperm keyed by
+ * data_ctx_generator({seed, 0, 0}, DATA_PURPOSE_SPLIT) (same sizes as
+ * PyTorch's random_split; the permutation differs, being our generator).
+ * Writes n new subsets to out[] (each freed with data_dataset_free); on
+ * failure out[] is all NULL. */
+CtStatus data_random_split(const Dataset *base, int n, const int64_t *sizes,
+                           uint64_t seed, Dataset **out);
+/* As data_random_split with sizes from fractions that sum to 1 (within
+ * 1e-6), with PyTorch's rounding: floor(len * f) each, then the remainder is
+ * handed out one by one, round-robin from the first subset. */
+CtStatus data_random_split_fractions(const Dataset *base, int n, const double *fractions,
+                                     uint64_t seed, Dataset **out);
+
+/* Applies t to field `field` of every sample of base (the other fields pass
+ * through). This is how any dataset, including a user's, takes a transform. */
+Dataset *data_transformed_create(const Dataset *base, int field, DataTransform t);
+
+/* ---------------------------------------------------------- IDX (MNIST)
+ *
+ * IDX files (MNIST, Fashion-MNIST, KMNIST), plain or gzip'd (zlib reads
+ * both), are read once into memory at creation. Only unsigned-byte (type
+ * 0x08) files are accepted: images as idx3 (N, H, W), labels as idx1 (N).
+ * Sample i: t[0] the image, u8 (1, H, W) — channel first, ready for a
+ * ToTensor-style cast — as a view into the dataset's memory; t[1] its label,
+ * i64 0-d (with labels; otherwise the sample has one field).
+ * Errors name the path and the byte offset: a missing file, a wrong magic
+ * number, a truncated header or payload, trailing bytes, images and labels
+ * of different counts, a label >= num_classes, an empty file. */
+typedef struct DataIdxArgs {
+    const char *images;     /* path of the idx3 image file (required) */
+    const char *labels;     /* path of the idx1 label file; NULL: no labels */
+    int64_t num_classes;    /* > 0: labels must be < num_classes; 0: no check */
+    DataTransform transform;        /* applied to t[0] in get(); zero: none */
+    DataTransform target_transform; /* applied to t[1] in get(); zero: none */
+} DataIdxArgs;
+
+Dataset *data_idx_dataset_create(const DataIdxArgs *args);
+
+/* Where Debian's dataset-fashion-mnist package puts the files. */
+#define DATA_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+typedef struct DataFashionMnistArgs {
+    const char *root; /* directory of the four files; NULL: DATA_FASHION_MNIST_DIR */
+    bool test;        /* false (default): the 60000 train-* samples; true: t10k-* */
+    DataTransform transform, target_transform; /* as in DataIdxArgs */
+} DataFashionMnistArgs;
+
+/* The IDX dataset of {root}/{train,t10k}-{images-idx3,labels-idx1}-ubyte,
+ * each taken as NAME.gz when it exists, else NAME; labels are checked to be
+ * < 10. args NULL means all defaults. */
+Dataset *data_fashion_mnist_create(const DataFashionMnistArgs *args);
+
+/* ------------------------------------------------------------------ CSV
+ *
+ * A CSV file of numbers: every column but the label column is a feature.
+ * Read once at creation. Sample i: t[0] its features, f32 (n_features), a
+ * view into the dataset's memory; t[1] its label, i64 0-d (classification:
+ * the value must be an integer) or f32 0-d (.regression). Fields are
+ * separated by the delimiter, surrounding spaces are ignored, blank lines
+ * are skipped, "\r\n" line ends are accepted; quoting is not supported.
+ * Errors name path:line:column (column = 1-based character position of
+ * the field): ragged rows, fields that are not numbers, non-integer or
+ * out-of-range labels, an unknown label name, a file with no data rows. */
+typedef enum DataCsvHeader {
+    DATA_CSV_HEADER_AUTO = 0, /* the first line is a header if any of its
+                                 fields is not a number */
+    DATA_CSV_HEADER_YES,
+    DATA_CSV_HEADER_NO,
+} DataCsvHeader;
+
+typedef struct DataCsvArgs {
+    const char *path;       /* required */
+    const char *label_name; /* label column by header name; NULL: use label_column */
+    int label_column;       /* label column by index; negative counts from the end
+                               (-1: last); default 0, the first column */
+    DataCsvHeader header;   /* default AUTO */
+    char delimiter;         /* 0: ',' */
+    bool regression;        /* labels as f32 instead of i64 */
+    int64_t num_classes;    /* > 0 (classification): labels must be in [0, num_classes) */
+    DataTransform transform, target_transform; /* applied in get(); zero: none */
+} DataCsvArgs;
+
+Dataset *data_csv_dataset_create(const DataCsvArgs *args);
+/* Number of feature columns of a CSV dataset, or -1 (with an error) for
+ * another dataset type. */
+int64_t data_csv_num_features(const Dataset *d);
+
+/* ------------------------------------------------------------- samplers
+ *
+ * A sampler gives the order in which a loader visits dataset indices, one
+ * epoch at a time. The order must be a function of the epoch alone (not of
+ * earlier calls), so any epoch can be produced again on resume and every
+ * worker and rank sees the same order. Users (and the runtime's sharded
+ * sampler) implement the vtable on a struct that embeds Sampler first. */
+typedef struct Sampler Sampler;
+
+typedef struct SamplerVtable {
+    const char *type;
+    /* Indices per epoch. */
+    int64_t (*len)(const Sampler *s);
+    /* Writes the epoch's len indices to out[]. */
+    CtStatus (*fill)(const Sampler *s, int64_t epoch, int64_t *out);
+    /* Releases what the subtype owns, then the struct. */
+    void (*free)(Sampler *s);
+} SamplerVtable;
+
+struct Sampler {
+    const SamplerVtable *vt;
+};
+
+/* 0, 1, ..., n-1 every epoch. */
+Sampler *data_sampler_sequential_create(int64_t n);
+/* A permutation of 0..n-1 per epoch: ct_randperm with the generator
+ * data_ctx_generator({seed, epoch, 0}, DATA_PURPOSE_SHUFFLE). Depends on
+ * (seed, epoch) only. */
+Sampler *data_sampler_random_create(int64_t n, uint64_t seed);
+int64_t data_sampler_len(const Sampler *s);
+CtStatus data_sampler_fill(const Sampler *s, int64_t epoch, int64_t *out);
+void data_sampler_free(Sampler *s);
+
+/* ---------------------------------------------------------- data loader */
+
+/* A batch: field k is the samples' field k joined along a new dim 0
+ * (default collate), e.g. t[0] (B, 1, 28, 28) u8 and t[1] (B) i64. */
+typedef struct DataBatch {
+    int n;                      /* fields used */
+    Tensor *t[DATA_MAX_FIELDS]; /* owned by the loader: see data_loader_next */
+    int64_t size;               /* samples in the batch */
+    int64_t index;              /* the batch's position in the epoch */
+} DataBatch;
+
+/* Makes a batch of n samples (n >= 1). Called on worker threads; it must be
+ * thread-safe and leave its tensors in the open scope (the loader keeps
+ * them). Fill out->n and out->t; the loader sets size and index. */
+typedef CtStatus (*DataCollateFn)(const DataSample *samples, int64_t n, DataBatch *out,
+                                  void *user);
+/* Stacks each field with tensor_stack along a new dim 0. Errors: samples with
+ * different field counts or shapes (naming the sample's position in the
+ * batch). */
+CtStatus data_collate_default(const DataSample *samples, int64_t n, DataBatch *out,
+                              void *user);
+
+typedef struct DataLoaderArgs {
+    int64_t batch_size; /* required, > 0 (no default: 0 is an error) */
+    bool shuffle;       /* a random sampler keyed by (seed, epoch) */
+    bool drop_last;     /* drop a last partial batch */
+    uint64_t seed;      /* shuffle order and DataCtx.seed (augmentations) */
+    Sampler *sampler;   /* borrowed; overrides the default order. Giving it
+                           together with shuffle is an error (PyTorch's rule). */
+    DataCollateFn collate; /* NULL: data_collate_default */
+    void *collate_user;
+    int num_workers; /* threads building batches ahead; 0: built inline in
+                        data_loader_next on the caller's thread */
+    int prefetch;    /* batches queued per worker; 0: 2 */
+    /* Batches are moved here with tensor_to_device when it is not the CPU
+     * (zero: CPU). The copy happens on the worker thread. Pinned host
+     * memory and asynchronous copies are future work. */
+    CtDevice device;
+} DataLoaderArgs;
+
+typedef struct DataLoader DataLoader;
+
+/* A loader over ds (borrowed: it must outlive the loader and stay unmodified
+ * while the loader runs). Workers start at creation and wait for work.
+ * Errors: NULL dataset, batch_size <= 0, num_workers < 0, an empty dataset,
+ * sampler together with shuffle, thread creation failure. */
+DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args);
+/* Stops the workers (waiting for the batches they are building) and frees
+ * everything, including the last batch handed out. NULL is a no-op. */
+void data_loader_free(DataLoader *dl);
+
+/* The next batch of the current epoch, in order, identical for any
+ * num_workers:
+ *
+ *     DataBatch b;
+ *     while (data_loader_next(dl, &b)) { ... b.t[0], b.t[1] ... }
+ *
+ * The batch's tensors are owned by the loader and stay valid until the next
+ * call to data_loader_next, set_epoch, skip or free (tensor_retain one to
+ * keep it longer). Returns false at the end of the epoch (status CT_OK,
+ * and the following call starts epoch + 1) or on an error: then
+ * data_loader_status() is the error, ct_last_error() on the calling thread
+ * names the sample index (also for errors raised in a worker), and the loader
+ * keeps returning false until set_epoch or skip. */
+bool data_loader_next(DataLoader *dl, DataBatch *out);
+/* CT_OK, or the error that ended the last data_loader_next. */
+CtStatus data_loader_status(const DataLoader *dl);
+/* Batches per epoch: ceil(n / batch_size), or floor with drop_last. */
+int64_t data_loader_len(const DataLoader *dl);
+/* Restarts iteration at the start of `epoch` (>= 0): the shuffle order and
+ * the DataCtx of every sample follow it. Discards prefetched batches. */
+CtStatus data_loader_set_epoch(DataLoader *dl, int64_t epoch);
+int64_t data_loader_epoch(const DataLoader *dl);
+/* Restarts the current epoch at batch n (0 <= n <= len) without loading
+ * batches 0..n-1: how a resumed run continues mid-epoch. */
+CtStatus data_loader_skip(DataLoader *dl, int64_t n);
+
 /* ========== images and transforms: owned by the image work ========== */
 
 /* ----------------------------------------------------------------- images

@@ -1,0 +1,45 @@
+/* Private helpers of the data layer: in-memory parsers (also the fuzz
+ * targets' entry points), file reading and small shared utilities. */
+#ifndef CTRAINER_DATA_INTERNAL_H
+#define CTRAINER_DATA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctrainer/data.h"
+
+/* Reads a whole file, gzip'd or plain, into a malloc'd buffer (*buf, *len;
+ * the caller frees *buf). Errors: CT_ERR_IO naming the path. */
+CtStatus data_read_file(const char *path, uint8_t **buf, size_t *len);
+
+/* Parses an unsigned-byte IDX buffer with `ndim` dims. On success dims[0..ndim)
+ * hold the sizes and the payload (exactly the product of dims bytes) starts at
+ * buf + *payload_off. Errors (CT_ERR_FORMAT) name `path` and the offset. */
+CtStatus data_idx_parse(const uint8_t *buf, size_t len, const char *path, int ndim,
+                        int64_t *dims, size_t *payload_off);
+
+/* A parsed CSV: rows x features f32 and one label per row (i64, or f32 when
+ * args->regression). Free with data_csv_table_free. */
+typedef struct DataCsvTable {
+    int64_t rows, features;
+    float *x;       /* (rows, features) */
+    int64_t *y_i64; /* (rows), classification */
+    float *y_f32;   /* (rows), regression */
+} DataCsvTable;
+
+/* Parses buf[0..len) (no terminating NUL needed) as described for
+ * data_csv_dataset_create; args->path is used only in messages. On failure
+ * nothing is left allocated in *out. */
+CtStatus data_csv_parse(const char *buf, size_t len, const DataCsvArgs *args,
+                        DataCsvTable *out);
+void data_csv_table_free(DataCsvTable *t);
+
+/* Applies tr to *t when tr.fn is set; false (error recorded) on failure. */
+static inline bool data_apply(DataTransform tr, Tensor **t, const DataCtx *ctx)
+{
+    if (!tr.fn) return true;
+    *t = tr.fn(*t, ctx, tr.user);
+    return *t != NULL;
+}
+
+#endif

@@ -1,0 +1,251 @@
+/* IDX files (MNIST and friends): reading, parsing and the IDX dataset. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "data_internal.h"
+
+CtStatus data_read_file(const char *path, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    gzFile f = gzopen(path, "rb");
+    if (!f)
+        return ct_error(CT_ERR_IO, "%s: cannot open: %s", path,
+                        errno ? strerror(errno) : "out of memory");
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *b = malloc(cap);
+    CtStatus st = b ? CT_OK : ct_error(CT_ERR_OOM, "%s: out of memory", path);
+    while (st == CT_OK) {
+        if (n == cap) {
+            uint8_t *nb = cap <= SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
+            if (!nb) {
+                st = ct_error(CT_ERR_OOM, "%s: out of memory after %zu bytes", path, n);
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t want = cap - n > (1u << 30) ? (1u << 30) : cap - n;
+        int got = gzread(f, b + n, (unsigned)want);
+        if (got < 0) {
+            int zerr = 0;
+            const char *msg = gzerror(f, &zerr);
+            st = ct_error(CT_ERR_IO, "%s: read error after %zu bytes: %s", path, n,
+                          zerr == Z_ERRNO ? strerror(errno) : msg);
+        } else if (got == 0) {
+            break;
+        }
+        if (got > 0) n += (size_t)got;
+    }
+    gzclose(f);
+    if (st != CT_OK) {
+        free(b);
+        return st;
+    }
+    *buf = b;
+    *len = n;
+    return CT_OK;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+CtStatus data_idx_parse(const uint8_t *buf, size_t len, const char *path, int ndim,
+                        int64_t *dims, size_t *payload_off)
+{
+    if (len < 4)
+        return ct_error(CT_ERR_FORMAT,
+                        "%s: truncated IDX header: %zu bytes, the magic number needs 4",
+                        path, len);
+    uint32_t magic = be32(buf);
+    uint32_t want = 0x0800u | (uint32_t)ndim;
+    if (magic != want)
+        return ct_error(CT_ERR_FORMAT,
+                        "%s: offset 0: magic number 0x%08x, expected 0x%08x (unsigned "
+                        "bytes, %d dims)",
+                        path, magic, want, ndim);
+    size_t hdr = 4 + 4 * (size_t)ndim;
+    if (len < hdr)
+        return ct_error(CT_ERR_FORMAT,
+                        "%s: truncated IDX header: %zu bytes, %d dims need %zu", path,
+                        len, ndim, hdr);
+    uint64_t total = 1;
+    for (int d = 0; d < ndim; d++) {
+        dims[d] = be32(buf + 4 + 4 * d);
+        /* each dim < 2^32, so the product stays exact while it is < 2^62 */
+        if (dims[d] && total > ((uint64_t)1 << 62) / (uint64_t)dims[d])
+            return ct_error(CT_ERR_FORMAT, "%s: offset %d: dims too large", path,
+                            4 + 4 * d);
+        total *= (uint64_t)dims[d];
+    }
+    if (dims[0] == 0)
+        return ct_error(CT_ERR_FORMAT, "%s: offset 4: the file holds no items", path);
+    if (total != len - hdr)
+        return ct_error(CT_ERR_FORMAT,
+                        "%s: offset %zu: %s: the dims give %llu bytes of data, the file "
+                        "has %zu",
+                        path, hdr,
+                        total > len - hdr ? "truncated data" : "trailing bytes",
+                        (unsigned long long)total, len - hdr);
+    *payload_off = hdr;
+    return CT_OK;
+}
+
+/* Reads path as an IDX file of ndim dims into a new persistent u8 tensor of
+ * shape (dims[0], [1,] dims[1], ...): with `channel`, a size-1 dim is
+ * inserted after the first. */
+static Tensor *idx_load(const char *path, int ndim, bool channel, int64_t *dims)
+{
+    uint8_t *buf;
+    size_t len, off;
+    if (data_read_file(path, &buf, &len) != CT_OK) return NULL;
+    Tensor *t = NULL;
+    if (data_idx_parse(buf, len, path, ndim, dims, &off) == CT_OK) {
+        int64_t shape[4] = {dims[0], 1, 1, 1};
+        int nd = 1;
+        if (channel) shape[nd++] = 1;
+        for (int d = 1; d < ndim; d++) shape[nd++] = dims[d];
+        /* a private scope: the one reference we keep is ours whatever scope
+         * the caller has open */
+        CtScope *s = ct_scope_open();
+        if (s) {
+            t = tensor_retain(tensor_from_data(buf + off, nd, shape, CT_U8, ct_cpu()));
+            ct_scope_close(s);
+        }
+    }
+    free(buf);
+    return t;
+}
+
+/* ------------------------------------------------------------ dataset */
+
+typedef struct IdxDataset {
+    Dataset base;
+    int64_t n;
+    Tensor *images;  /* (n, 1, H, W) u8 */
+    int64_t *labels; /* (n) or NULL */
+    DataTransform transform, target_transform;
+} IdxDataset;
+
+static int64_t idx_len(const Dataset *d)
+{
+    return ((const IdxDataset *)d)->n;
+}
+
+static CtStatus idx_get(const Dataset *d, int64_t i, const DataCtx *ctx, DataSample *out)
+{
+    const IdxDataset *x = (const IdxDataset *)d;
+    out->t[0] = tensor_select(x->images, 0, i);
+    if (!out->t[0] || !data_apply(x->transform, &out->t[0], ctx)) return ct_last_status();
+    out->n = 1;
+    if (x->labels) {
+        out->t[1] = tensor_scalar((double)x->labels[i], CT_I64, ct_cpu());
+        if (!out->t[1] || !data_apply(x->target_transform, &out->t[1], ctx))
+            return ct_last_status();
+        out->n = 2;
+    }
+    return CT_OK;
+}
+
+static void idx_free(Dataset *d)
+{
+    IdxDataset *x = (IdxDataset *)d;
+    tensor_free(x->images);
+    free(x->labels);
+    free(x);
+}
+
+static const DatasetVtable idx_vt = {"idx", idx_len, idx_get, idx_free};
+
+/* Labels as i64, checked against num_classes (when > 0). */
+static int64_t *idx_labels(const char *path, int64_t n_images, int64_t num_classes)
+{
+    int64_t dims[1];
+    Tensor *t = idx_load(path, 1, false, dims);
+    if (!t) return NULL;
+    int64_t *lab = NULL;
+    if (dims[0] != n_images) {
+        ct_error(CT_ERR_FORMAT, "%s: %lld labels, but the image file has %lld images",
+                 path, (long long)dims[0], (long long)n_images);
+    } else if (!(lab = malloc((size_t)n_images * sizeof *lab))) {
+        ct_error(CT_ERR_OOM, "%s: out of memory", path);
+    } else {
+        const uint8_t *v = tensor_data(t);
+        for (int64_t i = 0; i < n_images; i++) {
+            if (num_classes > 0 && v[i] >= num_classes) {
+                ct_error(
+                    CT_ERR_FORMAT,
+                    "%s: offset %lld: label %d of item %lld is out of range for %lld "
+                    "classes",
+                    path, (long long)(8 + i), v[i], (long long)i, (long long)num_classes);
+                free(lab);
+                lab = NULL;
+                break;
+            }
+            lab[i] = v[i];
+        }
+    }
+    tensor_free(t);
+    return lab;
+}
+
+Dataset *data_idx_dataset_create(const DataIdxArgs *args)
+{
+    if (!args || !args->images) {
+        ct_error(CT_ERR_NULL, "idx dataset: no image file given");
+        return NULL;
+    }
+    int64_t dims[3];
+    Tensor *images = idx_load(args->images, 3, true, dims);
+    if (!images) return NULL;
+    int64_t *labels = NULL;
+    if (args->labels &&
+        !(labels = idx_labels(args->labels, dims[0], args->num_classes))) {
+        tensor_free(images);
+        return NULL;
+    }
+    IdxDataset *x = calloc(1, sizeof *x);
+    if (!x) {
+        tensor_free(images);
+        free(labels);
+        ct_error(CT_ERR_OOM, "idx dataset: out of memory");
+        return NULL;
+    }
+    *x = (IdxDataset){{&idx_vt}, dims[0],         images,
+                      labels,    args->transform, args->target_transform};
+    return &x->base;
+}
+
+/* dir/name.gz when it exists, else dir/name. */
+static void find_file(char *path, size_t n, const char *dir, const char *name)
+{
+    snprintf(path, n, "%s/%s.gz", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (f)
+        fclose(f);
+    else
+        snprintf(path, n, "%s/%s", dir, name);
+}
+
+Dataset *data_fashion_mnist_create(const DataFashionMnistArgs *args)
+{
+    DataFashionMnistArgs a = args ? *args : (DataFashionMnistArgs){0};
+    const char *root = a.root ? a.root : DATA_FASHION_MNIST_DIR;
+    const char *split = a.test ? "t10k" : "train";
+    char images[4096], labels[4096], name[64];
+    snprintf(name, sizeof name, "%s-images-idx3-ubyte", split);
+    find_file(images, sizeof images, root, name);
+    snprintf(name, sizeof name, "%s-labels-idx1-ubyte", split);
+    find_file(labels, sizeof labels, root, name);
+    return data_idx_dataset_create(
+        &(DataIdxArgs){.images = images,
+                       .labels = labels,
+                       .num_classes = 10,
+                       .transform = a.transform,
+                       .target_transform = a.target_transform});
+}

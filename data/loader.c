@@ -1,0 +1,404 @@
+/* The data loader: batches in order, built inline or by worker threads that
+ * prefetch into a bounded ring of slots.
+ *
+ * Batch k of an epoch is a pure function of (order, k, epoch, seed), so which
+ * thread builds it does not matter. Workers claim batch numbers in order and
+ * may run ahead of the consumer by at most `q` batches; batch k goes to slot
+ * k % q, which is free because batch k - q has been taken. A generation
+ * number invalidates batches being built when an epoch is abandoned. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data_internal.h"
+
+#define MAX_WORKERS 256
+#define MSG_LEN     1024
+
+typedef struct Slot {
+    bool ready;
+    CtStatus st;
+    DataBatch b; /* one reference per tensor, released with batch_release */
+    char msg[MSG_LEN];
+} Slot;
+
+struct DataLoader {
+    const Dataset *ds;
+    DataLoaderArgs a;
+    Sampler *own_sampler; /* the default sequential/random sampler */
+    const Sampler *sampler;
+    int64_t n_samples, n_batches;
+    int64_t *order; /* this epoch's indices; written only while no worker runs */
+
+    /* the caller's side */
+    int64_t epoch, start, next;
+    bool started;
+    CtStatus status;
+    char errmsg[MSG_LEN];
+    DataBatch cur; /* handed out by the last data_loader_next */
+
+    /* workers; everything below is guarded by mu */
+    int nw, q;
+    pthread_t *threads;
+    Slot *slots;
+    pthread_mutex_t mu;
+    pthread_cond_t work, ready, idle;
+    bool shutdown, active;
+    uint64_t gen;
+    int64_t claim, consumed, end;
+    int in_flight;
+};
+
+static void batch_release(DataBatch *b)
+{
+    for (int f = 0; f < b->n; f++) tensor_free(b->t[f]);
+    memset(b, 0, sizeof *b);
+}
+
+/* Loads the samples of batch k, collates them and moves them to the device.
+ * On success out holds one reference per tensor; on failure msg says which
+ * sample failed and why. */
+static CtStatus build_batch(const DataLoader *dl, int64_t k, int64_t epoch,
+                            DataBatch *out, char *msg)
+{
+    memset(out, 0, sizeof *out);
+    int64_t lo = k * dl->a.batch_size, hi = lo + dl->a.batch_size;
+    if (hi > dl->n_samples) hi = dl->n_samples;
+    int64_t n = hi - lo;
+    DataSample *smp = calloc((size_t)n, sizeof *smp);
+    CtScope *s = ct_scope_open();
+    CtStatus st = CT_OK;
+    if (!smp || !s) {
+        st = CT_ERR_OOM;
+        snprintf(msg, MSG_LEN, "data loader: batch %lld: out of memory", (long long)k);
+    }
+    for (int64_t i = 0; i < n && st == CT_OK; i++) {
+        int64_t idx = dl->order[lo + i];
+        DataCtx ctx = {dl->a.seed, epoch, idx};
+        st = data_dataset_get(dl->ds, idx, &ctx, &smp[i]);
+        if (st != CT_OK)
+            snprintf(msg, MSG_LEN,
+                     "data loader: sample %lld (batch %lld, epoch %lld): %s",
+                     (long long)idx, (long long)k, (long long)epoch, ct_last_error());
+    }
+    if (st == CT_OK) {
+        DataCollateFn collate = dl->a.collate ? dl->a.collate : data_collate_default;
+        st = collate(smp, n, out, dl->a.collate_user);
+        if (st == CT_OK && (out->n < 1 || out->n > DATA_MAX_FIELDS))
+            st = ct_error(CT_ERR_INVALID, "collate returned %d fields", out->n);
+        for (int f = 0; st == CT_OK && f < out->n; f++) {
+            if (out->t[f] && dl->a.device.type != CT_DEVICE_CPU)
+                out->t[f] = tensor_to_device(out->t[f], dl->a.device);
+            if (!out->t[f])
+                st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_NULL;
+        }
+        if (st != CT_OK)
+            snprintf(msg, MSG_LEN, "data loader: batch %lld (samples %lld..%lld): %s",
+                     (long long)k, (long long)lo, (long long)hi - 1, ct_last_error());
+    }
+    if (st == CT_OK)
+        for (int f = 0; f < out->n; f++) tensor_retain(out->t[f]);
+    else
+        memset(out, 0, sizeof *out); /* the scope frees what was made */
+    if (s) ct_scope_close(s);
+    free(smp);
+    out->size = n;
+    out->index = k;
+    return st;
+}
+
+static void *worker_main(void *arg)
+{
+    DataLoader *dl = arg;
+    pthread_mutex_lock(&dl->mu);
+    for (;;) {
+        while (!dl->shutdown &&
+               !(dl->active && dl->claim < dl->end && dl->claim < dl->consumed + dl->q))
+            pthread_cond_wait(&dl->work, &dl->mu);
+        if (dl->shutdown) break;
+        int64_t k = dl->claim++, epoch = dl->epoch;
+        uint64_t gen = dl->gen;
+        dl->in_flight++;
+        pthread_mutex_unlock(&dl->mu);
+
+        Slot res = {0};
+        res.st = build_batch(dl, k, epoch, &res.b, res.msg);
+
+        pthread_mutex_lock(&dl->mu);
+        dl->in_flight--;
+        if (gen == dl->gen) {
+            res.ready = true;
+            dl->slots[k % dl->q] = res;
+            pthread_cond_broadcast(&dl->ready);
+        } else {
+            batch_release(&res.b);
+        }
+        if (dl->in_flight == 0) pthread_cond_broadcast(&dl->idle);
+    }
+    pthread_mutex_unlock(&dl->mu);
+    return NULL;
+}
+
+/* Abandons the epoch: waits for batches being built and drops them and the
+ * prefetched ones. Afterwards no worker touches `order`. */
+static void stop_epoch(DataLoader *dl)
+{
+    dl->started = false;
+    if (!dl->nw) return;
+    pthread_mutex_lock(&dl->mu);
+    dl->active = false;
+    dl->gen++;
+    while (dl->in_flight) pthread_cond_wait(&dl->idle, &dl->mu);
+    for (int i = 0; i < dl->q; i++) {
+        if (dl->slots[i].ready) batch_release(&dl->slots[i].b);
+        dl->slots[i].ready = false;
+    }
+    pthread_mutex_unlock(&dl->mu);
+}
+
+static CtStatus start_epoch(DataLoader *dl)
+{
+    int64_t n = data_sampler_len(dl->sampler);
+    if (n != dl->n_samples)
+        return ct_error(CT_ERR_STATE,
+                        "data loader: the %s sampler's length changed from %lld to %lld",
+                        dl->sampler->vt->type, (long long)dl->n_samples, (long long)n);
+    CtStatus st = data_sampler_fill(dl->sampler, dl->epoch, dl->order);
+    if (st != CT_OK) return st;
+    dl->next = dl->start;
+    dl->started = true;
+    if (dl->nw) {
+        pthread_mutex_lock(&dl->mu);
+        dl->claim = dl->consumed = dl->start;
+        dl->end = dl->n_batches;
+        dl->active = true;
+        pthread_cond_broadcast(&dl->work);
+        pthread_mutex_unlock(&dl->mu);
+    }
+    return CT_OK;
+}
+
+/* Records an error that ends data_loader_next until set_epoch or skip. */
+static bool fail(DataLoader *dl, CtStatus st, const char *msg)
+{
+    dl->status = st;
+    snprintf(dl->errmsg, sizeof dl->errmsg, "%s", msg);
+    ct_error(st, "%s", dl->errmsg);
+    stop_epoch(dl);
+    return false;
+}
+
+/* The next batch from the workers' ring. */
+static Slot take(DataLoader *dl)
+{
+    pthread_mutex_lock(&dl->mu);
+    Slot *s = &dl->slots[dl->next % dl->q];
+    while (!s->ready) pthread_cond_wait(&dl->ready, &dl->mu);
+    Slot res = *s;
+    s->ready = false;
+    dl->consumed = dl->next + 1;
+    pthread_cond_broadcast(&dl->work);
+    pthread_mutex_unlock(&dl->mu);
+    return res;
+}
+
+bool data_loader_next(DataLoader *dl, DataBatch *out)
+{
+    if (out) memset(out, 0, sizeof *out);
+    if (!dl || !out) {
+        ct_error(CT_ERR_NULL, "data_loader_next: NULL %s", dl ? "batch" : "loader");
+        return false;
+    }
+    batch_release(&dl->cur);
+    if (dl->status != CT_OK) {
+        ct_error(dl->status, "%s", dl->errmsg);
+        return false;
+    }
+    if (!dl->started) {
+        CtStatus st = start_epoch(dl);
+        if (st != CT_OK) {
+            char msg[MSG_LEN];
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            return fail(dl, st, msg);
+        }
+    }
+    if (dl->next >= dl->n_batches) {
+        stop_epoch(dl);
+        dl->epoch++;
+        dl->start = 0;
+        return false;
+    }
+    Slot res;
+    if (dl->nw) {
+        res = take(dl);
+    } else {
+        res.st = build_batch(dl, dl->next, dl->epoch, &res.b, res.msg);
+    }
+    dl->next++;
+    if (res.st != CT_OK) return fail(dl, res.st, res.msg);
+    dl->cur = res.b;
+    *out = res.b;
+    return true;
+}
+
+CtStatus data_loader_status(const DataLoader *dl)
+{
+    return dl ? dl->status : CT_ERR_NULL;
+}
+
+int64_t data_loader_len(const DataLoader *dl)
+{
+    if (!dl) {
+        ct_error(CT_ERR_NULL, "data_loader_len: NULL loader");
+        return -1;
+    }
+    return dl->n_batches;
+}
+
+int64_t data_loader_epoch(const DataLoader *dl)
+{
+    return dl ? dl->epoch : -1;
+}
+
+/* Drops the current position and the handed-out batch. */
+static void restart(DataLoader *dl)
+{
+    stop_epoch(dl);
+    batch_release(&dl->cur);
+    dl->status = CT_OK;
+    dl->errmsg[0] = 0;
+}
+
+CtStatus data_loader_set_epoch(DataLoader *dl, int64_t epoch)
+{
+    if (!dl) return ct_error(CT_ERR_NULL, "data_loader_set_epoch: NULL loader");
+    if (epoch < 0)
+        return ct_error(CT_ERR_INVALID, "data loader: negative epoch %lld",
+                        (long long)epoch);
+    restart(dl);
+    dl->epoch = epoch;
+    dl->start = 0;
+    return CT_OK;
+}
+
+CtStatus data_loader_skip(DataLoader *dl, int64_t n)
+{
+    if (!dl) return ct_error(CT_ERR_NULL, "data_loader_skip: NULL loader");
+    if (n < 0 || n > dl->n_batches)
+        return ct_error(CT_ERR_INVALID,
+                        "data loader: cannot skip %lld batches of an epoch of %lld",
+                        (long long)n, (long long)dl->n_batches);
+    restart(dl);
+    dl->start = n;
+    return CT_OK;
+}
+
+/* ---------------------------------------------------------- create, free */
+
+static CtStatus check_args(const Dataset *ds, const DataLoaderArgs *a)
+{
+    if (!ds || !a)
+        return ct_error(CT_ERR_NULL, "data loader: NULL %s", ds ? "args" : "dataset");
+    if (a->batch_size <= 0)
+        return ct_error(CT_ERR_INVALID,
+                        "data loader: batch_size must be positive, got %lld",
+                        (long long)a->batch_size);
+    if (a->num_workers < 0 || a->num_workers > MAX_WORKERS)
+        return ct_error(CT_ERR_INVALID, "data loader: num_workers %d outside [0, %d]",
+                        a->num_workers, MAX_WORKERS);
+    if (a->prefetch < 0)
+        return ct_error(CT_ERR_INVALID, "data loader: negative prefetch %d", a->prefetch);
+    if (a->sampler && a->shuffle)
+        return ct_error(CT_ERR_INVALID,
+                        "data loader: a sampler and shuffle are mutually exclusive");
+    int64_t n = data_dataset_len(ds);
+    if (n < 0) return ct_last_status();
+    if (n == 0)
+        return ct_error(CT_ERR_INVALID, "data loader: the %s dataset is empty",
+                        ds->vt->type);
+    return CT_OK;
+}
+
+static CtStatus start_workers(DataLoader *dl)
+{
+    dl->q = dl->nw * (dl->a.prefetch ? dl->a.prefetch : 2);
+    dl->slots = calloc((size_t)dl->q, sizeof *dl->slots);
+    dl->threads = calloc((size_t)dl->nw, sizeof *dl->threads);
+    if (!dl->slots || !dl->threads) {
+        dl->nw = 0;
+        return ct_error(CT_ERR_OOM, "data loader: out of memory");
+    }
+    int nstarted = 0;
+    for (; nstarted < dl->nw; nstarted++)
+        if (pthread_create(&dl->threads[nstarted], NULL, worker_main, dl)) break;
+    if (nstarted == dl->nw) return CT_OK;
+    dl->nw = nstarted; /* data_loader_free joins the ones that started */
+    return ct_error(CT_ERR_STATE, "data loader: cannot start worker thread %d", nstarted);
+}
+
+DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
+{
+    if (check_args(ds, args) != CT_OK) return NULL;
+    DataLoader *dl = calloc(1, sizeof *dl);
+    if (!dl) {
+        ct_error(CT_ERR_OOM, "data loader: out of memory");
+        return NULL;
+    }
+    dl->ds = ds;
+    dl->a = *args;
+    int64_t n = data_dataset_len(ds);
+    if (args->sampler)
+        dl->sampler = args->sampler;
+    else
+        dl->sampler = dl->own_sampler = args->shuffle
+                                            ? data_sampler_random_create(n, args->seed)
+                                            : data_sampler_sequential_create(n);
+    pthread_mutex_init(&dl->mu, NULL);
+    pthread_cond_init(&dl->work, NULL);
+    pthread_cond_init(&dl->ready, NULL);
+    pthread_cond_init(&dl->idle, NULL);
+    CtStatus st = dl->sampler ? CT_OK : ct_last_status();
+    if (st == CT_OK) {
+        dl->n_samples = data_sampler_len(dl->sampler);
+        dl->n_batches = args->drop_last
+                            ? dl->n_samples / args->batch_size
+                            : (dl->n_samples + args->batch_size - 1) / args->batch_size;
+        dl->order =
+            malloc((size_t)(dl->n_samples ? dl->n_samples : 1) * sizeof *dl->order);
+        if (!dl->order) st = ct_error(CT_ERR_OOM, "data loader: out of memory");
+    }
+    dl->nw = args->num_workers;
+    if (st == CT_OK && dl->nw) st = start_workers(dl);
+    if (st != CT_OK) {
+        char msg[MSG_LEN];
+        snprintf(msg, sizeof msg, "%s", ct_last_error());
+        data_loader_free(dl);
+        ct_error(st, "%s", msg);
+        return NULL;
+    }
+    return dl;
+}
+
+void data_loader_free(DataLoader *dl)
+{
+    if (!dl) return;
+    pthread_mutex_lock(&dl->mu);
+    dl->shutdown = true;
+    dl->gen++;
+    pthread_cond_broadcast(&dl->work);
+    pthread_mutex_unlock(&dl->mu);
+    for (int i = 0; i < dl->nw; i++) pthread_join(dl->threads[i], NULL);
+    for (int i = 0; dl->slots && i < dl->q; i++)
+        if (dl->slots[i].ready) batch_release(&dl->slots[i].b);
+    batch_release(&dl->cur);
+    pthread_cond_destroy(&dl->work);
+    pthread_cond_destroy(&dl->ready);
+    pthread_cond_destroy(&dl->idle);
+    pthread_mutex_destroy(&dl->mu);
+    data_sampler_free(dl->own_sampler);
+    free(dl->slots);
+    free(dl->threads);
+    free(dl->order);
+    free(dl);
+}
