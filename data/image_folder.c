@@ -23,8 +23,7 @@ typedef struct ImageFolder {
     int64_t nclasses;
     char **classes; /* sorted */
     int channels;
-    DataTransformFn transform;
-    void *transform_user;
+    DataTransform transform;
 } ImageFolder;
 
 /* ------------------------------------------------------- string vectors */
@@ -340,8 +339,8 @@ static CtStatus folder_get(const Dataset *d, int64_t i, const DataCtx *ctx,
                         "image folder %s: index %lld out of range [0, %lld)", f->root,
                         (long long)i, (long long)f->n);
     Tensor *img = data_image_read(f->paths[i], f->channels);
-    if (img && f->transform) {
-        img = f->transform(f->transform_user, img, ctx);
+    if (img && f->transform.fn) {
+        img = f->transform.fn(img, ctx, f->transform.user);
         if (!img) { /* say which file the transform failed on */
             char msg[512];
             CtStatus st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
@@ -396,8 +395,7 @@ Dataset *data_image_folder_create(const char *root, const DataImageFolderArgs *a
     *f = (ImageFolder){.base = {&image_folder_vt},
                        .root = r,
                        .channels = a.channels ? a.channels : 3,
-                       .transform = a.transform,
-                       .transform_user = a.transform_user};
+                       .transform = a.transform};
     CtStatus st = a.label_regex ? by_regex(f, a.label_regex) : by_subfolder(f);
     if (st != CT_OK) {
         folder_free(&f->base);

@@ -51,16 +51,16 @@ CtStatus data_jpeg_decode(const uint8_t *buf, size_t len, const char *name,
 
 /* ------------------------------------------------------------ transforms */
 
-struct DataTransform {
+struct DataTransformer {
     const char *name;
     /* `stream` tells apart transforms of one pipeline: a random transform
      * draws from data_transform_rng(ctx, stream). */
-    Tensor *(*apply)(const DataTransform *t, Tensor *img, const DataCtx *ctx,
+    Tensor *(*apply)(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
                      uint64_t stream);
-    void (*free)(DataTransform *t); /* NULL: free(t) */
+    void (*free)(DataTransformer *t); /* NULL: free(t) */
 };
 
-Tensor *data_transform_apply_stream(const DataTransform *t, Tensor *img,
+Tensor *data_transform_apply_stream(const DataTransformer *t, Tensor *img,
                                     const DataCtx *ctx, uint64_t stream);
 /* The generator a random transform at `stream` draws from. */
 CtGenerator data_transform_rng(const DataCtx *ctx, uint64_t stream);

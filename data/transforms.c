@@ -43,7 +43,7 @@ int64_t data_rng_int(CtGenerator *g, int64_t lo, int64_t hi)
     return v < hi ? v : hi - 1;
 }
 
-Tensor *data_transform_apply_stream(const DataTransform *t, Tensor *img,
+Tensor *data_transform_apply_stream(const DataTransformer *t, Tensor *img,
                                     const DataCtx *ctx, uint64_t stream)
 {
     if (!img) return NULL; /* sticky: keep the first error */
@@ -54,17 +54,22 @@ Tensor *data_transform_apply_stream(const DataTransform *t, Tensor *img,
     return t->apply(t, img, ctx, stream);
 }
 
-Tensor *data_transform_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx)
+Tensor *data_transform_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx)
 {
     return data_transform_apply_stream(t, img, ctx, 0);
 }
 
-Tensor *data_transform_fn(void *transform, Tensor *img, const DataCtx *ctx)
+Tensor *data_transform_fn(Tensor *img, const DataCtx *ctx, void *transformer)
 {
-    return data_transform_apply(transform, img, ctx);
+    return data_transform_apply(transformer, img, ctx);
 }
 
-void data_transform_free(DataTransform *t)
+DataTransform data_transform_as_fn(const DataTransformer *t)
+{
+    return (DataTransform){data_transform_fn, (void *)t};
+}
+
+void data_transform_free(DataTransformer *t)
 {
     if (!t) return;
     if (t->free)
@@ -73,7 +78,7 @@ void data_transform_free(DataTransform *t)
         free(t);
 }
 
-const char *data_transform_name(const DataTransform *t)
+const char *data_transform_name(const DataTransformer *t)
 {
     return t ? t->name : "(null)";
 }
@@ -81,12 +86,12 @@ const char *data_transform_name(const DataTransform *t)
 /* --------------------------------------------------------------- compose */
 
 typedef struct Compose {
-    DataTransform base;
+    DataTransformer base;
     int n;
-    DataTransform **ts;
+    DataTransformer **ts;
 } Compose;
 
-static Tensor *compose_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx,
+static Tensor *compose_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
                              uint64_t stream)
 {
     const Compose *c = (const Compose *)t;
@@ -96,7 +101,7 @@ static Tensor *compose_apply(const DataTransform *t, Tensor *img, const DataCtx 
     return img;
 }
 
-static void compose_free(DataTransform *t)
+static void compose_free(DataTransformer *t)
 {
     Compose *c = (Compose *)t;
     for (int i = 0; i < c->n; i++) data_transform_free(c->ts[i]);
@@ -104,12 +109,12 @@ static void compose_free(DataTransform *t)
     free(c);
 }
 
-DataTransform *data_transform_compose(int n, DataTransform *const *ts)
+DataTransformer *data_transform_compose(int n, DataTransformer *const *ts)
 {
     bool null_entry = false;
     for (int i = 0; ts && i < n; i++) null_entry |= ts[i] == NULL;
     Compose *c = NULL;
-    DataTransform **copy = NULL;
+    DataTransformer **copy = NULL;
     if (n < 0 || (n > 0 && !ts)) {
         ct_error(CT_ERR_INVALID, "Compose: bad list (n = %d, ts %s)", n,
                  ts ? "set" : "NULL");
@@ -129,7 +134,7 @@ DataTransform *data_transform_compose(int n, DataTransform *const *ts)
         return NULL;
     }
     for (int i = 0; i < n; i++) copy[i] = ts[i];
-    c->base = (DataTransform){"Compose", compose_apply, compose_free};
+    c->base = (DataTransformer){"Compose", compose_apply, compose_free};
     c->n = n;
     c->ts = copy;
     return &c->base;
@@ -138,29 +143,29 @@ DataTransform *data_transform_compose(int n, DataTransform *const *ts)
 /* ---------------------------------------------------------------- lambda */
 
 typedef struct Lambda {
-    DataTransform base;
+    DataTransformer base;
     DataTransformFn fn;
     void *user;
     void (*free_user)(void *);
     char name[32];
 } Lambda;
 
-static Tensor *lambda_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx,
+static Tensor *lambda_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
                             uint64_t stream)
 {
     const Lambda *l = (const Lambda *)t;
-    return l->fn(l->user, img, ctx);
+    return l->fn(img, ctx, l->user);
 }
 
-static void lambda_free(DataTransform *t)
+static void lambda_free(DataTransformer *t)
 {
     Lambda *l = (Lambda *)t;
     if (l->free_user) l->free_user(l->user);
     free(l);
 }
 
-DataTransform *data_transform_lambda(const char *name, DataTransformFn fn, void *user,
-                                     void (*free_user)(void *))
+DataTransformer *data_transform_lambda(const char *name, DataTransformFn fn, void *user,
+                                       void (*free_user)(void *))
 {
     if (!fn) {
         ct_error(CT_ERR_NULL, "Lambda %s: NULL function", name ? name : "");
@@ -172,7 +177,7 @@ DataTransform *data_transform_lambda(const char *name, DataTransformFn fn, void 
         return NULL;
     }
     snprintf(l->name, sizeof l->name, "%s", name ? name : "Lambda");
-    l->base = (DataTransform){l->name, lambda_apply, lambda_free};
+    l->base = (DataTransformer){l->name, lambda_apply, lambda_free};
     l->fn = fn;
     l->user = user;
     l->free_user = free_user;
@@ -181,7 +186,7 @@ DataTransform *data_transform_lambda(const char *name, DataTransformFn fn, void 
 
 /* -------------------------------------------------------------- ToTensor */
 
-static Tensor *to_tensor_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx,
+static Tensor *to_tensor_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
                                uint64_t stream)
 {
     DataImg in;
@@ -213,26 +218,26 @@ static Tensor *to_tensor_apply(const DataTransform *t, Tensor *img, const DataCt
     return out;
 }
 
-DataTransform *data_transform_to_tensor(void)
+DataTransformer *data_transform_to_tensor(void)
 {
-    DataTransform *t = malloc(sizeof *t);
+    DataTransformer *t = malloc(sizeof *t);
     if (!t) {
         ct_error(CT_ERR_OOM, "ToTensor: out of memory");
         return NULL;
     }
-    *t = (DataTransform){"ToTensor", to_tensor_apply, NULL};
+    *t = (DataTransformer){"ToTensor", to_tensor_apply, NULL};
     return t;
 }
 
 /* ------------------------------------------------------------- Normalize */
 
 typedef struct Normalize {
-    DataTransform base;
+    DataTransformer base;
     int n;
     float *mean, *std;
 } Normalize;
 
-static Tensor *normalize_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx,
+static Tensor *normalize_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
                                uint64_t stream)
 {
     const Normalize *nz = (const Normalize *)t;
@@ -264,7 +269,7 @@ static Tensor *normalize_apply(const DataTransform *t, Tensor *img, const DataCt
     return out;
 }
 
-static void normalize_free(DataTransform *t)
+static void normalize_free(DataTransformer *t)
 {
     Normalize *nz = (Normalize *)t;
     free(nz->mean);
@@ -272,7 +277,7 @@ static void normalize_free(DataTransform *t)
     free(nz);
 }
 
-DataTransform *data_transform_normalize(int n, const double *mean, const double *std)
+DataTransformer *data_transform_normalize(int n, const double *mean, const double *std)
 {
     if (n < 1 || !mean || !std) {
         ct_error(CT_ERR_INVALID, "Normalize: needs n >= 1 means and stds (n = %d)", n);
@@ -295,7 +300,7 @@ DataTransform *data_transform_normalize(int n, const double *mean, const double 
         return NULL;
     }
     for (int i = 0; i < n; i++) m[i] = (float)mean[i], s[i] = (float)std[i];
-    nz->base = (DataTransform){"Normalize", normalize_apply, normalize_free};
+    nz->base = (DataTransformer){"Normalize", normalize_apply, normalize_free};
     nz->n = n;
     nz->mean = m;
     nz->std = s;

@@ -7,22 +7,23 @@
 #include "image_internal.h"
 
 typedef struct Geom {
-    DataTransform base;
+    DataTransformer base;
     int64_t h, w; /* output size; Resize(shorter): h is the shorter side */
     int64_t pad;  /* RandomCrop */
     double p;     /* RandomHorizontalFlip */
     double scale[2], ratio[2];
 } Geom;
 
-static Geom *geom_new(const char *name, Tensor *(*apply)(const DataTransform *, Tensor *,
-                                                         const DataCtx *, uint64_t))
+static Geom *geom_new(const char *name,
+                      Tensor *(*apply)(const DataTransformer *, Tensor *, const DataCtx *,
+                                       uint64_t))
 {
     Geom *g = calloc(1, sizeof *g);
     if (!g) {
         ct_error(CT_ERR_OOM, "%s: out of memory", name);
         return NULL;
     }
-    g->base = (DataTransform){name, apply, NULL};
+    g->base = (DataTransformer){name, apply, NULL};
     return g;
 }
 
@@ -50,7 +51,7 @@ static Tensor *resize_to(DataImg *in, int64_t oh, int64_t ow)
     return data_img_resize(in, 0, 0, in->h, in->w, oh, ow);
 }
 
-static Tensor *resize_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx,
+static Tensor *resize_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
                             uint64_t stream)
 {
     const Geom *g = (const Geom *)t;
@@ -59,7 +60,7 @@ static Tensor *resize_apply(const DataTransform *t, Tensor *img, const DataCtx *
     return resize_to(&in, g->h, g->w);
 }
 
-static Tensor *resize_shorter_apply(const DataTransform *t, Tensor *img,
+static Tensor *resize_shorter_apply(const DataTransformer *t, Tensor *img,
                                     const DataCtx *ctx, uint64_t stream)
 {
     const Geom *g = (const Geom *)t;
@@ -73,7 +74,7 @@ static Tensor *resize_shorter_apply(const DataTransform *t, Tensor *img,
     return wide ? resize_to(&in, g->h, nl) : resize_to(&in, nl, g->h);
 }
 
-DataTransform *data_transform_resize(int64_t h, int64_t w)
+DataTransformer *data_transform_resize(int64_t h, int64_t w)
 {
     if (!check_size("Resize", h, w)) return NULL;
     Geom *g = geom_new("Resize", resize_apply);
@@ -82,7 +83,7 @@ DataTransform *data_transform_resize(int64_t h, int64_t w)
     return &g->base;
 }
 
-DataTransform *data_transform_resize_shorter(int64_t size)
+DataTransformer *data_transform_resize_shorter(int64_t size)
 {
     if (!check_size("Resize", size, size)) return NULL;
     Geom *g = geom_new("Resize", resize_shorter_apply);
@@ -103,8 +104,8 @@ static int64_t center_start(int64_t size, int64_t crop)
     return (int64_t)nearbyint((double)(padded - crop) / 2.0) - before;
 }
 
-static Tensor *center_crop_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx,
-                                 uint64_t stream)
+static Tensor *center_crop_apply(const DataTransformer *t, Tensor *img,
+                                 const DataCtx *ctx, uint64_t stream)
 {
     const Geom *g = (const Geom *)t;
     DataImg in;
@@ -113,7 +114,7 @@ static Tensor *center_crop_apply(const DataTransform *t, Tensor *img, const Data
                          g->w);
 }
 
-DataTransform *data_transform_center_crop(int64_t h, int64_t w)
+DataTransformer *data_transform_center_crop(int64_t h, int64_t w)
 {
     if (!check_size("CenterCrop", h, w)) return NULL;
     Geom *g = geom_new("CenterCrop", center_crop_apply);
@@ -124,8 +125,8 @@ DataTransform *data_transform_center_crop(int64_t h, int64_t w)
 
 /* ------------------------------------------------------------ RandomCrop */
 
-static Tensor *random_crop_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx,
-                                 uint64_t stream)
+static Tensor *random_crop_apply(const DataTransformer *t, Tensor *img,
+                                 const DataCtx *ctx, uint64_t stream)
 {
     const Geom *g = (const Geom *)t;
     DataImg in;
@@ -143,7 +144,7 @@ static Tensor *random_crop_apply(const DataTransform *t, Tensor *img, const Data
     return data_img_crop(&in, i - g->pad, j - g->pad, g->h, g->w);
 }
 
-DataTransform *data_transform_random_crop(int64_t h, int64_t w, int64_t padding)
+DataTransformer *data_transform_random_crop(int64_t h, int64_t w, int64_t padding)
 {
     if (!check_size("RandomCrop", h, w)) return NULL;
     if (padding < 0) {
@@ -190,7 +191,7 @@ static Window rrc_window(const Geom *g, int64_t H, int64_t W, CtGenerator *gen)
     return (Window){(H - h) / 2, (W - w) / 2, h, w};
 }
 
-static Tensor *rrc_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx,
+static Tensor *rrc_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
                          uint64_t stream)
 {
     const Geom *g = (const Geom *)t;
@@ -201,8 +202,8 @@ static Tensor *rrc_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx
     return data_img_resize(&in, c.top, c.left, c.h, c.w, g->h, g->w);
 }
 
-DataTransform *data_transform_random_resized_crop(int64_t h, int64_t w,
-                                                  const DataRandomResizedCropArgs *args)
+DataTransformer *data_transform_random_resized_crop(int64_t h, int64_t w,
+                                                    const DataRandomResizedCropArgs *args)
 {
     if (!check_size("RandomResizedCrop", h, w)) return NULL;
     DataRandomResizedCropArgs a =
@@ -228,7 +229,7 @@ DataTransform *data_transform_random_resized_crop(int64_t h, int64_t w,
 
 /* -------------------------------------------------- RandomHorizontalFlip */
 
-static Tensor *flip_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx,
+static Tensor *flip_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
                           uint64_t stream)
 {
     const Geom *g = (const Geom *)t;
@@ -238,7 +239,7 @@ static Tensor *flip_apply(const DataTransform *t, Tensor *img, const DataCtx *ct
     return data_rng_uniform(&gen) < g->p ? data_img_hflip(&in) : in.t;
 }
 
-DataTransform *data_transform_random_horizontal_flip(double p)
+DataTransformer *data_transform_random_horizontal_flip(double p)
 {
     if (!(p >= 0 && p <= 1)) {
         ct_error(CT_ERR_INVALID, "RandomHorizontalFlip: p must be in [0, 1], got %g", p);

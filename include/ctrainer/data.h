@@ -336,7 +336,9 @@ Tensor *data_image_read(const char *path, int channels);
 
 /* ------------------------------------------------------------- transforms
  *
- * A DataTransform maps one image tensor to another. Layout follows the
+ * A DataTransformer is a transform object (torchvision's transform classes;
+ * data-core's DataTransform is the plain {fn, user} pair datasets take, see
+ * data_transform_as_fn). It maps one image tensor to another. Layout follows the
  * dtype, as PIL images vs tensors do in torchvision: u8 images are (H, W, C)
  * (or (H, W)), float images (f32) are (C, H, W) (or (H, W)). Geometric
  * transforms keep layout and dtype; ToTensor goes from u8 (H, W, C) to
@@ -351,48 +353,49 @@ Tensor *data_image_read(const char *path, int channels);
  * the first error. Transforms are immutable once built: one may be applied
  * from several threads at once. */
 
-typedef struct DataTransform DataTransform;
+typedef struct DataTransformer DataTransformer;
 
-Tensor *data_transform_apply(const DataTransform *t, Tensor *img, const DataCtx *ctx);
+Tensor *data_transform_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx);
 /* NULL is a no-op. */
-void data_transform_free(DataTransform *t);
+void data_transform_free(DataTransformer *t);
 /* The name of the transform ("Compose", "Resize", ...). */
-const char *data_transform_name(const DataTransform *t);
+const char *data_transform_name(const DataTransformer *t);
 
-/* What datasets take: a function and its user pointer. */
-typedef Tensor *(*DataTransformFn)(void *user, Tensor *img, const DataCtx *ctx);
-/* Adapter: data_transform_fn(t, img, ctx) == data_transform_apply(t, img,
- * ctx), so a dataset can take {data_transform_fn, t}. */
-Tensor *data_transform_fn(void *transform, Tensor *img, const DataCtx *ctx);
+/* The adapter datasets take (DataTransform, data-core's {fn, user} pair):
+ * data_transform_fn(img, ctx, t) == data_transform_apply(t, img, ctx), and
+ * data_transform_as_fn(t) == (DataTransform){data_transform_fn, t}. The
+ * transformer is borrowed: it must outlive the dataset. */
+Tensor *data_transform_fn(Tensor *img, const DataCtx *ctx, void *transformer);
+DataTransform data_transform_as_fn(const DataTransformer *t);
 
 /* Applies ts[0..n) in order. Takes ownership of every ts[i], also when it
  * fails (NULL entries make it fail: pass constructors' results directly). */
-DataTransform *data_transform_compose(int n, DataTransform *const *ts);
-/* Wraps a user function; free_user (may be NULL) is called on user when the
- * transform is freed. */
-DataTransform *data_transform_lambda(const char *name, DataTransformFn fn, void *user,
-                                     void (*free_user)(void *));
+DataTransformer *data_transform_compose(int n, DataTransformer *const *ts);
+/* Wraps a user function (called as fn(img, ctx, user)); free_user (may be
+ * NULL) is called on user when the transformer is freed. */
+DataTransformer *data_transform_lambda(const char *name, DataTransformFn fn, void *user,
+                                       void (*free_user)(void *));
 
 /* u8 (H, W, C) or (H, W) -> f32 (C, H, W) in [0, 1] (value / 255). */
-DataTransform *data_transform_to_tensor(void);
+DataTransformer *data_transform_to_tensor(void);
 /* Float (C, H, W): (x - mean[c]) / std[c]. n == C, or n == 1 for all
  * channels. Errors: std 0. */
-DataTransform *data_transform_normalize(int n, const double *mean, const double *std);
+DataTransformer *data_transform_normalize(int n, const double *mean, const double *std);
 /* Bilinear resize to (h, w), as torch.nn.functional.interpolate(mode=
  * "bilinear", align_corners=False, antialias=False); u8 results are rounded
  * half to even and clamped. (torchvision's PIL path antialiases when
  * downscaling; we do not.) */
-DataTransform *data_transform_resize(int64_t h, int64_t w);
+DataTransformer *data_transform_resize(int64_t h, int64_t w);
 /* Resizes so the shorter side is `size`, the longer int(size * long / short)
  * (torchvision's Resize(int)). */
-DataTransform *data_transform_resize_shorter(int64_t size);
+DataTransformer *data_transform_resize_shorter(int64_t size);
 /* Central (h, w) crop; a crop larger than the image pads it with zeros
  * first, as torchvision's CenterCrop. */
-DataTransform *data_transform_center_crop(int64_t h, int64_t w);
+DataTransformer *data_transform_center_crop(int64_t h, int64_t w);
 /* Random (h, w) crop after `padding` zero pixels on every side
  * (torchvision's RandomCrop(size, padding)). Errors: crop larger than the
  * padded image. */
-DataTransform *data_transform_random_crop(int64_t h, int64_t w, int64_t padding);
+DataTransformer *data_transform_random_crop(int64_t h, int64_t w, int64_t padding);
 
 typedef struct DataRandomResizedCropArgs {
     double scale[2]; /* area fraction range; {0, 0} -> {0.08, 1.0} */
@@ -401,10 +404,11 @@ typedef struct DataRandomResizedCropArgs {
 /* torchvision's RandomResizedCrop: up to 10 tries of a random area and log-
  * uniform aspect ratio, else a central crop clamped to the ratio range; the
  * crop is resized bilinearly to (h, w). args NULL means defaults. */
-DataTransform *data_transform_random_resized_crop(int64_t h, int64_t w,
-                                                  const DataRandomResizedCropArgs *args);
+DataTransformer *
+data_transform_random_resized_crop(int64_t h, int64_t w,
+                                   const DataRandomResizedCropArgs *args);
 /* Mirrors left-right with probability p. */
-DataTransform *data_transform_random_horizontal_flip(double p);
+DataTransformer *data_transform_random_horizontal_flip(double p);
 
 /* ----------------------------------------------------------- image folder
  *
@@ -423,10 +427,10 @@ DataTransform *data_transform_random_horizontal_flip(double p);
  * get() errors name the file ("<path>: truncated JPEG"). */
 
 typedef struct DataImageFolderArgs {
-    const char *label_regex;   /* NULL: one subfolder per class */
-    int channels;              /* 0 -> 3 (RGB, torchvision's loader); or 1 */
-    DataTransformFn transform; /* NULL: the decoded image */
-    void *transform_user;      /* not owned; must outlive the dataset */
+    const char *label_regex; /* NULL: one subfolder per class */
+    int channels;            /* 0 -> 3 (RGB, torchvision's loader); or 1 */
+    DataTransform transform; /* applied to t[0] in get(); zero: the decoded
+                                image. E.g. data_transform_as_fn(t) */
 } DataImageFolderArgs;
 
 /* args NULL means defaults. Errors: root unreadable (CT_ERR_IO), no class

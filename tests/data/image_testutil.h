@@ -1,5 +1,5 @@
 /* Helpers for the image tests: PNG/JPEG encoders (libpng/libjpeg) writing
- * to memory, temp folders, and a stand-in for data_ctx_generator. */
+ * to memory, and temp folders. */
 #ifndef CTRAINER_TEST_IMAGE_TESTUTIL_H
 #define CTRAINER_TEST_IMAGE_TESTUTIL_H
 
@@ -15,14 +15,6 @@
 
 #include "ctrainer/data.h"
 #include "testutil.h"
-
-/* data-core implements data_ctx_generator; until that branch is merged this
- * weak stand-in lets the tests link (a library definition wins over it). */
-__attribute__((weak)) CtGenerator data_ctx_generator(const DataCtx *ctx, uint64_t purpose)
-{
-    return ct_generator(ctx->seed ^ (purpose * 0x9e3779b97f4a7c15ull),
-                        ((uint64_t)ctx->epoch << 40) ^ (uint64_t)ctx->index);
-}
 
 typedef struct TiBuf {
     uint8_t *p;

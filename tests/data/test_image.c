@@ -370,10 +370,9 @@ START_TEST(test_folder_by_regex)
     assert_path(d, 2, "beagle_12.jpg", 1);
     assert_path(d, 3, "great_pyrenees_1.jpg", 2);
     /* get through a transform, via the function pointer adapter */
-    DataTransform *tt = data_transform_to_tensor();
+    DataTransformer *tt = data_transform_to_tensor();
     d->vt->free(d);
-    a.transform = data_transform_fn;
-    a.transform_user = tt;
+    a.transform = data_transform_as_fn(tt);
     d = data_image_folder_create(g_root, &a);
     CtScope *s = ct_scope_open();
     DataCtx ctx = {0, 0, 2};

@@ -96,7 +96,7 @@ static Tensor *grid(int64_t h, int64_t w)
     return img(CT_U8, 2, (const int64_t[]){h, w}, v);
 }
 
-static Tensor *apply1(DataTransform *t, Tensor *x, const DataCtx *ctx)
+static Tensor *apply1(DataTransformer *t, Tensor *x, const DataCtx *ctx)
 {
     Tensor *y = data_transform_apply(t, x, ctx);
     ck_assert_msg(y != NULL, "%s: %s", data_transform_name(t), ct_last_error());
@@ -119,7 +119,7 @@ START_TEST(test_to_tensor_normalize)
     CtScope *s = ct_scope_open();
     Tensor *x = img(CT_U8, 3, (const int64_t[]){2, 2, 3},
                     (double[]){0, 255, 51, 1, 2, 3, 100, 110, 120, 7, 8, 9});
-    DataTransform *tt = data_transform_to_tensor();
+    DataTransformer *tt = data_transform_to_tensor();
     Tensor *y = apply1(tt, x, NULL);
     ck_assert_int_eq(tensor_dtype(y), CT_F32);
     tu_assert_shape(y, 3, 3, 2, 2);
@@ -132,7 +132,7 @@ START_TEST(test_to_tensor_normalize)
     ck_assert_ptr_null(data_transform_apply(tt, y, NULL));
     tu_assert_error(CT_ERR_DTYPE,
                     "ToTensor: expects a u8 (H, W, C) or (H, W) image, got f32");
-    DataTransform *nz =
+    DataTransformer *nz =
         data_transform_normalize(3, (double[]){0.5, 0.25, 0}, (double[]){0.5, 2, 0.1});
     Tensor *z = apply1(nz, y, NULL);
     double ez[12];
@@ -141,14 +141,14 @@ START_TEST(test_to_tensor_normalize)
             ez[c * 4 + i] =
                 (e[c * 4 + i] - (double[]){0.5, 0.25, 0}[c]) / (double[]){0.5, 2, 0.1}[c];
     tu_assert_values(z, ez, 12, 1e-6, 1e-6);
-    DataTransform *n1 = data_transform_normalize(1, (double[]){1}, (double[]){4});
+    DataTransformer *n1 = data_transform_normalize(1, (double[]){1}, (double[]){4});
     tu_assert_values(
         apply1(n1, apply1(tt, g, NULL), NULL),
         ((double[]){-0.25, (1 / 255.0 - 1) / 4, (2 / 255.0 - 1) / 4, (10 / 255.0 - 1) / 4,
                     (11 / 255.0 - 1) / 4, (12 / 255.0 - 1) / 4}),
         6, 1e-6, 0);
     /* errors */
-    DataTransform *n2 = data_transform_normalize(2, (double[]){0, 0}, (double[]){1, 1});
+    DataTransformer *n2 = data_transform_normalize(2, (double[]){0, 0}, (double[]){1, 1});
     ck_assert_ptr_null(data_transform_apply(n2, y, NULL));
     tu_assert_error(CT_ERR_SHAPE, "Normalize: 2 means/stds for an image of 3 channels");
     ck_assert_ptr_null(data_transform_apply(n2, x, NULL));
@@ -180,7 +180,7 @@ START_TEST(test_resize_vs_pytorch)
         const double *v;
     } fc[] = {{3, 7, resize_f32_3x7}, {6, 8, resize_f32_6x8}, {2, 2, resize_f32_2x2}};
     for (int i = 0; i < 3; i++) {
-        DataTransform *r = data_transform_resize(fc[i].h, fc[i].w);
+        DataTransformer *r = data_transform_resize(fc[i].h, fc[i].w);
         Tensor *y = apply1(r, x, NULL);
         tu_assert_shape(y, 3, 2, fc[i].h, fc[i].w);
         tu_assert_values(y, fc[i].v, 2 * fc[i].h * fc[i].w, 1e-6, 1e-6);
@@ -191,7 +191,7 @@ START_TEST(test_resize_vs_pytorch)
         const double *v;
     } uc[] = {{5, 7, resize_u8_5x7}, {2, 3, resize_u8_2x3}};
     for (int i = 0; i < 2; i++) {
-        DataTransform *r = data_transform_resize(uc[i].h, uc[i].w);
+        DataTransformer *r = data_transform_resize(uc[i].h, uc[i].w);
         Tensor *y = apply1(r, u, NULL);
         ck_assert_int_eq(tensor_dtype(y), CT_U8);
         tu_assert_shape(y, 3, uc[i].h, uc[i].w, 3);
@@ -200,7 +200,7 @@ START_TEST(test_resize_vs_pytorch)
         data_transform_free(r);
     }
     /* shorter side: (4, 5) -> (2, int(2 * 5 / 4) = 2); (3, 4) -> 3x4 -> (2, 2) */
-    DataTransform *rs = data_transform_resize_shorter(3);
+    DataTransformer *rs = data_transform_resize_shorter(3);
     tu_assert_shape(apply1(rs, x, NULL), 3, 2, 3, 3); /* 5*3/4 = 3.75 -> 3 */
     Tensor *g74 = grid(7, 4), *g38 = grid(3, 8);
     tu_assert_shape(apply1(rs, g74, NULL), 2, 5, 3); /* 7*3/4 = 5.25 -> 5 */
@@ -224,7 +224,7 @@ START_TEST(test_center_crop)
     CtScope *s = ct_scope_open();
     Tensor *g = grid(5, 6);
     /* top = round((5 - 3) / 2) = 1, left = round((6 - 4) / 2) = 1 */
-    DataTransform *c = data_transform_center_crop(3, 4);
+    DataTransformer *c = data_transform_center_crop(3, 4);
     tu_assert_values(apply1(c, g, NULL),
                      ((double[]){11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34}), 12, 0,
                      0);
@@ -291,7 +291,7 @@ START_TEST(test_random_crop)
     TU_MEM_BEGIN;
     CtScope *s = ct_scope_open();
     Tensor *g = grid(5, 6);
-    DataTransform *rc = data_transform_random_crop(4, 4, 2);
+    DataTransformer *rc = data_transform_random_crop(4, 4, 2);
     int seen[1000] = {0}, distinct = 0;
     for (int64_t idx = 0; idx < 60; idx++) {
         DataCtx ctx = {7, 0, idx};
@@ -305,10 +305,10 @@ START_TEST(test_random_crop)
     }
     ck_assert_msg(distinct >= 10, "only %d distinct crops", distinct);
     /* crop = padded size: one possible window */
-    DataTransform *full = data_transform_random_crop(9, 10, 2);
+    DataTransformer *full = data_transform_random_crop(9, 10, 2);
     DataCtx c0 = {1, 2, 3};
     ck_assert_int_eq(find_window(apply1(full, g, &c0), 5, 6, 2), 0);
-    DataTransform *big = data_transform_random_crop(10, 4, 2);
+    DataTransformer *big = data_transform_random_crop(10, 4, 2);
     ck_assert_ptr_null(data_transform_apply(big, g, &c0));
     tu_assert_error(CT_ERR_SHAPE,
                     "RandomCrop: crop 10x4 is larger than the padded image 9x10");
@@ -329,8 +329,8 @@ START_TEST(test_flip)
     CtScope *s = ct_scope_open();
     Tensor *u = u8_image(), *x = f32_image();
     DataCtx ctx = {3, 1, 4};
-    DataTransform *always = data_transform_random_horizontal_flip(1.0);
-    DataTransform *never = data_transform_random_horizontal_flip(0.0);
+    DataTransformer *always = data_transform_random_horizontal_flip(1.0);
+    DataTransformer *never = data_transform_random_horizontal_flip(0.0);
     Tensor *fu = apply1(always, u, &ctx), *fx = apply1(always, x, &ctx);
     const uint8_t *up = tensor_data(u), *fup = tensor_data(fu);
     for (int y = 0; y < 3; y++)
@@ -342,7 +342,7 @@ START_TEST(test_flip)
         for (int xx = 0; xx < 5; xx++) ck_assert(fxp[r * 5 + xx] == xp[r * 5 + 4 - xx]);
     ck_assert(same_values(apply1(never, u, &ctx), u));
     /* p = 0.5: about half, and the same decision for the same ctx */
-    DataTransform *half = data_transform_random_horizontal_flip(0.5);
+    DataTransformer *half = data_transform_random_horizontal_flip(0.5);
     int flips = 0;
     for (int64_t i = 0; i < 400; i++) {
         DataCtx c = {3, 1, i};
@@ -370,7 +370,7 @@ START_TEST(test_random_resized_crop)
     double v[30 * 40 * 3];
     for (int i = 0; i < 30 * 40 * 3; i++) v[i] = (i * 7 + (i / 120) * 13) % 256;
     Tensor *im = img(CT_U8, 3, (const int64_t[]){30, 40, 3}, v);
-    DataTransform *rrc = data_transform_random_resized_crop(8, 6, NULL);
+    DataTransformer *rrc = data_transform_random_resized_crop(8, 6, NULL);
     DataCtx a = {42, 3, 10}, b = {42, 3, 11}, c = {42, 4, 10};
     Tensor *ya = apply1(rrc, im, &a);
     tu_assert_shape(ya, 3, 8, 6, 3);
@@ -388,14 +388,14 @@ START_TEST(test_random_resized_crop)
     tu_assert_shape(apply1(rrc, f, &a), 3, 2, 8, 6);
     /* scale 1 and the image's own ratio: always the whole image, i.e. Resize */
     DataRandomResizedCropArgs whole = {{1, 1}, {4.0 / 3.0, 4.0 / 3.0}};
-    DataTransform *rw = data_transform_random_resized_crop(8, 6, &whole);
-    DataTransform *rs = data_transform_resize(8, 6);
+    DataTransformer *rw = data_transform_random_resized_crop(8, 6, &whole);
+    DataTransformer *rs = data_transform_resize(8, 6);
     ck_assert(same_values(apply1(rw, im, &a), apply1(rs, im, &a)));
     /* area > image every try: torchvision's fallback, the central crop with
      * the ratio clamped: 10x40 (ratio 4 > 4/3) -> h 10, w round(13.33) = 13,
      * left (40 - 13) / 2 = 13; resized to its own size it is a plain crop */
     DataRandomResizedCropArgs none = {{2, 3}, {0, 0}};
-    DataTransform *rf = data_transform_random_resized_crop(10, 13, &none);
+    DataTransformer *rf = data_transform_random_resized_crop(10, 13, &none);
     Tensor *wide = tensor_slice(im, 0, 0, 10, 1);
     Tensor *fb = apply1(rf, wide, &a);
     const uint8_t *pw = tensor_data(tensor_contiguous(wide)), *pf = tensor_data(fb);
@@ -417,7 +417,7 @@ START_TEST(test_random_resized_crop)
 }
 END_TEST
 
-static Tensor *add_one(void *user, Tensor *x, const DataCtx *ctx)
+static Tensor *add_one(Tensor *x, const DataCtx *ctx, void *user)
 {
     (void)ctx;
     *(int *)user += 1;
@@ -435,10 +435,11 @@ START_TEST(test_compose)
     CtScope *s = ct_scope_open();
     Tensor *u = u8_image();
     int calls = 0;
-    DataTransform *ts[] = {data_transform_center_crop(2, 2), data_transform_to_tensor(),
-                           data_transform_normalize(1, (double[]){0.5}, (double[]){0.5}),
-                           data_transform_lambda("AddOne", add_one, &calls, count_free)};
-    DataTransform *c = data_transform_compose(4, ts);
+    DataTransformer *ts[] = {
+        data_transform_center_crop(2, 2), data_transform_to_tensor(),
+        data_transform_normalize(1, (double[]){0.5}, (double[]){0.5}),
+        data_transform_lambda("AddOne", add_one, &calls, count_free)};
+    DataTransformer *c = data_transform_compose(4, ts);
     ck_assert_str_eq(data_transform_name(c), "Compose");
     DataCtx ctx = {0, 0, 0};
     Tensor *y = apply1(c, u, &ctx);
@@ -454,14 +455,16 @@ START_TEST(test_compose)
                     (p[(yy * 4 + xx + 1) * 3 + k] / 255.0 - 0.5) / 0.5 + 1;
     tu_assert_values(y, e, 12, 1e-6, 0);
     /* the adapter is apply */
-    ck_assert(same_values(data_transform_fn(c, u, &ctx), y));
+    ck_assert(same_values(data_transform_fn(u, &ctx, c), y));
+    DataTransform fn = data_transform_as_fn(c);
+    ck_assert(fn.fn == data_transform_fn && fn.user == c);
     data_transform_free(c);
     ck_assert_int_eq(calls, 102); /* free_user ran */
     /* two flips in one Compose draw from different streams: about half the
      * samples end up mirrored (with one stream they never would) */
-    DataTransform *ff[] = {data_transform_random_horizontal_flip(0.5),
-                           data_transform_random_horizontal_flip(0.5)};
-    DataTransform *two = data_transform_compose(2, ff);
+    DataTransformer *ff[] = {data_transform_random_horizontal_flip(0.5),
+                             data_transform_random_horizontal_flip(0.5)};
+    DataTransformer *two = data_transform_compose(2, ff);
     int mirrored = 0;
     for (int64_t i = 0; i < 200; i++) {
         DataCtx ci = {5, 0, i};
@@ -470,7 +473,7 @@ START_TEST(test_compose)
     ck_assert_msg(mirrored > 70 && mirrored < 130, "%d of 200 mirrored", mirrored);
     data_transform_free(two);
     /* a failed constructor in the list: its error is kept, the rest freed */
-    DataTransform *bad[] = {data_transform_to_tensor(), data_transform_resize(-1, 2)};
+    DataTransformer *bad[] = {data_transform_to_tensor(), data_transform_resize(-1, 2)};
     ck_assert_ptr_null(data_transform_compose(2, bad));
     tu_assert_error(CT_ERR_INVALID, "Resize: size must be positive");
     tensor_free(u);
@@ -482,7 +485,7 @@ END_TEST
 START_TEST(test_bad_images)
 {
     CtScope *s = ct_scope_open();
-    DataTransform *c = data_transform_center_crop(2, 2);
+    DataTransformer *c = data_transform_center_crop(2, 2);
     Tensor *i64 = tensor_zeros(2, (const int64_t[]){3, 3}, CT_I64, ct_cpu());
     ck_assert_ptr_null(data_transform_apply(c, i64, NULL));
     tu_assert_error(CT_ERR_SHAPE,
