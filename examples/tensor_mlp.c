@@ -2,113 +2,31 @@
  * tensor API and autograd: no Trainer, no modules, no optimizer objects.
  *
  *   tensor_mlp [--data DIR] [--epochs N] [--limit N] [--batch N] [--lr X] [--seed N]
+ *              [--workers N]
  *
  * DIR holds the four IDX files (gzip'd or not); the default is Debian's
- * dataset-fashion-mnist location. --limit trains on the first N samples
- * (for quick runs). Prints the loss per epoch and the final test accuracy.
+ * dataset-fashion-mnist location. --limit trains (and tests) on the first N
+ * samples (for quick runs). Data comes through the Fashion-MNIST dataset and
+ * DataLoader, with N loader worker threads (default 1; 0 loads inline).
+ * Prints the loss per epoch and the final test accuracy.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
+#include "ctrainer/data.h"
 #include "ctrainer/tensor.h"
 
-#define DEFAULT_DATA "/usr/share/datasets/fashion-mnist"
-
-typedef struct Split {
-    int64_t n;
-    uint8_t *images; /* (n, 784) */
-    uint8_t *labels; /* (n) */
-} Split;
-
-/* Reads an IDX file (gzip'd or plain, zlib reads both); returns its payload
- * and the item count, checking the magic number and item size. */
-static uint8_t *read_idx(const char *dir, const char *name, uint32_t magic, int64_t item,
-                         int64_t *count)
+/* A loader batch as the model's input: ToTensor then Normalize(0.2860, 0.3530),
+ * (v/255 - mean) / std, on the (B, 1, 28, 28) u8 images flattened to (B, 784). */
+static Tensor *normalize(Tensor *images)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.gz", dir, name);
-    gzFile f = gzopen(path, "rb");
-    if (!f) {
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        f = gzopen(path, "rb");
-    }
-    if (!f) {
-        fprintf(stderr, "tensor_mlp: cannot open %s/%s(.gz)\n", dir, name);
-        return NULL;
-    }
-    int ndims = (int)(magic & 0xff);
-    unsigned char hdr[16];
-    uint8_t *data = NULL;
-    if (gzread(f, hdr, (unsigned)(4 + 4 * ndims)) != 4 + 4 * ndims) {
-        fprintf(stderr, "tensor_mlp: %s: truncated header\n", path);
-        goto done;
-    }
-    uint32_t m = (uint32_t)hdr[0] << 24 | hdr[1] << 16 | hdr[2] << 8 | hdr[3];
-    if (m != magic) {
-        fprintf(stderr, "tensor_mlp: %s: magic 0x%08x, expected 0x%08x\n", path, m,
-                magic);
-        goto done;
-    }
-    int64_t dims[3] = {1, 1, 1};
-    for (int d = 0; d < ndims; d++) {
-        const unsigned char *p = hdr + 4 + 4 * d;
-        dims[d] = (int64_t)((uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3]);
-    }
-    if (dims[1] * dims[2] != item) {
-        fprintf(stderr, "tensor_mlp: %s: items of %lld bytes, expected %lld\n", path,
-                (long long)(dims[1] * dims[2]), (long long)item);
-        goto done;
-    }
-    size_t bytes = (size_t)(dims[0] * item);
-    data = malloc(bytes);
-    if (!data || gzread(f, data, (unsigned)bytes) != (int)bytes) {
-        fprintf(stderr, "tensor_mlp: %s: truncated data\n", path);
-        free(data);
-        data = NULL;
-        goto done;
-    }
-    *count = dims[0];
-done:
-    gzclose(f);
-    return data;
-}
-
-static int load_split(const char *dir, const char *prefix, Split *s)
-{
-    char img[64], lab[64];
-    snprintf(img, sizeof img, "%s-images-idx3-ubyte", prefix);
-    snprintf(lab, sizeof lab, "%s-labels-idx1-ubyte", prefix);
-    int64_t ni = 0, nl = 0;
-    s->images = read_idx(dir, img, 0x00000803, 784, &ni);
-    s->labels = s->images ? read_idx(dir, lab, 0x00000801, 1, &nl) : NULL;
-    if (!s->labels) return -1;
-    if (ni != nl) {
-        fprintf(stderr, "tensor_mlp: %s: %lld images but %lld labels\n", prefix,
-                (long long)ni, (long long)nl);
-        return -1;
-    }
-    s->n = ni;
-    return 0;
-}
-
-/* Batch of rows idx[0..b) as normalised f32 (b, 784) and i64 labels (b). */
-static void make_batch(const Split *s, const int64_t *idx, int64_t b, uint8_t *xbuf,
-                       int64_t *ybuf, Tensor **x, Tensor **y)
-{
-    for (int64_t i = 0; i < b; i++) {
-        memcpy(xbuf + i * 784, s->images + idx[i] * 784, 784);
-        ybuf[i] = s->labels[idx[i]];
-    }
-    Tensor *raw = tensor_from_data(xbuf, 2, (const int64_t[]){b, 784}, CT_U8, ct_cpu());
-    /* ToTensor then Normalize(0.2860, 0.3530): (v/255 - mean) / std */
-    *x = tensor_add_scalar(
-        tensor_mul_scalar(tensor_cast(raw, CT_F32), 1.0 / (255 * 0.3530)),
+    Tensor *flat = tensor_flatten(images, 1, -1);
+    return tensor_add_scalar(
+        tensor_mul_scalar(tensor_cast(flat, CT_F32), 1.0 / (255 * 0.3530)),
         -0.2860 / 0.3530);
-    *y = tensor_from_data(ybuf, 1, &b, CT_I64, ct_cpu());
 }
 
 typedef struct Mlp {
@@ -141,23 +59,21 @@ static void sgd_step(Tensor *p, Tensor *v, double lr, double mu)
     tensor_zero_(g);
 }
 
-static double evaluate(const Mlp *m, const Split *test, uint8_t *xbuf, int64_t *ybuf,
-                       int64_t *idx)
+static double evaluate(const Mlp *m, DataLoader *test, int64_t n)
 {
     int64_t correct = 0;
     bool prev = ct_set_grad_enabled(false);
-    for (int64_t start = 0; start < test->n; start += 1000) {
-        int64_t b = test->n - start < 1000 ? test->n - start : 1000;
-        for (int64_t i = 0; i < b; i++) idx[i] = start + i;
+    DataBatch b;
+    data_loader_set_epoch(test, 0);
+    while (data_loader_next(test, &b)) {
         CtScope *s = ct_scope_open();
-        Tensor *x, *y;
-        make_batch(test, idx, b, xbuf, ybuf, &x, &y);
-        Tensor *hit = tensor_eq(tensor_argmax(forward(m, x), 1, false), y);
+        Tensor *hit =
+            tensor_eq(tensor_argmax(forward(m, normalize(b.t[0])), 1, false), b.t[1]);
         correct += (int64_t)tensor_item(tensor_sum_all(tensor_cast(hit, CT_F32)));
         ct_scope_close(s);
     }
     ct_set_grad_enabled(prev);
-    return 100.0 * (double)correct / (double)test->n;
+    return 100.0 * (double)correct / (double)n;
 }
 
 static double now(void)
@@ -169,8 +85,8 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
-    const char *dir = DEFAULT_DATA;
-    int epochs = 5;
+    const char *dir = DATA_FASHION_MNIST_DIR;
+    int epochs = 5, workers = 1;
     int64_t limit = 0, batch = 32;
     double lr = 0.01, momentum = 0.9;
     uint64_t seed = 0;
@@ -187,18 +103,44 @@ int main(int argc, char **argv)
             lr = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--seed"))
             seed = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--workers"))
+            workers = atoi(argv[i + 1]);
         else {
             fprintf(stderr,
                     "usage: %s [--data DIR] [--epochs N] [--limit N] [--batch N] "
-                    "[--lr X] [--seed N]\n",
+                    "[--lr X] [--seed N] [--workers N]\n",
                     argv[0]);
             return 2;
         }
     }
-    Split train = {0}, test = {0};
-    if (load_split(dir, "train", &train) || load_split(dir, "t10k", &test)) return 1;
-    if (limit > 0 && limit < train.n) train.n = limit;
-    if (limit > 0 && limit < test.n) test.n = limit;
+    Dataset *full[2] = {
+        data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir}),
+        data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir, .test = true})};
+    /* --limit: the first N samples of each split */
+    Dataset *split[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && full[0] && full[1]; k++) {
+        int64_t n = data_dataset_len(full[k]);
+        if (limit > 0 && limit < n) n = limit;
+        int64_t *first = malloc((size_t)n * sizeof *first);
+        for (int64_t i = 0; first && i < n; i++) first[i] = i;
+        split[k] = first ? data_subset_create(full[k], n, first) : NULL;
+        free(first);
+    }
+    if (batch > 1000) batch = 1000;
+    DataLoader *train = NULL, *test = NULL;
+    if (split[0] && split[1]) {
+        train = data_loader_create(split[0], &(DataLoaderArgs){.batch_size = batch,
+                                                               .shuffle = true,
+                                                               .seed = seed,
+                                                               .num_workers = workers});
+        test = data_loader_create(
+            split[1], &(DataLoaderArgs){.batch_size = 1000, .num_workers = workers});
+    }
+    if (!train || !test) {
+        fprintf(stderr, "tensor_mlp: %s\n", ct_last_error());
+        return 1;
+    }
+    int64_t n_train = data_dataset_len(split[0]), n_test = data_dataset_len(split[1]);
 
     CtGenerator g = ct_generator(seed, 0);
     const int64_t sizes[4] = {784, 128, 64, 10};
@@ -210,23 +152,18 @@ int main(int argc, char **argv)
             tensor_zeros(2, (const int64_t[]){sizes[l + 1], sizes[l]}, CT_F32, ct_cpu());
         m.vb[l] = tensor_zeros(1, &sizes[l + 1], CT_F32, ct_cpu());
     }
-    int64_t *perm = malloc((size_t)train.n * sizeof *perm);
-    int64_t *idx = malloc(1000 * sizeof *idx), *ybuf = malloc(1000 * sizeof *ybuf);
-    uint8_t *xbuf = malloc(1000 * 784);
-    if (batch > 1000) batch = 1000;
     printf("tensor_mlp: 784-128-64-10 on %lld Fashion-MNIST images, batch %lld, "
            "SGD lr %g momentum %g, %d epochs\n",
-           (long long)train.n, (long long)batch, lr, momentum, epochs);
+           (long long)n_train, (long long)batch, lr, momentum, epochs);
     int status = 0;
     for (int epoch = 1; epoch <= epochs && !status; epoch++) {
         double t0 = now(), loss_sum = 0;
-        ct_randperm(&g, train.n, perm);
-        for (int64_t start = 0; start < train.n; start += batch) {
-            int64_t b = train.n - start < batch ? train.n - start : batch;
+        data_loader_set_epoch(train, epoch - 1);
+        DataBatch b;
+        while (data_loader_next(train, &b)) {
             CtScope *s = ct_scope_open();
-            Tensor *x, *y;
-            make_batch(&train, perm + start, b, xbuf, ybuf, &x, &y);
-            Tensor *loss = tensor_cross_entropy(forward(&m, x), y, NULL);
+            Tensor *loss =
+                tensor_cross_entropy(forward(&m, normalize(b.t[0])), b.t[1], NULL);
             double lv = tensor_item(loss);
             if (!loss || tensor_backward(loss, NULL) != CT_OK || !isfinite(lv)) {
                 fprintf(stderr, "tensor_mlp: step failed: %s\n",
@@ -235,7 +172,7 @@ int main(int argc, char **argv)
                 ct_scope_close(s);
                 break;
             }
-            loss_sum += lv * (double)b;
+            loss_sum += lv * (double)b.size;
             bool prev = ct_set_grad_enabled(false);
             for (int l = 0; l < 3; l++) {
                 sgd_step(m.w[l], m.vw[l], lr, momentum);
@@ -244,10 +181,14 @@ int main(int argc, char **argv)
             ct_set_grad_enabled(prev);
             ct_scope_close(s);
         }
+        if (!status && data_loader_status(train) != CT_OK) {
+            fprintf(stderr, "tensor_mlp: %s\n", ct_last_error());
+            status = 1;
+        }
         if (status) break;
-        double acc = evaluate(&m, &test, xbuf, ybuf, idx);
+        double acc = evaluate(&m, test, n_test);
         printf("epoch %d/%d  train loss %.4f  test accuracy %.2f%%  (%.2f s)\n", epoch,
-               epochs, loss_sum / (double)train.n, acc, now() - t0);
+               epochs, loss_sum / (double)n_train, acc, now() - t0);
         fflush(stdout);
         if (epoch == epochs) printf("final test accuracy: %.2f%%\n", acc);
     }
@@ -257,13 +198,11 @@ int main(int argc, char **argv)
         tensor_free(m.vw[l]);
         tensor_free(m.vb[l]);
     }
-    free(perm);
-    free(idx);
-    free(ybuf);
-    free(xbuf);
-    free(train.images);
-    free(train.labels);
-    free(test.images);
-    free(test.labels);
+    data_loader_free(train);
+    data_loader_free(test);
+    for (int k = 0; k < 2; k++) {
+        data_dataset_free(split[k]);
+        data_dataset_free(full[k]);
+    }
     return status;
 }

@@ -12,6 +12,7 @@ packages=(
   zlib1g-dev                         # gzip'd datasets (IDX)
   libjansson-dev                     # safetensors JSON headers
   libpng-dev libjpeg-dev             # image datasets
+  clang libomp-dev libclang-rt-14-dev # fuzz targets (CTRAINER_FUZZ, libFuzzer runtime)
   dataset-fashion-mnist              # the main job's data
 )
 

@@ -135,9 +135,9 @@ Dataset *data_transformed_create(const Dataset *base, int field, DataTransform t
  * number, a truncated header or payload, trailing bytes, images and labels
  * of different counts, a label >= num_classes, an empty file. */
 typedef struct DataIdxArgs {
-    const char *images;     /* path of the idx3 image file (required) */
-    const char *labels;     /* path of the idx1 label file; NULL: no labels */
-    int64_t num_classes;    /* > 0: labels must be < num_classes; 0: no check */
+    const char *images;             /* path of the idx3 image file (required) */
+    const char *labels;             /* path of the idx1 label file; NULL: no labels */
+    int64_t num_classes;            /* > 0: labels must be < num_classes; 0: no check */
     DataTransform transform;        /* applied to t[0] in get(); zero: none */
     DataTransform target_transform; /* applied to t[1] in get(); zero: none */
 } DataIdxArgs;
@@ -249,12 +249,12 @@ CtStatus data_collate_default(const DataSample *samples, int64_t n, DataBatch *o
                               void *user);
 
 typedef struct DataLoaderArgs {
-    int64_t batch_size; /* required, > 0 (no default: 0 is an error) */
-    bool shuffle;       /* a random sampler keyed by (seed, epoch) */
-    bool drop_last;     /* drop a last partial batch */
-    uint64_t seed;      /* shuffle order and DataCtx.seed (augmentations) */
-    Sampler *sampler;   /* borrowed; overrides the default order. Giving it
-                           together with shuffle is an error (PyTorch's rule). */
+    int64_t batch_size;    /* required, > 0 (no default: 0 is an error) */
+    bool shuffle;          /* a random sampler keyed by (seed, epoch) */
+    bool drop_last;        /* drop a last partial batch */
+    uint64_t seed;         /* shuffle order and DataCtx.seed (augmentations) */
+    Sampler *sampler;      /* borrowed; overrides the default order. Giving it
+                              together with shuffle is an error (PyTorch's rule). */
     DataCollateFn collate; /* NULL: data_collate_default */
     void *collate_user;
     int num_workers; /* threads building batches ahead; 0: built inline in
