@@ -148,11 +148,12 @@ static inline uint8_t round_u8(float v)
 }
 
 /* Output row r (plane r / oh, row r % oh) for element type T; STORE turns
- * the float result into a T. */
-#define RESIZE_ROW(T, STORE)                                                             \
-    static void resize_row_##T(const ResizeJob *j, int64_t r)                            \
+ * the float result into a T. PB is the elements per pixel: a constant for
+ * the common layouts (RGB u8, planar f32) so the channel loop unrolls. */
+#define RESIZE_ROW(NAME, T, STORE, PB)                                                   \
+    static void NAME(const ResizeJob *j, int64_t r)                                      \
     {                                                                                    \
-        int64_t p = r / j->oh, y = r % j->oh, pb = j->pb, iw = j->in->w;                 \
+        int64_t p = r / j->oh, y = r % j->oh, pb = (PB), iw = j->in->w;                  \
         const Tap ty = j->ty[y];                                                         \
         const T *plane = (const T *)j->src + p * j->in->h * iw * pb;                     \
         const T *r0 = plane + ty.i0 * iw * pb, *r1 = plane + ty.i1 * iw * pb;            \
@@ -169,10 +170,9 @@ static inline uint8_t round_u8(float v)
         }                                                                                \
     }
 #define STORE_F32(v) (v)
-typedef uint8_t u8;
-typedef float f32;
-RESIZE_ROW(u8, round_u8)
-RESIZE_ROW(f32, STORE_F32)
+RESIZE_ROW(resize_row_u8, uint8_t, round_u8, j->pb)
+RESIZE_ROW(resize_row_u8_rgb, uint8_t, round_u8, 3)
+RESIZE_ROW(resize_row_f32, float, STORE_F32, 1)
 
 Tensor *data_img_resize(const DataImg *in, int64_t top, int64_t left, int64_t ch,
                         int64_t cw, int64_t oh, int64_t ow)
@@ -189,8 +189,9 @@ Tensor *data_img_resize(const DataImg *in, int64_t top, int64_t left, int64_t ch
     compute_taps(tx, ow, cw, left);
     ResizeJob j = {
         in, ty, tx, oh, ow, pix_elems(in), tensor_data(in->t), tensor_data(out)};
-    void (*row)(const ResizeJob *, int64_t) =
-        in->dt == CT_U8 ? resize_row_u8 : resize_row_f32;
+    void (*row)(const ResizeJob *, int64_t) = in->dt == CT_F32 ? resize_row_f32
+                                              : j.pb == 3      ? resize_row_u8_rgb
+                                                               : resize_row_u8;
     int64_t rows = planes(in) * oh;
     if (rows * ow * j.pb >= DATA_IMG_PAR_MIN) {
 #pragma omp parallel for schedule(static)
