@@ -322,7 +322,9 @@ CtStatus data_loader_skip(DataLoader *dl, int64_t n);
  * A JPEG that ends early is an error (like PIL's default), other recoverable
  * JPEG corruption is decoded as libjpeg repairs it. */
 
+#ifndef DATA_IMAGE_MAX_PIXELS /* the fuzz build lowers it: see CMakeLists.txt */
 #define DATA_IMAGE_MAX_PIXELS ((int64_t)1 << 27)
+#endif
 
 /* Decodes `len` bytes at `buf`. `name` labels errors (NULL: "<memory>").
  * Returns a u8 (H, W, C) tensor owned like any op result (the open scope).
