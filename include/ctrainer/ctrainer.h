@@ -3,6 +3,7 @@
 #define CTRAINER_H
 
 #include "ctrainer/data.h"
+#include "ctrainer/metrics.h"
 #include "ctrainer/nn.h"
 #include "ctrainer/optim.h"
 #include "ctrainer/status.h"

@@ -1,0 +1,215 @@
+/* ctrainer — metrics: accumulate over batches, compute, merge across ranks.
+ *
+ * A Metric is fed batches with metric_update(m, preds, target) and answers
+ * metric_compute(m, &value) at any point (usually once per epoch); reset
+ * starts over. Values follow torchmetrics 1.x (task="multiclass"/"binary",
+ * multidim_average="global", no ignore_index): the same formulas, the same
+ * zero-division rule (a 0/0 score is 0) and the same classes left out of
+ * macro averages. Inputs may live on any device and in any layout: each
+ * update copies them to the host once; metric state is small and always on
+ * the host, in f64.
+ *
+ * Distributed evaluation: every metric exposes its state as a flat f64 array
+ * (metric_state) and merges another rank's state into its own
+ * (metric_merge). The merge rule is element-wise SUM for every built-in but
+ * Min/Max (MIN/MAX) and AUROC (CONCAT, see metric_merge_rule), so the
+ * runtime can all-reduce:
+ *
+ *     int64_t n; const double *s = metric_state(m, &n);
+ *     copy s to buf; all-reduce buf with the op of metric_merge_rule(m);
+ *     metric_reset(m); metric_merge(m, buf);   // m now holds every rank's data
+ *
+ * Errors: functions return NULL/CtStatus and record a message naming the
+ * metric ("accuracy: target value 7 at position 3 is outside [0, 4)"). An
+ * update that fails leaves the state unchanged. A NULL metric or NULL preds
+ * (say from a failed op) returns CT_ERR_NULL without overwriting the first
+ * recorded error.
+ */
+#ifndef CTRAINER_METRICS_H
+#define CTRAINER_METRICS_H
+
+#include "ctrainer/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct Metric Metric;
+typedef struct MetricBatch MetricBatch;
+
+/* How two states combine (what an all-reduce over ranks must do). */
+typedef enum MetricMergeRule {
+    METRIC_MERGE_SUM = 0, /* element-wise sum (counts, sums, weights) */
+    METRIC_MERGE_MIN,     /* element-wise min */
+    METRIC_MERGE_MAX,     /* element-wise max */
+    /* Variable length: state = {k, then k doubles}; merging appends the
+     * other's k doubles. All-gather the states (their lengths differ) and
+     * merge each other rank's state in rank order. */
+    METRIC_MERGE_CONCAT,
+} MetricMergeRule;
+
+/* ------------------------------------------------------------ the vtable */
+
+/* A metric implementation. `self` is the implementation's state. Slots:
+ * check   optional: validates a batch without changing state (a collection
+ *         checks every metric before updating any);
+ * update  accumulates a batch that passed check; on error the state must be
+ *         unchanged;
+ * compute scalar value; NULL for matrix-valued metrics;
+ * compute_tensor optional: the value as a new tensor (owned like any new
+ *         tensor: by the open scope or the caller); NULL builds a 0-d f64
+ *         tensor from compute;
+ * reset, state, merge, free: as metric_reset/_state/_merge/_free. */
+typedef struct MetricVtable {
+    CtStatus (*check)(void *self, MetricBatch *b);
+    CtStatus (*update)(void *self, MetricBatch *b);
+    CtStatus (*compute)(void *self, double *out);
+    Tensor *(*compute_tensor)(void *self);
+    void (*reset)(void *self);
+    const double *(*state)(void *self, int64_t *n);
+    CtStatus (*merge)(void *self, const double *other_state);
+    void (*free)(void *self);
+    MetricMergeRule merge_rule;
+} MetricVtable;
+
+/* Wraps an implementation. `name` is copied (truncated to 31 chars); vt must
+ * outlive the metric (a static const struct). Takes ownership of self, also
+ * on failure (vt->free(self) is called). Error: NULL vt or a NULL required
+ * slot (update, reset, state, merge, free, and compute or compute_tensor). */
+Metric *metric_create(const char *name, const MetricVtable *vt, void *self);
+
+/* The inputs of one update, for implementations. preds/target are the
+ * tensors given to metric_update (target may be NULL). The host views are
+ * row-major copies made on first use and shared by every metric of a
+ * collection; they stay valid for the call. NULL + message on failure. */
+Tensor *metric_batch_preds(const MetricBatch *b);
+Tensor *metric_batch_target(const MetricBatch *b);
+const double *metric_batch_preds_f64(MetricBatch *b);
+const double *metric_batch_target_f64(MetricBatch *b);
+const int64_t *metric_batch_target_i64(MetricBatch *b);
+
+/* ------------------------------------------------------------ using one */
+
+/* Accumulates one batch. What preds and target mean depends on the metric
+ * (see the constructors). Errors leave the state unchanged. */
+CtStatus metric_update(Metric *m, Tensor *preds, Tensor *target);
+/* Accumulates one value (a loss, say): metric_update with 0-d f64 tensors.
+ * weight is used by Mean; the other aggregators need weight == 1. */
+CtStatus metric_update_scalar(Metric *m, double value, double weight);
+/* The value over everything seen since creation or the last reset.
+ * Error: a matrix-valued metric (use metric_compute_tensor). */
+CtStatus metric_compute(Metric *m, double *value);
+/* The value as a new tensor (0-d f64 for scalars; (C, C) i64 for the
+ * confusion matrix; (C) f64 for average NONE). Owned by the open scope, or by
+ * the caller when none is open. */
+Tensor *metric_compute_tensor(Metric *m);
+/* True when metric_compute gives the value. */
+bool metric_is_scalar(const Metric *m);
+/* Forgets everything seen. */
+void metric_reset(Metric *m);
+/* The state as n doubles, owned by the metric, valid until its next update,
+ * reset, merge or free. NULL (n = 0) for a NULL metric. */
+const double *metric_state(const Metric *m, int64_t *n);
+/* Merges another metric's state (from metric_state of a metric created with
+ * the same constructor and arguments, on another rank) into m, by
+ * metric_merge_rule(m). The result equals one metric that saw both inputs. */
+CtStatus metric_merge(Metric *m, const double *other_state);
+MetricMergeRule metric_merge_rule(const Metric *m);
+/* "accuracy", "f1", ...; "" for NULL. */
+const char *metric_name(const Metric *m);
+/* NULL is a no-op. */
+void metric_free(Metric *m);
+
+/* ------------------------------------------------------------- built-ins */
+
+typedef enum MetricAverage {
+    METRIC_AVG_MICRO = 0, /* pool the counts of all classes (the default) */
+    METRIC_AVG_MACRO,     /* unweighted mean over classes; classes never
+                             predicted and never present are left out */
+    METRIC_AVG_WEIGHTED,  /* mean weighted by support (tp + fn) */
+    METRIC_AVG_NONE,      /* one value per class: metric_compute_tensor */
+} MetricAverage;
+
+typedef struct MetricClassArgs {
+    int64_t num_classes; /* C >= 2 */
+    int top_k;           /* 0 means 1; a sample counts as predicting each of
+                            its top_k highest-scoring classes */
+    MetricAverage average;
+} MetricClassArgs;
+
+/* Multiclass classification metrics.
+ * preds: (N, C) scores (logits or probabilities, any float dtype: argmax, or
+ *        the top_k classes; ties go to the lower class index) or (N) class
+ *        indices (integer dtype, top_k 1 only);
+ * target: (N) class indices (i64, i32 or u8) in [0, C).
+ * Per class c with counts tp, fp, fn:
+ *   accuracy, recall  tp / (tp + fn)      precision  tp / (tp + fp)
+ *   f1                2 tp / (2 tp + fp + fn)
+ * micro pools the counts first. Errors at creation (CT_ERR_INVALID):
+ * num_classes < 2, top_k outside [1, C], unknown average; at update: shapes
+ * that do not fit (CT_ERR_SHAPE, naming both), wrong dtypes (CT_ERR_DTYPE),
+ * targets or index preds outside [0, C) (CT_ERR_INVALID, naming the value
+ * and position). */
+Metric *metric_accuracy_create(const MetricClassArgs *args);
+Metric *metric_precision_create(const MetricClassArgs *args);
+Metric *metric_recall_create(const MetricClassArgs *args);
+Metric *metric_f1_create(const MetricClassArgs *args);
+/* Counts (C, C): row = target class, column = predicted class (argmax).
+ * Matrix-valued: metric_compute_tensor gives an i64 (C, C) tensor. Inputs
+ * and errors as for accuracy (top_k 1). */
+Metric *metric_confusion_matrix_create(int64_t num_classes);
+
+/* Aggregators. preds: values of any shape and numeric dtype; target: NULL,
+ * or for Mean only, weights with the values' numel or one element. NaN
+ * values are skipped (with their weights), like torchmetrics'
+ * nan_strategy="ignore". Mean = sum(w v) / sum(w) (NaN when nothing was
+ * seen); Sum = 0, Min = +inf, Max = -inf when nothing was seen. */
+Metric *metric_mean_create(void);
+Metric *metric_sum_create(void);
+Metric *metric_min_create(void);
+Metric *metric_max_create(void);
+
+/* Binary AUROC, exact: trapezoid over the ROC at every distinct score (tied
+ * scores form one point), like torchmetrics' BinaryAUROC(thresholds=None)
+ * and sklearn. preds: (N) float scores; a batch with a score outside [0, 1]
+ * is mapped through the sigmoid first (as torchmetrics does). target: (N)
+ * integer 0/1. 0 when only one class has been seen. Keeps every (score,
+ * target) pair: the state grows with the data (merge rule CONCAT). */
+Metric *metric_auroc_create(void);
+
+/* ------------------------------------------------------------ collection */
+
+typedef struct MetricCollection MetricCollection;
+
+/* One computed entry; name is owned by the collection. value is NAN for a
+ * matrix-valued metric (scalar false): read it with metric_compute_tensor. */
+typedef struct MetricValue {
+    const char *name;
+    double value;
+    bool scalar;
+} MetricValue;
+
+MetricCollection *metric_collection_create(void);
+/* Frees the collection and its metrics; NULL is a no-op. */
+void metric_collection_free(MetricCollection *c);
+/* Appends m under `name` (NULL: metric_name(m); copied). Takes ownership of
+ * m, also on failure (m is freed), so creation can be written inline. Errors:
+ * NULL m (sticky), a duplicate name. */
+CtStatus metric_collection_add(MetricCollection *c, const char *name, Metric *m);
+int64_t metric_collection_size(const MetricCollection *c);
+/* The i-th metric in insertion order (borrowed), or NULL; by name, or NULL. */
+Metric *metric_collection_get(const MetricCollection *c, int64_t i);
+const char *metric_collection_name(const MetricCollection *c, int64_t i);
+Metric *metric_collection_find(const MetricCollection *c, const char *name);
+/* Updates every metric with the same batch, copied to the host once. Every
+ * metric checks the batch first: on error no metric has changed. */
+CtStatus metric_collection_update(MetricCollection *c, Tensor *preds, Tensor *target);
+/* Computes every metric into out[0 .. size) in insertion order; cap is out's
+ * length (error when smaller than the size). */
+CtStatus metric_collection_compute(MetricCollection *c, MetricValue *out, int64_t cap);
+void metric_collection_reset(MetricCollection *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,99 @@
+/* Multiclass confusion matrix: counts (C, C), row = target, column = the
+ * argmax (or index) prediction, like torchmetrics' MulticlassConfusionMatrix
+ * with normalize=None. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics_internal.h"
+
+typedef struct ConfMat {
+    int64_t c;
+    double *counts; /* (C, C) */
+} ConfMat;
+
+static CtStatus cm_check(void *self, MetricBatch *b)
+{
+    return metric_class_check("confusion_matrix", b, ((ConfMat *)self)->c, 1);
+}
+
+static CtStatus cm_update(void *self, MetricBatch *b)
+{
+    ConfMat *m = self;
+    const double *p = metric_batch_preds_f64(b);
+    const int64_t *t = metric_batch_target_i64(b);
+    int64_t n = tensor_numel(b->target), c = m->c;
+    bool scores = metric_class_has_scores(b);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = scores ? metric_argmax(p + i * c, c) : (int64_t)p[i];
+        m->counts[t[i] * c + k] += 1;
+    }
+    return CT_OK;
+}
+
+static Tensor *cm_compute_tensor(void *self)
+{
+    ConfMat *m = self;
+    int64_t c = m->c, shape[2] = {c, c};
+    int64_t *v = malloc((size_t)(c * c) * sizeof *v);
+    if (!v) {
+        ct_error(CT_ERR_OOM, "confusion_matrix: out of memory");
+        return NULL;
+    }
+    for (int64_t i = 0; i < c * c; i++) v[i] = (int64_t)m->counts[i];
+    Tensor *r = tensor_from_data(v, 2, shape, CT_I64, ct_cpu());
+    free(v);
+    return r;
+}
+
+static void cm_reset(void *self)
+{
+    ConfMat *m = self;
+    memset(m->counts, 0, (size_t)(m->c * m->c) * sizeof *m->counts);
+}
+
+static const double *cm_state(void *self, int64_t *n)
+{
+    ConfMat *m = self;
+    *n = m->c * m->c;
+    return m->counts;
+}
+
+static CtStatus cm_merge(void *self, const double *other)
+{
+    ConfMat *m = self;
+    for (int64_t i = 0; i < m->c * m->c; i++) m->counts[i] += other[i];
+    return CT_OK;
+}
+
+static void cm_free(void *self)
+{
+    ConfMat *m = self;
+    if (!m) return;
+    free(m->counts);
+    free(m);
+}
+
+static const MetricVtable cm_vt = {
+    .check = cm_check,
+    .update = cm_update,
+    .compute_tensor = cm_compute_tensor,
+    .reset = cm_reset,
+    .state = cm_state,
+    .merge = cm_merge,
+    .free = cm_free,
+    .merge_rule = METRIC_MERGE_SUM,
+};
+
+Metric *metric_confusion_matrix_create(int64_t num_classes)
+{
+    if (metric_check_num_classes("confusion_matrix", num_classes) != CT_OK) return NULL;
+    ConfMat *m = calloc(1, sizeof *m);
+    if (m) m->counts = calloc((size_t)(num_classes * num_classes), sizeof *m->counts);
+    if (!m || !m->counts) {
+        cm_free(m);
+        ct_error(CT_ERR_OOM, "confusion_matrix: out of memory");
+        return NULL;
+    }
+    m->c = num_classes;
+    return metric_create("confusion_matrix", &cm_vt, m);
+}

@@ -1,0 +1,455 @@
+/* Metrics against torchmetrics 1.2.1 (tests/fixtures/metrics.py): values,
+ * accumulation over updates, reset and merging across ranks. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "metrics_fixtures.h"
+
+/* ------------------------------------------------------------ fixtures */
+
+START_TEST(test_class_metrics_match_torchmetrics)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = logits_tensor(), *t = i64_tensor(fx_target, N);
+    for (int kind = 0; kind < 4; kind++)
+        for (int avg = 0; avg < 3; avg++)
+            for (int k = 1; k <= 2; k++) {
+                Metric *m = class_create[kind](
+                    &(MetricClassArgs){.num_classes = C, .top_k = k, .average = avg});
+                ck_assert_ptr_nonnull(m);
+                ck_assert(metric_is_scalar(m));
+                feed(m, x, t);
+                double want = fx_class_scalar[kind * 6 + avg * 2 + (k - 1)];
+                ck_assert_msg(fabs(value_of(m) - want) < TOL_F32,
+                              "%s avg %d top_k %d: %g vs %g", metric_name(m), avg, k,
+                              value_of(m), want);
+                metric_free(m);
+            }
+    tensor_free(x);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* average NONE gives one value per class; metric_compute refuses it. */
+START_TEST(test_class_per_class_values)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = logits_tensor(), *t = i64_tensor(fx_target, N);
+    for (int kind = 0; kind < 4; kind++) {
+        Metric *m = class_create[kind](
+            &(MetricClassArgs){.num_classes = C, .average = METRIC_AVG_NONE});
+        feed(m, x, t);
+        ck_assert(!metric_is_scalar(m));
+        double v;
+        ck_assert_int_eq(metric_compute(m, &v), CT_ERR_STATE);
+        tu_assert_error(CT_ERR_STATE, "is not a scalar: use metric_compute_tensor");
+        Tensor *r = metric_compute_tensor(m);
+        tu_assert_shape(r, 1, C);
+        tu_assert_values(r, fx_class_none + 4 * kind, C, TOL_F32, 0);
+        tensor_free(r);
+        metric_free(m);
+    }
+    tensor_free(x);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Class-index predictions with a fifth class that is never predicted and
+ * never present: macro averaging leaves it out. */
+START_TEST(test_class_index_preds_absent_class)
+{
+    TU_MEM_BEGIN;
+    Tensor *p = i64_tensor(fx_pred_idx, N), *t = i64_tensor(fx_target, N);
+    for (int kind = 0; kind < 4; kind++)
+        for (int avg = 0; avg < 3; avg++) {
+            Metric *m =
+                class_create[kind](&(MetricClassArgs){.num_classes = 5, .average = avg});
+            feed(m, p, t);
+            ck_assert_double_eq_tol(value_of(m), fx_class5[kind * 3 + avg], TOL_F32);
+            metric_free(m);
+        }
+    tensor_free(p);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Inputs in any layout and dtype: f32 logits seen through a transpose (not
+ * contiguous), i32 targets. */
+START_TEST(test_class_strided_inputs)
+{
+    TU_MEM_BEGIN;
+    double xt[C * N];
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < C; j++) xt[j * N + i] = fx_logits[i * C + j];
+    Tensor *base = tu_tensor(CT_F32, 2, (const int64_t[]){C, N}, xt);
+    Tensor *x = tensor_transpose(base, 0, 1);
+    ck_assert(!tensor_is_contiguous(x));
+    double tv[N];
+    for (int i = 0; i < N; i++) tv[i] = (double)fx_target[i];
+    Tensor *t = tu_tensor(CT_I32, 1, (const int64_t[]){N}, tv);
+    Metric *m = metric_f1_create(
+        &(MetricClassArgs){.num_classes = C, .average = METRIC_AVG_MACRO});
+    feed(m, x, t);
+    ck_assert_double_eq_tol(value_of(m), fx_class_scalar[3 * 6 + 2], TOL_F32);
+    metric_free(m);
+    tensor_free(x);
+    tensor_free(base);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_confusion_matrix)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = logits_tensor(), *p = i64_tensor(fx_pred_idx, N),
+           *t = i64_tensor(fx_target, N);
+    Metric *a = metric_confusion_matrix_create(C), *b = metric_confusion_matrix_create(C);
+    feed(a, x, t);
+    feed(b, p, t);
+    for (int k = 0; k < 2; k++) {
+        Tensor *r = metric_compute_tensor(k ? b : a);
+        tu_assert_shape(r, 2, C, C);
+        ck_assert_int_eq(tensor_dtype(r), CT_I64);
+        const int64_t *v = tensor_data(r);
+        for (int i = 0; i < C * C; i++) ck_assert_int_eq(v[i], fx_confmat[i]);
+        tensor_free(r);
+    }
+    double v;
+    ck_assert_int_eq(metric_compute(a, &v), CT_ERR_STATE);
+    tu_assert_error(CT_ERR_STATE, "confusion_matrix: the value is not a scalar");
+    metric_free(a);
+    metric_free(b);
+    tensor_free(x);
+    tensor_free(p);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_aggregators)
+{
+    TU_MEM_BEGIN;
+    Tensor *v = tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_values);
+    Tensor *w = tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_weights);
+    Metric *m[5] = {metric_mean_create(), metric_sum_create(), metric_min_create(),
+                    metric_max_create(), metric_mean_create()};
+    feed(m[0], v, w);
+    for (int i = 1; i < 5; i++) feed(m[i], v, NULL);
+    for (int i = 0; i < 5; i++) {
+        double tol = 1e-5 + 1e-6 * fabs(fx_aggs[i]);
+        ck_assert_msg(fabs(value_of(m[i]) - fx_aggs[i]) < tol, "%s: %.9g vs %.9g",
+                      metric_name(m[i]), value_of(m[i]), fx_aggs[i]);
+        metric_free(m[i]);
+    }
+    tensor_free(v);
+    tensor_free(w);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Scalar updates (a loss per step) and a single broadcast weight. */
+START_TEST(test_aggregators_scalar_updates)
+{
+    TU_MEM_BEGIN;
+    Metric *mean = metric_mean_create(), *sum = metric_sum_create(),
+           *mx = metric_max_create();
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(metric_update_scalar(mean, fx_values[i], fx_weights[i]), CT_OK);
+        ck_assert_int_eq(metric_update_scalar(sum, fx_values[i], 1.0), CT_OK);
+        ck_assert_int_eq(metric_update_scalar(mx, fx_values[i], 1.0), CT_OK);
+    }
+    ck_assert_double_eq_tol(value_of(mean), fx_aggs[0], 1e-6);
+    ck_assert_double_eq_tol(value_of(sum), fx_aggs[1], 1e-4);
+    ck_assert_double_eq_tol(value_of(mx), fx_aggs[3], 1e-5);
+    /* a single weight applies to every value: 2 * (1 + 3) / (2 * 2) */
+    metric_reset(mean);
+    Tensor *v = tu_tensor(CT_F32, 2, (const int64_t[]){1, 2}, (double[]){1, 3});
+    Tensor *w = tu_tensor(CT_F32, 1, (const int64_t[]){1}, (double[]){2});
+    ck_assert_int_eq(metric_update(mean, v, w), CT_OK);
+    ck_assert_double_eq(value_of(mean), 2.0);
+    /* nothing seen */
+    metric_reset(mean);
+    metric_reset(sum);
+    metric_reset(mx);
+    Metric *mn = metric_min_create();
+    ck_assert(isnan(value_of(mean)));
+    ck_assert_double_eq(value_of(sum), 0.0);
+    ck_assert(isinf(value_of(mn)) && value_of(mn) > 0);
+    ck_assert(isinf(value_of(mx)) && value_of(mx) < 0);
+    tensor_free(v);
+    tensor_free(w);
+    metric_free(mean);
+    metric_free(sum);
+    metric_free(mn);
+    metric_free(mx);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_auroc)
+{
+    TU_MEM_BEGIN;
+    Tensor *s = tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_scores);
+    Tensor *l = tu_tensor(CT_F32, 1, (const int64_t[]){N}, fx_blogits);
+    Tensor *t = i64_tensor(fx_btarget, N);
+    Metric *a = metric_auroc_create(), *b = metric_auroc_create();
+    feed(a, s, t);
+    feed(b, l, t);
+    ck_assert_double_eq_tol(value_of(a), fx_auroc[0], TOL_F32);
+    ck_assert_double_eq_tol(value_of(b), fx_auroc[1], TOL_F32);
+    ck_assert_int_eq(metric_merge_rule(a), METRIC_MERGE_CONCAT);
+    /* one class only: 0, like torchmetrics */
+    metric_reset(a);
+    ck_assert_double_eq(value_of(a), 0.0);
+    Tensor *ones = tensor_ones(1, (const int64_t[]){3}, CT_I64, ct_cpu());
+    Tensor *few = tu_tensor(CT_F64, 1, (const int64_t[]){3}, (double[]){0.1, 0.5, 0.9});
+    ck_assert_int_eq(metric_update(a, few, ones), CT_OK);
+    ck_assert_double_eq(value_of(a), 0.0);
+    /* perfect separation with a tie across classes at 0.5: (1 + 0.5) / 2 */
+    metric_reset(a);
+    Tensor *y = i64_tensor((const int64_t[]){0, 0, 1, 1}, 4);
+    Tensor *p =
+        tu_tensor(CT_F64, 1, (const int64_t[]){4}, (double[]){0.1, 0.5, 0.5, 0.9});
+    ck_assert_int_eq(metric_update(a, p, y), CT_OK);
+    ck_assert_double_eq_tol(value_of(a), 0.875, 1e-15);
+    tensor_free(ones);
+    tensor_free(few);
+    tensor_free(y);
+    tensor_free(p);
+    metric_free(a);
+    metric_free(b);
+    tensor_free(s);
+    tensor_free(l);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* ------------------------------------------- accumulation, reset, merge */
+
+static Metric *mk_acc_top2(void)
+{
+    return metric_accuracy_create(&(MetricClassArgs){.num_classes = C, .top_k = 2});
+}
+static Metric *mk_prec_macro(void)
+{
+    return metric_precision_create(
+        &(MetricClassArgs){.num_classes = C, .average = METRIC_AVG_MACRO});
+}
+static Metric *mk_f1_weighted(void)
+{
+    return metric_f1_create(
+        &(MetricClassArgs){.num_classes = C, .average = METRIC_AVG_WEIGHTED});
+}
+static Metric *mk_recall_none(void)
+{
+    return metric_recall_create(
+        &(MetricClassArgs){.num_classes = C, .average = METRIC_AVG_NONE});
+}
+static Metric *mk_confmat(void)
+{
+    return metric_confusion_matrix_create(C);
+}
+
+enum { IN_CLASS, IN_WEIGHTED, IN_VALUES, IN_BINARY };
+static const struct {
+    Metric *(*make)(void);
+    int input;
+} cases[] = {
+    {mk_acc_top2, IN_CLASS},        {mk_prec_macro, IN_CLASS},
+    {mk_f1_weighted, IN_CLASS},     {mk_recall_none, IN_CLASS},
+    {mk_confmat, IN_CLASS},         {metric_mean_create, IN_WEIGHTED},
+    {metric_sum_create, IN_VALUES}, {metric_min_create, IN_VALUES},
+    {metric_max_create, IN_VALUES}, {metric_auroc_create, IN_BINARY},
+};
+#define NCASES ((int)(sizeof cases / sizeof cases[0]))
+
+typedef struct Inputs {
+    Tensor *logits, *target, *values, *weights, *scores, *btarget;
+} Inputs;
+
+static Inputs inputs_make(void)
+{
+    return (Inputs){logits_tensor(),
+                    i64_tensor(fx_target, N),
+                    tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_values),
+                    tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_weights),
+                    tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_scores),
+                    i64_tensor(fx_btarget, N)};
+}
+
+static void inputs_free(Inputs *in)
+{
+    Tensor *all[6] = {in->logits,  in->target, in->values,
+                      in->weights, in->scores, in->btarget};
+    for (int i = 0; i < 6; i++) tensor_free(all[i]);
+}
+
+/* Batches k0 .. k1-1 of the case's inputs. */
+static void feed_case(Metric *m, int input, const Inputs *in, int k0, int k1)
+{
+    switch (input) {
+    case IN_CLASS: feed_range(m, in->logits, in->target, k0, k1); break;
+    case IN_WEIGHTED: feed_range(m, in->values, in->weights, k0, k1); break;
+    case IN_VALUES: feed_range(m, in->values, NULL, k0, k1); break;
+    default: feed_range(m, in->scores, in->btarget, k0, k1); break;
+    }
+}
+
+/* Every state element and the computed value agree (NaN == NaN). */
+static void assert_same(Metric *a, Metric *b, double tol)
+{
+    int64_t na, nb;
+    const double *sa = metric_state(a, &na), *sb = metric_state(b, &nb);
+    ck_assert_int_eq(na, nb);
+    for (int64_t i = 0; i < na; i++)
+        ck_assert_msg(fabs(sa[i] - sb[i]) <= tol || (isnan(sa[i]) && isnan(sb[i])) ||
+                          sa[i] == sb[i],
+                      "%s: state[%lld] %.17g vs %.17g", metric_name(a), (long long)i,
+                      sa[i], sb[i]);
+    Tensor *ta = metric_compute_tensor(a), *tb = metric_compute_tensor(b);
+    int64_t n = tensor_numel(ta);
+    double *vb = malloc((size_t)n * sizeof *vb);
+    ck_assert_int_eq(tensor_copy_to_host(tb, vb, CT_F64), CT_OK);
+    tu_assert_values(ta, vb, n, tol, tol);
+    free(vb);
+    tensor_free(ta);
+    tensor_free(tb);
+}
+
+START_TEST(test_accumulation_equals_one_update)
+{
+    TU_MEM_BEGIN;
+    Inputs in = inputs_make();
+    for (int c = 0; c < NCASES; c++) {
+        Metric *a = cases[c].make(), *b = cases[c].make();
+        feed_case(a, cases[c].input, &in, 0, 3);
+        const Tensor *p = cases[c].input == IN_CLASS    ? in.logits
+                          : cases[c].input == IN_BINARY ? in.scores
+                                                        : in.values;
+        Tensor *t = cases[c].input == IN_CLASS      ? in.target
+                    : cases[c].input == IN_BINARY   ? in.btarget
+                    : cases[c].input == IN_WEIGHTED ? in.weights
+                                                    : NULL;
+        ck_assert_int_eq(metric_update(b, (Tensor *)p, t), CT_OK);
+        assert_same(a, b, 1e-12);
+        metric_free(a);
+        metric_free(b);
+    }
+    inputs_free(&in);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_reset)
+{
+    TU_MEM_BEGIN;
+    Inputs in = inputs_make();
+    for (int c = 0; c < NCASES; c++) {
+        Metric *a = cases[c].make(), *fresh = cases[c].make(), *b = cases[c].make();
+        feed_case(a, cases[c].input, &in, 0, 2);
+        metric_reset(a);
+        assert_same(a, fresh, 0);
+        feed_case(a, cases[c].input, &in, 0, 3);
+        feed_case(b, cases[c].input, &in, 0, 3);
+        assert_same(a, b, 0);
+        metric_free(a);
+        metric_free(b);
+        metric_free(fresh);
+    }
+    inputs_free(&in);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Rank 0 sees batch 0, rank 1 batches 1 and 2: merging rank 1's state into
+ * rank 0 equals one metric that saw everything. */
+START_TEST(test_merge_equals_one_metric)
+{
+    TU_MEM_BEGIN;
+    Inputs in = inputs_make();
+    for (int c = 0; c < NCASES; c++) {
+        Metric *r0 = cases[c].make(), *r1 = cases[c].make(), *all = cases[c].make();
+        feed_case(r0, cases[c].input, &in, 0, 1);
+        feed_case(r1, cases[c].input, &in, 1, 3);
+        feed_case(all, cases[c].input, &in, 0, 3);
+        ck_assert_int_eq(metric_merge(r0, metric_state(r1, NULL)), CT_OK);
+        assert_same(r0, all, 1e-12);
+        metric_free(r0);
+        metric_free(r1);
+        metric_free(all);
+    }
+    inputs_free(&in);
+    TU_MEM_END;
+}
+END_TEST
+
+/* The all-reduce recipe of metrics.h: reduce copies of the states with the
+ * metric's rule, then reset + merge the result on every rank. */
+START_TEST(test_allreduce_recipe)
+{
+    TU_MEM_BEGIN;
+    Inputs in = inputs_make();
+    for (int c = 0; c < NCASES; c++) {
+        if (cases[c].input == IN_BINARY) continue; /* CONCAT: gathered, tested above */
+        Metric *r0 = cases[c].make(), *r1 = cases[c].make(), *all = cases[c].make();
+        feed_case(r0, cases[c].input, &in, 0, 2);
+        feed_case(r1, cases[c].input, &in, 2, 3);
+        feed_case(all, cases[c].input, &in, 0, 3);
+        int64_t n;
+        const double *s0 = metric_state(r0, &n), *s1 = metric_state(r1, NULL);
+        double *buf = malloc((size_t)n * sizeof *buf);
+        for (int64_t i = 0; i < n; i++) {
+            switch (metric_merge_rule(r0)) {
+            case METRIC_MERGE_MIN: buf[i] = fmin(s0[i], s1[i]); break;
+            case METRIC_MERGE_MAX: buf[i] = fmax(s0[i], s1[i]); break;
+            default: buf[i] = s0[i] + s1[i]; break;
+            }
+        }
+        Metric *ranks[2] = {r0, r1};
+        for (int r = 0; r < 2; r++) {
+            metric_reset(ranks[r]);
+            ck_assert_int_eq(metric_merge(ranks[r], buf), CT_OK);
+            assert_same(ranks[r], all, 1e-12);
+        }
+        free(buf);
+        metric_free(r0);
+        metric_free(r1);
+        metric_free(all);
+    }
+    inputs_free(&in);
+    TU_MEM_END;
+}
+END_TEST
+
+Suite *metrics_suite(void)
+{
+    Suite *s = suite_create("metrics");
+    TCase *tc = tcase_create("values");
+    tcase_add_test(tc, test_class_metrics_match_torchmetrics);
+    tcase_add_test(tc, test_class_per_class_values);
+    tcase_add_test(tc, test_class_index_preds_absent_class);
+    tcase_add_test(tc, test_class_strided_inputs);
+    tcase_add_test(tc, test_confusion_matrix);
+    tcase_add_test(tc, test_aggregators);
+    tcase_add_test(tc, test_aggregators_scalar_updates);
+    tcase_add_test(tc, test_auroc);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("state");
+    tcase_add_test(tc, test_accumulation_equals_one_update);
+    tcase_add_test(tc, test_reset);
+    tcase_add_test(tc, test_merge_equals_one_metric);
+    tcase_add_test(tc, test_allreduce_recipe);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(metrics_suite());
+}
