@@ -242,9 +242,11 @@ typedef struct DataBatch {
  * them). Fill out->n and out->t; the loader sets size and index. */
 typedef CtStatus (*DataCollateFn)(const DataSample *samples, int64_t n, DataBatch *out,
                                   void *user);
-/* Stacks each field with tensor_stack along a new dim 0. Errors: samples with
- * different field counts or shapes (naming the sample's position in the
- * batch). */
+/* Stacks each field along a new dim 0: the result of tensor_stack, which it
+ * calls for strided, non-CPU or grad-requiring samples; contiguous CPU
+ * samples are copied row by row into the batch (one allocation per field).
+ * Errors: samples with different field counts, dtypes or shapes (naming the
+ * sample's position in the batch). */
 CtStatus data_collate_default(const DataSample *samples, int64_t n, DataBatch *out,
                               void *user);
 
