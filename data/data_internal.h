@@ -42,4 +42,10 @@ static inline bool data_apply(DataTransform tr, Tensor **t, const DataCtx *ctx)
     return *t != NULL;
 }
 
+/* data_collate_default, with the batch tensors in pinned memory when
+ * `pinned` (the loader's choice for a CUDA target; ordinary CPU memory
+ * without a CUDA device). */
+CtStatus data_collate_into(const DataSample *samples, int64_t n, DataBatch *out,
+                           bool pinned);
+
 #endif

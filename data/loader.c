@@ -56,6 +56,18 @@ static void batch_release(DataBatch *b)
     memset(b, 0, sizeof *b);
 }
 
+/* A batch field's copy on the loader's device: pinned (the default collate
+ * already put it there; a user's collate output is copied once), then queued
+ * on the device's stream without waiting. The pinned block may be freed as
+ * soon as the copy is queued (tensor/async.c keeps it until the copy has
+ * read it), so the batch's scope closes right away. */
+static Tensor *to_device(Tensor *t, CtDevice dev)
+{
+    if (tensor_device(t).type == CT_DEVICE_CPU && !tensor_is_pinned(t))
+        t = tensor_pin_memory(t);
+    return tensor_to_device_async(t, dev);
+}
+
 /* Loads the samples of batch k, collates them and moves them to the device.
  * On success out holds one reference per tensor; on failure msg says which
  * sample failed and why. */
@@ -82,14 +94,14 @@ static CtStatus build_batch(const DataLoader *dl, int64_t k, int64_t epoch,
                      "data loader: sample %lld (batch %lld, epoch %lld): %s",
                      (long long)idx, (long long)k, (long long)epoch, ct_last_error());
     }
+    bool gpu = dl->a.device.type != CT_DEVICE_CPU;
     if (st == CT_OK) {
-        DataCollateFn collate = dl->a.collate ? dl->a.collate : data_collate_default;
-        st = collate(smp, n, out, dl->a.collate_user);
+        st = dl->a.collate ? dl->a.collate(smp, n, out, dl->a.collate_user)
+                           : data_collate_into(smp, n, out, gpu);
         if (st == CT_OK && (out->n < 1 || out->n > DATA_MAX_FIELDS))
             st = ct_error(CT_ERR_INVALID, "collate returned %d fields", out->n);
         for (int f = 0; st == CT_OK && f < out->n; f++) {
-            if (out->t[f] && dl->a.device.type != CT_DEVICE_CPU)
-                out->t[f] = tensor_to_device(out->t[f], dl->a.device);
+            if (out->t[f] && gpu) out->t[f] = to_device(out->t[f], dl->a.device);
             if (!out->t[f])
                 st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_NULL;
         }

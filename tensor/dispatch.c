@@ -64,6 +64,14 @@ const CtBackend *ct_backend_for(CtDevice dev)
     return NULL;
 }
 
+const CtBackend *ct_pinned_backend(void)
+{
+#ifdef CTRAINER_HAVE_CUDA
+    if (ct_cuda_device_count() > 0) return ct_cuda_backend();
+#endif
+    return NULL;
+}
+
 static const Tensor *call_ref(const CtOpCall *c)
 {
     return c->out[0] ? c->out[0] : c->in[0];

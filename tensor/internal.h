@@ -28,6 +28,8 @@ typedef struct CtStorage {
     size_t nbytes;
     CtDevice device;
     bool external; /* wraps memory the storage does not own */
+    bool pinned;   /* CPU storage in page-locked memory from ct_pinned_alloc
+                      (tensor/async.c); freed with ct_pinned_free */
 } CtStorage;
 
 typedef struct CtNode CtNode;
@@ -208,6 +210,19 @@ typedef struct CtBackend {
      * may be the host); synchronous. */
     CtStatus (*memcpy)(void *dst, CtDevice ddev, const void *src, CtDevice sdev,
                        size_t n);
+    /* Optional (NULL on the CPU backend, which then falls back to the
+     * synchronous path); see tensor/async.c.
+     * host_alloc/host_free: page-locked host memory that the device can DMA
+     * from without staging (NULL on failure). host_free must not let the
+     * block be reused before asynchronous copies that read it completed.
+     * memcpy_async: as memcpy, but only enqueued on the device's stream
+     * (ordered with its kernels); the host side must be page-locked.
+     * synchronize: waits for everything queued on the device's stream. */
+    void *(*host_alloc)(size_t nbytes);
+    void (*host_free)(void *p);
+    CtStatus (*memcpy_async)(void *dst, CtDevice ddev, const void *src, CtDevice sdev,
+                             size_t n);
+    CtStatus (*synchronize)(int device);
     /* CT_OP_COUNT entries each. kernels[op] NULL = op unsupported;
      * supports[op] NULL = the kernel takes every call of that op. */
     const CtKernelFn *kernels;
@@ -226,6 +241,9 @@ bool ct_backend_supports(CtDevice dev, const CtOpCall *c);
 /* Caching allocator (tensor/allocator.c), per device. */
 void *ct_device_alloc(CtDevice dev, size_t nbytes);
 void ct_device_free(CtDevice dev, void *p, size_t nbytes);
+/* The backend that provides page-locked host memory (CUDA with a visible
+ * device), or NULL (nothing recorded) when there is none. */
+const CtBackend *ct_pinned_backend(void);
 
 /* -------------------------------------------------- params of core ops */
 

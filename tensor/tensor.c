@@ -1,5 +1,6 @@
 /* Tensor lifecycle: creation, references, destruction and accessors. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,84 @@ static bool valid_geometry(const char *op, int ndim, const int64_t *shape, CtDTy
     return true;
 }
 
+/* Header cache. A data loader makes several small tensors per sample, and
+ * malloc/free of their Tensor and CtStorage headers was the largest cost of
+ * loading (glibc's free, worst when a worker's tensors are freed on the
+ * consumer's thread). Freed headers therefore go to a bounded list of the
+ * thread that frees them (whichever thread allocated them), and that
+ * thread's next allocations reuse them without locks. A thread's lists are
+ * freed when it exits (a pthread key destructor). Disabled under
+ * AddressSanitizer, so that a use after free of a header is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define HDR_CACHE_MAX 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HDR_CACHE_MAX 0
+#endif
+#endif
+#ifndef HDR_CACHE_MAX
+#define HDR_CACHE_MAX 256 /* per kind and thread: about 100 kB at most */
+#endif
+
+typedef struct HdrList {
+    int n;
+    void *v[HDR_CACHE_MAX > 0 ? HDR_CACHE_MAX : 1];
+} HdrList;
+
+typedef struct HdrCache {
+    HdrList tensors, storages;
+    bool keyed; /* registered with hdr_key, so hdr_drain runs at thread exit */
+} HdrCache;
+
+static _Thread_local HdrCache hdr_cache;
+static pthread_key_t hdr_key;
+static pthread_once_t hdr_once = PTHREAD_ONCE_INIT;
+static bool hdr_key_ok;
+
+static void hdr_drain(void *arg)
+{
+    HdrCache *c = arg;
+    while (c->tensors.n) free(c->tensors.v[--c->tensors.n]);
+    while (c->storages.n) free(c->storages.v[--c->storages.n]);
+    c->keyed = false; /* a later put (another destructor) registers again */
+}
+
+static void hdr_key_init(void)
+{
+    hdr_key_ok = pthread_key_create(&hdr_key, hdr_drain) == 0;
+}
+
+/* A zeroed header of `size` bytes from list l, or from calloc. */
+static void *hdr_get(HdrList *l, size_t size)
+{
+    if (!l->n) return calloc(1, size);
+    void *p = l->v[--l->n];
+    memset(p, 0, size);
+    return p;
+}
+
+static void hdr_put(HdrList *l, void *p)
+{
+    HdrCache *c = &hdr_cache;
+    if (HDR_CACHE_MAX > 0 && !c->keyed) {
+        pthread_once(&hdr_once, hdr_key_init);
+        c->keyed = hdr_key_ok && pthread_setspecific(hdr_key, c) == 0;
+    }
+    if (c->keyed && l->n < HDR_CACHE_MAX)
+        l->v[l->n++] = p;
+    else
+        free(p);
+}
+
+#define tensor_hdr_new()    ((Tensor *)hdr_get(&hdr_cache.tensors, sizeof(Tensor)))
+#define tensor_hdr_free(p)  hdr_put(&hdr_cache.tensors, (p))
+#define storage_hdr_new()   ((CtStorage *)hdr_get(&hdr_cache.storages, sizeof(CtStorage)))
+#define storage_hdr_free(p) hdr_put(&hdr_cache.storages, (p))
+
 static Tensor *alloc_tensor(CtStorage *st, int ndim, const int64_t *shape,
                             const int64_t *stride, int64_t offset, CtDType dt)
 {
-    Tensor *t = calloc(1, sizeof *t);
+    Tensor *t = tensor_hdr_new();
     if (!t) {
         ct_error(CT_ERR_OOM, "allocating a tensor header failed");
         return NULL;
@@ -48,14 +123,14 @@ static Tensor *alloc_tensor(CtStorage *st, int ndim, const int64_t *shape,
 
 static CtStorage *storage_new(size_t nbytes, CtDevice dev)
 {
-    CtStorage *st = calloc(1, sizeof *st);
+    CtStorage *st = storage_hdr_new();
     if (!st) {
         ct_error(CT_ERR_OOM, "allocating a storage header failed");
         return NULL;
     }
     st->data = ct_device_alloc(dev, nbytes ? nbytes : 1);
     if (!st->data) {
-        free(st);
+        storage_hdr_free(st);
         return NULL;
     }
     st->refcount = 1;
@@ -67,8 +142,11 @@ static CtStorage *storage_new(size_t nbytes, CtDevice dev)
 static void storage_release(CtStorage *st)
 {
     if (ct_ref_dec(&st->refcount) != 0) return;
-    if (!st->external) ct_device_free(st->device, st->data, st->nbytes ? st->nbytes : 1);
-    free(st);
+    if (st->pinned)
+        ct_pinned_backend()->host_free(st->data);
+    else if (!st->external)
+        ct_device_free(st->device, st->data, st->nbytes ? st->nbytes : 1);
+    storage_hdr_free(st);
 }
 
 Tensor *ct_tensor_new_persistent(int ndim, const int64_t *shape, CtDType dt, CtDevice dev)
@@ -94,7 +172,7 @@ Tensor *ct_tensor_wrap(void *data, int ndim, const int64_t *shape, CtDType dt,
                        CtDevice dev)
 {
     if (!valid_geometry("tensor_wrap", ndim, shape, dt)) return NULL;
-    CtStorage *st = calloc(1, sizeof *st);
+    CtStorage *st = storage_hdr_new();
     if (!st) {
         ct_error(CT_ERR_OOM, "allocating a storage header failed");
         return NULL;
@@ -108,7 +186,7 @@ Tensor *ct_tensor_wrap(void *data, int ndim, const int64_t *shape, CtDType dt,
     ct_contiguous_strides(ndim, shape, stride);
     Tensor *t = alloc_tensor(st, ndim, shape, stride, 0, dt);
     if (!t) {
-        free(st);
+        storage_hdr_free(st);
         return NULL;
     }
     return ct_scope_adopt(t);
@@ -205,7 +283,7 @@ void tensor_free(Tensor *t)
         }
         wl_push(&w, x->grad);
         storage_release(x->storage);
-        free(x);
+        tensor_hdr_free(x);
     }
     if (w.v != w.inline_buf) free(w.v);
 }

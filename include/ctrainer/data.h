@@ -242,9 +242,11 @@ typedef struct DataBatch {
  * them). Fill out->n and out->t; the loader sets size and index. */
 typedef CtStatus (*DataCollateFn)(const DataSample *samples, int64_t n, DataBatch *out,
                                   void *user);
-/* Stacks each field with tensor_stack along a new dim 0. Errors: samples with
- * different field counts or shapes (naming the sample's position in the
- * batch). */
+/* Stacks each field along a new dim 0: the result of tensor_stack, which it
+ * calls for strided, non-CPU or grad-requiring samples; contiguous CPU
+ * samples are copied row by row into the batch (one allocation per field).
+ * Errors: samples with different field counts, dtypes or shapes (naming the
+ * sample's position in the batch). */
 CtStatus data_collate_default(const DataSample *samples, int64_t n, DataBatch *out,
                               void *user);
 
@@ -260,9 +262,18 @@ typedef struct DataLoaderArgs {
     int num_workers; /* threads building batches ahead; 0: built inline in
                         data_loader_next on the caller's thread */
     int prefetch;    /* batches queued per worker; 0: 2 */
-    /* Batches are moved here with tensor_to_device when it is not the CPU
-     * (zero: CPU). The copy happens on the worker thread. Pinned host
-     * memory and asynchronous copies are future work. */
+    /* Where batches go (zero: CPU). For a GPU, the default collate builds
+     * each batch in pinned host memory (a user's collate output is pinned
+     * with one extra copy) and the batch is sent with
+     * tensor_to_device_async from the thread that built it (a worker, or
+     * the caller when num_workers is 0). The copy is queued on the GPU's
+     * stream, so the batch data_loader_next returns is ready for any op on
+     * that GPU (they all run on that stream, after the copy); reading it
+     * from the host (tensor_copy_to_host, tensor_item) waits for it. With
+     * workers, batch i+1 is loaded, collated and queued while the caller
+     * computes on batch i; the DMA itself runs in stream order (the GPU
+     * has one stream per device), between kernels, not concurrently with
+     * them. Without a CUDA device the batch stays in ordinary memory. */
     CtDevice device;
 } DataLoaderArgs;
 

@@ -258,6 +258,39 @@ Tensor *tensor_cast(Tensor *t, CtDType dt);
 Tensor *tensor_to_device(Tensor *t, CtDevice dev);
 Tensor *tensor_clone(Tensor *t);
 
+/* ------------------------------------------- pinned memory, async copies
+ *
+ * Page-locked ("pinned") host memory lets a GPU copy from and to the host by
+ * DMA, without staging and without blocking the calling thread. Without a
+ * CUDA device (a CPU-only build, or no GPU visible) there is no pinned
+ * memory: these functions then return ordinary CPU tensors and copy
+ * synchronously, so code written for the GPU runs unchanged on the CPU. */
+
+/* An uninitialised contiguous CPU tensor in pinned memory (an ordinary CPU
+ * tensor without a CUDA device). Freed like any tensor. */
+Tensor *tensor_empty_pinned(int ndim, const int64_t *shape, CtDType dt);
+/* PyTorch's Tensor.pin_memory(): t itself (a new reference in the scope)
+ * when it is already pinned and contiguous, else a contiguous copy in pinned
+ * memory (without a CUDA device: an ordinary contiguous CPU copy, so the
+ * result never aliases an unpinned t). Differentiable. Errors: t is not on
+ * the CPU. */
+Tensor *tensor_pin_memory(Tensor *t);
+/* Whether t's memory is pinned (always false without a CUDA device). */
+bool tensor_is_pinned(const Tensor *t);
+/* tensor_to_device(t, dev) with PyTorch's non_blocking=True: a copy from a
+ * pinned contiguous CPU tensor to a GPU, or from a GPU to the CPU (into a
+ * new pinned tensor), is only queued on the GPU's stream and the call
+ * returns at once. Every op on that GPU runs on the same stream, after the
+ * copy, so the result can be used by GPU ops right away; t (a pinned
+ * source) may be freed at once, but must not be written to, and the pinned
+ * result of a device-to-host copy must not be read, before
+ * ct_device_synchronize(gpu). Any other copy (unpinned source, CPU to CPU,
+ * no CUDA) is tensor_to_device, synchronous. Differentiable. */
+Tensor *tensor_to_device_async(Tensor *t, CtDevice dev);
+/* Waits until everything queued on dev has finished (CT_OK at once for the
+ * CPU). Errors: dev does not exist. */
+CtStatus ct_device_synchronize(CtDevice dev);
+
 /* ------------------------------------------------------------ elementwise */
 /* Binary ops broadcast as in NumPy/PyTorch; both inputs must have the same
  * dtype and device. Results are contiguous. */

@@ -184,6 +184,32 @@ static CtStatus cuda_memcpy(void *dst, CtDevice ddev, const void *src, CtDevice 
     return CT_OK;
 }
 
+/* As cuda_memcpy without the wait: the copy is only queued on the device's
+ * stream (the host side is pinned; tensor/async.c checks). Copies between
+ * two GPUs take the synchronous path. */
+static CtStatus cuda_memcpy_async(void *dst, CtDevice ddev, const void *src,
+                                  CtDevice sdev, size_t n)
+{
+    bool dgpu = ddev.type == CT_DEVICE_CUDA, sgpu = sdev.type == CT_DEVICE_CUDA;
+    if (n == 0) return CT_OK;
+    if (dgpu == sgpu) return cuda_memcpy(dst, ddev, src, sdev, n);
+    int device = dgpu ? ddev.index : sdev.index;
+    CtCudaCtx *c;
+    CT_RETURN_IF_ERROR(ct_cuda_ctx(device, &c));
+    ct_cuda_note_async(device); /* before the copy: pinned frees must wait for it */
+    CT_CUDA_CHECK(cudaMemcpyAsync(
+        dst, src, n, dgpu ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, c->stream));
+    return CT_OK;
+}
+
+static CtStatus cuda_synchronize(int device)
+{
+    CtCudaCtx *c;
+    CT_RETURN_IF_ERROR(ct_cuda_ctx(device, &c));
+    CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return CT_OK;
+}
+
 /* ------------------------------------------------------- strided indexing */
 
 int64_t ct_cuda_index_init(CtCudaIndex *ix, int ndim, const int64_t *shape, int nops,
@@ -232,7 +258,17 @@ static void register_all(void)
 }
 
 static const CtBackend backend = {
-    "cuda", CT_DEVICE_CUDA, cuda_alloc, cuda_free, cuda_memcpy, kernels, supports,
+    "cuda",
+    CT_DEVICE_CUDA,
+    cuda_alloc,
+    cuda_free,
+    cuda_memcpy,
+    ct_cuda_host_alloc,
+    ct_cuda_host_free,
+    cuda_memcpy_async,
+    cuda_synchronize,
+    kernels,
+    supports,
 };
 
 extern "C" const CtBackend *ct_cuda_backend(void)

@@ -29,6 +29,15 @@ static inline CtStatus ct_cuda_ctx_of(const Tensor *t, CtCudaCtx **out)
     return ct_cuda_ctx(t->storage->device.index, out);
 }
 
+/* Pinned host memory (pinned.cu): the backend's host_alloc/host_free, and
+ * emptying its cache (when cudaHostAlloc fails). A block freed
+ * while asynchronous copies may read it is reused only after they finish;
+ * ct_cuda_note_async(d) marks device d as having such copies. */
+void *ct_cuda_host_alloc(size_t nbytes);
+void ct_cuda_host_free(void *p);
+void ct_cuda_host_empty_cache(void);
+void ct_cuda_note_async(int device);
+
 /* Kernel table slots, filled by each kernel file. */
 void ct_cuda_register_copy(CtKernelFn *k, CtSupportsFn *s);        /* FILL, COPY */
 void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY */

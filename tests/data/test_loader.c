@@ -361,6 +361,53 @@ START_TEST(test_collate)
 }
 END_TEST
 
+/* The default collate copies contiguous rows directly and stacks anything
+ * else: both give tensor_stack's result, and errors keep its wording. */
+START_TEST(test_collate_paths)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t shape[2] = {2, 3};
+    DataSample smp[3];
+    for (int i = 0; i < 3; i++) {
+        Tensor *m = tensor_arange(10.0 * i, 10.0 * i + 6, 1, CT_F32, ct_cpu());
+        smp[i].n = 3;
+        smp[i].t[0] = tensor_view(m, 2, shape);                         /* rows */
+        smp[i].t[1] = tensor_transpose(tensor_view(m, 2, shape), 0, 1); /* strided */
+        smp[i].t[2] = tensor_scalar(i, CT_I64, ct_cpu());               /* 0-d */
+    }
+    DataBatch b = {0};
+    ck_assert_int_eq(data_collate_default(smp, 3, &b, NULL), CT_OK);
+    ck_assert_int_eq(b.n, 3);
+    for (int f = 0; f < 3; f++) {
+        Tensor *ts[3] = {smp[0].t[f], smp[1].t[f], smp[2].t[f]};
+        Tensor *ref = tensor_stack(3, ts, 0);
+        ck_assert_int_eq(tensor_dtype(b.t[f]), tensor_dtype(ref));
+        ck_assert_int_eq(tensor_ndim(b.t[f]), tensor_ndim(ref));
+        double v[18];
+        ck_assert_int_eq(tensor_copy_to_host(ref, v, CT_F64), CT_OK);
+        tu_assert_values(b.t[f], v, tensor_numel(ref), 0, 0);
+    }
+    tu_assert_shape(b.t[0], 3, 3, 2, 3);
+    tu_assert_shape(b.t[2], 1, 3);
+    ck_assert(!tensor_shares_storage(b.t[0], smp[0].t[0]));
+    /* samples that require grad keep their graph */
+    Tensor *w = tensor_ones(1, (const int64_t[]){2}, CT_F32, ct_cpu());
+    ck_assert_int_eq(tensor_set_requires_grad(w, true), CT_OK);
+    DataSample g[2] = {{1, {w}}, {1, {tensor_mul_scalar(w, 2)}}};
+    ck_assert_int_eq(data_collate_default(g, 2, &b, NULL), CT_OK);
+    ck_assert(tensor_requires_grad(b.t[0]));
+    ck_assert_int_eq(tensor_backward(tensor_sum_all(b.t[0]), NULL), CT_OK);
+    tu_assert_values(tensor_grad(w), ((double[]){3, 3}), 2, 0, 0);
+    /* a dtype mismatch is named by its position */
+    smp[1].t[2] = tensor_scalar(1, CT_I32, ct_cpu());
+    ck_assert_int_eq(data_collate_default(smp, 3, &b, NULL), CT_ERR_DTYPE);
+    tu_assert_error(CT_ERR_DTYPE, "collate: field 2: stack: tensor 1 is i32");
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("data_loader");
@@ -374,6 +421,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_free_while_running);
     tcase_add_test(tc, test_user_sampler_and_errors);
     tcase_add_test(tc, test_collate);
+    tcase_add_test(tc, test_collate_paths);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ctrainer/data.h"
 #include "testutil.h"
 #include "tensor/internal.h"
 #ifdef CTRAINER_HAVE_CUDA
@@ -383,6 +384,189 @@ START_TEST(test_error_reporting)
 }
 END_TEST
 
+/* ------------------------------------------- pinned memory, async copies */
+
+START_TEST(test_pinned_round_trip)
+{
+    TU_MEM_BEGIN;
+    GPU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Tensor *x = rand_cpu(CT_F32, 2, (const int64_t[]){33, 17}, 21);
+    Tensor *p = tensor_pin_memory(x);
+    ck_assert(tensor_is_pinned(p) && !tensor_is_pinned(x));
+    ck_assert(!tensor_shares_storage(p, x));
+    ck_assert(tensor_shares_storage(tensor_pin_memory(p), p)); /* already pinned */
+    /* a strided source is pinned contiguously */
+    Tensor *pt = tensor_pin_memory(tensor_transpose(x, 0, 1));
+    ck_assert(tensor_is_pinned(pt) && tensor_is_contiguous(pt));
+    double *ref = host_f64(tensor_contiguous(tensor_transpose(x, 0, 1)));
+    tu_assert_values(pt, ref, 33 * 17, 0, 0);
+    free(ref);
+    Tensor *g = tensor_to_device_async(p, gpu());
+    ck_assert_int_eq(ct_device_synchronize(gpu()), CT_OK);
+    assert_same(x, g, 0, 0);
+    /* device -> pinned host, then device ops right after the upload */
+    Tensor *h = tensor_to_device_async(tensor_add(g, g), ct_cpu());
+    ck_assert(tensor_is_pinned(h));
+    ck_assert_int_eq(ct_device_synchronize(gpu()), CT_OK);
+    ref = host_f64(tensor_add(x, x));
+    tu_assert_values(h, ref, 33 * 17, 0, 0);
+    free(ref);
+    /* a strided device source */
+    Tensor *ht = tensor_to_device_async(tensor_transpose(g, 0, 1), ct_cpu());
+    ck_assert_int_eq(ct_device_synchronize(gpu()), CT_OK);
+    assert_same(ht, tensor_transpose(g, 0, 1), 0, 0);
+    /* gradient flows back through both copies (the GPU op: binary add) */
+    Tensor *leaf = tensor_ones(1, (const int64_t[]){3}, CT_F32, ct_cpu());
+    ck_assert_int_eq(tensor_set_requires_grad(leaf, true), CT_OK);
+    Tensor *y = tensor_to_device_async(tensor_pin_memory(leaf), gpu());
+    Tensor *z = tensor_to_device(tensor_add(y, y), ct_cpu());
+    ck_assert_int_eq(tensor_backward(tensor_sum_all(z), NULL), CT_OK);
+    tu_assert_values(tensor_grad(leaf), ((double[]){2, 2, 2}), 3, 0, 0);
+    ct_scope_close(s);
+    GPU_MEM_END;
+    TU_MEM_END;
+}
+END_TEST
+
+/* Pinned sources freed right after their copy is queued: blocks are reused
+ * (same size every round) but never before the copy that reads them. */
+START_TEST(test_async_copy_then_synchronize)
+{
+    GPU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t n = 1 << 22; /* 16 MB per copy: long enough to be in flight */
+    enum { ROUNDS = 12 };
+    Tensor *g[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        CtScope *round = ct_scope_open();
+        Tensor *p = tensor_empty_pinned(1, &n, CT_F32);
+        ck_assert(tensor_is_pinned(p));
+        float *v = tensor_data(p);
+        for (int64_t i = 0; i < n; i++) v[i] = (float)(r * 1000 + i % 1000);
+        g[r] = tensor_retain(tensor_to_device_async(p, gpu()));
+        ct_scope_close(round); /* frees p: its block goes back to the cache */
+    }
+    ck_assert_int_eq(ct_device_synchronize(gpu()), CT_OK);
+    for (int r = 0; r < ROUNDS; r++) {
+        float back[1000];
+        Tensor *head = tensor_slice(g[r], 0, n - 1000, n, 1);
+        ck_assert_int_eq(tensor_copy_to_host(head, back, CT_F32), CT_OK);
+        for (int i = 0; i < 1000; i++)
+            ck_assert_float_eq(back[i], (float)(r * 1000 + (n - 1000 + i) % 1000));
+        tensor_free(g[r]);
+    }
+    /* an unpinned source takes the synchronous path */
+    Tensor *c = rand_cpu(CT_F64, 1, (const int64_t[]){100}, 5);
+    assert_same(c, tensor_to_device_async(c, gpu()), 0, 0);
+    ck_assert_ptr_null(tensor_to_device_async(c, ct_cuda(ct_cuda_device_count())));
+    tu_assert_error(CT_ERR_DEVICE, "no such device");
+    ct_scope_close(s);
+    GPU_MEM_END;
+}
+END_TEST
+
+/* A (n, 3) f32 / (n) i64 tensor dataset; call with no scope open (the
+ * caller frees *x and *y after the dataset). */
+static Dataset *rows_dataset(int64_t n, Tensor **x, Tensor **y)
+{
+    *x = rand_cpu(CT_F32, 2, (const int64_t[]){n, 3}, 9);
+    *y = tensor_arange(0, (double)n, 1, CT_I64, ct_cpu());
+    return data_tensor_dataset_create(2, (Tensor *[]){*x, *y});
+}
+
+START_TEST(test_loader_to_cuda)
+{
+    TU_MEM_BEGIN;
+    GPU_MEM_BEGIN;
+    Tensor *x, *y;
+    Dataset *ds = rows_dataset(50, &x, &y);
+    ck_assert_ptr_nonnull(ds);
+    for (int nw = 0; nw <= 2; nw += 2) {
+        DataLoaderArgs a = {
+            .batch_size = 7, .shuffle = true, .seed = 3, .num_workers = nw};
+        DataLoader *cpu = data_loader_create(ds, &a);
+        a.device = gpu();
+        DataLoader *gl = data_loader_create(ds, &a);
+        DataBatch bc, bg;
+        int batches = 0;
+        while (data_loader_next(cpu, &bc)) {
+            ck_assert(data_loader_next(gl, &bg));
+            ck_assert_int_eq(bg.size, bc.size);
+            ck_assert_int_eq(bg.n, 2);
+            /* used on the device straight away, then compared */
+            assert_same(tensor_add(bc.t[0], bc.t[0]), tensor_add(bg.t[0], bg.t[0]), 0, 0);
+            assert_same(bc.t[1], bg.t[1], 0, 0);
+            batches++;
+        }
+        ck_assert(!data_loader_next(gl, &bg));
+        ck_assert_int_eq(data_loader_status(gl), CT_OK);
+        ck_assert_int_eq(batches, 8);
+        data_loader_free(cpu);
+        data_loader_free(gl);
+    }
+    data_dataset_free(ds);
+    tensor_free(x);
+    tensor_free(y);
+    GPU_MEM_END;
+    TU_MEM_END;
+}
+END_TEST
+
+/* Without a GPU: pinned memory is ordinary memory and copies are
+ * synchronous, so GPU-ready code runs unchanged on the CPU. */
+START_TEST(test_pinned_fallback)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t shape[2] = {3, 4};
+    Tensor *p = tensor_empty_pinned(2, shape, CT_F32);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(!tensor_is_pinned(p) && tensor_device(p).type == CT_DEVICE_CPU);
+    ck_assert_int_eq(tensor_fill_(p, 1.5), CT_OK);
+    Tensor *x = tensor_arange(0, 12, 1, CT_F32, ct_cpu());
+    Tensor *xt = tensor_transpose(tensor_view(x, 2, shape), 0, 1);
+    Tensor *q = tensor_pin_memory(xt); /* a contiguous copy, never an alias */
+    ck_assert(!tensor_is_pinned(q) && tensor_is_contiguous(q));
+    ck_assert(!tensor_shares_storage(q, x));
+    tu_assert_values(q, ((double[]){0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}), 12, 0, 0);
+    ck_assert(!tensor_shares_storage(tensor_pin_memory(x), x));
+    Tensor *c = tensor_to_device_async(q, ct_cpu()); /* CPU to CPU: a copy */
+    ck_assert(!tensor_shares_storage(c, q));
+    tu_assert_values(c, ((double[]){0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}), 12, 0, 0);
+    ck_assert_int_eq(ct_device_synchronize(ct_cpu()), CT_OK);
+    /* gradients pass through */
+    Tensor *leaf = tensor_ones(1, (const int64_t[]){2}, CT_F32, ct_cpu());
+    ck_assert_int_eq(tensor_set_requires_grad(leaf, true), CT_OK);
+    Tensor *y = tensor_to_device_async(tensor_pin_memory(leaf), ct_cpu());
+    ck_assert_int_eq(tensor_backward(tensor_sum_all(tensor_mul_scalar(y, 3)), NULL),
+                     CT_OK);
+    tu_assert_values(tensor_grad(leaf), ((double[]){3, 3}), 2, 0, 0);
+    /* errors: no device, NULL stays sticky */
+    ck_assert_ptr_null(tensor_to_device_async(q, ct_cuda(0)));
+    tu_assert_error(CT_ERR_DEVICE, "cuda:0");
+    ck_assert_int_eq(ct_device_synchronize(ct_cuda(0)), CT_ERR_DEVICE);
+    ck_assert_ptr_null(tensor_pin_memory(NULL));
+    ck_assert_ptr_null(tensor_to_device_async(NULL, ct_cpu()));
+    tu_assert_error(CT_ERR_DEVICE, "cuda:0");
+    ct_scope_close(s);
+    /* a loader aimed at the missing GPU fails on its first batch */
+    Tensor *dx, *dy;
+    Dataset *ds = rows_dataset(10, &dx, &dy);
+    DataLoader *dl = data_loader_create(
+        ds, &(DataLoaderArgs){.batch_size = 4, .num_workers = 1, .device = ct_cuda(0)});
+    DataBatch b;
+    ck_assert(!data_loader_next(dl, &b));
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), "cuda:0"));
+    tu_assert_error(CT_ERR_DEVICE, "data loader: batch 0 (samples 0..3):");
+    data_loader_free(dl);
+    data_dataset_free(ds);
+    tensor_free(dx);
+    tensor_free(dy);
+    TU_MEM_END;
+}
+END_TEST
+
 /* Runs everywhere: what a build without a usable GPU does. */
 START_TEST(test_no_device)
 {
@@ -449,6 +633,9 @@ Suite *cuda_suite(void)
         test_allocator_reuses_blocks,
         test_error_reporting,
         test_rng_matches_cpu,
+        test_pinned_round_trip,
+        test_async_copy_then_synchronize,
+        test_loader_to_cuda,
     };
     int n = (int)(sizeof device_tests / sizeof *device_tests);
     int ndev = ct_cuda_device_count();
@@ -466,6 +653,7 @@ Suite *cuda_suite(void)
 #endif
         );
         tcase_add_test(tc, test_no_device);
+        tcase_add_test(tc, test_pinned_fallback);
     }
     suite_add_tcase(s, tc);
     return s;
