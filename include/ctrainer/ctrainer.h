@@ -2,10 +2,13 @@
 #ifndef CTRAINER_H
 #define CTRAINER_H
 
+#include "ctrainer/callbacks.h"
 #include "ctrainer/data.h"
 #include "ctrainer/nn.h"
 #include "ctrainer/optim.h"
+#include "ctrainer/runtime.h"
 #include "ctrainer/status.h"
 #include "ctrainer/tensor.h"
+#include "ctrainer/trainer.h"
 
 #endif
