@@ -78,9 +78,10 @@ const char *runtime_mixed_precision(const Runtime *rt);
 /* Moves the model's parameters, gradients and buffers to the runtime's
  * device (nn_module_to, which also packs them). Idempotent. */
 CtStatus runtime_prepare_model(Runtime *rt, Module *m);
-/* t on the runtime's device: t itself (a new reference in the open scope)
- * when it is already there, else a copy (differentiable). NULL t returns
- * NULL keeping the first error. */
+/* t on the runtime's device: tensor_contiguous(t) (t itself, with a new
+ * reference in the open scope, when contiguous) when it is already there,
+ * else a copy (differentiable). NULL t returns NULL keeping the first
+ * error. */
 Tensor *runtime_to_device(Runtime *rt, Tensor *t);
 
 /* -------------------------------------------------------------- seeding */

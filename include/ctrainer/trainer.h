@@ -185,7 +185,7 @@ typedef struct TrainerLoaderArgs {
  *     static Scheduler *make_sched(Trainer *t, Optimizer *o, void *user) {
  *         int64_t total = trainer_resolve_product(t, TRAINER_NUM_EPOCHS,
  *                                                 TRAINER_NUM_UPDATE_STEPS_PER_EPOCH);
- *         double step = trainer_resolve(t, (TrainerValue){
+ *         double step = trainer_resolve(t, (TrainerValue){.placeholder =
  *             TRAINER_NUM_UPDATE_STEPS_PER_EPOCH, .mul = 7});    // "every 7 epochs"
  *         ...
  *     }
