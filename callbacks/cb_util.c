@@ -103,8 +103,10 @@ void cb_buf_printf(CbBuf *b, const char *fmt, ...)
 
 void cb_buf_double(CbBuf *b, double v, const char *null_text)
 {
-    if (isfinite(v)) cb_buf_printf(b, "%.17g", v);
-    else cb_buf_printf(b, "%s", null_text);
+    if (isfinite(v))
+        cb_buf_printf(b, "%.17g", v);
+    else
+        cb_buf_printf(b, "%s", null_text);
 }
 
 void cb_buf_json_string(CbBuf *b, const char *s)
@@ -112,9 +114,12 @@ void cb_buf_json_string(CbBuf *b, const char *s)
     cb_buf_printf(b, "\"");
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') cb_buf_printf(b, "\\%c", c);
-        else if (c < 0x20) cb_buf_printf(b, "\\u%04x", c);
-        else cb_buf_printf(b, "%c", c);
+        if (c == '"' || c == '\\')
+            cb_buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            cb_buf_printf(b, "\\u%04x", c);
+        else
+            cb_buf_printf(b, "%c", c);
     }
     cb_buf_printf(b, "\"");
 }

@@ -5,8 +5,9 @@ int callbacks_default(Callback **out, int cap, bool progress_bar)
 {
     int need = progress_bar ? 5 : 4;
     if (!out || cap < need) {
-        ct_error(CT_ERR_INVALID, "callbacks_default: room for %d callbacks needed, got %d",
-                 need, out ? cap : 0);
+        ct_error(CT_ERR_INVALID,
+                 "callbacks_default: room for %d callbacks needed, got %d", need,
+                 out ? cap : 0);
         return -1;
     }
     Callback *cbs[5];

@@ -73,7 +73,8 @@ Callback *callback_early_stopping_create(const EarlyStoppingArgs *args)
 {
     EarlyStoppingArgs a = args ? *args : (EarlyStoppingArgs){0};
     if (a.patience < 0) {
-        ct_error(CT_ERR_INVALID, "EarlyStopping: patience must be >= 0, got %d", a.patience);
+        ct_error(CT_ERR_INVALID, "EarlyStopping: patience must be >= 0, got %d",
+                 a.patience);
         return NULL;
     }
     if (isnan(a.threshold)) {

@@ -38,7 +38,8 @@ Callback *callback_limit_batches_create(int64_t num_batches)
 
 CtStatus callback_limit_batches_from_env(Callback **out)
 {
-    if (!out) return ct_error(CT_ERR_NULL, "callback_limit_batches_from_env: out is NULL");
+    if (!out)
+        return ct_error(CT_ERR_NULL, "callback_limit_batches_from_env: out is NULL");
     *out = NULL;
     const char *v = getenv("CTRAINER_LIMIT_BATCHES");
     if (!v || !*v || strcmp(v, "none") == 0) return CT_OK;

@@ -11,8 +11,8 @@ typedef struct LogMetrics {
     void *user;
 } LogMetrics;
 
-static CtStatus print_table(Trainer *t, const char *phase, int n, const char *const *names,
-                            const double *values, void *user)
+static CtStatus print_table(Trainer *t, const char *phase, int n,
+                            const char *const *names, const double *values, void *user)
 {
     LogMetrics *l = user;
     if (!cb_is_main(t) || n == 0) return CT_OK;
@@ -22,8 +22,8 @@ static CtStatus print_table(Trainer *t, const char *phase, int n, const char *co
         int k = (int)strlen(names[i]);
         if (k > w) w = k;
     }
-    fprintf(f, "epoch %lld %s\n", (long long)run_history_current_epoch(trainer_run_history(t)),
-            phase);
+    fprintf(f, "epoch %lld %s\n",
+            (long long)run_history_current_epoch(trainer_run_history(t)), phase);
     for (int i = 0; i < n; i++) fprintf(f, "  %-*s  %.6g\n", w, names[i], values[i]);
     fflush(f);
     return CT_OK;
@@ -72,7 +72,8 @@ static CtStatus lm_eval_epoch_end(Callback *cb, Trainer *t, bool is_intermediate
 {
     if (is_intermediate) return log_phase((LogMetrics *)cb, t, "intermediate", 2);
     /* trainer_evaluate has no train loader: everything is an evaluation */
-    if (!trainer_train_dataloader(t)) return log_phase((LogMetrics *)cb, t, "evaluation", 3);
+    if (!trainer_train_dataloader(t))
+        return log_phase((LogMetrics *)cb, t, "evaluation", 3);
     return log_phase((LogMetrics *)cb, t, "eval", 1);
 }
 

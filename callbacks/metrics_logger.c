@@ -109,9 +109,12 @@ static CtStatus take_row(MetricsLogger *l, Trainer *t)
 
 static void csv_value(CbBuf *b, double v)
 {
-    if (isnan(v)) cb_buf_printf(b, "nan");
-    else if (isinf(v)) cb_buf_printf(b, v > 0 ? "inf" : "-inf");
-    else cb_buf_double(b, v, "");
+    if (isnan(v))
+        cb_buf_printf(b, "nan");
+    else if (isinf(v))
+        cb_buf_printf(b, v > 0 ? "inf" : "-inf");
+    else
+        cb_buf_double(b, v, "");
 }
 
 static CtStatus write_csv(MetricsLogger *l)
@@ -150,8 +153,9 @@ static CtStatus write_jsonl(MetricsLogger *l)
         }
         cb_buf_printf(&b, "}\n");
     }
-    CtStatus st = b.oom ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
-                        : cb_write_file_atomic(l->jsonl_path, b.data ? b.data : "", b.len);
+    CtStatus st = b.oom
+                      ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
+                      : cb_write_file_atomic(l->jsonl_path, b.data ? b.data : "", b.len);
     cb_buf_free(&b);
     return st;
 }
@@ -208,7 +212,8 @@ Callback *callback_metrics_logger_create(const MetricsLoggerArgs *args)
     if (!l) return NULL;
     bool ok = true;
     if (args->csv_path) ok = (l->csv_path = cb_strdup(args->csv_path, NULL)) != NULL;
-    if (ok && args->jsonl_path) ok = (l->jsonl_path = cb_strdup(args->jsonl_path, NULL)) != NULL;
+    if (ok && args->jsonl_path)
+        ok = (l->jsonl_path = cb_strdup(args->jsonl_path, NULL)) != NULL;
     if (!ok) {
         ml_free(&l->base);
         return NULL;

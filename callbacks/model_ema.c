@@ -83,7 +83,8 @@ static CtStatus me_run_start(Callback *cb, Trainer *t)
     for (int k = 0; st == CT_OK && k < 2; k++) {
         CtStateDict *d = k ? e->buffers : e->params;
         for (int64_t i = 0; st == CT_OK && i < ct_state_dict_size(d); i++)
-            st = ct_state_dict_add(e->all, ct_state_dict_name(d, i), ct_state_dict_tensor(d, i));
+            st = ct_state_dict_add(e->all, ct_state_dict_name(d, i),
+                                   ct_state_dict_tensor(d, i));
     }
     if (st != CT_OK) free_state(e);
     return st;
@@ -97,9 +98,10 @@ static bool is_float(CtDType dt)
 /* ema <- decay * ema + (1 - decay) * w */
 static CtStatus ema_lerp(Tensor *ema, Tensor *w, double decay)
 {
-    if (tensor_device(ema).type == CT_DEVICE_CPU && tensor_device(w).type == CT_DEVICE_CPU &&
-        tensor_dtype(ema) == CT_F32 && tensor_dtype(w) == CT_F32 &&
-        tensor_is_contiguous(ema) && tensor_is_contiguous(w)) {
+    if (tensor_device(ema).type == CT_DEVICE_CPU &&
+        tensor_device(w).type == CT_DEVICE_CPU && tensor_dtype(ema) == CT_F32 &&
+        tensor_dtype(w) == CT_F32 && tensor_is_contiguous(ema) &&
+        tensor_is_contiguous(w)) {
         float *e = tensor_data(ema);
         const float *x = tensor_data(w);
         float d = (float)decay, r = (float)(1.0 - decay);
@@ -117,19 +119,22 @@ static CtStatus ema_lerp(Tensor *ema, Tensor *w, double decay)
 
 static CtStatus ema_update(ModelEma *e, Trainer *t)
 {
-    if (!e->params) return ct_error(CT_ERR_STATE, "ModelEma: no EMA (training run not started)");
+    if (!e->params)
+        return ct_error(CT_ERR_STATE, "ModelEma: no EMA (training run not started)");
     CtStateDict *p = nn_module_parameters(t->model), *b = nn_module_buffers(t->model);
     CtStatus st = p && b ? CT_OK : ct_last_status();
     if (st == CT_OK && (ct_state_dict_size(p) != ct_state_dict_size(e->params) ||
                         ct_state_dict_size(b) != ct_state_dict_size(e->buffers)))
-        st = ct_error(CT_ERR_STATE, "ModelEma: the model's parameters changed during the run");
+        st = ct_error(CT_ERR_STATE,
+                      "ModelEma: the model's parameters changed during the run");
     bool grad = ct_set_grad_enabled(false);
     for (int64_t i = 0; st == CT_OK && i < ct_state_dict_size(p); i++)
-        st = ema_lerp(ct_state_dict_tensor(e->params, i), ct_state_dict_tensor(p, i), e->decay);
+        st = ema_lerp(ct_state_dict_tensor(e->params, i), ct_state_dict_tensor(p, i),
+                      e->decay);
     for (int64_t i = 0; st == CT_OK && i < ct_state_dict_size(b); i++) {
         Tensor *eb = ct_state_dict_tensor(e->buffers, i), *w = ct_state_dict_tensor(b, i);
         st = e->average_buffers && is_float(tensor_dtype(eb)) ? ema_lerp(eb, w, e->decay)
-                                                               : tensor_copy_(eb, w);
+                                                              : tensor_copy_(eb, w);
     }
     ct_set_grad_enabled(grad);
     ct_state_dict_free(p);
@@ -169,8 +174,10 @@ static CtStatus swap(ModelEma *e, Trainer *t, bool in)
     CtStatus st = CT_OK;
     if (!e->backup) {
         e->backup = calloc((size_t)n, sizeof *e->backup);
-        if (!e->backup) st = ct_error(CT_ERR_OOM, "ModelEma: out of memory");
-        else e->n_backup = n;
+        if (!e->backup)
+            st = ct_error(CT_ERR_OOM, "ModelEma: out of memory");
+        else
+            e->n_backup = n;
     }
     bool grad = ct_set_grad_enabled(false);
     for (int64_t i = 0; st == CT_OK && i < n; i++) {
@@ -187,7 +194,9 @@ static CtStatus swap(ModelEma *e, Trainer *t, bool in)
                 Tensor *c = sc ? tensor_clone(tensor_detach(m)) : NULL;
                 e->backup[i] = c ? tensor_retain(c) : NULL;
                 if (sc) ct_scope_close(sc);
-                if (!e->backup[i]) st = sc ? ct_last_status() : ct_error(CT_ERR_OOM, "ModelEma: out of memory");
+                if (!e->backup[i])
+                    st = sc ? ct_last_status()
+                            : ct_error(CT_ERR_OOM, "ModelEma: out of memory");
             } else {
                 st = tensor_copy_(e->backup[i], m);
             }
@@ -296,7 +305,8 @@ const CtStateDict *callback_model_ema_state(const Callback *cb)
 CtStatus callback_model_ema_copy_to(const Callback *cb, Module *m)
 {
     if (!cb_is(cb, &model_ema_vt))
-        return ct_error(CT_ERR_INVALID, "callback_model_ema_copy_to: not a ModelEma callback");
+        return ct_error(CT_ERR_INVALID,
+                        "callback_model_ema_copy_to: not a ModelEma callback");
     const ModelEma *e = (const ModelEma *)cb;
     if (!e->all) return ct_error(CT_ERR_STATE, "ModelEma: no EMA yet (train first)");
     return nn_module_load_state_dict(m, e->all, true, NULL);

@@ -65,8 +65,9 @@ Callback *callback_move_modules_to_device_create(void)
 static CtStatus add(Callback *cb, MoveKind kind, void *obj, MoveToDeviceFn fn)
 {
     if (!cb_is(cb, &move_modules_vt))
-        return ct_error(CT_ERR_INVALID, "callback_move_modules_add: not a MoveModulesToDevice "
-                                        "callback");
+        return ct_error(CT_ERR_INVALID,
+                        "callback_move_modules_add: not a MoveModulesToDevice "
+                        "callback");
     if (!obj || (kind == MOVE_FN && !fn))
         return ct_error(CT_ERR_NULL, "MoveModulesToDevice: NULL object or move function");
     MoveModules *m = (MoveModules *)cb;

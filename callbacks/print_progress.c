@@ -10,8 +10,10 @@ static void say(Callback *cb, Trainer *t, const char *msg, int64_t epoch)
 {
     if (!cb_is_main(t)) return;
     FILE *f = cb_out(((PrintProgress *)cb)->out);
-    if (epoch > 0) fprintf(f, "%s %lld\n", msg, (long long)epoch);
-    else fprintf(f, "%s\n", msg);
+    if (epoch > 0)
+        fprintf(f, "%s %lld\n", msg, (long long)epoch);
+    else
+        fprintf(f, "%s\n", msg);
     fflush(f);
 }
 
@@ -29,8 +31,8 @@ static CtStatus pp_epoch_start(Callback *cb, Trainer *t)
 
 static CtStatus pp_eval_start(Callback *cb, Trainer *t, bool is_intermediate)
 {
-    say(cb, t, is_intermediate ? "Starting intermediate eval epoch" : "Starting eval epoch",
-        0);
+    say(cb, t,
+        is_intermediate ? "Starting intermediate eval epoch" : "Starting eval epoch", 0);
     return CT_OK;
 }
 

@@ -48,8 +48,10 @@ static void fmt_time(char *buf, size_t n, double s)
         return;
     }
     long long t = (long long)(s + 0.5);
-    if (t >= 3600) snprintf(buf, n, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
-    else snprintf(buf, n, "%lld:%02lld", t / 60, t % 60);
+    if (t >= 3600)
+        snprintf(buf, n, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, n, "%lld:%02lld", t / 60, t % 60);
 }
 
 static void draw(ProgressBar *p, bool final)
@@ -61,7 +63,8 @@ static void draw(ProgressBar *p, bool final)
     fmt_time(eta, sizeof eta, rate > 0 ? (double)(p->total - p->count) / rate : NAN);
     int pct = p->total > 0 ? (int)(100 * p->count / p->total) : 0;
     char loss[48] = "";
-    if (p->loss_n > 0) snprintf(loss, sizeof loss, " | loss %.4f", p->loss_sum / p->loss_n);
+    if (p->loss_n > 0)
+        snprintf(loss, sizeof loss, " | loss %.4f", p->loss_sum / p->loss_n);
     if (p->tty) {
         char bar[BAR_WIDTH + 1];
         int fill = p->total > 0 ? (int)(BAR_WIDTH * p->count / p->total) : 0;
@@ -122,8 +125,10 @@ static void end_bar(ProgressBar *p)
     if (!p->active) return;
     /* a tty bar always ends drawn and on its own line; a LINES bar that
      * stopped early says where */
-    if (p->tty) draw(p, true);
-    else if (p->count < p->total) draw(p, false);
+    if (p->tty)
+        draw(p, true);
+    else if (p->count < p->total)
+        draw(p, false);
     p->active = false;
 }
 
@@ -155,8 +160,8 @@ static CtStatus pb_eval_epoch_start(Callback *cb, Trainer *t, bool is_intermedia
     char label[48];
     if (is_intermediate) {
         if (p->active && p->tty) fputc('\n', cb_out(p->out));
-        p->saved = (SavedBar){p->active, "", p->count, p->total, p->loss_sum,
-                                p->loss_n, p->t_start, p->last_bucket};
+        p->saved = (SavedBar){p->active,   "",        p->count,   p->total,
+                              p->loss_sum, p->loss_n, p->t_start, p->last_bucket};
         memcpy(p->saved.label, p->label, sizeof p->saved.label);
         snprintf(label, sizeof label, "eval (intermediate)");
     } else if (trainer_train_dataloader(t)) {

@@ -42,8 +42,8 @@ static char *derived_path(const char *path, const char *suffix)
     return p;
 }
 
-static CtStatus save_state(const char *path, CtStatus (*fill)(const void *, CtStateDict *),
-                           const void *obj)
+static CtStatus save_state(const char *path,
+                           CtStatus (*fill)(const void *, CtStateDict *), const void *obj)
 {
     CtStateDict *d = ct_state_dict_create();
     if (!d) return ct_error(CT_ERR_OOM, "SaveBestModel: out of memory");
@@ -79,7 +79,8 @@ static CtStatus save(SaveBest *s, Trainer *t, double value)
         const char *vals[3] = {"pt", val, epoch};
         st = nn_safetensors_save(s->path, sd, 3, keys, vals);
         ct_state_dict_free(sd);
-        if (st == CT_OK && s->saved_opt) st = save_state(s->opt_path, fill_opt, t->optimizer);
+        if (st == CT_OK && s->saved_opt)
+            st = save_state(s->opt_path, fill_opt, t->optimizer);
         if (st == CT_OK && s->saved_sched)
             st = save_state(s->sched_path, fill_sched, t->scheduler);
     }
@@ -108,8 +109,8 @@ static CtStatus sb_epoch_end(Callback *cb, Trainer *t)
     return save(s, t, cur);
 }
 
-static CtStatus load_state(const char *path, CtStatus (*load)(void *, const CtStateDict *),
-                           void *obj)
+static CtStatus load_state(const char *path,
+                           CtStatus (*load)(void *, const CtStateDict *), void *obj)
 {
     CtStateDict *d = nn_safetensors_load(path, ct_cpu());
     if (!d) return ct_last_status();

@@ -47,7 +47,8 @@ static const CallbackVtable step_eval_vt = {
 Callback *callback_step_based_evaluation_create(int64_t eval_every_n_steps)
 {
     if (eval_every_n_steps <= 0) {
-        ct_error(CT_ERR_INVALID, "StepBasedEvaluation: eval_every_n_steps must be > 0, got %lld",
+        ct_error(CT_ERR_INVALID,
+                 "StepBasedEvaluation: eval_every_n_steps must be > 0, got %lld",
                  (long long)eval_every_n_steps);
         return NULL;
     }

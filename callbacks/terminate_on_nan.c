@@ -13,16 +13,18 @@ static CtStatus check(Callback *cb, Trainer *t, const TrainerBatchOutput *out,
 {
     if (!out || !out->loss) return CT_OK;
     if (tensor_numel(out->loss) != 1)
-        return ct_error(CT_ERR_SHAPE, "TerminateOnNaN: the loss has %lld elements, expected 1",
+        return ct_error(CT_ERR_SHAPE,
+                        "TerminateOnNaN: the loss has %lld elements, expected 1",
                         (long long)tensor_numel(out->loss));
     double v = tensor_item(out->loss);
     if (isfinite(v)) return CT_OK;
     ((TerminateOnNaN *)cb)->triggered = true;
     char reason[256];
-    snprintf(reason, sizeof reason,
-             "Stopping training due to NaN loss in %s step (epoch %lld, step %lld: loss %g)",
-             where, (long long)run_history_current_epoch(trainer_run_history(t)),
-             (long long)step, v);
+    snprintf(
+        reason, sizeof reason,
+        "Stopping training due to NaN loss in %s step (epoch %lld, step %lld: loss %g)",
+        where, (long long)run_history_current_epoch(trainer_run_history(t)),
+        (long long)step, v);
     trainer_stop(t, reason);
     return CT_OK;
 }

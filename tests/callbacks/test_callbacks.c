@@ -67,8 +67,8 @@ static CtStatus fx_train(Fx *f, int64_t epochs, bool with_eval)
                                             .eval_dataset = with_eval ? f->eval : NULL,
                                             .num_epochs = epochs,
                                             .per_device_batch_size = 2,
-                                            .train_dataloader_args =
-                                                &(TrainerLoaderArgs){.shuffle = TRAINER_NO}});
+                                            .train_dataloader_args = &(TrainerLoaderArgs){
+                                                .shuffle = TRAINER_NO}});
 }
 
 static void fx_free(Fx *f)
@@ -134,7 +134,8 @@ static CtStatus rec_step_start(Callback *cb, Trainer *t)
 {
     Recorder *r = (Recorder *)cb;
     if (!t->model->training) r->always_training = false;
-    if (r->n_step_params < MAX_REC) params_of(t->model, r->step_params[r->n_step_params++]);
+    if (r->n_step_params < MAX_REC)
+        params_of(t->model, r->step_params[r->n_step_params++]);
     return CT_OK;
 }
 
@@ -158,7 +159,8 @@ static CtStatus record_score(Recorder *r, Trainer *t)
 static CtStatus rec_train_epoch_end(Callback *cb, Trainer *t)
 {
     Recorder *r = (Recorder *)cb;
-    if (r->n_epoch_params < MAX_REC) params_of(t->model, r->epoch_params[r->n_epoch_params++]);
+    if (r->n_epoch_params < MAX_REC)
+        params_of(t->model, r->epoch_params[r->n_epoch_params++]);
     if (!trainer_eval_dataloader(t)) return record_score(r, t);
     return CT_OK;
 }
@@ -353,15 +355,18 @@ static void run_nan_case(double bad, bool in_eval)
     g_bad_step = 3;
     g_bad_value = bad;
     g_batches = 0;
-    if (in_eval) f.t->hooks.calculate_eval_batch_loss = bad_eval_loss;
-    else f.t->hooks.calculate_train_batch_loss = bad_train_loss;
+    if (in_eval)
+        f.t->hooks.calculate_eval_batch_loss = bad_eval_loss;
+    else
+        f.t->hooks.calculate_train_batch_loss = bad_train_loss;
     ck_assert_int_eq(fx_train(&f, 3, true), CT_OK);
     ck_assert(callback_terminate_on_nan_triggered(tn));
     ck_assert_int_eq(r->run_ends, 1);
     ck_assert_int_eq(r->stops, 1);
     ck_assert_int_eq(r->train_epochs, 1);
-    ck_assert_ptr_nonnull(strstr(trainer_stop_reason(f.t), in_eval ? "NaN loss in validation step"
-                                                                   : "NaN loss in training step"));
+    ck_assert_ptr_nonnull(
+        strstr(trainer_stop_reason(f.t),
+               in_eval ? "NaN loss in validation step" : "NaN loss in training step"));
     if (!in_eval) {
         /* the callbacks after TerminateOnNaN did not see the bad step, and the
          * bad loss never reached the weights */
@@ -393,7 +398,8 @@ END_TEST
 
 /* ----------------------------------------------------------- ModelEma */
 
-static void ema_expect(const Recorder *r, double (*snaps)[3], int n, double d, double out[3])
+static void ema_expect(const Recorder *r, double (*snaps)[3], int n, double d,
+                       double out[3])
 {
     for (int i = 0; i < 3; i++) out[i] = r->start_params[i];
     for (int k = 0; k < n; k++)
@@ -405,7 +411,8 @@ static void ema_values(const Callback *ema, double out[3])
     const CtStateDict *s = callback_model_ema_state(ema);
     ck_assert_ptr_nonnull(s);
     float w[2], b[1];
-    ck_assert_int_eq(tensor_copy_to_host(ct_state_dict_get(s, "weight"), w, CT_F32), CT_OK);
+    ck_assert_int_eq(tensor_copy_to_host(ct_state_dict_get(s, "weight"), w, CT_F32),
+                     CT_OK);
     ck_assert_int_eq(tensor_copy_to_host(ct_state_dict_get(s, "bias"), b, CT_F32), CT_OK);
     out[0] = w[0];
     out[1] = w[1];
@@ -467,7 +474,8 @@ START_TEST(test_model_ema_every_step)
     ema_expect(r, snaps, 16, 0.9, want);
     ema_values(ema, got);
     for (int i = 0; i < 3; i++) ck_assert_double_eq_tol(got[i], want[i], 1e-6);
-    ck_assert(!run_history_has_metric(trainer_run_history(f.t), "ema_model_eval_loss_epoch"));
+    ck_assert(
+        !run_history_has_metric(trainer_run_history(f.t), "ema_model_eval_loss_epoch"));
     fx_free(&f);
     ck_assert_ptr_null(callback_model_ema_create(&(ModelEmaArgs){.decay = 1.0}));
     tu_assert_error(ct_last_status(), "decay");
@@ -582,7 +590,8 @@ START_TEST(test_limit_batches)
     ck_assert_int_eq(callback_limit_batches_from_env(&env), CT_OK);
     ck_assert_ptr_null(env);
     setenv("CTRAINER_LIMIT_BATCHES", "2x", 1);
-    tu_assert_error(callback_limit_batches_from_env(&env), "CTRAINER_LIMIT_BATCHES=\"2x\"");
+    tu_assert_error(callback_limit_batches_from_env(&env),
+                    "CTRAINER_LIMIT_BATCHES=\"2x\"");
     ck_assert_ptr_null(env);
     unsetenv("CTRAINER_LIMIT_BATCHES");
     ck_assert_int_eq(callback_limit_batches_from_env(&env), CT_OK);
@@ -611,7 +620,8 @@ START_TEST(test_step_based_evaluation)
     /* 4 intermediate evals and 2 epoch evals of 4 batches */
     ck_assert_int_eq(r->eval_steps, 6 * 4);
     ck_assert(r->always_training);
-    ck_assert(!run_history_has_metric(trainer_run_history(f.t), "intermediate_eval_loss"));
+    ck_assert(
+        !run_history_has_metric(trainer_run_history(f.t), "intermediate_eval_loss"));
     fx_free(&f);
 }
 END_TEST
@@ -684,8 +694,8 @@ typedef struct LogCalls {
     int n;
 } LogCalls;
 
-static CtStatus capture_log(Trainer *t, const char *phase, int n, const char *const *names,
-                            const double *values, void *user)
+static CtStatus capture_log(Trainer *t, const char *phase, int n,
+                            const char *const *names, const double *values, void *user)
 {
     LogCalls *c = user;
     if (c->n < 16) {
@@ -716,9 +726,10 @@ START_TEST(test_print_and_log_metrics)
     fx_free(&f);
 
     fx_init(&f);
-    fx_trainer(&f, 2,
-               (Callback *[]){callback_print_progress_create(out),
-                              callback_log_metrics_create(&(LogMetricsArgs){.out = out})});
+    fx_trainer(
+        &f, 2,
+        (Callback *[]){callback_print_progress_create(out),
+                       callback_log_metrics_create(&(LogMetricsArgs){.out = out})});
     ck_assert_int_eq(fx_train(&f, 2, true), CT_OK);
     char *s = read_all(out);
     const char *expect[] = {"Starting training run\nStarting epoch 1\n",
@@ -744,7 +755,8 @@ START_TEST(test_print_and_log_metrics)
     /* per epoch: intermediate (step 5), train, eval */
     ck_assert_int_eq(calls.n, 6);
     const char *phases[] = {"intermediate", "train", "eval"};
-    const char *first[] = {"intermediate_eval_loss", "train_loss_epoch", "eval_loss_epoch"};
+    const char *first[] = {"intermediate_eval_loss", "train_loss_epoch",
+                           "eval_loss_epoch"};
     for (int i = 0; i < 6; i++) {
         ck_assert_str_eq(calls.phases[i], phases[i % 3]);
         ck_assert_str_eq(calls.first[i], first[i % 3]);
@@ -781,7 +793,8 @@ START_TEST(test_defaults_and_move)
     ck_assert_int_eq(callback_move_modules_add_tensor(mv, w), CT_OK);
     tu_assert_error(callback_move_modules_add_tensor(mv, NULL), "NULL");
     Callback *tn = callback_terminate_on_nan_create();
-    tu_assert_error(callback_move_modules_add_module(tn, extra), "not a MoveModulesToDevice");
+    tu_assert_error(callback_move_modules_add_module(tn, extra),
+                    "not a MoveModulesToDevice");
     callback_free(tn);
     fx_trainer(&f, 1, (Callback *[]){mv});
     ck_assert_int_eq(fx_train(&f, 1, false), CT_OK);
