@@ -308,6 +308,21 @@ START_TEST(test_save_best_model)
     }
     ck_assert(moved > 0); /* epoch 5 did change the weights */
     ck_assert_int_eq(access(opt_path, F_OK), 0);
+    /* the metadata names the watched metric on every save (the last: epoch 4) */
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    unsigned char len8[8];
+    ck_assert_int_eq(fread(len8, 1, 8, fp), 8);
+    size_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen * 256 + len8[i];
+    char *header = calloc(hlen + 1, 1);
+    ck_assert_int_eq(fread(header, 1, hlen, fp), hlen);
+    fclose(fp);
+    ck_assert_ptr_nonnull(strstr(header, "\"score\""));
+    ck_assert_ptr_nonnull(strstr(header, "\"epoch\""));
+    ck_assert_ptr_nonnull(strstr(header, "\"4\""));
+    ck_assert_ptr_null(strstr(header, "\"loss\""));
+    free(header);
     /* the file loads into a fresh model with the same values */
     CtGenerator g = ct_generator(99, 0);
     Module *m2 = nn_linear(2, 1, true, &g);
