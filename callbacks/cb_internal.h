@@ -1,0 +1,48 @@
+/* Private helpers shared by the built-in callbacks. */
+#ifndef CTRAINER_CB_INTERNAL_H
+#define CTRAINER_CB_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ctrainer/callbacks.h"
+#include "ctrainer/status.h"
+#include "ctrainer/trainer.h"
+
+/* calloc(size) with cb->vt = vt; NULL with CT_ERR_OOM naming the type. */
+Callback *cb_alloc(size_t size, const CallbackVtable *vt);
+/* cb is non-NULL and built with vt (the queries' type check). */
+static inline bool cb_is(const Callback *cb, const CallbackVtable *vt)
+{
+    return cb && cb->vt == vt;
+}
+/* strdup of s, or of dflt when s is NULL; NULL (CT_ERR_OOM) on failure. */
+char *cb_strdup(const char *s, const char *dflt);
+/* out, or stdout for NULL. */
+static inline FILE *cb_out(FILE *out)
+{
+    return out ? out : stdout;
+}
+/* This process writes logs and files (the runtime's main process; true
+ * without a runtime). */
+bool cb_is_main(const Trainer *t);
+/* cur is strictly better than best (NAN best: always). */
+bool cb_improved(double cur, double best, bool greater_is_better);
+/* Writes n bytes to path atomically: path.tmp, fsync, rename. CT_ERR_IO
+ * naming the path on failure (the temp file is removed). */
+CtStatus cb_write_file_atomic(const char *path, const char *data, size_t n);
+
+/* A growable string for building file contents. */
+typedef struct CbBuf {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} CbBuf;
+void cb_buf_printf(CbBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* %.17g, or "null"/"" (null_text) for non-finite values. */
+void cb_buf_double(CbBuf *b, double v, const char *null_text);
+/* A JSON string literal (quotes and escapes). */
+void cb_buf_json_string(CbBuf *b, const char *s);
+void cb_buf_free(CbBuf *b);
+
+#endif

@@ -1,0 +1,131 @@
+/* Shared helpers of the built-in callbacks. */
+#include "cb_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+Callback *cb_alloc(size_t size, const CallbackVtable *vt)
+{
+    Callback *cb = calloc(1, size);
+    if (!cb) {
+        ct_error(CT_ERR_OOM, "callback %s: out of memory", vt->type);
+        return NULL;
+    }
+    cb->vt = vt;
+    return cb;
+}
+
+char *cb_strdup(const char *s, const char *dflt)
+{
+    const char *src = s ? s : dflt;
+    if (!src) return NULL;
+    char *d = malloc(strlen(src) + 1);
+    if (!d) {
+        ct_error(CT_ERR_OOM, "callback: out of memory copying \"%s\"", src);
+        return NULL;
+    }
+    return strcpy(d, src);
+}
+
+bool cb_is_main(const Trainer *t)
+{
+    Runtime *rt = t ? trainer_runtime(t) : NULL;
+    return !rt || runtime_is_main_process(rt);
+}
+
+bool cb_improved(double cur, double best, bool greater_is_better)
+{
+    if (isnan(best)) return true;
+    return greater_is_better ? cur > best : cur < best;
+}
+
+CtStatus cb_write_file_atomic(const char *path, const char *data, size_t n)
+{
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 5);
+    if (!tmp) return ct_error(CT_ERR_OOM, "writing %s: out of memory", path);
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        CtStatus st = ct_error(CT_ERR_IO, "open %s: %s", tmp, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    bool ok = fwrite(data, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int err = errno;
+    ok = (fclose(f) == 0) && ok;
+    if (ok && rename(tmp, path) != 0) {
+        err = errno;
+        ok = false;
+    }
+    if (!ok) {
+        remove(tmp);
+        free(tmp);
+        return ct_error(CT_ERR_IO, "write %s: %s", path, strerror(err));
+    }
+    free(tmp);
+    return CT_OK;
+}
+
+void cb_buf_printf(CbBuf *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int k = vsnprintf(b->data ? b->data + b->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->oom = true;
+            return;
+        }
+        if ((size_t)k < room) {
+            b->len += (size_t)k;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap - b->len <= (size_t)k) cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->oom = true;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+}
+
+void cb_buf_double(CbBuf *b, double v, const char *null_text)
+{
+    if (isfinite(v))
+        cb_buf_printf(b, "%.17g", v);
+    else
+        cb_buf_printf(b, "%s", null_text);
+}
+
+void cb_buf_json_string(CbBuf *b, const char *s)
+{
+    cb_buf_printf(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            cb_buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            cb_buf_printf(b, "\\u%04x", c);
+        else
+            cb_buf_printf(b, "%c", c);
+    }
+    cb_buf_printf(b, "\"");
+}
+
+void cb_buf_free(CbBuf *b)
+{
+    free(b->data);
+    *b = (CbBuf){0};
+}

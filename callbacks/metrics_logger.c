@@ -1,0 +1,222 @@
+/* MetricsLogger: the run history per epoch as CSV and JSON lines files. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cb_internal.h"
+
+typedef struct LogRow {
+    int64_t epoch;
+    int ncols;      /* columns known when the row was taken */
+    double *values; /* ncols */
+    bool *present;  /* ncols */
+} LogRow;
+
+typedef struct MetricsLogger {
+    Callback base;
+    char *csv_path, *jsonl_path;
+    char **cols;     /* metric names in order of first appearance */
+    int64_t *counts; /* values each metric had at the last row */
+    int ncols, cap_cols;
+    LogRow *rows;
+    int nrows, cap_rows;
+} MetricsLogger;
+
+static void clear_rows(MetricsLogger *l)
+{
+    for (int i = 0; i < l->nrows; i++) {
+        free(l->rows[i].values);
+        free(l->rows[i].present);
+    }
+    l->nrows = 0;
+}
+
+static void ml_free(Callback *cb)
+{
+    MetricsLogger *l = (MetricsLogger *)cb;
+    clear_rows(l);
+    free(l->rows);
+    for (int i = 0; i < l->ncols; i++) free(l->cols[i]);
+    free(l->cols);
+    free(l->counts);
+    free(l->csv_path);
+    free(l->jsonl_path);
+    free(l);
+}
+
+static int find_col(MetricsLogger *l, const char *name)
+{
+    for (int i = 0; i < l->ncols; i++)
+        if (strcmp(l->cols[i], name) == 0) return i;
+    return -1;
+}
+
+static int add_col(MetricsLogger *l, const char *name)
+{
+    if (l->ncols == l->cap_cols) {
+        int cap = l->cap_cols ? 2 * l->cap_cols : 8;
+        char **c = realloc(l->cols, (size_t)cap * sizeof *c);
+        if (c) l->cols = c;
+        int64_t *n = c ? realloc(l->counts, (size_t)cap * sizeof *n) : NULL;
+        if (!n) return -1;
+        l->counts = n;
+        l->cap_cols = cap;
+    }
+    char *s = cb_strdup(name, NULL);
+    if (!s) return -1;
+    l->cols[l->ncols] = s;
+    l->counts[l->ncols] = 0;
+    return l->ncols++;
+}
+
+/* Appends a row with the latest value of every metric updated since the
+ * last row. */
+static CtStatus take_row(MetricsLogger *l, Trainer *t)
+{
+    RunHistory *h = trainer_run_history(t);
+    int nm = run_history_num_metrics(h);
+    for (int i = 0; i < nm; i++)
+        if (find_col(l, run_history_metric_name(h, i)) < 0 &&
+            add_col(l, run_history_metric_name(h, i)) < 0)
+            return ct_error(CT_ERR_OOM, "MetricsLogger: out of memory");
+    if (l->nrows == l->cap_rows) {
+        int cap = l->cap_rows ? 2 * l->cap_rows : 16;
+        LogRow *r = realloc(l->rows, (size_t)cap * sizeof *r);
+        if (!r) return ct_error(CT_ERR_OOM, "MetricsLogger: out of memory");
+        l->rows = r;
+        l->cap_rows = cap;
+    }
+    LogRow row = {run_history_current_epoch(h), l->ncols,
+                  calloc((size_t)l->ncols + 1, sizeof(double)),
+                  calloc((size_t)l->ncols + 1, sizeof(bool))};
+    if (!row.values || !row.present) {
+        free(row.values);
+        free(row.present);
+        return ct_error(CT_ERR_OOM, "MetricsLogger: out of memory");
+    }
+    for (int c = 0; c < l->ncols; c++) {
+        int64_t n = 0;
+        const double *v = run_history_values(h, l->cols[c], &n);
+        if (n > 0 && n != l->counts[c]) {
+            row.values[c] = v[n - 1];
+            row.present[c] = true;
+        }
+        l->counts[c] = n;
+    }
+    l->rows[l->nrows++] = row;
+    return CT_OK;
+}
+
+static void csv_value(CbBuf *b, double v)
+{
+    if (isnan(v))
+        cb_buf_printf(b, "nan");
+    else if (isinf(v))
+        cb_buf_printf(b, v > 0 ? "inf" : "-inf");
+    else
+        cb_buf_double(b, v, "");
+}
+
+static CtStatus write_csv(MetricsLogger *l)
+{
+    CbBuf b = {0};
+    cb_buf_printf(&b, "epoch");
+    for (int c = 0; c < l->ncols; c++) cb_buf_printf(&b, ",%s", l->cols[c]);
+    cb_buf_printf(&b, "\n");
+    for (int r = 0; r < l->nrows; r++) {
+        const LogRow *row = &l->rows[r];
+        cb_buf_printf(&b, "%lld", (long long)row->epoch);
+        for (int c = 0; c < l->ncols; c++) {
+            cb_buf_printf(&b, ",");
+            if (c < row->ncols && row->present[c]) csv_value(&b, row->values[c]);
+        }
+        cb_buf_printf(&b, "\n");
+    }
+    CtStatus st = b.oom ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
+                        : cb_write_file_atomic(l->csv_path, b.data, b.len);
+    cb_buf_free(&b);
+    return st;
+}
+
+static CtStatus write_jsonl(MetricsLogger *l)
+{
+    CbBuf b = {0};
+    for (int r = 0; r < l->nrows; r++) {
+        const LogRow *row = &l->rows[r];
+        cb_buf_printf(&b, "{\"epoch\": %lld", (long long)row->epoch);
+        for (int c = 0; c < row->ncols; c++) {
+            if (!row->present[c]) continue;
+            cb_buf_printf(&b, ", ");
+            cb_buf_json_string(&b, l->cols[c]);
+            cb_buf_printf(&b, ": ");
+            cb_buf_double(&b, row->values[c], "null");
+        }
+        cb_buf_printf(&b, "}\n");
+    }
+    CtStatus st = b.oom
+                      ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
+                      : cb_write_file_atomic(l->jsonl_path, b.data ? b.data : "", b.len);
+    cb_buf_free(&b);
+    return st;
+}
+
+static CtStatus log_row(Callback *cb, Trainer *t)
+{
+    MetricsLogger *l = (MetricsLogger *)cb;
+    if (!cb_is_main(t)) return CT_OK;
+    CtStatus st = take_row(l, t);
+    if (st == CT_OK && l->csv_path) st = write_csv(l);
+    if (st == CT_OK && l->jsonl_path) st = write_jsonl(l);
+    return st;
+}
+
+/* The run history starts again: values are counted from zero. */
+static void forget_counts(MetricsLogger *l)
+{
+    for (int c = 0; c < l->ncols; c++) l->counts[c] = 0;
+}
+
+static CtStatus ml_run_start(Callback *cb, Trainer *t)
+{
+    MetricsLogger *l = (MetricsLogger *)cb;
+    if (run_history_current_epoch(trainer_run_history(t)) == 1 &&
+        run_history_num_metrics(trainer_run_history(t)) == 0) {
+        clear_rows(l); /* a fresh run history: fresh files */
+        forget_counts(l);
+    }
+    return CT_OK;
+}
+
+static CtStatus ml_evaluation_start(Callback *cb, Trainer *t)
+{
+    forget_counts((MetricsLogger *)cb); /* trainer_evaluate reset the history */
+    return CT_OK;
+}
+
+static const CallbackVtable metrics_logger_vt = {
+    .type = "MetricsLogger",
+    .free = ml_free,
+    .on_training_run_start = ml_run_start,
+    .on_training_run_epoch_end = log_row,
+    .on_evaluation_run_start = ml_evaluation_start,
+    .on_evaluation_run_end = log_row,
+};
+
+Callback *callback_metrics_logger_create(const MetricsLoggerArgs *args)
+{
+    if (!args || (!args->csv_path && !args->jsonl_path)) {
+        ct_error(CT_ERR_INVALID, "MetricsLogger: give csv_path or jsonl_path (or both)");
+        return NULL;
+    }
+    MetricsLogger *l = (MetricsLogger *)cb_alloc(sizeof *l, &metrics_logger_vt);
+    if (!l) return NULL;
+    bool ok = true;
+    if (args->csv_path) ok = (l->csv_path = cb_strdup(args->csv_path, NULL)) != NULL;
+    if (ok && args->jsonl_path)
+        ok = (l->jsonl_path = cb_strdup(args->jsonl_path, NULL)) != NULL;
+    if (!ok) {
+        ml_free(&l->base);
+        return NULL;
+    }
+    return &l->base;
+}

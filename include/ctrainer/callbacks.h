@@ -1,0 +1,438 @@
+/* ctrainer — callbacks: the event vtable, callback lists and dispatch.
+ *
+ * A callback is an object with its own state and a const vtable of event
+ * handlers, like pytorch-accelerated's TrainerCallback. Your callback embeds
+ * Callback as its FIRST member, is allocated on the heap, and fills the
+ * slots it cares about (NULL slots mean "nothing to do"):
+ *
+ *     typedef struct Counter { Callback base; int64_t steps; } Counter;
+ *     static CtStatus counter_step_end(Callback *cb, Trainer *t, const DataBatch *b,
+ *                                      const TrainerBatchOutput *out, int64_t step) {
+ *         ((Counter *)cb)->steps++;
+ *         return CT_OK;
+ *     }
+ *     static const CallbackVtable counter_vt = {
+ *         .type = "Counter", .free = NULL, .on_train_step_end = counter_step_end};
+ *     Counter *c = calloc(1, sizeof *c);
+ *     c->base.vt = &counter_vt;
+ *     trainer_add_callback(t, &c->base);   // the trainer now owns it
+ *
+ * Events fire AFTER the trainer hook of the same name, so a hook can update
+ * state that callbacks then read; callbacks run in list order. Every
+ * handler returns CT_OK or an error: an error aborts the run (trainer_train
+ * returns it). To end training early, call trainer_stop(t, "why") instead
+ * (see trainer.h: "Stopping"); the callbacks after the requesting one in the
+ * list do not receive that event, as with pytorch-accelerated's
+ * StopTrainingError.
+ *
+ * Besides the 15 built-in events, callbacks can handle CUSTOM NAMED EVENTS:
+ * a hook (or another callback) calls trainer_callback_event(t, "my_event",
+ * payload) and every callback's `custom` slot receives the name and payload
+ * (a callback ignores names it does not know).
+ */
+#ifndef CTRAINER_CALLBACKS_H
+#define CTRAINER_CALLBACKS_H
+
+#include <stdio.h>
+
+#include "ctrainer/data.h"
+#include "ctrainer/nn.h"
+#include "ctrainer/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct Trainer Trainer;                       /* trainer.h */
+typedef struct TrainerBatchOutput TrainerBatchOutput; /* trainer.h */
+typedef struct Callback Callback;
+
+/* The events, in the order a training run fires them (§3.1 of
+ * pytorch-accelerated). Arguments beyond (callback, trainer):
+ *   on_train_step_end   batch, batch output, step (0-based micro-batch index
+ *                       within the epoch); fires after the loss is computed
+ *                       and tracked, BEFORE backward
+ *   on_eval_epoch_start is_intermediate (an evaluation run from inside a
+ *   on_eval_epoch_end   training epoch, e.g. every n steps)
+ *   on_eval_step_end    batch, batch output, step (0-based eval batch index)
+ * The batch and batch output are valid only during the call (they belong to
+ * the step's scope); tensor_retain what you keep. */
+typedef struct CallbackVtable {
+    /* The callback's type name: required, shown in errors. A callback list
+     * holds at most one callback per type name. */
+    const char *type;
+    /* Releases what the callback owns, then the struct itself. NULL: free(). */
+    void (*free)(Callback *cb);
+
+    CtStatus (*on_init_end)(Callback *cb, Trainer *t);
+    CtStatus (*on_training_run_start)(Callback *cb, Trainer *t);
+    CtStatus (*on_train_epoch_start)(Callback *cb, Trainer *t);
+    CtStatus (*on_train_step_start)(Callback *cb, Trainer *t);
+    CtStatus (*on_train_step_end)(Callback *cb, Trainer *t, const DataBatch *batch,
+                                  const TrainerBatchOutput *out, int64_t step);
+    CtStatus (*on_train_epoch_end)(Callback *cb, Trainer *t);
+    CtStatus (*on_eval_epoch_start)(Callback *cb, Trainer *t, bool is_intermediate);
+    CtStatus (*on_eval_step_start)(Callback *cb, Trainer *t);
+    CtStatus (*on_eval_step_end)(Callback *cb, Trainer *t, const DataBatch *batch,
+                                 const TrainerBatchOutput *out, int64_t step);
+    CtStatus (*on_eval_epoch_end)(Callback *cb, Trainer *t, bool is_intermediate);
+    CtStatus (*on_training_run_epoch_end)(Callback *cb, Trainer *t);
+    CtStatus (*on_training_run_end)(Callback *cb, Trainer *t);
+    CtStatus (*on_evaluation_run_start)(Callback *cb, Trainer *t);
+    CtStatus (*on_evaluation_run_end)(Callback *cb, Trainer *t);
+    CtStatus (*on_stop_training_error)(Callback *cb, Trainer *t);
+
+    /* A custom named event (trainer_callback_event). payload is whatever the
+     * caller passed (borrowed for the call). */
+    CtStatus (*custom)(Callback *cb, Trainer *t, const char *event, void *payload);
+} CallbackVtable;
+
+struct Callback {
+    const CallbackVtable *vt;
+};
+
+/* Releases cb through its vtable's free (free() when NULL). NULL is a no-op. */
+void callback_free(Callback *cb);
+/* cb->vt->type. */
+const char *callback_type(const Callback *cb);
+
+/* ---------------------------------------------------------------- events */
+
+typedef enum CallbackEvent {
+    CB_ON_INIT_END = 0,
+    CB_ON_TRAINING_RUN_START,
+    CB_ON_TRAIN_EPOCH_START,
+    CB_ON_TRAIN_STEP_START,
+    CB_ON_TRAIN_STEP_END,
+    CB_ON_TRAIN_EPOCH_END,
+    CB_ON_EVAL_EPOCH_START,
+    CB_ON_EVAL_STEP_START,
+    CB_ON_EVAL_STEP_END,
+    CB_ON_EVAL_EPOCH_END,
+    CB_ON_TRAINING_RUN_EPOCH_END,
+    CB_ON_TRAINING_RUN_END,
+    CB_ON_EVALUATION_RUN_START,
+    CB_ON_EVALUATION_RUN_END,
+    CB_ON_STOP_TRAINING_ERROR,
+    CB_EVENT_COUNT
+} CallbackEvent;
+
+/* "on_train_step_end", ...; NULL for an out-of-range value. */
+const char *callback_event_name(CallbackEvent ev);
+
+/* Arguments of an event; fields an event does not take are ignored. */
+typedef struct CallbackEventArgs {
+    const DataBatch *batch;
+    const TrainerBatchOutput *batch_output;
+    int64_t step;
+    bool is_intermediate;
+} CallbackEventArgs;
+
+/* -------------------------------------------------------- callback lists
+ *
+ * An ordered list of callbacks that owns them. The trainer holds one; a
+ * callback may swap in another for a nested run (trainer_set_callbacks),
+ * as pytorch-accelerated's ModelEmaCallback does for its EMA evaluation. */
+typedef struct CallbackList CallbackList;
+
+CallbackList *callback_list_create(void);
+/* Frees every callback, then the list. NULL is a no-op. */
+void callback_list_free(CallbackList *l);
+/* Appends cb; the list takes ownership in every case: on error (a callback
+ * of the same type is already in the list: CT_ERR_INVALID naming the type;
+ * a vtable without a type name) cb is freed. A NULL cb returns CT_ERR_NULL
+ * keeping the first error, so a failed constructor can be passed straight
+ * in: callback_list_add(l, my_callback_create(...)). */
+CtStatus callback_list_add(CallbackList *l, Callback *cb);
+int callback_list_count(const CallbackList *l);
+Callback *callback_list_at(const CallbackList *l, int i);
+/* The callback of this type name, or NULL (no error recorded). */
+Callback *callback_list_find(const CallbackList *l, const char *type);
+/* Removes (without freeing) and returns the callback of this type name, or
+ * NULL. The caller owns it afterwards. */
+Callback *callback_list_remove(CallbackList *l, const char *type);
+
+/* Calls event ev on each callback in order, skipping NULL slots. Stops at
+ * the first error (returned; later callbacks are not called), and after a
+ * callback that requested a stop (trainer_stop_requested(t) turned true
+ * during its call): the rest of the list does not see the event. args may
+ * be NULL for events without arguments. */
+CtStatus callback_list_dispatch(CallbackList *l, Trainer *t, CallbackEvent ev,
+                                const CallbackEventArgs *args);
+/* The same for a custom named event (each callback's `custom` slot). */
+CtStatus callback_list_dispatch_custom(CallbackList *l, Trainer *t, const char *event,
+                                       void *payload);
+
+/* ========== built-in callbacks: owned by the callbacks work ==========
+ *
+ * Constructors return a new Callback (free with callback_free, or hand it
+ * to a trainer/list which then owns it), or NULL with an error recorded.
+ * The default list (pytorch-accelerated's DEFAULT_CALLBACKS) is declared
+ * here by that work. */
+
+/* Common conventions of the built-ins:
+ *  - Callbacks that print write to an output FILE* (NULL: stdout), on the
+ *    main process only (runtime_is_main_process), so logs are not repeated
+ *    per rank. Files (checkpoints, logs) are written by the main process.
+ *  - Constructors copy the strings they are given. Argument structs are
+ *    zero-initialised for the defaults, so options whose default is "on"
+ *    are spelled as no_<option>.
+ *  - Queries (callback_*_triggered, ...) take the callback returned by the
+ *    constructor; a NULL or other-typed callback gives the "nothing" value.
+ *
+ * Defaults are pytorch-accelerated's; where we deliberately differ, the
+ * comment says so. */
+
+/* ------------------------------------------------------- ProgressBar */
+
+typedef enum ProgressBarMode {
+    PROGRESS_BAR_AUTO = 0, /* TTY when isatty(fileno(out)), else LINES */
+    PROGRESS_BAR_TTY,      /* one line redrawn in place with '\r' */
+    PROGRESS_BAR_LINES,    /* a plain line every line_percent % (log files) */
+} ProgressBarMode;
+
+typedef struct ProgressBarArgs {
+    FILE *out;            /* NULL: stdout */
+    ProgressBarMode mode; /* default AUTO */
+    int line_percent;     /* LINES: a line every this many percent (0 -> 10) */
+    double min_interval;  /* TTY: seconds between redraws (0 -> 0.1) */
+} ProgressBarArgs;
+
+/* Type "ProgressBar": one bar per train and eval epoch ("train 1", "eval 1",
+ * "eval (intermediate)", "evaluation") showing count/total batches,
+ * percentage, rate (it/s), ETA and the running sample-weighted mean of the
+ * batch losses, e.g.
+ *     train 1 [#######.............]  7/20  35% | 41.2 it/s eta 0:00 | loss 0.6931
+ * The bar ends with a newline at the end of its epoch. args NULL: defaults. */
+Callback *callback_progress_bar_create(const ProgressBarArgs *args);
+
+/* ----------------------------------------------------- PrintProgress */
+
+/* Type "PrintProgress": pytorch-accelerated's messages ("Starting training
+ * run", "Starting epoch 3", "Starting eval epoch", "Finishing training run",
+ * "Starting evaluation run", "Finishing evaluation run"), one per line. */
+Callback *callback_print_progress_create(FILE *out);
+
+/* -------------------------------------------------------- LogMetrics */
+
+/* The override point (pytorch-accelerated's LogMetricsCallback.log_metrics):
+ * called with the latest value of each metric to log, in run-history order.
+ * phase: "train" (after a train epoch: metrics whose name contains "train"),
+ * "eval" (after an eval epoch: every other metric), "intermediate" (after a
+ * step-based evaluation: only metrics whose name contains "intermediate"),
+ * "evaluation" (after trainer_evaluate: every metric). names and values are
+ * valid for the call. A non-OK return aborts the run. */
+typedef CtStatus (*LogMetricsFn)(Trainer *t, const char *phase, int n,
+                                 const char *const *names, const double *values,
+                                 void *user);
+
+typedef struct LogMetricsArgs {
+    FILE *out;               /* default printer's output; NULL: stdout */
+    LogMetricsFn log_metrics; /* NULL: print a table (main process only) */
+    void *user;
+} LogMetricsArgs;
+
+/* Type "LogMetrics". The default printer writes
+ *     epoch 2 train
+ *       train_loss_epoch   0.412345
+ * Deliberate difference: pytorch-accelerated also logs every non-train
+ * metric after a step-based (intermediate) evaluation; we log only the
+ * intermediate ones then, so an epoch's eval metrics are not repeated.
+ * args NULL: defaults. */
+Callback *callback_log_metrics_create(const LogMetricsArgs *args);
+
+/* ----------------------------------------------- MoveModulesToDevice */
+
+/* Moves an object to dev (e.g. a metric's state); CT_OK or an error. */
+typedef CtStatus (*MoveToDeviceFn)(void *object, CtDevice dev);
+
+/* Type "MoveModulesToDevice": at training and evaluation run start, moves
+ * every registered object to the trainer's device (trainer_device).
+ * pytorch-accelerated finds nn.Module attributes of the trainer by
+ * reflection; C has none, so register what lives beside the model: extra
+ * modules, persistent tensors such as a loss's pos_weight or class weights
+ * (moved in place with tensor_rebind, so the loss holding them sees the
+ * move), or anything with a move function (metric state). The model itself
+ * is placed by the runtime. Registered objects are borrowed: they must
+ * outlive the callback's runs. */
+Callback *callback_move_modules_to_device_create(void);
+CtStatus callback_move_modules_add_module(Callback *cb, Module *m);
+/* t must be a persistent tensor not part of a pending autograd graph. */
+CtStatus callback_move_modules_add_tensor(Callback *cb, Tensor *t);
+CtStatus callback_move_modules_add(Callback *cb, MoveToDeviceFn fn, void *object);
+
+/* ---------------------------------------------------- TerminateOnNaN */
+
+/* Type "TerminateOnNaN": a NaN or infinite loss in a train or eval step
+ * stops the run (trainer_stop, with "NaN loss in training step" /
+ * "validation step", the epoch, step and value), before backward, so the
+ * weights never see it. Deliberate difference: pytorch-accelerated then
+ * calls sys.exit(); we never exit. Ask callback_terminate_on_nan_triggered
+ * after the run and exit non-zero yourself. */
+Callback *callback_terminate_on_nan_create(void);
+/* True when the last training or evaluation run was stopped by a
+ * non-finite loss (reset at each run start). */
+bool callback_terminate_on_nan_triggered(const Callback *cb);
+
+/* ----------------------------------------------------- EarlyStopping */
+
+#define EARLY_STOPPING_ANY_IMPROVEMENT (-1.0)
+
+typedef struct EarlyStoppingArgs {
+    int patience;             /* epochs without improvement (0 -> 1) */
+    /* The improvement must be larger than this, in absolute value (0 ->
+     * 0.01, pytorch-accelerated's default; EARLY_STOPPING_ANY_IMPROVEMENT
+     * for any strict improvement). */
+    double threshold;
+    const char *watch_metric; /* NULL: "eval_loss_epoch" */
+    bool greater_is_better;   /* false: lower is better */
+    bool no_reset_on_train;   /* default: counter and best reset at run start */
+} EarlyStoppingArgs;
+
+/* Type "EarlyStopping", with pytorch-accelerated's semantics: after each
+ * epoch (on_training_run_epoch_end) the watched metric's latest value is
+ * compared with the best so far. The first value becomes the best. Then a
+ * value that is better (strictly) AND differs from the best by more than
+ * the threshold becomes the new best and resets the counter; any other
+ * value, including a better one within the threshold, increments it, and
+ * the best is NOT updated (so small improvements add up until they pass the
+ * threshold). When the counter reaches patience, trainer_stop. A watched
+ * metric that was never recorded is an error (CT_ERR_INVALID naming it).
+ * args NULL: defaults. */
+Callback *callback_early_stopping_create(const EarlyStoppingArgs *args);
+/* The counter, and the best value (NAN before the first epoch). */
+int callback_early_stopping_counter(const Callback *cb);
+double callback_early_stopping_best(const Callback *cb);
+
+/* ----------------------------------------------------- SaveBestModel */
+
+typedef struct SaveBestModelArgs {
+    const char *save_path;      /* NULL: "best_model.safetensors" */
+    const char *watch_metric;   /* NULL: "eval_loss_epoch" */
+    bool greater_is_better;     /* false: lower is better */
+    bool no_reset_on_train;     /* default: forget the best at run start */
+    /* Default: the optimizer's and (when the run has one) the scheduler's
+     * state are saved with the model, to <save_path without .safetensors>
+     * followed by .optimizer.safetensors / .scheduler.safetensors. */
+    bool no_save_optimizer;
+    bool no_save_scheduler;
+    /* Default: at training run end, load the best model (and the saved
+     * optimizer/scheduler state) back. */
+    bool no_load_saved_checkpoint;
+} SaveBestModelArgs;
+
+/* Type "SaveBestModel": after each epoch, when the watched metric is
+ * strictly better than the best so far (the first epoch always is), saves
+ * the model's state dict as safetensors (atomically, PyTorch names) with
+ * metadata {"format": "pt", "<watch_metric>": "<value>", "epoch": "<n>"},
+ * the same keys on every save (pytorch-accelerated writes "loss" after the
+ * first save and ignores save_scheduler on the first: fixed). args NULL:
+ * defaults. */
+Callback *callback_save_best_model_create(const SaveBestModelArgs *args);
+/* The best value (NAN before the first save) and the number of saves. */
+double callback_save_best_model_best(const Callback *cb);
+int64_t callback_save_best_model_num_saves(const Callback *cb);
+
+/* ---------------------------------------------------------- ModelEma */
+
+typedef struct ModelEmaArgs {
+    double decay; /* ema = decay * ema + (1 - decay) * weight (0 -> 0.99) */
+    /* false (pytorch-accelerated): update once per train epoch, at its end;
+     * true: after every optimizer update (timm's usual use) */
+    bool update_every_step;
+    /* false (default): buffers (batch-norm running stats, counters) are
+     * copied from the model at each update; true: float buffers are
+     * averaged like parameters (pytorch-accelerated's ModelEma, timm's
+     * ModelEmaV2), integer buffers still copied. Copying keeps the running
+     * statistics those of the live model's own averaging. */
+    bool average_buffers;
+    /* Default: after each eval epoch (not intermediate ones), evaluate the
+     * EMA weights on the eval set; its losses/metrics are recorded under the
+     * run-history prefix "ema_model_" (ema_model_eval_loss_epoch). */
+    bool no_evaluation;
+    /* Callbacks that see the EMA evaluation's events (owned by the EMA
+     * callback; NULL: none). Metric callbacks go here. */
+    CallbackList *callbacks;
+    /* NULL: never save. Otherwise save the EMA weights after each epoch:
+     * on improvement of watch_metric when evaluating, else every epoch. */
+    const char *save_path;
+    const char *watch_metric; /* NULL: "ema_model_eval_loss_epoch" */
+    bool greater_is_better;
+} ModelEmaArgs;
+
+/* Type "ModelEma": an exponential moving average of the model's
+ * parameters (and buffers, see average_buffers), taken at training run
+ * start (a copy of the weights) and updated as configured. For an EMA
+ * evaluation the model's values are swapped with the EMA's (t->model keeps
+ * its identity), the trainer's callback list is swapped for `callbacks`,
+ * the run-history prefix is set, trainer_run_eval_epoch runs, and all three
+ * are restored, also on error. Put it after callbacks that record metrics
+ * and before loggers. args NULL: defaults. */
+Callback *callback_model_ema_create(const ModelEmaArgs *args);
+/* The EMA tensors by the model's state-dict names (NULL before the first
+ * training run). Owned by the callback. */
+const CtStateDict *callback_model_ema_state(const Callback *cb);
+/* Copies the EMA values into m (same architecture as the trained model). */
+CtStatus callback_model_ema_copy_to(const Callback *cb, Module *m);
+/* Updates applied in the last training run. */
+int64_t callback_model_ema_num_updates(const Callback *cb);
+
+/* ------------------------------------------------------ LimitBatches */
+
+/* Type "LimitBatches": at most num_batches (> 0) train and eval batches per
+ * epoch (trainer_limit_batches), for quick debugging runs. It applies the
+ * cap when the trainer is created (on_init_end) and at each run start. */
+Callback *callback_limit_batches_create(int64_t num_batches);
+/* The environment's CTRAINER_LIMIT_BATCHES (pytorch-accelerated's
+ * PT_ACC_LIMIT_BATCHES): unset, empty or "none" -> *out = NULL and CT_OK;
+ * a positive integer -> *out = a LimitBatches callback; anything else
+ * CT_ERR_INVALID naming the value. The trainer puts it first in its list. */
+CtStatus callback_limit_batches_from_env(Callback **out);
+
+/* ----------------------------------------------- StepBasedEvaluation */
+
+/* Type "StepBasedEvaluation": at on_train_step_end of every step with
+ * step != 0 and step % eval_every_n_steps == 0 (step: the 0-based
+ * micro-batch index within the epoch, as pytorch-accelerated), runs an
+ * intermediate evaluation (trainer_run_eval_epoch(t, true)); its loss is
+ * recorded as "intermediate_eval_loss" for the callbacks of that eval and
+ * deleted afterwards. The model is put back in training mode afterwards
+ * (pytorch-accelerated forgets). Needs an eval set (else CT_ERR_STATE). */
+Callback *callback_step_based_evaluation_create(int64_t eval_every_n_steps);
+/* Intermediate evaluations run in the last training run. */
+int64_t callback_step_based_evaluation_count(const Callback *cb);
+
+/* ----------------------------------------------------- MetricsLogger */
+
+typedef struct MetricsLoggerArgs {
+    const char *csv_path;   /* NULL: no CSV */
+    const char *jsonl_path; /* NULL: no JSON lines; at least one path */
+} MetricsLoggerArgs;
+
+/* Type "MetricsLogger": one row per epoch (after on_training_run_epoch_end,
+ * and one after trainer_evaluate) with the latest value of every metric
+ * updated during that epoch. CSV: header "epoch,<metric>,..." (columns in
+ * order of first appearance; empty cells where a metric has no value that
+ * epoch); JSON lines: {"epoch": 1, "train_loss_epoch": 0.69, ...} per line,
+ * NaN/inf as null. Both files are rewritten atomically (temp file + fsync +
+ * rename) after each row, so a reader never sees a partial file; a training
+ * run that starts at epoch 1 starts new files. */
+Callback *callback_metrics_logger_create(const MetricsLoggerArgs *args);
+
+/* ------------------------------------------------------ default list */
+
+#define CALLBACKS_DEFAULT_MAX 5
+
+/* pytorch-accelerated's DEFAULT_CALLBACKS: MoveModulesToDevice,
+ * TerminateOnNaN, PrintProgress, ProgressBar (only when progress_bar),
+ * LogMetrics, all with default arguments. Writes them to out[0..n) and
+ * returns n; -1 with nothing written (and an error) when cap is too small
+ * or a constructor fails. The caller owns them (pass them to TrainerConfig
+ * or trainer_add_callback). Put your metric callbacks BEFORE these, so
+ * LogMetrics sees their values. */
+int callbacks_default(Callback **out, int cap, bool progress_bar);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

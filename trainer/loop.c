@@ -1,0 +1,388 @@
+/* The training and evaluation loops (pytorch-accelerated §2.5, with its
+ * bugs fixed: see trainer.h). Control flow: every function returns CT_OK or
+ * an error (which ends the run at once); a stop agreed at a stop point sets
+ * state->stop_agreed and unwinds with CT_OK to the run level, which fires
+ * on_stop_training_error and the run-end hook and event. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "trainer_internal.h"
+
+/* Return on error; unwind (CT_OK) when a stop is agreed. */
+#define TRY(expr)                                                                        \
+    do {                                                                                 \
+        CtStatus try_st_ = (expr);                                                       \
+        if (try_st_ != CT_OK) return try_st_;                                            \
+    } while (0)
+#define TRY_STOP(t, expr)                                                                \
+    do {                                                                                 \
+        TRY(expr);                                                                       \
+        if (trainer_stop_point(t)) return CT_OK;                                         \
+    } while (0)
+
+CtStatus trainer_record_loss(Trainer *t, const LossTracker *lt, const char *name)
+{
+    double v[2] = {lt->total, lt->count};
+    TRY(runtime_reduce_f64(t->state->rt, v, 2, RUNTIME_REDUCE_SUM));
+    if (v[1] <= 0) return CT_OK; /* no batches: nothing to record */
+    return run_history_update(t->state->history, name, v[0] / v[1]);
+}
+
+/* Validates a batch output and adds its loss to the tracker. */
+static CtStatus track(LossTracker *lt, const TrainerBatchOutput *out, const char *hook)
+{
+    if (!out->loss || tensor_numel(out->loss) != 1)
+        return ct_error(CT_ERR_INVALID, "trainer: %s gave %s loss (one-element tensor "
+                                        "expected)", hook,
+                        out->loss ? "a multi-element" : "no");
+    if (out->batch_size <= 0)
+        return ct_error(CT_ERR_INVALID, "trainer: %s gave batch_size %lld (must be > 0)",
+                        hook, (long long)out->batch_size);
+    /* one host read per step (a device sync on GPUs): callbacks such as
+     * TerminateOnNaN read the value anyway */
+    double v = tensor_item(out->loss);
+    lt->total += v * (double)out->batch_size;
+    lt->count += (double)out->batch_size;
+    return CT_OK;
+}
+
+/* Fetches batch `step` of a loader; false (status in *st) at its end. */
+static bool next_batch(DataLoader *dl, DataBatch *b, CtStatus *st)
+{
+    if (data_loader_next(dl, b)) return true;
+    *st = data_loader_status(dl);
+    return false;
+}
+
+/* ------------------------------------------------------------ train step */
+
+typedef struct StepPlan {
+    int64_t step, window; /* micro-batches in this accumulation window */
+    bool update;
+} StepPlan;
+
+/* The update part of a step: clip once, step, schedule, zero. */
+static CtStatus update(Trainer *t)
+{
+    TrainerState *s = t->state;
+    if (s->rc.gradient_clip_value > 0 || s->rc.gradient_clip_norm > 0)
+        TRY(HOOK(t, clip_gradients)(t));
+    TRY(HOOK(t, optimizer_step)(t));
+    if (t->scheduler) TRY(HOOK(t, scheduler_step)(t));
+    TRY(HOOK(t, optimizer_zero_grad)(t));
+    s->global_step++;
+    return CT_OK;
+}
+
+/* One micro-batch, inside the step's scope. */
+static CtStatus train_step(Trainer *t, const DataBatch *batch, StepPlan p)
+{
+    TrainerState *s = t->state;
+    TRY(trainer_fire(t, CB_ON_TRAIN_STEP_START, NULL));
+    TrainerBatchOutput out = {0};
+    TRY(HOOK(t, calculate_train_batch_loss)(t, batch, &out));
+    /* the tracked loss is the un-divided one, comparable to the eval loss */
+    TRY(track(&s->train_loss, &out, "calculate_train_batch_loss"));
+    CallbackEventArgs ea = {.batch = batch, .batch_output = &out, .step = p.step};
+    TRY_STOP(t, trainer_fire(t, CB_ON_TRAIN_STEP_END, &ea));
+    /* dividing by the window's length makes the accumulated gradient the
+     * mean over its micro-batches, also for a partial last window */
+    Tensor *loss = p.window > 1 ? tensor_div_scalar(out.loss, (double)p.window) : out.loss;
+    if (!loss) return ct_last_status();
+    TRY(HOOK(t, backward_step)(t, loss));
+    if (p.update) TRY(update(t));
+    trainer_stop_point(t);
+    return CT_OK;
+}
+
+/* ----------------------------------------------------------- train epoch */
+
+static CtStatus train_epoch(Trainer *t, bool *reached_max)
+{
+    TrainerState *s = t->state;
+    TRY_STOP(t, HOOK(t, train_epoch_start)(t));
+    s->train_loss = (LossTracker){0};
+    TRY_STOP(t, trainer_fire(t, CB_ON_TRAIN_EPOCH_START, NULL));
+    /* the shuffle order is a function of (seed, epoch) */
+    TRY(data_loader_set_epoch(s->train_dl, run_history_current_epoch(s->history) - 1));
+    int64_t n = trainer_train_dataloader_len(t), k = s->rc.gradient_accumulation_steps;
+    for (int64_t step = 0; step < n; step++) {
+        DataBatch batch;
+        CtStatus st = CT_OK;
+        if (!next_batch(s->train_dl, &batch, &st)) {
+            if (st != CT_OK) return st;
+            break;
+        }
+        int64_t start = step / k * k;
+        StepPlan p = {.step = step,
+                      .window = (start + k <= n ? k : n - start),
+                      .update = (step + 1) % k == 0 || step + 1 == n};
+        CtScope *scope = ct_scope_open();
+        if (!scope) return ct_error(CT_ERR_OOM, "trainer: cannot open the step's scope");
+        s->epoch_step = step;
+        st = train_step(t, &batch, p);
+        s->epoch_step = -1;
+        ct_scope_close(scope);
+        if (st != CT_OK || s->stop_agreed) return st;
+        if (p.update && s->max_steps_set && s->global_step >= s->rc.max_num_train_steps) {
+            *reached_max = true;
+            break;
+        }
+    }
+    TRY_STOP(t, HOOK(t, train_epoch_end)(t));
+    TRY(trainer_record_loss(t, &s->train_loss, "train_loss_epoch"));
+    TRY_STOP(t, trainer_fire(t, CB_ON_TRAIN_EPOCH_END, NULL));
+    return CT_OK;
+}
+
+/* ------------------------------------------------------------ eval epoch */
+
+static CtStatus eval_step(Trainer *t, const DataBatch *batch, int64_t step)
+{
+    TRY(trainer_fire(t, CB_ON_EVAL_STEP_START, NULL));
+    TrainerBatchOutput out = {0};
+    TRY(HOOK(t, calculate_eval_batch_loss)(t, batch, &out));
+    TRY(track(&t->state->eval_loss, &out, "calculate_eval_batch_loss"));
+    CallbackEventArgs ea = {.batch = batch, .batch_output = &out, .step = step};
+    return trainer_fire(t, CB_ON_EVAL_STEP_END, &ea);
+}
+
+/* The batches of an eval epoch under no_grad. A stop request ends the loop
+ * locally; it is agreed after the loop (processes may differ in batches). */
+static CtStatus eval_batches(Trainer *t)
+{
+    TrainerState *s = t->state;
+    TRY(data_loader_set_epoch(s->eval_dl, 0));
+    int64_t n = trainer_eval_dataloader_len(t);
+    bool grad = ct_set_grad_enabled(false);
+    CtStatus st = CT_OK;
+    for (int64_t step = 0; st == CT_OK && step < n && !s->stop_requested; step++) {
+        DataBatch batch;
+        if (!next_batch(s->eval_dl, &batch, &st)) break;
+        CtScope *scope = ct_scope_open();
+        if (!scope) {
+            st = ct_error(CT_ERR_OOM, "trainer: cannot open the eval step's scope");
+            break;
+        }
+        s->epoch_step = step;
+        st = eval_step(t, &batch, step);
+        s->epoch_step = -1;
+        ct_scope_close(scope);
+    }
+    ct_set_grad_enabled(grad);
+    return st;
+}
+
+/* _run_eval_epoch: name is the metric the epoch loss is recorded as. */
+static CtStatus eval_epoch_inner(Trainer *t, bool is_intermediate, const char *name)
+{
+    TrainerState *s = t->state;
+    CallbackEventArgs ea = {.is_intermediate = is_intermediate};
+    TRY_STOP(t, HOOK(t, eval_epoch_start)(t));
+    s->eval_loss = (LossTracker){0};
+    TRY_STOP(t, trainer_fire(t, CB_ON_EVAL_EPOCH_START, &ea));
+    TRY(eval_batches(t));
+    if (trainer_stop_point(t)) return CT_OK;
+    TRY_STOP(t, HOOK(t, eval_epoch_end)(t));
+    TRY(trainer_record_loss(t, &s->eval_loss, name));
+    TRY_STOP(t, trainer_fire(t, CB_ON_EVAL_EPOCH_END, &ea));
+    return CT_OK;
+}
+
+static CtStatus eval_epoch(Trainer *t, bool is_intermediate, const char *name)
+{
+    TrainerState *s = t->state;
+    bool was_eval = s->in_eval;
+    int64_t step = s->epoch_step;
+    s->in_eval = true;
+    CtStatus st = eval_epoch_inner(t, is_intermediate, name);
+    s->in_eval = was_eval;
+    s->epoch_step = step;
+    return st;
+}
+
+CtStatus trainer_run_eval_epoch(Trainer *t, bool is_intermediate)
+{
+    if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_run_eval_epoch: NULL trainer");
+    if (!t->state->eval_dl)
+        return ct_error(CT_ERR_STATE, "trainer_run_eval_epoch: this run has no eval loader "
+                                      "(TrainArgs.eval_dataset is NULL)");
+    bool training = t->model->training;
+    LossTracker saved = t->state->eval_loss;
+    CtStatus st = eval_epoch(t, is_intermediate,
+                             is_intermediate ? "intermediate_eval_loss" : "eval_loss_epoch");
+    t->state->eval_loss = saved;
+    if (training) nn_module_train(t->model); /* fixes the reference's §9.8 */
+    return st;
+}
+
+/* ---------------------------------------------------------- training run */
+
+/* The epochs; returns at an agreed stop with CT_OK. */
+static CtStatus run_epochs(Trainer *t)
+{
+    TrainerState *s = t->state;
+    TRY_STOP(t, HOOK(t, training_run_start)(t));
+    TRY_STOP(t, trainer_fire(t, CB_ON_TRAINING_RUN_START, NULL));
+    for (int64_t e = 0; e < s->rc.num_epochs; e++) {
+        bool reached = false;
+        TRY(train_epoch(t, &reached));
+        if (s->stop_agreed) return CT_OK;
+        if (s->eval_dl) {
+            TRY(eval_epoch(t, false, "eval_loss_epoch"));
+            if (s->stop_agreed) return CT_OK;
+        }
+        TRY_STOP(t, HOOK(t, training_run_epoch_end)(t));
+        TRY_STOP(t, trainer_fire(t, CB_ON_TRAINING_RUN_EPOCH_END, NULL));
+        run_history_increment_epoch(s->history);
+        if (reached) {
+            trainer_print(t, "Reached the maximum number of training steps (%lld optimizer "
+                             "updates); ending training\n",
+                          (long long)s->rc.max_num_train_steps);
+            break;
+        }
+    }
+    return CT_OK;
+}
+
+/* What every run ends with: the stop event when stopped, then the end hook
+ * and event (which run also after a stop). */
+static CtStatus finish_run(Trainer *t, CtStatus (*end_hook)(Trainer *), CallbackEvent end)
+{
+    TrainerState *s = t->state;
+    if (s->stop_agreed) {
+        trainer_print(t, "%s\n", s->stop_reason);
+        TRY(trainer_fire(t, CB_ON_STOP_TRAINING_ERROR, NULL));
+    }
+    TRY(end_hook(t));
+    return trainer_fire(t, end, NULL);
+}
+
+static CtStatus check_train_args(const Trainer *t, const TrainArgs *a)
+{
+    if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_train: NULL trainer");
+    if (t->state->running)
+        return ct_error(CT_ERR_STATE, "trainer_train: a run is in progress (a hook cannot "
+                                      "start another run)");
+    if (!a) return ct_error(CT_ERR_NULL, "trainer_train: NULL TrainArgs");
+    if (!a->train_dataset)
+        return ct_error(CT_ERR_NULL, "trainer_train: TrainArgs.train_dataset is NULL");
+    if (a->max_num_train_steps < 0)
+        return ct_error(CT_ERR_INVALID, "trainer_train: max_num_train_steps %lld < 0",
+                        (long long)a->max_num_train_steps);
+    if (a->num_epochs < 1 && !(a->num_epochs == 0 && a->max_num_train_steps > 0))
+        return ct_error(CT_ERR_INVALID, "trainer_train: num_epochs %lld: need at least 1 "
+                                        "epoch (or max_num_train_steps > 0)",
+                        (long long)a->num_epochs);
+    if (a->per_device_batch_size <= 0)
+        return ct_error(CT_ERR_INVALID, "trainer_train: per_device_batch_size %lld: must be "
+                                        "> 0", (long long)a->per_device_batch_size);
+    if (a->gradient_accumulation_steps < 0)
+        return ct_error(CT_ERR_INVALID, "trainer_train: gradient_accumulation_steps %lld < 0",
+                        (long long)a->gradient_accumulation_steps);
+    if (!(a->gradient_clip_value >= 0) || !(a->gradient_clip_norm >= 0) ||
+        isinf(a->gradient_clip_value) || isinf(a->gradient_clip_norm))
+        return ct_error(CT_ERR_INVALID, "trainer_train: gradient_clip_value %g / "
+                                        "gradient_clip_norm %g: must be finite and >= 0",
+                        a->gradient_clip_value, a->gradient_clip_norm);
+    if (a->gradient_clip_value > 0 && a->gradient_clip_norm > 0)
+        return ct_error(CT_ERR_INVALID, "trainer_train: set gradient_clip_value or "
+                                        "gradient_clip_norm, not both");
+    return CT_OK;
+}
+
+/* State shared by trainer_train and trainer_evaluate before the loaders. */
+static void begin_run(Trainer *t)
+{
+    TrainerState *s = t->state;
+    trainer_release_run(t);
+    s->stop_requested = s->stop_agreed = false;
+    s->stop_reason[0] = '\0';
+    s->global_step = 0;
+    s->epoch_step = -1;
+    s->train_loss = s->eval_loss = (LossTracker){0};
+}
+
+static CtStatus prepare_training(Trainer *t, const TrainArgs *a)
+{
+    TrainerState *s = t->state;
+    s->train_ds = a->train_dataset;
+    s->eval_ds = a->eval_dataset;
+    s->collate = a->collate_fn;
+    s->collate_user = a->collate_user;
+    s->sched_fn = a->create_scheduler_fn;
+    s->sched_user = a->scheduler_user;
+    s->max_steps_set = a->max_num_train_steps > 0;
+    if (a->reset_run_history != TRAINER_NO) run_history_reset(s->history);
+    TRY(runtime_prepare_model(s->rt, t->model));
+    TRY(nn_module_zero_grad(t->model)); /* a run starts from clean gradients */
+    int64_t bs = a->per_device_batch_size;
+    s->train_dl = HOOK(t, create_train_dataloader)(t, bs, a->train_dataloader_args);
+    if (!s->train_dl) return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+    if (a->eval_dataset) {
+        s->eval_dl = HOOK(t, create_eval_dataloader)(t, bs, a->eval_dataloader_args);
+        if (!s->eval_dl) return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+    }
+    TRY(trainer_make_run_config(t, a));
+    if (a->create_scheduler_fn) {
+        t->scheduler = HOOK(t, create_scheduler)(t);
+        if (!t->scheduler)
+            return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+    }
+    return CT_OK;
+}
+
+CtStatus trainer_train(Trainer *t, const TrainArgs *a)
+{
+    TRY(check_train_args(t, a));
+    begin_run(t);
+    TrainerState *s = t->state;
+    s->running = true;
+    CtStatus st = prepare_training(t, a);
+    if (st == CT_OK) st = run_epochs(t);
+    if (st == CT_OK) st = finish_run(t, HOOK(t, training_run_end), CB_ON_TRAINING_RUN_END);
+    s->running = false;
+    return st;
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+static CtStatus run_evaluation(Trainer *t)
+{
+    TRY_STOP(t, HOOK(t, evaluation_run_start)(t));
+    TRY_STOP(t, trainer_fire(t, CB_ON_EVALUATION_RUN_START, NULL));
+    return eval_epoch(t, false, "evaluation_loss");
+}
+
+CtStatus trainer_evaluate(Trainer *t, const EvalArgs *a)
+{
+    if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_evaluate: NULL trainer");
+    TrainerState *s = t->state;
+    if (s->running)
+        return ct_error(CT_ERR_STATE, "trainer_evaluate: a run is in progress");
+    if (!a) return ct_error(CT_ERR_NULL, "trainer_evaluate: NULL EvalArgs");
+    if (!a->dataset) return ct_error(CT_ERR_NULL, "trainer_evaluate: EvalArgs.dataset is NULL");
+    if (a->per_device_batch_size <= 0)
+        return ct_error(CT_ERR_INVALID, "trainer_evaluate: per_device_batch_size %lld: must "
+                                        "be > 0", (long long)a->per_device_batch_size);
+    begin_run(t);
+    s->running = true;
+    s->train_ds = NULL;
+    s->eval_ds = a->dataset;
+    s->collate = a->collate_fn;
+    s->collate_user = a->collate_user;
+    run_history_reset(s->history);
+    CtStatus st = runtime_prepare_model(s->rt, t->model);
+    if (st == CT_OK) {
+        s->eval_dl = HOOK(t, create_eval_dataloader)(t, a->per_device_batch_size,
+                                                     a->dataloader_args);
+        if (!s->eval_dl) st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+    }
+    if (st == CT_OK) st = trainer_make_run_config(t, NULL);
+    if (st == CT_OK) st = run_evaluation(t);
+    if (st == CT_OK)
+        st = finish_run(t, HOOK(t, evaluation_run_end), CB_ON_EVALUATION_RUN_END);
+    s->running = false;
+    return st;
+}

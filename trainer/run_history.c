@@ -1,0 +1,241 @@
+/* RunHistory: per-epoch metrics by name, in memory (trainer.h). */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctrainer/trainer.h"
+
+typedef struct Metric {
+    char name[RUN_HISTORY_MAX_NAME];
+    double *values;
+    int64_t n, cap;
+} Metric;
+
+struct RunHistory {
+    Metric *metrics; /* in order of first update */
+    int n, cap;
+    int64_t epoch;
+    char prefix[RUN_HISTORY_MAX_NAME];
+};
+
+RunHistory *run_history_create(void)
+{
+    RunHistory *h = calloc(1, sizeof *h);
+    if (!h) {
+        ct_error(CT_ERR_OOM, "run_history_create: out of memory");
+        return NULL;
+    }
+    h->epoch = 1;
+    return h;
+}
+
+void run_history_free(RunHistory *h)
+{
+    if (!h) return;
+    for (int i = 0; i < h->n; i++) free(h->metrics[i].values);
+    free(h->metrics);
+    free(h);
+}
+
+static Metric *find(const RunHistory *h, const char *name)
+{
+    if (!h || !name) return NULL;
+    for (int i = 0; i < h->n; i++)
+        if (strcmp(h->metrics[i].name, name) == 0) return &h->metrics[i];
+    return NULL;
+}
+
+static Metric *add_metric(RunHistory *h, const char *name)
+{
+    if (h->n == h->cap) {
+        int cap = h->cap ? 2 * h->cap : 8;
+        Metric *m = realloc(h->metrics, (size_t)cap * sizeof *m);
+        if (!m) {
+            ct_error(CT_ERR_OOM, "run history: out of memory adding metric '%s'", name);
+            return NULL;
+        }
+        h->metrics = m;
+        h->cap = cap;
+    }
+    Metric *m = &h->metrics[h->n++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    return m;
+}
+
+CtStatus run_history_update(RunHistory *h, const char *name, double value)
+{
+    if (!h) return ct_error(CT_ERR_NULL, "run_history_update: NULL history");
+    if (!name || !name[0])
+        return ct_error(CT_ERR_INVALID, "run_history_update: NULL or empty metric name");
+    char full[RUN_HISTORY_MAX_NAME];
+    if ((size_t)snprintf(full, sizeof full, "%s%s", h->prefix, name) >= sizeof full)
+        return ct_error(CT_ERR_INVALID, "run_history_update: metric name '%s%s' is longer "
+                                        "than %d bytes", h->prefix, name,
+                        RUN_HISTORY_MAX_NAME - 1);
+    Metric *m = find(h, full);
+    if (!m && !(m = add_metric(h, full))) return CT_ERR_OOM;
+    if (m->n == m->cap) {
+        int64_t cap = m->cap ? 2 * m->cap : 16;
+        double *v = realloc(m->values, (size_t)cap * sizeof *v);
+        if (!v) return ct_error(CT_ERR_OOM, "run history: out of memory for '%s'", full);
+        m->values = v;
+        m->cap = cap;
+    }
+    m->values[m->n++] = value;
+    return CT_OK;
+}
+
+int run_history_num_metrics(const RunHistory *h)
+{
+    return h ? h->n : 0;
+}
+
+const char *run_history_metric_name(const RunHistory *h, int i)
+{
+    return h && i >= 0 && i < h->n ? h->metrics[i].name : NULL;
+}
+
+bool run_history_has_metric(const RunHistory *h, const char *name)
+{
+    return find(h, name) != NULL;
+}
+
+const double *run_history_values(const RunHistory *h, const char *name, int64_t *n)
+{
+    const Metric *m = find(h, name);
+    if (n) *n = m ? m->n : 0;
+    return m && m->n ? m->values : NULL;
+}
+
+double run_history_latest(const RunHistory *h, const char *name)
+{
+    const Metric *m = find(h, name);
+    if (!m || m->n == 0) {
+        ct_error(CT_ERR_INVALID, "run history: no values recorded for metric '%s'",
+                 name ? name : "(null)");
+        return NAN;
+    }
+    return m->values[m->n - 1];
+}
+
+CtStatus run_history_delete(RunHistory *h, const char *name)
+{
+    Metric *m = find(h, name);
+    if (!m)
+        return ct_error(CT_ERR_INVALID, "run_history_delete: no metric '%s'",
+                        name ? name : "(null)");
+    free(m->values);
+    int i = (int)(m - h->metrics);
+    memmove(m, m + 1, (size_t)(h->n - i - 1) * sizeof *m);
+    h->n--;
+    return CT_OK;
+}
+
+CtStatus run_history_set_prefix(RunHistory *h, const char *prefix)
+{
+    if (!h) return ct_error(CT_ERR_NULL, "run_history_set_prefix: NULL history");
+    if (!prefix) prefix = "";
+    if (strlen(prefix) >= sizeof h->prefix)
+        return ct_error(CT_ERR_INVALID, "run_history_set_prefix: prefix '%s' is longer than "
+                                        "%d bytes", prefix, RUN_HISTORY_MAX_NAME - 1);
+    snprintf(h->prefix, sizeof h->prefix, "%s", prefix);
+    return CT_OK;
+}
+
+const char *run_history_prefix(const RunHistory *h)
+{
+    return h ? h->prefix : "";
+}
+
+int64_t run_history_current_epoch(const RunHistory *h)
+{
+    return h ? h->epoch : 0;
+}
+
+void run_history_increment_epoch(RunHistory *h)
+{
+    if (h) h->epoch++;
+}
+
+CtStatus run_history_set_epoch(RunHistory *h, int64_t epoch)
+{
+    if (!h) return ct_error(CT_ERR_NULL, "run_history_set_epoch: NULL history");
+    if (epoch < 1)
+        return ct_error(CT_ERR_INVALID, "run_history_set_epoch: epoch %lld is not >= 1 "
+                                        "(epochs count from 1)", (long long)epoch);
+    h->epoch = epoch;
+    return CT_OK;
+}
+
+void run_history_reset(RunHistory *h)
+{
+    if (!h) return;
+    for (int i = 0; i < h->n; i++) free(h->metrics[i].values);
+    h->n = 0;
+    h->epoch = 1;
+}
+
+/* JSON number, or null for NaN and infinities (JSON has neither). */
+static json_t *json_value(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+char *run_history_to_json(const RunHistory *h)
+{
+    if (!h) {
+        ct_error(CT_ERR_NULL, "run_history_to_json: NULL history");
+        return NULL;
+    }
+    json_t *root = json_object(), *metrics = json_object();
+    bool ok = root && metrics;
+    ok = ok && json_object_set_new(root, "current_epoch", json_integer(h->epoch)) == 0;
+    ok = ok && json_object_set_new(root, "metric_name_prefix", json_string(h->prefix)) == 0;
+    for (int i = 0; ok && i < h->n; i++) {
+        json_t *arr = json_array();
+        ok = arr && json_object_set_new(metrics, h->metrics[i].name, arr) == 0;
+        for (int64_t j = 0; ok && j < h->metrics[i].n; j++)
+            ok = json_array_append_new(arr, json_value(h->metrics[i].values[j])) == 0;
+    }
+    char *s = NULL;
+    if (ok && json_object_set_new(root, "metrics", metrics) == 0) {
+        metrics = NULL; /* owned by root now */
+        s = json_dumps(root, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    }
+    json_decref(metrics);
+    json_decref(root);
+    if (!s) ct_error(CT_ERR_OOM, "run_history_to_json: out of memory");
+    return s;
+}
+
+CtStatus run_history_save_json(const RunHistory *h, const char *path)
+{
+    if (!path) return ct_error(CT_ERR_NULL, "run_history_save_json: NULL path");
+    char *s = run_history_to_json(h);
+    if (!s) return ct_last_status();
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+        free(s);
+        return ct_error(CT_ERR_INVALID, "run_history_save_json: path too long");
+    }
+    FILE *f = fopen(tmp, "wb");
+    CtStatus st = CT_OK;
+    if (!f)
+        st = ct_error(CT_ERR_IO, "run_history_save_json: cannot open %s", tmp);
+    else {
+        size_t len = strlen(s);
+        bool ok = fwrite(s, 1, len, f) == len && fputc('\n', f) != EOF && fflush(f) == 0 &&
+                  fsync(fileno(f)) == 0;
+        ok = fclose(f) == 0 && ok;
+        if (!ok || rename(tmp, path) != 0) {
+            remove(tmp);
+            st = ct_error(CT_ERR_IO, "run_history_save_json: cannot write %s", path);
+        }
+    }
+    free(s);
+    return st;
+}

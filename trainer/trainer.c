@@ -1,0 +1,276 @@
+/* Trainer construction, ownership, stopping, callbacks and accessors. The
+ * loops are in loop.c, the default hooks in hooks.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer_internal.h"
+
+static CtStatus check_config(const TrainerConfig *cfg)
+{
+    if (!cfg) return ct_error(CT_ERR_NULL, "trainer_init: NULL config");
+    if (!cfg->model) return ct_error(CT_ERR_NULL, "trainer_init: TrainerConfig.model is NULL");
+    if (!cfg->optimizer)
+        return ct_error(CT_ERR_NULL, "trainer_init: TrainerConfig.optimizer is NULL");
+    bool own_loss_hooks =
+        cfg->hooks.calculate_train_batch_loss && cfg->hooks.calculate_eval_batch_loss;
+    if (!cfg->loss && !cfg->loss_fn && !own_loss_hooks)
+        return ct_error(CT_ERR_NULL, "trainer_init: no loss: set TrainerConfig.loss or "
+                                     ".loss_fn (or override both calculate_*_batch_loss "
+                                     "hooks)");
+    if (cfg->n_callbacks < 0 || (cfg->n_callbacks > 0 && !cfg->callbacks))
+        return ct_error(CT_ERR_INVALID, "trainer_init: %d callbacks at %p", cfg->n_callbacks,
+                        (void *)cfg->callbacks);
+    return CT_OK;
+}
+
+/* Frees the callbacks of a config that could not be taken over. */
+static void free_config_callbacks(const TrainerConfig *cfg)
+{
+    if (!cfg || cfg->n_callbacks <= 0 || !cfg->callbacks) return;
+    for (int i = 0; i < cfg->n_callbacks; i++) callback_free(cfg->callbacks[i]);
+}
+
+static CtStatus take_callbacks(TrainerState *s, const TrainerConfig *cfg)
+{
+    CtStatus st = CT_OK;
+    for (int i = 0; i < cfg->n_callbacks; i++) {
+        /* the list takes every entry, also after a failure, so none leaks */
+        Callback *cb = cfg->callbacks[i];
+        if (st != CT_OK) {
+            callback_free(cb);
+            continue;
+        }
+        if (!cb && ct_last_status() == CT_OK)
+            ct_error(CT_ERR_NULL, "trainer_init: callback %d is NULL", i);
+        st = callback_list_add(s->callbacks, cb);
+    }
+    return st;
+}
+
+CtStatus trainer_init(Trainer *t, const TrainerConfig *cfg)
+{
+    if (!t) {
+        free_config_callbacks(cfg);
+        return ct_error(CT_ERR_NULL, "trainer_init: NULL trainer");
+    }
+    memset(t, 0, sizeof *t);
+    CtStatus st = check_config(cfg);
+    if (st != CT_OK) {
+        free_config_callbacks(cfg);
+        return st;
+    }
+    TrainerState *s = calloc(1, sizeof *s);
+    if (!s) {
+        free_config_callbacks(cfg);
+        return ct_error(CT_ERR_OOM, "trainer_init: out of memory");
+    }
+    t->state = s;
+    s->epoch_step = -1;
+    s->callbacks = callback_list_create();
+    s->history = run_history_create();
+    if (!s->callbacks || !s->history) {
+        free_config_callbacks(cfg);
+        trainer_deinit(t);
+        return CT_ERR_OOM;
+    }
+    st = take_callbacks(s, cfg);
+    if (st == CT_OK) {
+        s->rt = cfg->runtime;
+        if (!s->rt) {
+            s->rt = runtime_create(NULL);
+            s->own_rt = true;
+            if (!s->rt) st = ct_last_status();
+        }
+    }
+    if (st != CT_OK) {
+        trainer_deinit(t);
+        return st;
+    }
+    t->hooks = cfg->hooks;
+    t->model = cfg->model;
+    t->loss = cfg->loss;
+    t->loss_fn = cfg->loss_fn;
+    t->optimizer = cfg->optimizer;
+    t->user = cfg->user;
+    st = trainer_fire(t, CB_ON_INIT_END, NULL);
+    if (st != CT_OK) trainer_deinit(t);
+    return st;
+}
+
+void trainer_deinit(Trainer *t)
+{
+    if (!t || !t->state) return;
+    TrainerState *s = t->state;
+    trainer_release_run(t);
+    callback_list_free(s->callbacks);
+    run_history_free(s->history);
+    if (s->own_rt) runtime_free(s->rt);
+    free(s);
+    t->state = NULL;
+}
+
+Trainer *trainer_create(const TrainerConfig *cfg)
+{
+    Trainer *t = malloc(sizeof *t);
+    if (!t) {
+        free_config_callbacks(cfg);
+        ct_error(CT_ERR_OOM, "trainer_create: out of memory");
+        return NULL;
+    }
+    if (trainer_init(t, cfg) != CT_OK) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void trainer_free(Trainer *t)
+{
+    if (!t) return;
+    trainer_deinit(t);
+    free(t);
+}
+
+void trainer_release_run(Trainer *t)
+{
+    TrainerState *s = t->state;
+    data_loader_free(s->train_dl);
+    data_loader_free(s->eval_dl);
+    s->train_dl = s->eval_dl = NULL;
+    sched_free(t->scheduler);
+    t->scheduler = NULL;
+    s->have_rc = false;
+}
+
+/* ------------------------------------------------------------- stopping */
+
+void trainer_stop(Trainer *t, const char *reason)
+{
+    if (!t || !t->state) return;
+    TrainerState *s = t->state;
+    if (s->stop_requested) return; /* keep the first reason */
+    s->stop_requested = true;
+    snprintf(s->stop_reason, sizeof s->stop_reason, "%s",
+             reason && reason[0] ? reason : "training stopped");
+}
+
+bool trainer_stop_requested(const Trainer *t)
+{
+    return t && t->state && t->state->stop_requested;
+}
+
+const char *trainer_stop_reason(const Trainer *t)
+{
+    return t && t->state ? t->state->stop_reason : "";
+}
+
+bool trainer_stop_point(Trainer *t)
+{
+    TrainerState *s = t->state;
+    if (s->stop_agreed) return true;
+    double flag = s->stop_requested ? 1.0 : 0.0;
+    /* the flag reduce cannot fail for a valid runtime; treat failure as "go on" */
+    if (runtime_reduce_f64(s->rt, &flag, 1, RUNTIME_REDUCE_MAX) != CT_OK) return false;
+    if (flag > 0 && !s->stop_requested) trainer_stop(t, "stop requested by another process");
+    s->stop_agreed = flag > 0;
+    return s->stop_agreed;
+}
+
+/* ------------------------------------------------------------ callbacks */
+
+CtStatus trainer_fire(Trainer *t, CallbackEvent ev, const CallbackEventArgs *args)
+{
+    return callback_list_dispatch(t->state->callbacks, t, ev, args);
+}
+
+CtStatus trainer_add_callback(Trainer *t, Callback *cb)
+{
+    if (!t || !t->state) {
+        callback_free(cb);
+        return ct_error(CT_ERR_NULL, "trainer_add_callback: NULL trainer");
+    }
+    return callback_list_add(t->state->callbacks, cb);
+}
+
+CallbackList *trainer_callbacks(const Trainer *t)
+{
+    return t && t->state ? t->state->callbacks : NULL;
+}
+
+CallbackList *trainer_set_callbacks(Trainer *t, CallbackList *list)
+{
+    if (!t || !t->state || !list) {
+        ct_error(CT_ERR_NULL, "trainer_set_callbacks: NULL %s", list ? "trainer" : "list");
+        return NULL;
+    }
+    CallbackList *old = t->state->callbacks;
+    t->state->callbacks = list;
+    return old;
+}
+
+CtStatus trainer_callback_event(Trainer *t, const char *event, void *payload)
+{
+    if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_callback_event: NULL trainer");
+    return callback_list_dispatch_custom(t->state->callbacks, t, event, payload);
+}
+
+/* ------------------------------------------------------------ accessors */
+
+Runtime *trainer_runtime(const Trainer *t) { return t->state->rt; }
+CtDevice trainer_device(const Trainer *t) { return runtime_device(t->state->rt); }
+Module *trainer_model(const Trainer *t) { return t->model; }
+RunHistory *trainer_run_history(const Trainer *t) { return t->state->history; }
+DataLoader *trainer_train_dataloader(const Trainer *t) { return t->state->train_dl; }
+DataLoader *trainer_eval_dataloader(const Trainer *t) { return t->state->eval_dl; }
+int64_t trainer_global_step(const Trainer *t) { return t->state->global_step; }
+int64_t trainer_epoch_step(const Trainer *t) { return t->state->epoch_step; }
+bool trainer_in_eval(const Trainer *t) { return t->state->in_eval; }
+
+const TrainerRunConfig *trainer_run_config(const Trainer *t)
+{
+    return t->state->have_rc ? &t->state->rc : NULL;
+}
+
+static int64_t capped(const DataLoader *dl, int64_t cap)
+{
+    if (!dl) return 0;
+    int64_t n = data_loader_len(dl);
+    return cap > 0 && cap < n ? cap : n;
+}
+
+int64_t trainer_train_dataloader_len(const Trainer *t)
+{
+    return capped(t->state->train_dl, t->state->limit_train);
+}
+
+int64_t trainer_eval_dataloader_len(const Trainer *t)
+{
+    return capped(t->state->eval_dl, t->state->limit_eval);
+}
+
+void trainer_limit_batches(Trainer *t, int64_t train_batches, int64_t eval_batches)
+{
+    t->state->limit_train = train_batches > 0 ? train_batches : 0;
+    t->state->limit_eval = eval_batches > 0 ? eval_batches : 0;
+}
+
+/* ---------------------------------------------------------- utilities */
+
+void trainer_print(const Trainer *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    runtime_vprint(t ? t->state->rt : NULL, fmt, ap);
+    va_end(ap);
+}
+
+Tensor *trainer_gather(Trainer *t, Tensor *x)
+{
+    return runtime_gather(t->state->rt, x);
+}
+
+Tensor *trainer_gather_padded(Trainer *t, Tensor *x, double pad_value)
+{
+    return runtime_gather_padded(t->state->rt, x, pad_value);
+}
