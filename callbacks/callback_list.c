@@ -81,11 +81,14 @@ CtStatus callback_list_add(CallbackList *l, Callback *cb)
     if (!l)
         st = ct_error(CT_ERR_NULL, "callback_list_add: NULL list");
     else if (!cb->vt || !cb->vt->type || !cb->vt->type[0])
-        st = ct_error(CT_ERR_INVALID, "callback_list_add: the callback's vtable has no type "
-                                      "name (CallbackVtable.type is required)");
+        st = ct_error(CT_ERR_INVALID,
+                      "callback_list_add: the callback's vtable has no type "
+                      "name (CallbackVtable.type is required)");
     else if (callback_list_find(l, cb->vt->type))
-        st = ct_error(CT_ERR_INVALID, "callback_list_add: a %s callback is already in the "
-                                      "list (one callback per type)", cb->vt->type);
+        st = ct_error(CT_ERR_INVALID,
+                      "callback_list_add: a %s callback is already in the "
+                      "list (one callback per type)",
+                      cb->vt->type);
     if (st == CT_OK && l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 8;
         Callback **items = realloc(l->items, (size_t)cap * sizeof *items);
@@ -120,7 +123,8 @@ Callback *callback_list_remove(CallbackList *l, const char *type)
     for (int i = 0; i < l->n; i++) {
         Callback *cb = l->items[i];
         if (strcmp(callback_type(cb), type) != 0) continue;
-        memmove(l->items + i, l->items + i + 1, (size_t)(l->n - i - 1) * sizeof *l->items);
+        memmove(l->items + i, l->items + i + 1,
+                (size_t)(l->n - i - 1) * sizeof *l->items);
         l->n--;
         return cb;
     }
@@ -147,8 +151,9 @@ static CtStatus call_one(Callback *cb, Trainer *t, CallbackEvent ev,
     case CB_ON_TRAIN_EPOCH_END:
         return vt->on_train_epoch_end ? vt->on_train_epoch_end(cb, t) : CT_OK;
     case CB_ON_EVAL_EPOCH_START:
-        return vt->on_eval_epoch_start ? vt->on_eval_epoch_start(cb, t, a->is_intermediate)
-                                       : CT_OK;
+        return vt->on_eval_epoch_start
+                   ? vt->on_eval_epoch_start(cb, t, a->is_intermediate)
+                   : CT_OK;
     case CB_ON_EVAL_STEP_START:
         return vt->on_eval_step_start ? vt->on_eval_step_start(cb, t) : CT_OK;
     case CB_ON_EVAL_STEP_END:
@@ -159,7 +164,8 @@ static CtStatus call_one(Callback *cb, Trainer *t, CallbackEvent ev,
         return vt->on_eval_epoch_end ? vt->on_eval_epoch_end(cb, t, a->is_intermediate)
                                      : CT_OK;
     case CB_ON_TRAINING_RUN_EPOCH_END:
-        return vt->on_training_run_epoch_end ? vt->on_training_run_epoch_end(cb, t) : CT_OK;
+        return vt->on_training_run_epoch_end ? vt->on_training_run_epoch_end(cb, t)
+                                             : CT_OK;
     case CB_ON_TRAINING_RUN_END:
         return vt->on_training_run_end ? vt->on_training_run_end(cb, t) : CT_OK;
     case CB_ON_EVALUATION_RUN_START:
@@ -177,7 +183,8 @@ CtStatus callback_list_dispatch(CallbackList *l, Trainer *t, CallbackEvent ev,
                                 const CallbackEventArgs *args)
 {
     if (ev < 0 || ev >= CB_EVENT_COUNT)
-        return ct_error(CT_ERR_INVALID, "callback_list_dispatch: unknown event %d", (int)ev);
+        return ct_error(CT_ERR_INVALID, "callback_list_dispatch: unknown event %d",
+                        (int)ev);
     if (!l) return CT_OK;
     CallbackEventArgs none = {0};
     const CallbackEventArgs *a = args ? args : &none;

@@ -23,8 +23,10 @@ static bool check_gather(const char *fn, Runtime *rt, Tensor *t)
     }
     if (!t) return false; /* sticky: keep the first error */
     if (tensor_ndim(t) < 1) {
-        ct_error(CT_ERR_SHAPE, "%s: a 0-d tensor has no dim 0 to concatenate along "
-                               "(unsqueeze it first)", fn);
+        ct_error(CT_ERR_SHAPE,
+                 "%s: a 0-d tensor has no dim 0 to concatenate along "
+                 "(unsqueeze it first)",
+                 fn);
         return false;
     }
     return true;
@@ -75,6 +77,7 @@ CtStatus runtime_reduce_f64(Runtime *rt, double *values, int n, RuntimeReduceOp 
         return ct_error(CT_ERR_INVALID, "runtime_reduce_f64: %d values at %p", n,
                         (void *)values);
     if (op < RUNTIME_REDUCE_SUM || op > RUNTIME_REDUCE_MIN)
-        return ct_error(CT_ERR_INVALID, "runtime_reduce_f64: unknown reduce op %d", (int)op);
+        return ct_error(CT_ERR_INVALID, "runtime_reduce_f64: unknown reduce op %d",
+                        (int)op);
     return CT_OK; /* one process: the values are already the result */
 }

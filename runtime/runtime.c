@@ -16,8 +16,10 @@ static CtStatus env_int(const char *name, int dflt, int lo, int *out)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || *end || v < lo || v > 1 << 20)
-        return ct_error(CT_ERR_INVALID, "runtime: environment variable %s='%s' is not an "
-                                        "integer >= %d", name, s, lo);
+        return ct_error(CT_ERR_INVALID,
+                        "runtime: environment variable %s='%s' is not an "
+                        "integer >= %d",
+                        name, s, lo);
     *out = (int)v;
     return CT_OK;
 }
@@ -34,11 +36,12 @@ static CtStatus read_ranks(Runtime *rt)
         return ct_error(CT_ERR_INVALID, "runtime: RANK=%d is not below WORLD_SIZE=%d",
                         rt->rank, rt->world_size);
     if (rt->world_size > 1)
-        return ct_error(CT_ERR_UNSUPPORTED,
-                        "runtime: WORLD_SIZE=%d but this build of ctrainer is single-process "
-                        "(no MPI/NCCL backend); run one process or rebuild with "
-                        "CTRAINER_MPI=ON",
-                        rt->world_size);
+        return ct_error(
+            CT_ERR_UNSUPPORTED,
+            "runtime: WORLD_SIZE=%d but this build of ctrainer is single-process "
+            "(no MPI/NCCL backend); run one process or rebuild with "
+            "CTRAINER_MPI=ON",
+            rt->world_size);
     return CT_OK;
 }
 
@@ -77,20 +80,48 @@ void runtime_free(Runtime *rt)
     free(rt);
 }
 
-int runtime_rank(const Runtime *rt) { return rt->rank; }
-int runtime_world_size(const Runtime *rt) { return rt->world_size; }
-int runtime_local_rank(const Runtime *rt) { return rt->local_rank; }
-int runtime_local_world_size(const Runtime *rt) { return rt->local_world_size; }
-bool runtime_is_main_process(const Runtime *rt) { return rt->rank == 0; }
-bool runtime_is_local_main_process(const Runtime *rt) { return rt->local_rank == 0; }
-bool runtime_is_distributed(const Runtime *rt) { return rt->world_size > 1; }
-CtDevice runtime_device(const Runtime *rt) { return rt->device; }
-const char *runtime_mixed_precision(const Runtime *rt) { return "no"; }
+int runtime_rank(const Runtime *rt)
+{
+    return rt->rank;
+}
+int runtime_world_size(const Runtime *rt)
+{
+    return rt->world_size;
+}
+int runtime_local_rank(const Runtime *rt)
+{
+    return rt->local_rank;
+}
+int runtime_local_world_size(const Runtime *rt)
+{
+    return rt->local_world_size;
+}
+bool runtime_is_main_process(const Runtime *rt)
+{
+    return rt->rank == 0;
+}
+bool runtime_is_local_main_process(const Runtime *rt)
+{
+    return rt->local_rank == 0;
+}
+bool runtime_is_distributed(const Runtime *rt)
+{
+    return rt->world_size > 1;
+}
+CtDevice runtime_device(const Runtime *rt)
+{
+    return rt->device;
+}
+const char *runtime_mixed_precision(const Runtime *rt)
+{
+    return "no";
+}
 
 CtStatus runtime_prepare_model(Runtime *rt, Module *m)
 {
-    if (!rt || !m) return ct_error(CT_ERR_NULL, "runtime_prepare_model: NULL %s",
-                                   rt ? "module" : "runtime");
+    if (!rt || !m)
+        return ct_error(CT_ERR_NULL, "runtime_prepare_model: NULL %s",
+                        rt ? "module" : "runtime");
     return nn_module_to(m, rt->device);
 }
 
@@ -101,8 +132,14 @@ Tensor *runtime_to_device(Runtime *rt, Tensor *t)
     return tensor_to_device(t, rt->device);
 }
 
-uint64_t runtime_base_seed(const Runtime *rt) { return rt->seed; }
-uint64_t runtime_seed(const Runtime *rt, uint64_t base) { return base + (uint64_t)rt->rank; }
+uint64_t runtime_base_seed(const Runtime *rt)
+{
+    return rt->seed;
+}
+uint64_t runtime_seed(const Runtime *rt, uint64_t base)
+{
+    return base + (uint64_t)rt->rank;
+}
 
 CtGenerator runtime_generator(const Runtime *rt, uint64_t base, uint64_t stream)
 {

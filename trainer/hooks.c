@@ -69,7 +69,8 @@ DataLoader *trainer_default_create_train_dataloader(Trainer *t, int64_t batch_si
                                                     const TrainerLoaderArgs *user)
 {
     DataLoaderArgs a = HOOK(t, get_default_train_dl_args)(t, batch_size);
-    return create_loader(t, t->state->train_ds, a, user, &t->state->train_dl_args, "train");
+    return create_loader(t, t->state->train_ds, a, user, &t->state->train_dl_args,
+                         "train");
 }
 
 DataLoader *trainer_default_create_eval_dataloader(Trainer *t, int64_t batch_size,
@@ -99,8 +100,9 @@ static CtStatus batch_loss(Trainer *t, const DataBatch *batch, TrainerBatchOutpu
                            const char *hook)
 {
     if (!batch || batch->n < 2)
-        return ct_error(CT_ERR_INVALID, "trainer: the default %s needs batches of (input, "
-                                        "target); this batch has %d field(s)",
+        return ct_error(CT_ERR_INVALID,
+                        "trainer: the default %s needs batches of (input, "
+                        "target); this batch has %d field(s)",
                         hook, batch ? batch->n : 0);
     out->model_outputs = nn_forward(t->model, batch->t[0]);
     out->loss = t->loss_fn ? t->loss_fn(t, out->model_outputs, batch->t[1])
@@ -108,7 +110,8 @@ static CtStatus batch_loss(Trainer *t, const DataBatch *batch, TrainerBatchOutpu
     out->batch_size = batch->size;
     if (!out->loss) {
         if (ct_last_status() == CT_OK)
-            ct_error(CT_ERR_INVALID, "trainer: %s: the loss function returned NULL", hook);
+            ct_error(CT_ERR_INVALID, "trainer: %s: the loss function returned NULL",
+                     hook);
         return ct_last_status();
     }
     return CT_OK;
@@ -142,7 +145,8 @@ CtStatus trainer_default_clip_gradients(Trainer *t)
     Tensor **params = malloc((size_t)(n > 0 ? n : 1) * sizeof *params);
     CtStatus st = CT_OK;
     if (!params) st = ct_error(CT_ERR_OOM, "trainer: clip_gradients: out of memory");
-    for (int64_t i = 0; st == CT_OK && i < n; i++) params[i] = ct_state_dict_tensor(ps, i);
+    for (int64_t i = 0; st == CT_OK && i < n; i++)
+        params[i] = ct_state_dict_tensor(ps, i);
     if (st == CT_OK && rc->gradient_clip_value > 0)
         st = optim_clip_grad_value(params, n, rc->gradient_clip_value);
     if (st == CT_OK && rc->gradient_clip_norm > 0) {
@@ -185,10 +189,31 @@ CtStatus trainer_default_eval_epoch_start(Trainer *t)
     return CT_OK;
 }
 
-CtStatus trainer_default_training_run_start(Trainer *t) { return CT_OK; }
-CtStatus trainer_default_train_epoch_end(Trainer *t) { return CT_OK; }
-CtStatus trainer_default_eval_epoch_end(Trainer *t) { return CT_OK; }
-CtStatus trainer_default_training_run_epoch_end(Trainer *t) { return CT_OK; }
-CtStatus trainer_default_training_run_end(Trainer *t) { return CT_OK; }
-CtStatus trainer_default_evaluation_run_start(Trainer *t) { return CT_OK; }
-CtStatus trainer_default_evaluation_run_end(Trainer *t) { return CT_OK; }
+CtStatus trainer_default_training_run_start(Trainer *t)
+{
+    return CT_OK;
+}
+CtStatus trainer_default_train_epoch_end(Trainer *t)
+{
+    return CT_OK;
+}
+CtStatus trainer_default_eval_epoch_end(Trainer *t)
+{
+    return CT_OK;
+}
+CtStatus trainer_default_training_run_epoch_end(Trainer *t)
+{
+    return CT_OK;
+}
+CtStatus trainer_default_training_run_end(Trainer *t)
+{
+    return CT_OK;
+}
+CtStatus trainer_default_evaluation_run_start(Trainer *t)
+{
+    return CT_OK;
+}
+CtStatus trainer_default_evaluation_run_end(Trainer *t)
+{
+    return CT_OK;
+}

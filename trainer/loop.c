@@ -33,9 +33,10 @@ CtStatus trainer_record_loss(Trainer *t, const LossTracker *lt, const char *name
 static CtStatus track(LossTracker *lt, const TrainerBatchOutput *out, const char *hook)
 {
     if (!out->loss || tensor_numel(out->loss) != 1)
-        return ct_error(CT_ERR_INVALID, "trainer: %s gave %s loss (one-element tensor "
-                                        "expected)", hook,
-                        out->loss ? "a multi-element" : "no");
+        return ct_error(CT_ERR_INVALID,
+                        "trainer: %s gave %s loss (one-element tensor "
+                        "expected)",
+                        hook, out->loss ? "a multi-element" : "no");
     if (out->batch_size <= 0)
         return ct_error(CT_ERR_INVALID, "trainer: %s gave batch_size %lld (must be > 0)",
                         hook, (long long)out->batch_size);
@@ -88,7 +89,8 @@ static CtStatus train_step(Trainer *t, const DataBatch *batch, StepPlan p)
     TRY_STOP(t, trainer_fire(t, CB_ON_TRAIN_STEP_END, &ea));
     /* dividing by the window's length makes the accumulated gradient the
      * mean over its micro-batches, also for a partial last window */
-    Tensor *loss = p.window > 1 ? tensor_div_scalar(out.loss, (double)p.window) : out.loss;
+    Tensor *loss =
+        p.window > 1 ? tensor_div_scalar(out.loss, (double)p.window) : out.loss;
     if (!loss) return ct_last_status();
     TRY(HOOK(t, backward_step)(t, loss));
     if (p.update) TRY(update(t));
@@ -204,14 +206,17 @@ static CtStatus eval_epoch(Trainer *t, bool is_intermediate, const char *name)
 
 CtStatus trainer_run_eval_epoch(Trainer *t, bool is_intermediate)
 {
-    if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_run_eval_epoch: NULL trainer");
+    if (!t || !t->state)
+        return ct_error(CT_ERR_NULL, "trainer_run_eval_epoch: NULL trainer");
     if (!t->state->eval_dl)
-        return ct_error(CT_ERR_STATE, "trainer_run_eval_epoch: this run has no eval loader "
-                                      "(TrainArgs.eval_dataset is NULL)");
+        return ct_error(CT_ERR_STATE,
+                        "trainer_run_eval_epoch: this run has no eval loader "
+                        "(TrainArgs.eval_dataset is NULL)");
     bool training = t->model->training;
     LossTracker saved = t->state->eval_loss;
-    CtStatus st = eval_epoch(t, is_intermediate,
-                             is_intermediate ? "intermediate_eval_loss" : "eval_loss_epoch");
+    CtStatus st =
+        eval_epoch(t, is_intermediate,
+                   is_intermediate ? "intermediate_eval_loss" : "eval_loss_epoch");
     t->state->eval_loss = saved;
     if (training) nn_module_train(t->model); /* fixes the reference's §9.8 */
     return st;
@@ -237,8 +242,9 @@ static CtStatus run_epochs(Trainer *t)
         TRY_STOP(t, trainer_fire(t, CB_ON_TRAINING_RUN_EPOCH_END, NULL));
         run_history_increment_epoch(s->history);
         if (reached) {
-            trainer_print(t, "Reached the maximum number of training steps (%lld optimizer "
-                             "updates); ending training\n",
+            trainer_print(t,
+                          "Reached the maximum number of training steps (%lld optimizer "
+                          "updates); ending training\n",
                           (long long)s->rc.max_num_train_steps);
             break;
         }
@@ -263,8 +269,9 @@ static CtStatus check_train_args(const Trainer *t, const TrainArgs *a)
 {
     if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_train: NULL trainer");
     if (t->state->running)
-        return ct_error(CT_ERR_STATE, "trainer_train: a run is in progress (a hook cannot "
-                                      "start another run)");
+        return ct_error(CT_ERR_STATE,
+                        "trainer_train: a run is in progress (a hook cannot "
+                        "start another run)");
     if (!a) return ct_error(CT_ERR_NULL, "trainer_train: NULL TrainArgs");
     if (!a->train_dataset)
         return ct_error(CT_ERR_NULL, "trainer_train: TrainArgs.train_dataset is NULL");
@@ -272,19 +279,24 @@ static CtStatus check_train_args(const Trainer *t, const TrainArgs *a)
         return ct_error(CT_ERR_INVALID, "trainer_train: max_num_train_steps %lld < 0",
                         (long long)a->max_num_train_steps);
     if (a->num_epochs < 1 && !(a->num_epochs == 0 && a->max_num_train_steps > 0))
-        return ct_error(CT_ERR_INVALID, "trainer_train: num_epochs %lld: need at least 1 "
-                                        "epoch (or max_num_train_steps > 0)",
+        return ct_error(CT_ERR_INVALID,
+                        "trainer_train: num_epochs %lld: need at least 1 "
+                        "epoch (or max_num_train_steps > 0)",
                         (long long)a->num_epochs);
     if (a->per_device_batch_size <= 0)
-        return ct_error(CT_ERR_INVALID, "trainer_train: per_device_batch_size %lld: must be "
-                                        "> 0", (long long)a->per_device_batch_size);
+        return ct_error(CT_ERR_INVALID,
+                        "trainer_train: per_device_batch_size %lld: must be "
+                        "> 0",
+                        (long long)a->per_device_batch_size);
     if (a->gradient_accumulation_steps < 0)
-        return ct_error(CT_ERR_INVALID, "trainer_train: gradient_accumulation_steps %lld < 0",
+        return ct_error(CT_ERR_INVALID,
+                        "trainer_train: gradient_accumulation_steps %lld < 0",
                         (long long)a->gradient_accumulation_steps);
     if (!(a->gradient_clip_value >= 0) || !(a->gradient_clip_norm >= 0) ||
         isinf(a->gradient_clip_value) || isinf(a->gradient_clip_norm))
-        return ct_error(CT_ERR_INVALID, "trainer_train: gradient_clip_value %g / "
-                                        "gradient_clip_norm %g: must be finite and >= 0",
+        return ct_error(CT_ERR_INVALID,
+                        "trainer_train: gradient_clip_value %g / "
+                        "gradient_clip_norm %g: must be finite and >= 0",
                         a->gradient_clip_value, a->gradient_clip_norm);
     if (a->gradient_clip_value > 0 && a->gradient_clip_norm > 0)
         return ct_error(CT_ERR_INVALID, "trainer_train: set gradient_clip_value or "
@@ -319,10 +331,12 @@ static CtStatus prepare_training(Trainer *t, const TrainArgs *a)
     TRY(nn_module_zero_grad(t->model)); /* a run starts from clean gradients */
     int64_t bs = a->per_device_batch_size;
     s->train_dl = HOOK(t, create_train_dataloader)(t, bs, a->train_dataloader_args);
-    if (!s->train_dl) return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+    if (!s->train_dl)
+        return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
     if (a->eval_dataset) {
         s->eval_dl = HOOK(t, create_eval_dataloader)(t, bs, a->eval_dataloader_args);
-        if (!s->eval_dl) return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+        if (!s->eval_dl)
+            return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
     }
     TRY(trainer_make_run_config(t, a));
     if (a->create_scheduler_fn) {
@@ -341,7 +355,8 @@ CtStatus trainer_train(Trainer *t, const TrainArgs *a)
     s->running = true;
     CtStatus st = prepare_training(t, a);
     if (st == CT_OK) st = run_epochs(t);
-    if (st == CT_OK) st = finish_run(t, HOOK(t, training_run_end), CB_ON_TRAINING_RUN_END);
+    if (st == CT_OK)
+        st = finish_run(t, HOOK(t, training_run_end), CB_ON_TRAINING_RUN_END);
     s->running = false;
     return st;
 }
@@ -362,10 +377,13 @@ CtStatus trainer_evaluate(Trainer *t, const EvalArgs *a)
     if (s->running)
         return ct_error(CT_ERR_STATE, "trainer_evaluate: a run is in progress");
     if (!a) return ct_error(CT_ERR_NULL, "trainer_evaluate: NULL EvalArgs");
-    if (!a->dataset) return ct_error(CT_ERR_NULL, "trainer_evaluate: EvalArgs.dataset is NULL");
+    if (!a->dataset)
+        return ct_error(CT_ERR_NULL, "trainer_evaluate: EvalArgs.dataset is NULL");
     if (a->per_device_batch_size <= 0)
-        return ct_error(CT_ERR_INVALID, "trainer_evaluate: per_device_batch_size %lld: must "
-                                        "be > 0", (long long)a->per_device_batch_size);
+        return ct_error(CT_ERR_INVALID,
+                        "trainer_evaluate: per_device_batch_size %lld: must "
+                        "be > 0",
+                        (long long)a->per_device_batch_size);
     begin_run(t);
     s->running = true;
     s->train_ds = NULL;
@@ -377,7 +395,8 @@ CtStatus trainer_evaluate(Trainer *t, const EvalArgs *a)
     if (st == CT_OK) {
         s->eval_dl = HOOK(t, create_eval_dataloader)(t, a->per_device_batch_size,
                                                      a->dataloader_args);
-        if (!s->eval_dl) st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+        if (!s->eval_dl)
+            st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
     }
     if (st == CT_OK) st = trainer_make_run_config(t, NULL);
     if (st == CT_OK) st = run_evaluation(t);

@@ -59,7 +59,8 @@ static double placeholder_value(const Trainer *t, TrainerPlaceholder p)
     switch (p) {
     case TRAINER_CONSTANT: return 0;
     case TRAINER_NUM_EPOCHS: return (double)s->rc.num_epochs;
-    case TRAINER_NUM_UPDATE_STEPS_PER_EPOCH: return (double)s->rc.num_update_steps_per_epoch;
+    case TRAINER_NUM_UPDATE_STEPS_PER_EPOCH:
+        return (double)s->rc.num_update_steps_per_epoch;
     case TRAINER_TRAIN_DATALOADER_LEN:
         if (!s->train_dl) break;
         return (double)trainer_train_dataloader_len(t);
@@ -71,7 +72,8 @@ static double placeholder_value(const Trainer *t, TrainerPlaceholder p)
         return NAN;
     }
     ct_error(CT_ERR_INVALID, "trainer_resolve: %s: this run has no %s loader",
-             p == TRAINER_EVAL_DATALOADER_LEN ? "EVAL_DATALOADER_LEN" : "TRAIN_DATALOADER_LEN",
+             p == TRAINER_EVAL_DATALOADER_LEN ? "EVAL_DATALOADER_LEN"
+                                              : "TRAIN_DATALOADER_LEN",
              p == TRAINER_EVAL_DATALOADER_LEN ? "eval" : "train");
     return NAN;
 }
@@ -79,15 +81,17 @@ static double placeholder_value(const Trainer *t, TrainerPlaceholder p)
 double trainer_resolve(const Trainer *t, TrainerValue v)
 {
     if (!t || !t->state || !t->state->have_rc) {
-        ct_error(CT_ERR_STATE, "trainer_resolve: placeholders resolve only during a run "
-                               "(e.g. in create_scheduler_fn), once the run config exists");
+        ct_error(CT_ERR_STATE,
+                 "trainer_resolve: placeholders resolve only during a run "
+                 "(e.g. in create_scheduler_fn), once the run config exists");
         return NAN;
     }
     double p = placeholder_value(t, v.placeholder);
     return p * (v.mul != 0 ? v.mul : 1) + v.add;
 }
 
-int64_t trainer_resolve_product(const Trainer *t, TrainerPlaceholder a, TrainerPlaceholder b)
+int64_t trainer_resolve_product(const Trainer *t, TrainerPlaceholder a,
+                                TrainerPlaceholder b)
 {
     double x = trainer_resolve(t, (TrainerValue){a, 1, 0});
     double y = isnan(x) ? NAN : trainer_resolve(t, (TrainerValue){b, 1, 0});
@@ -122,11 +126,11 @@ char *trainer_run_config_to_json(const TrainerRunConfig *rc)
         "train_total_batch_size", (json_int_t)rc->train_total_batch_size,
         "eval_total_batch_size", (json_int_t)rc->eval_total_batch_size,
         "num_update_steps_per_epoch", (json_int_t)rc->num_update_steps_per_epoch,
-        "max_num_train_steps", (json_int_t)rc->max_num_train_steps, "is_local_process_zero",
-        rc->is_local_process_zero, "is_world_process_zero", rc->is_world_process_zero,
-        "is_distributed", rc->is_distributed, "mixed_precision",
-        rc->mixed_precision ? rc->mixed_precision : "no", "num_processes",
-        rc->num_processes);
+        "max_num_train_steps", (json_int_t)rc->max_num_train_steps,
+        "is_local_process_zero", rc->is_local_process_zero, "is_world_process_zero",
+        rc->is_world_process_zero, "is_distributed", rc->is_distributed,
+        "mixed_precision", rc->mixed_precision ? rc->mixed_precision : "no",
+        "num_processes", rc->num_processes);
     char *s = o ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!s) ct_error(CT_ERR_OOM, "trainer_run_config_to_json: out of memory");

@@ -73,9 +73,10 @@ CtStatus run_history_update(RunHistory *h, const char *name, double value)
         return ct_error(CT_ERR_INVALID, "run_history_update: NULL or empty metric name");
     char full[RUN_HISTORY_MAX_NAME];
     if ((size_t)snprintf(full, sizeof full, "%s%s", h->prefix, name) >= sizeof full)
-        return ct_error(CT_ERR_INVALID, "run_history_update: metric name '%s%s' is longer "
-                                        "than %d bytes", h->prefix, name,
-                        RUN_HISTORY_MAX_NAME - 1);
+        return ct_error(CT_ERR_INVALID,
+                        "run_history_update: metric name '%s%s' is longer "
+                        "than %d bytes",
+                        h->prefix, name, RUN_HISTORY_MAX_NAME - 1);
     Metric *m = find(h, full);
     if (!m && !(m = add_metric(h, full))) return CT_ERR_OOM;
     if (m->n == m->cap) {
@@ -140,8 +141,10 @@ CtStatus run_history_set_prefix(RunHistory *h, const char *prefix)
     if (!h) return ct_error(CT_ERR_NULL, "run_history_set_prefix: NULL history");
     if (!prefix) prefix = "";
     if (strlen(prefix) >= sizeof h->prefix)
-        return ct_error(CT_ERR_INVALID, "run_history_set_prefix: prefix '%s' is longer than "
-                                        "%d bytes", prefix, RUN_HISTORY_MAX_NAME - 1);
+        return ct_error(CT_ERR_INVALID,
+                        "run_history_set_prefix: prefix '%s' is longer than "
+                        "%d bytes",
+                        prefix, RUN_HISTORY_MAX_NAME - 1);
     snprintf(h->prefix, sizeof h->prefix, "%s", prefix);
     return CT_OK;
 }
@@ -165,8 +168,10 @@ CtStatus run_history_set_epoch(RunHistory *h, int64_t epoch)
 {
     if (!h) return ct_error(CT_ERR_NULL, "run_history_set_epoch: NULL history");
     if (epoch < 1)
-        return ct_error(CT_ERR_INVALID, "run_history_set_epoch: epoch %lld is not >= 1 "
-                                        "(epochs count from 1)", (long long)epoch);
+        return ct_error(CT_ERR_INVALID,
+                        "run_history_set_epoch: epoch %lld is not >= 1 "
+                        "(epochs count from 1)",
+                        (long long)epoch);
     h->epoch = epoch;
     return CT_OK;
 }
@@ -194,7 +199,8 @@ char *run_history_to_json(const RunHistory *h)
     json_t *root = json_object(), *metrics = json_object();
     bool ok = root && metrics;
     ok = ok && json_object_set_new(root, "current_epoch", json_integer(h->epoch)) == 0;
-    ok = ok && json_object_set_new(root, "metric_name_prefix", json_string(h->prefix)) == 0;
+    ok = ok &&
+         json_object_set_new(root, "metric_name_prefix", json_string(h->prefix)) == 0;
     for (int i = 0; ok && i < h->n; i++) {
         json_t *arr = json_array();
         ok = arr && json_object_set_new(metrics, h->metrics[i].name, arr) == 0;
@@ -228,8 +234,8 @@ CtStatus run_history_save_json(const RunHistory *h, const char *path)
         st = ct_error(CT_ERR_IO, "run_history_save_json: cannot open %s", tmp);
     else {
         size_t len = strlen(s);
-        bool ok = fwrite(s, 1, len, f) == len && fputc('\n', f) != EOF && fflush(f) == 0 &&
-                  fsync(fileno(f)) == 0;
+        bool ok = fwrite(s, 1, len, f) == len && fputc('\n', f) != EOF &&
+                  fflush(f) == 0 && fsync(fileno(f)) == 0;
         ok = fclose(f) == 0 && ok;
         if (!ok || rename(tmp, path) != 0) {
             remove(tmp);

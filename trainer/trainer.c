@@ -9,7 +9,8 @@
 static CtStatus check_config(const TrainerConfig *cfg)
 {
     if (!cfg) return ct_error(CT_ERR_NULL, "trainer_init: NULL config");
-    if (!cfg->model) return ct_error(CT_ERR_NULL, "trainer_init: TrainerConfig.model is NULL");
+    if (!cfg->model)
+        return ct_error(CT_ERR_NULL, "trainer_init: TrainerConfig.model is NULL");
     if (!cfg->optimizer)
         return ct_error(CT_ERR_NULL, "trainer_init: TrainerConfig.optimizer is NULL");
     bool own_loss_hooks =
@@ -19,8 +20,8 @@ static CtStatus check_config(const TrainerConfig *cfg)
                                      ".loss_fn (or override both calculate_*_batch_loss "
                                      "hooks)");
     if (cfg->n_callbacks < 0 || (cfg->n_callbacks > 0 && !cfg->callbacks))
-        return ct_error(CT_ERR_INVALID, "trainer_init: %d callbacks at %p", cfg->n_callbacks,
-                        (void *)cfg->callbacks);
+        return ct_error(CT_ERR_INVALID, "trainer_init: %d callbacks at %p",
+                        cfg->n_callbacks, (void *)cfg->callbacks);
     return CT_OK;
 }
 
@@ -172,7 +173,8 @@ bool trainer_stop_point(Trainer *t)
     double flag = s->stop_requested ? 1.0 : 0.0;
     /* the flag reduce cannot fail for a valid runtime; treat failure as "go on" */
     if (runtime_reduce_f64(s->rt, &flag, 1, RUNTIME_REDUCE_MAX) != CT_OK) return false;
-    if (flag > 0 && !s->stop_requested) trainer_stop(t, "stop requested by another process");
+    if (flag > 0 && !s->stop_requested)
+        trainer_stop(t, "stop requested by another process");
     s->stop_agreed = flag > 0;
     return s->stop_agreed;
 }
@@ -201,7 +203,8 @@ CallbackList *trainer_callbacks(const Trainer *t)
 CallbackList *trainer_set_callbacks(Trainer *t, CallbackList *list)
 {
     if (!t || !t->state || !list) {
-        ct_error(CT_ERR_NULL, "trainer_set_callbacks: NULL %s", list ? "trainer" : "list");
+        ct_error(CT_ERR_NULL, "trainer_set_callbacks: NULL %s",
+                 list ? "trainer" : "list");
         return NULL;
     }
     CallbackList *old = t->state->callbacks;
@@ -211,21 +214,49 @@ CallbackList *trainer_set_callbacks(Trainer *t, CallbackList *list)
 
 CtStatus trainer_callback_event(Trainer *t, const char *event, void *payload)
 {
-    if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_callback_event: NULL trainer");
+    if (!t || !t->state)
+        return ct_error(CT_ERR_NULL, "trainer_callback_event: NULL trainer");
     return callback_list_dispatch_custom(t->state->callbacks, t, event, payload);
 }
 
 /* ------------------------------------------------------------ accessors */
 
-Runtime *trainer_runtime(const Trainer *t) { return t->state->rt; }
-CtDevice trainer_device(const Trainer *t) { return runtime_device(t->state->rt); }
-Module *trainer_model(const Trainer *t) { return t->model; }
-RunHistory *trainer_run_history(const Trainer *t) { return t->state->history; }
-DataLoader *trainer_train_dataloader(const Trainer *t) { return t->state->train_dl; }
-DataLoader *trainer_eval_dataloader(const Trainer *t) { return t->state->eval_dl; }
-int64_t trainer_global_step(const Trainer *t) { return t->state->global_step; }
-int64_t trainer_epoch_step(const Trainer *t) { return t->state->epoch_step; }
-bool trainer_in_eval(const Trainer *t) { return t->state->in_eval; }
+Runtime *trainer_runtime(const Trainer *t)
+{
+    return t->state->rt;
+}
+CtDevice trainer_device(const Trainer *t)
+{
+    return runtime_device(t->state->rt);
+}
+Module *trainer_model(const Trainer *t)
+{
+    return t->model;
+}
+RunHistory *trainer_run_history(const Trainer *t)
+{
+    return t->state->history;
+}
+DataLoader *trainer_train_dataloader(const Trainer *t)
+{
+    return t->state->train_dl;
+}
+DataLoader *trainer_eval_dataloader(const Trainer *t)
+{
+    return t->state->eval_dl;
+}
+int64_t trainer_global_step(const Trainer *t)
+{
+    return t->state->global_step;
+}
+int64_t trainer_epoch_step(const Trainer *t)
+{
+    return t->state->epoch_step;
+}
+bool trainer_in_eval(const Trainer *t)
+{
+    return t->state->in_eval;
+}
 
 const TrainerRunConfig *trainer_run_config(const Trainer *t)
 {

@@ -294,7 +294,7 @@ typedef struct TrainerHooks {
     /* as the train one; runs under no_grad */
     CtStatus (*calculate_eval_batch_loss)(Trainer *t, const DataBatch *batch,
                                           TrainerBatchOutput *out);
-    CtStatus (*eval_epoch_end)(Trainer *t);        /* no-op; before the eval loss */
+    CtStatus (*eval_epoch_end)(Trainer *t);         /* no-op; before the eval loss */
     CtStatus (*training_run_epoch_end)(Trainer *t); /* no-op */
     CtStatus (*training_run_end)(Trainer *t);       /* no-op */
     CtStatus (*evaluation_run_start)(Trainer *t);   /* no-op */
@@ -391,11 +391,11 @@ void trainer_free(Trainer *t);
 typedef Scheduler *(*TrainerSchedulerFn)(Trainer *t, Optimizer *o, void *user);
 
 typedef struct TrainArgs {
-    const Dataset *train_dataset; /* required; borrowed */
-    const Dataset *eval_dataset;  /* NULL: no evaluation epochs */
-    int64_t num_epochs;           /* >= 1; may be 0 when max_num_train_steps is set */
-    int64_t per_device_batch_size;       /* required, > 0 (per process) */
-    int64_t max_num_train_steps;         /* optimizer updates; 0: no limit */
+    const Dataset *train_dataset;  /* required; borrowed */
+    const Dataset *eval_dataset;   /* NULL: no evaluation epochs */
+    int64_t num_epochs;            /* >= 1; may be 0 when max_num_train_steps is set */
+    int64_t per_device_batch_size; /* required, > 0 (per process) */
+    int64_t max_num_train_steps;   /* optimizer updates; 0: no limit */
     int64_t gradient_accumulation_steps; /* 0 -> 1 */
     double gradient_clip_value;          /* > 0: clamp gradients to [-v, v] */
     double gradient_clip_norm; /* > 0: rescale to this global 2-norm (at most one
@@ -421,8 +421,8 @@ typedef struct TrainArgs {
 CtStatus trainer_train(Trainer *t, const TrainArgs *args);
 
 typedef struct EvalArgs {
-    const Dataset *dataset;        /* required; borrowed */
-    int64_t per_device_batch_size; /* required, > 0 */
+    const Dataset *dataset;                   /* required; borrowed */
+    int64_t per_device_batch_size;            /* required, > 0 */
     const TrainerLoaderArgs *dataloader_args; /* NULL: defaults */
     DataCollateFn collate_fn;
     void *collate_user;

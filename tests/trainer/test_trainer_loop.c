@@ -6,16 +6,16 @@
 #define STEP(i)                                                                          \
     "E:on_train_step_start H:calculate_train_batch_loss E:on_train_step_end:" #i         \
     " H:backward_step "
-#define UPD        "H:optimizer_step H:optimizer_zero_grad "
-#define UPD_SCHED  "H:optimizer_step H:scheduler_step H:optimizer_zero_grad "
-#define EPOCH_BEG  "H:train_epoch_start E:on_train_epoch_start "
-#define EPOCH_END  "H:train_epoch_end E:on_train_epoch_end "
+#define UPD           "H:optimizer_step H:optimizer_zero_grad "
+#define UPD_SCHED     "H:optimizer_step H:scheduler_step H:optimizer_zero_grad "
+#define EPOCH_BEG     "H:train_epoch_start E:on_train_epoch_start "
+#define EPOCH_END     "H:train_epoch_end E:on_train_epoch_end "
 #define RUN_EPOCH_END "H:training_run_epoch_end E:on_training_run_epoch_end "
-#define RUN_BEG    "H:training_run_start E:on_training_run_start "
-#define RUN_END    "H:training_run_end E:on_training_run_end"
-#define TRAIN_DL   "H:create_train_dataloader H:get_default_train_dl_args "
-#define EVAL_DL    "H:create_eval_dataloader H:get_default_eval_dl_args "
-#define STOPPED    "E:on_stop_training_error "
+#define RUN_BEG       "H:training_run_start E:on_training_run_start "
+#define RUN_END       "H:training_run_end E:on_training_run_end"
+#define TRAIN_DL      "H:create_train_dataloader H:get_default_train_dl_args "
+#define EVAL_DL       "H:create_eval_dataloader H:get_default_eval_dl_args "
+#define STOPPED       "E:on_stop_training_error "
 #define EVAL_STEP(i)                                                                     \
     "E:on_eval_step_start H:calculate_eval_batch_loss E:on_eval_step_end:" #i " "
 
@@ -41,9 +41,9 @@ START_TEST(plain_run)
                                                             .num_epochs = 2,
                                                             .per_device_batch_size = 2}),
                      CT_OK);
-    assert_trace(&f, "E:on_init_end " TRAIN_DL RUN_BEG EPOCH_BEG STEP(0) UPD STEP(1) UPD
-                         EPOCH_END RUN_EPOCH_END EPOCH_BEG STEP(0) UPD STEP(1) UPD EPOCH_END
-                             RUN_EPOCH_END RUN_END);
+    assert_trace(&f, "E:on_init_end " TRAIN_DL RUN_BEG EPOCH_BEG STEP(0) UPD STEP(1)
+                         UPD EPOCH_END RUN_EPOCH_END EPOCH_BEG STEP(0) UPD STEP(1)
+                             UPD EPOCH_END RUN_EPOCH_END RUN_END);
     RunHistory *h = trainer_run_history(&f.rt.base);
     int64_t n;
     const double *v = run_history_values(h, "train_loss_epoch", &n);
@@ -77,11 +77,12 @@ START_TEST(run_with_eval)
                                                             .per_device_batch_size = 2}),
                      CT_OK);
 #define EVAL_EPOCH                                                                       \
-    "H:eval_epoch_start E:on_eval_epoch_start " EVAL_STEP(0) EVAL_STEP(1)                \
-        "H:eval_epoch_end E:on_eval_epoch_end "
-    assert_trace(&f, "E:on_init_end " TRAIN_DL EVAL_DL RUN_BEG EPOCH_BEG STEP(0) UPD STEP(1)
-                         UPD EPOCH_END EVAL_EPOCH RUN_EPOCH_END EPOCH_BEG STEP(0) UPD STEP(1)
-                             UPD EPOCH_END EVAL_EPOCH RUN_EPOCH_END RUN_END);
+    "H:eval_epoch_start E:on_eval_epoch_start " EVAL_STEP(0)                             \
+        EVAL_STEP(1) "H:eval_epoch_end E:on_eval_epoch_end "
+    assert_trace(&f,
+                 "E:on_init_end " TRAIN_DL EVAL_DL RUN_BEG EPOCH_BEG STEP(0) UPD STEP(1)
+                     UPD EPOCH_END EVAL_EPOCH RUN_EPOCH_END EPOCH_BEG STEP(0) UPD STEP(1)
+                         UPD EPOCH_END EVAL_EPOCH RUN_EPOCH_END RUN_END);
     /* the last eval loss is the model's MSE on the eval set */
     RunHistory *h = trainer_run_history(&f.rt.base);
     int64_t n;
@@ -89,7 +90,8 @@ START_TEST(run_with_eval)
     ck_assert_int_eq(n, 2);
     ck_assert_double_eq_tol(run_history_latest(h, "eval_loss_epoch"),
                             direct_mse(f.model, eval), 1e-6);
-    ck_assert(!f.model->training); /* eval mode after an eval epoch, as in the reference */
+    ck_assert(
+        !f.model->training); /* eval mode after an eval epoch, as in the reference */
     const TrainerRunConfig *rc = trainer_run_config(&f.rt.base);
     ck_assert(rc->has_eval);
     ck_assert(!rc->eval_dl_args.shuffle);
@@ -113,18 +115,19 @@ START_TEST(accumulation_partial_window)
     Fixture f;
     fixture_init(&f, 0.1, true);
     Dataset *ds = regression_dataset(10);
-    ck_assert_int_eq(trainer_train(&f.rt.base,
-                                   &(TrainArgs){.train_dataset = ds,
-                                                .num_epochs = 1,
-                                                .per_device_batch_size = 2,
-                                                .gradient_accumulation_steps = 2,
-                                                .gradient_clip_value = 10,
-                                                .create_scheduler_fn = make_step_lr}),
-                     CT_OK);
+    ck_assert_int_eq(
+        trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
+                                               .num_epochs = 1,
+                                               .per_device_batch_size = 2,
+                                               .gradient_accumulation_steps = 2,
+                                               .gradient_clip_value = 10,
+                                               .create_scheduler_fn = make_step_lr}),
+        CT_OK);
 #define CLIP_UPD "H:clip_gradients " UPD_SCHED
-    assert_trace(&f, "E:on_init_end " TRAIN_DL "H:create_scheduler " RUN_BEG EPOCH_BEG
-                     STEP(0) STEP(1) CLIP_UPD STEP(2) STEP(3) CLIP_UPD STEP(4) CLIP_UPD
-                         EPOCH_END RUN_EPOCH_END RUN_END);
+    assert_trace(&f,
+                 "E:on_init_end " TRAIN_DL "H:create_scheduler " RUN_BEG EPOCH_BEG STEP(0)
+                     STEP(1) CLIP_UPD STEP(2) STEP(3) CLIP_UPD STEP(4)
+                         CLIP_UPD EPOCH_END RUN_EPOCH_END RUN_END);
     ck_assert_int_eq(f.rt.n_clip, 3); /* once per update, not per micro-batch */
     ck_assert_int_eq(trainer_global_step(&f.rt.base), 3);
     ck_assert_int_eq(sched_step_count(f.rt.base.scheduler), 3);
@@ -146,15 +149,17 @@ START_TEST(max_steps)
     Fixture f;
     fixture_init(&f, 0.1, true);
     Dataset *ds = regression_dataset(10);
-    ck_assert_int_eq(trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
-                                                            .num_epochs = 10,
-                                                            .per_device_batch_size = 2,
-                                                            .gradient_accumulation_steps = 2,
-                                                            .max_num_train_steps = 4}),
-                     CT_OK);
-    assert_trace(&f, "E:on_init_end " TRAIN_DL RUN_BEG EPOCH_BEG STEP(0) STEP(1) UPD STEP(2)
-                         STEP(3) UPD STEP(4) UPD EPOCH_END RUN_EPOCH_END EPOCH_BEG STEP(0)
-                             STEP(1) UPD EPOCH_END RUN_EPOCH_END RUN_END);
+    ck_assert_int_eq(
+        trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
+                                               .num_epochs = 10,
+                                               .per_device_batch_size = 2,
+                                               .gradient_accumulation_steps = 2,
+                                               .max_num_train_steps = 4}),
+        CT_OK);
+    assert_trace(&f,
+                 "E:on_init_end " TRAIN_DL RUN_BEG EPOCH_BEG STEP(0) STEP(1) UPD STEP(2)
+                     STEP(3) UPD STEP(4) UPD EPOCH_END RUN_EPOCH_END EPOCH_BEG STEP(0)
+                         STEP(1) UPD EPOCH_END RUN_EPOCH_END RUN_END);
     ck_assert_int_eq(trainer_run_config(&f.rt.base)->num_epochs, 2);
     ck_assert_int_eq(trainer_global_step(&f.rt.base), 4);
     ck_assert_int_eq(optim_step_count(f.opt), 4);
@@ -172,7 +177,8 @@ static CtStatus tail_step_end(Callback *cb, Trainer *t, const DataBatch *b,
     rec(t, "T:%lld", (long long)step);
     return CT_OK;
 }
-static const CallbackVtable tail_vt = {.type = "Tail", .on_train_step_end = tail_step_end};
+static const CallbackVtable tail_vt = {.type = "Tail",
+                                       .on_train_step_end = tail_step_end};
 
 /* Stop from a callback mid-epoch: the step's backward and update are skipped
  * (before backward), later callbacks miss the event, the epoch ends. */
@@ -193,12 +199,12 @@ START_TEST(stop_from_callback_mid_epoch)
                                                             .per_device_batch_size = 2}),
                      CT_OK);
 #define TSTEP(i)                                                                         \
-    "E:on_train_step_start H:calculate_train_batch_loss E:on_train_step_end:" #i " T:" #i \
-    " H:backward_step "
-    assert_trace(&f, "E:on_init_end " TRAIN_DL RUN_BEG EPOCH_BEG TSTEP(0) UPD TSTEP(1) UPD
-                         TSTEP(2) UPD EPOCH_END RUN_EPOCH_END EPOCH_BEG TSTEP(0) UPD
-                     "E:on_train_step_start H:calculate_train_batch_loss "
-                     "E:on_train_step_end:1 " STOPPED RUN_END);
+    "E:on_train_step_start H:calculate_train_batch_loss E:on_train_step_end:" #i         \
+    " T:" #i " H:backward_step "
+    assert_trace(&f, "E:on_init_end " TRAIN_DL RUN_BEG EPOCH_BEG TSTEP(0) UPD TSTEP(1)
+                         UPD TSTEP(2) UPD EPOCH_END RUN_EPOCH_END EPOCH_BEG TSTEP(0) UPD
+                 "E:on_train_step_start H:calculate_train_batch_loss "
+                 "E:on_train_step_end:1 " STOPPED RUN_END);
     ck_assert_str_eq(trainer_stop_reason(&f.rt.base), "E:on_train_step_end");
     ck_assert_int_eq(optim_step_count(f.opt), 4);
     RunHistory *h = trainer_run_history(&f.rt.base);
@@ -227,8 +233,8 @@ START_TEST(stop_from_hook_at_epoch_end)
                                                             .num_epochs = 2,
                                                             .per_device_batch_size = 2}),
                      CT_OK);
-    assert_trace(&f, "E:on_init_end " TRAIN_DL EVAL_DL RUN_BEG EPOCH_BEG STEP(0) UPD STEP(1)
-                         UPD "H:train_epoch_end " STOPPED RUN_END);
+    assert_trace(&f, "E:on_init_end " TRAIN_DL EVAL_DL RUN_BEG EPOCH_BEG STEP(0)
+                         UPD STEP(1) UPD "H:train_epoch_end " STOPPED RUN_END);
     RunHistory *h = trainer_run_history(&f.rt.base);
     ck_assert(!run_history_has_metric(h, "train_loss_epoch"));
     ck_assert_int_eq(run_history_current_epoch(h), 1);
@@ -277,8 +283,8 @@ START_TEST(stop_from_callback_at_epoch_end)
                                                             .num_epochs = 3,
                                                             .per_device_batch_size = 2}),
                      CT_OK);
-    assert_trace(&f, "E:on_init_end " TRAIN_DL RUN_BEG EPOCH_BEG STEP(0) UPD EPOCH_END
-                         RUN_EPOCH_END STOPPED RUN_END);
+    assert_trace(&f, "E:on_init_end " TRAIN_DL RUN_BEG EPOCH_BEG STEP(0)
+                         UPD EPOCH_END RUN_EPOCH_END STOPPED RUN_END);
     RunHistory *h = trainer_run_history(&f.rt.base);
     ck_assert_int_eq(run_history_current_epoch(h), 1);
     int64_t n;
@@ -292,7 +298,8 @@ START_TEST(stop_from_callback_at_epoch_end)
                                                             .num_epochs = 1,
                                                             .per_device_batch_size = 2}),
                      CT_OK);
-    assert_trace(&f, TRAIN_DL RUN_BEG EPOCH_BEG STEP(0) UPD EPOCH_END RUN_EPOCH_END RUN_END);
+    assert_trace(&f,
+                 TRAIN_DL RUN_BEG EPOCH_BEG STEP(0) UPD EPOCH_END RUN_EPOCH_END RUN_END);
     ck_assert_str_eq(trainer_stop_reason(&f.rt.base), "");
     fixture_free(&f);
     data_dataset_free(ds);
@@ -315,9 +322,9 @@ START_TEST(stop_in_eval)
                                                             .num_epochs = 2,
                                                             .per_device_batch_size = 2}),
                      CT_OK);
-    assert_trace(&f, "E:on_init_end " TRAIN_DL EVAL_DL RUN_BEG EPOCH_BEG STEP(0) UPD
-                         EPOCH_END "H:eval_epoch_start E:on_eval_epoch_start " EVAL_STEP(0)
-                             STOPPED RUN_END);
+    assert_trace(
+        &f, "E:on_init_end " TRAIN_DL EVAL_DL RUN_BEG EPOCH_BEG STEP(0) UPD EPOCH_END
+        "H:eval_epoch_start E:on_eval_epoch_start " EVAL_STEP(0) STOPPED RUN_END);
     ck_assert(ct_grad_enabled()); /* grad mode restored */
     fixture_free(&f);
     data_dataset_free(ds);
@@ -334,9 +341,10 @@ START_TEST(evaluate_run)
     Dataset *ds = regression_dataset(5);
     RunHistory *h = trainer_run_history(&f.rt.base);
     run_history_update(h, "stale", 1.0);
-    ck_assert_int_eq(trainer_evaluate(&f.rt.base,
-                                      &(EvalArgs){.dataset = ds, .per_device_batch_size = 2}),
-                     CT_OK);
+    ck_assert_int_eq(
+        trainer_evaluate(&f.rt.base,
+                         &(EvalArgs){.dataset = ds, .per_device_batch_size = 2}),
+        CT_OK);
     assert_trace(&f, "E:on_init_end " EVAL_DL
                      "H:evaluation_run_start E:on_evaluation_run_start "
                      "H:eval_epoch_start E:on_eval_epoch_start " EVAL_STEP(0) EVAL_STEP(1)
@@ -344,8 +352,8 @@ START_TEST(evaluate_run)
                                       "H:evaluation_run_end E:on_evaluation_run_end");
     ck_assert(!run_history_has_metric(h, "stale")); /* evaluate resets the history */
     /* the sample-weighted mean over batches of 2, 2, 1 is the dataset mean */
-    ck_assert_double_eq_tol(run_history_latest(h, "evaluation_loss"), direct_mse(f.model, ds),
-                            1e-6);
+    ck_assert_double_eq_tol(run_history_latest(h, "evaluation_loss"),
+                            direct_mse(f.model, ds), 1e-6);
     ck_assert_ptr_null(trainer_train_dataloader(&f.rt.base));
     ck_assert_int_eq(trainer_eval_dataloader_len(&f.rt.base), 3);
     ck_assert_int_eq(optim_step_count(f.opt), 0);
@@ -373,19 +381,19 @@ START_TEST(accumulation_equivalence)
     fixture_init(&a, 0.3, false);
     fixture_init(&b, 0.3, false);
     params_of(a.model, p0);
-    ck_assert_int_eq(trainer_train(&a.rt.base, &(TrainArgs){.train_dataset = ds,
-                                                            .num_epochs = 2,
-                                                            .per_device_batch_size = 2,
-                                                            .gradient_accumulation_steps = 2,
-                                                            .train_dataloader_args =
-                                                                &sequential}),
-                     CT_OK);
-    ck_assert_int_eq(trainer_train(&b.rt.base, &(TrainArgs){.train_dataset = ds,
-                                                            .num_epochs = 2,
-                                                            .per_device_batch_size = 4,
-                                                            .train_dataloader_args =
-                                                                &sequential}),
-                     CT_OK);
+    ck_assert_int_eq(
+        trainer_train(&a.rt.base, &(TrainArgs){.train_dataset = ds,
+                                               .num_epochs = 2,
+                                               .per_device_batch_size = 2,
+                                               .gradient_accumulation_steps = 2,
+                                               .train_dataloader_args = &sequential}),
+        CT_OK);
+    ck_assert_int_eq(
+        trainer_train(&b.rt.base, &(TrainArgs){.train_dataset = ds,
+                                               .num_epochs = 2,
+                                               .per_device_batch_size = 4,
+                                               .train_dataloader_args = &sequential}),
+        CT_OK);
     params_of(a.model, pa);
     params_of(b.model, pb);
     for (int i = 0; i < 3; i++) {
@@ -408,16 +416,17 @@ START_TEST(epoch_loss_undivided)
     Dataset *ds = regression_dataset(10);
     Fixture f;
     fixture_init(&f, 0.0, false);
-    ck_assert_int_eq(trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
-                                                            .num_epochs = 1,
-                                                            .per_device_batch_size = 2,
-                                                            .gradient_accumulation_steps = 4}),
-                     CT_OK);
+    ck_assert_int_eq(
+        trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
+                                               .num_epochs = 1,
+                                               .per_device_batch_size = 2,
+                                               .gradient_accumulation_steps = 4}),
+        CT_OK);
     double expect = direct_mse(f.model, ds);
     ck_assert(expect > 0.1);
-    ck_assert_double_eq_tol(run_history_latest(trainer_run_history(&f.rt.base),
-                                               "train_loss_epoch"),
-                            expect, 1e-6);
+    ck_assert_double_eq_tol(
+        run_history_latest(trainer_run_history(&f.rt.base), "train_loss_epoch"), expect,
+        1e-6);
     fixture_free(&f);
     data_dataset_free(ds);
     TU_MEM_END;
@@ -434,18 +443,45 @@ START_TEST(clip_value_bounds_update)
     fixture_init(&f, 1.0, false);
     double p0[3], p1[3];
     params_of(f.model, p0);
-    ck_assert_int_eq(trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
-                                                            .num_epochs = 1,
-                                                            .per_device_batch_size = 2,
-                                                            .gradient_accumulation_steps = 2,
-                                                            .gradient_clip_value = 1e-3}),
-                     CT_OK);
+    ck_assert_int_eq(
+        trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
+                                               .num_epochs = 1,
+                                               .per_device_batch_size = 2,
+                                               .gradient_accumulation_steps = 2,
+                                               .gradient_clip_value = 1e-3}),
+        CT_OK);
     params_of(f.model, p1);
     ck_assert_int_eq(f.rt.n_clip, 1);
     for (int i = 0; i < 3; i++) {
         ck_assert(fabs(p1[i] - p0[i]) <= 1e-3 + 1e-7);
         ck_assert(fabs(p1[i] - p0[i]) > 1e-4);
     }
+    fixture_free(&f);
+    data_dataset_free(ds);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Clipping by norm: one update of SGD lr 1 moves the parameters by at most
+ * the clip norm (in 2-norm). */
+START_TEST(clip_norm_bounds_update)
+{
+    TU_MEM_BEGIN;
+    Dataset *ds = regression_dataset(4);
+    Fixture f;
+    fixture_init(&f, 1.0, false);
+    double p0[3], p1[3];
+    params_of(f.model, p0);
+    ck_assert_int_eq(trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
+                                                            .num_epochs = 1,
+                                                            .per_device_batch_size = 4,
+                                                            .gradient_clip_norm = 1e-3}),
+                     CT_OK);
+    params_of(f.model, p1);
+    double d2 = 0;
+    for (int i = 0; i < 3; i++) d2 += (p1[i] - p0[i]) * (p1[i] - p0[i]);
+    ck_assert_double_eq_tol(sqrt(d2), 1e-3, 1e-6); /* the gradient norm is far above */
+    ck_assert_int_eq(f.rt.n_clip, 1);
     fixture_free(&f);
     data_dataset_free(ds);
     TU_MEM_END;
@@ -464,9 +500,13 @@ static Scheduler *make_one_cycle(Trainer *t, Optimizer *o, void *user)
 {
     Resolved *r = user;
     r->epochs = trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_NUM_EPOCHS});
-    r->updates = trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_NUM_UPDATE_STEPS_PER_EPOCH});
-    r->train_len_x2p1 = trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_TRAIN_DATALOADER_LEN, .mul = 2, .add = 1});
-    r->eval_len = trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_EVAL_DATALOADER_LEN});
+    r->updates = trainer_resolve(
+        t, (TrainerValue){.placeholder = TRAINER_NUM_UPDATE_STEPS_PER_EPOCH});
+    r->train_len_x2p1 = trainer_resolve(
+        t,
+        (TrainerValue){.placeholder = TRAINER_TRAIN_DATALOADER_LEN, .mul = 2, .add = 1});
+    r->eval_len =
+        trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_EVAL_DATALOADER_LEN});
     r->eval_status = ct_last_status();
     ct_clear_error();
     r->total = trainer_resolve_product(t, TRAINER_NUM_EPOCHS,
@@ -480,19 +520,20 @@ START_TEST(placeholders_one_cycle)
     Dataset *ds = regression_dataset(10);
     Fixture f;
     fixture_init(&f, 0.1, false);
-    ck_assert(isnan(trainer_resolve(&f.rt.base, (TrainerValue){.placeholder = TRAINER_NUM_EPOCHS})));
+    ck_assert(isnan(
+        trainer_resolve(&f.rt.base, (TrainerValue){.placeholder = TRAINER_NUM_EPOCHS})));
     tu_assert_error(CT_ERR_STATE, "only during a run");
     Resolved r = {0};
     /* 5 batches, k = 2: 3 updates per epoch; OneCycle must last exactly 6
      * updates (one more scheduler step would be an error) */
-    ck_assert_int_eq(trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
-                                                            .num_epochs = 2,
-                                                            .per_device_batch_size = 2,
-                                                            .gradient_accumulation_steps = 2,
-                                                            .create_scheduler_fn =
-                                                                make_one_cycle,
-                                                            .scheduler_user = &r}),
-                     CT_OK);
+    ck_assert_int_eq(
+        trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
+                                               .num_epochs = 2,
+                                               .per_device_batch_size = 2,
+                                               .gradient_accumulation_steps = 2,
+                                               .create_scheduler_fn = make_one_cycle,
+                                               .scheduler_user = &r}),
+        CT_OK);
     ck_assert_double_eq(r.epochs, 2);
     ck_assert_double_eq(r.updates, 3);
     ck_assert_double_eq(r.train_len_x2p1, 11);
@@ -521,21 +562,27 @@ START_TEST(bad_config)
     ck_assert_ptr_null(trainer_create(&(TrainerConfig){.loss = l, .optimizer = o}));
     tu_assert_error(CT_ERR_NULL, "TrainerConfig.model is NULL");
     /* the callbacks given are freed on failure (ASan checks) */
-    ck_assert_ptr_null(trainer_create(&(TrainerConfig){
-        .model = m, .loss = l, .callbacks = (Callback *[]){recorder_create()},
-        .n_callbacks = 1}));
+    ck_assert_ptr_null(
+        trainer_create(&(TrainerConfig){.model = m,
+                                        .loss = l,
+                                        .callbacks = (Callback *[]){recorder_create()},
+                                        .n_callbacks = 1}));
     tu_assert_error(CT_ERR_NULL, "TrainerConfig.optimizer is NULL");
     ck_assert_ptr_null(trainer_create(&(TrainerConfig){.model = m, .optimizer = o}));
     tu_assert_error(CT_ERR_NULL, "no loss");
     ck_assert_ptr_null(trainer_create(&(TrainerConfig){
-        .model = m, .loss = l, .optimizer = o,
+        .model = m,
+        .loss = l,
+        .optimizer = o,
         .callbacks = (Callback *[]){recorder_create(), recorder_create()},
         .n_callbacks = 2}));
     tu_assert_error(CT_ERR_INVALID, "a Recorder callback is already in the list");
     ct_clear_error();
-    ck_assert_ptr_null(trainer_create(&(TrainerConfig){
-        .model = m, .loss = l, .optimizer = o, .callbacks = (Callback *[]){NULL},
-        .n_callbacks = 1}));
+    ck_assert_ptr_null(trainer_create(&(TrainerConfig){.model = m,
+                                                       .loss = l,
+                                                       .optimizer = o,
+                                                       .callbacks = (Callback *[]){NULL},
+                                                       .n_callbacks = 1}));
     tu_assert_error(CT_ERR_NULL, "callback 0 is NULL");
     optim_free(o);
     nn_loss_free(l);
@@ -551,16 +598,16 @@ START_TEST(bad_train_args)
     fixture_init(&f, 0.1, true);
     Dataset *ds = regression_dataset(4);
     Trainer *t = &f.rt.base;
-    ck_assert_int_eq(trainer_train(t, &(TrainArgs){.train_dataset = ds,
-                                                   .per_device_batch_size = 2}),
-                     CT_ERR_INVALID);
+    ck_assert_int_eq(
+        trainer_train(t, &(TrainArgs){.train_dataset = ds, .per_device_batch_size = 2}),
+        CT_ERR_INVALID);
     tu_assert_error(CT_ERR_INVALID, "num_epochs 0: need at least 1 epoch");
     ck_assert_int_eq(trainer_train(t, &(TrainArgs){.train_dataset = ds, .num_epochs = 1}),
                      CT_ERR_INVALID);
     tu_assert_error(CT_ERR_INVALID, "per_device_batch_size 0: must be > 0");
-    ck_assert_int_eq(trainer_train(t, &(TrainArgs){.num_epochs = 1,
-                                                   .per_device_batch_size = 2}),
-                     CT_ERR_NULL);
+    ck_assert_int_eq(
+        trainer_train(t, &(TrainArgs){.num_epochs = 1, .per_device_batch_size = 2}),
+        CT_ERR_NULL);
     tu_assert_error(CT_ERR_NULL, "train_dataset is NULL");
     ck_assert_int_eq(trainer_train(t, &(TrainArgs){.train_dataset = ds,
                                                    .num_epochs = 1,
@@ -579,14 +626,14 @@ START_TEST(bad_train_args)
     tu_assert_error(CT_ERR_INVALID, "trainer_evaluate: per_device_batch_size 0");
     /* a sampler with shuffle YES is the loader's error, prefixed */
     Sampler *smp = data_sampler_sequential_create(4);
-    ck_assert_int_eq(trainer_train(t, &(TrainArgs){.train_dataset = ds,
-                                                   .num_epochs = 1,
-                                                   .per_device_batch_size = 2,
-                                                   .train_dataloader_args =
-                                                       &(TrainerLoaderArgs){
-                                                           .sampler = smp,
-                                                           .shuffle = TRAINER_YES}}),
-                     CT_ERR_INVALID);
+    ck_assert_int_eq(
+        trainer_train(t, &(TrainArgs){.train_dataset = ds,
+                                      .num_epochs = 1,
+                                      .per_device_batch_size = 2,
+                                      .train_dataloader_args =
+                                          &(TrainerLoaderArgs){.sampler = smp,
+                                                               .shuffle = TRAINER_YES}}),
+        CT_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "trainer: train loader:"));
     ct_clear_error();
     /* nothing ran: only the loader hooks are in the trace */
@@ -678,11 +725,12 @@ START_TEST(custom_events)
                                                             .num_epochs = 2,
                                                             .per_device_batch_size = 2}),
                      CT_OK);
-    assert_trace(&f, TRAIN_DL RUN_BEG EPOCH_BEG STEP(0) UPD "C:my_event:1 E:on_train_epoch_end "
-                     RUN_EPOCH_END EPOCH_BEG STEP(0) UPD "C:my_event:2 E:on_train_epoch_end "
-                     RUN_EPOCH_END RUN_END);
+    assert_trace(&f, TRAIN_DL RUN_BEG EPOCH_BEG STEP(0) UPD
+                 "C:my_event:1 E:on_train_epoch_end " RUN_EPOCH_END EPOCH_BEG STEP(0) UPD
+                 "C:my_event:2 E:on_train_epoch_end " RUN_EPOCH_END RUN_END);
     ck_assert_int_eq(c->calls, 3);
-    ck_assert_ptr_eq(callback_list_find(trainer_callbacks(&f.rt.base), "Custom"), &c->base);
+    ck_assert_ptr_eq(callback_list_find(trainer_callbacks(&f.rt.base), "Custom"),
+                     &c->base);
     fixture_free(&f);
     data_dataset_free(ds);
     TU_MEM_END;
@@ -701,8 +749,8 @@ START_TEST(loss_fn_and_accessors)
     CtGenerator g = ct_generator(7, 0);
     Module *m = nn_linear(2, 1, true, &g);
     Optimizer *o = optim_sgd_create(m, &(SgdArgs){.lr = 0.0});
-    Trainer *t = trainer_create(&(TrainerConfig){.model = m, .loss_fn = l1_loss_fn,
-                                                 .optimizer = o});
+    Trainer *t = trainer_create(
+        &(TrainerConfig){.model = m, .loss_fn = l1_loss_fn, .optimizer = o});
     ck_assert_ptr_nonnull(t);
     ck_assert_ptr_null(trainer_run_config(t));
     ck_assert_int_eq(trainer_device(t).type, CT_DEVICE_CPU);
@@ -727,8 +775,8 @@ START_TEST(loss_fn_and_accessors)
     DataBatch b;
     data_loader_next(dl, &b);
     CtScope *s = ct_scope_open();
-    double expect = tensor_item(tensor_l1_loss(nn_forward(m, b.t[0]), b.t[1],
-                                               CT_REDUCTION_MEAN));
+    double expect =
+        tensor_item(tensor_l1_loss(nn_forward(m, b.t[0]), b.t[1], CT_REDUCTION_MEAN));
     ct_scope_close(s);
     data_loader_free(dl);
     (void)expect; /* the train order is shuffled: compare with a bound below */
@@ -769,6 +817,7 @@ static Suite *trainer_loop_suite(void)
     tcase_add_test(num, accumulation_equivalence);
     tcase_add_test(num, epoch_loss_undivided);
     tcase_add_test(num, clip_value_bounds_update);
+    tcase_add_test(num, clip_norm_bounds_update);
     tcase_add_test(num, placeholders_one_cycle);
     tcase_add_test(num, loss_fn_and_accessors);
     suite_add_tcase(s, num);

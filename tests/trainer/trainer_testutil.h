@@ -260,14 +260,15 @@ static void fixture_init(Fixture *f, double lr, bool record)
     ck_assert_ptr_nonnull(f->opt);
     f->rt.record = record;
     f->rt.stop_step = -1;
-    CtStatus st = trainer_init(&f->rt.base, &(TrainerConfig){
-                                                .model = f->model,
-                                                .loss = f->loss,
-                                                .optimizer = f->opt,
-                                                .callbacks = (Callback *[]){recorder_create()},
-                                                .n_callbacks = 1,
-                                                .hooks = rec_hooks,
-                                            });
+    CtStatus st =
+        trainer_init(&f->rt.base, &(TrainerConfig){
+                                      .model = f->model,
+                                      .loss = f->loss,
+                                      .optimizer = f->opt,
+                                      .callbacks = (Callback *[]){recorder_create()},
+                                      .n_callbacks = 1,
+                                      .hooks = rec_hooks,
+                                  });
     ck_assert_int_eq(st, CT_OK);
 }
 
@@ -287,7 +288,8 @@ static double direct_mse(Module *m, const Dataset *ds)
     ck_assert(data_loader_next(dl, &b));
     CtScope *s = ct_scope_open();
     bool g = ct_set_grad_enabled(false);
-    double v = tensor_item(tensor_mse_loss(nn_forward(m, b.t[0]), b.t[1], CT_REDUCTION_MEAN));
+    double v =
+        tensor_item(tensor_mse_loss(nn_forward(m, b.t[0]), b.t[1], CT_REDUCTION_MEAN));
     ct_set_grad_enabled(g);
     ct_scope_close(s);
     data_loader_free(dl);
