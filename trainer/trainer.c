@@ -32,9 +32,24 @@ static void free_config_callbacks(const TrainerConfig *cfg)
     for (int i = 0; i < cfg->n_callbacks; i++) callback_free(cfg->callbacks[i]);
 }
 
+/* CTRAINER_LIMIT_BATCHES (pytorch-accelerated's PT_ACC_LIMIT_BATCHES): a
+ * LimitBatches callback first in the list, unless the config already has
+ * one (an explicit LimitBatches wins; a list holds one per type). */
+static CtStatus add_env_limit_batches(TrainerState *s, const TrainerConfig *cfg)
+{
+    for (int i = 0; i < cfg->n_callbacks; i++)
+        if (cfg->callbacks[i] && cfg->callbacks[i]->vt && cfg->callbacks[i]->vt->type &&
+            strcmp(cfg->callbacks[i]->vt->type, "LimitBatches") == 0)
+            return CT_OK;
+    Callback *env = NULL;
+    CtStatus st = callback_limit_batches_from_env(&env);
+    if (st != CT_OK || !env) return st;
+    return callback_list_add(s->callbacks, env);
+}
+
 static CtStatus take_callbacks(TrainerState *s, const TrainerConfig *cfg)
 {
-    CtStatus st = CT_OK;
+    CtStatus st = add_env_limit_batches(s, cfg);
     for (int i = 0; i < cfg->n_callbacks; i++) {
         /* the list takes every entry, also after a failure, so none leaks */
         Callback *cb = cfg->callbacks[i];

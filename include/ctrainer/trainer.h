@@ -342,7 +342,11 @@ typedef struct TrainerConfig {
     /* Callbacks in firing order; the trainer takes ownership of every
      * entry, also when creation fails. NULL entries are an error (keeping
      * a constructor's error). Default (n 0): none; see the built-in
-     * callbacks for pytorch-accelerated's default list. */
+     * callbacks for pytorch-accelerated's default list. With
+     * CTRAINER_LIMIT_BATCHES=N in the environment, trainer_init puts a
+     * LimitBatches(N) callback FIRST (callback_limit_batches_from_env),
+     * unless this list has a LimitBatches already; an invalid value is an
+     * error of trainer_init. */
     Callback *const *callbacks;
     int n_callbacks;
     /* Borrowed. NULL: the trainer creates a default runtime (CPU, seed 42,

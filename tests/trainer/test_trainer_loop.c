@@ -796,6 +796,91 @@ START_TEST(loss_fn_and_accessors)
 }
 END_TEST
 
+/* CTRAINER_LIMIT_BATCHES: trainer_init puts LimitBatches first; an explicit
+ * LimitBatches in the config wins; a bad value fails trainer_init. */
+START_TEST(limit_batches_from_env)
+{
+    TU_MEM_BEGIN;
+    setenv("CTRAINER_LIMIT_BATCHES", "2", 1);
+    Fixture f;
+    fixture_init(&f, 0.1, false);
+    Trainer *t = &f.rt.base;
+    CallbackList *l = trainer_callbacks(t);
+    ck_assert_int_eq(callback_list_count(l), 2);
+    ck_assert_str_eq(callback_type(callback_list_at(l, 0)), "LimitBatches");
+    ck_assert_str_eq(callback_type(callback_list_at(l, 1)), "Recorder");
+    Dataset *train = regression_dataset(10), *eval = regression_dataset(6);
+    f.rt.record = true;
+    ck_assert_int_eq(trainer_train(t, &(TrainArgs){.train_dataset = train,
+                                                   .eval_dataset = eval,
+                                                   .num_epochs = 2,
+                                                   .per_device_batch_size = 2,
+                                                   .train_dataloader_args = &sequential}),
+                     CT_OK);
+    /* 5 train and 3 eval batches per epoch, limited to 2 each */
+    assert_trace(
+        &f, TRAIN_DL EVAL_DL RUN_BEG EPOCH_BEG STEP(0) UPD STEP(1) UPD EPOCH_END
+        "H:eval_epoch_start E:on_eval_epoch_start " EVAL_STEP(0) EVAL_STEP(
+            1) "H:eval_epoch_end E:on_eval_epoch_end " RUN_EPOCH_END EPOCH_BEG STEP(0)
+            UPD STEP(1) UPD EPOCH_END
+        "H:eval_epoch_start E:on_eval_epoch_start " EVAL_STEP(0)
+            EVAL_STEP(1) "H:eval_epoch_end E:on_eval_epoch_end " RUN_EPOCH_END RUN_END);
+    ck_assert_int_eq(trainer_global_step(t), 4);
+    ck_assert_int_eq(trainer_run_config(t)->num_update_steps_per_epoch, 2);
+    fixture_free(&f);
+
+    /* an explicit LimitBatches wins over the environment's */
+    CtGenerator g = ct_generator(1, 0);
+    Module *m = nn_linear(2, 1, true, &g);
+    Optimizer *o = optim_sgd_create(m, &(SgdArgs){.lr = 0.1});
+    NnLoss *loss = nn_loss_mse(CT_REDUCTION_MEAN);
+    Trainer *t2 = trainer_create(
+        &(TrainerConfig){.model = m,
+                         .loss = loss,
+                         .optimizer = o,
+                         .callbacks = (Callback *[]){callback_limit_batches_create(3)},
+                         .n_callbacks = 1});
+    ck_assert_ptr_nonnull(t2);
+    ck_assert_int_eq(callback_list_count(trainer_callbacks(t2)), 1);
+    ck_assert_int_eq(trainer_train(t2, &(TrainArgs){.train_dataset = train,
+                                                    .num_epochs = 1,
+                                                    .per_device_batch_size = 2}),
+                     CT_OK);
+    ck_assert_int_eq(trainer_global_step(t2), 3);
+    trainer_free(t2);
+
+    /* a bad value: trainer_init fails and frees the callbacks given */
+    setenv("CTRAINER_LIMIT_BATCHES", "two", 1);
+    ck_assert_ptr_null(
+        trainer_create(&(TrainerConfig){.model = m,
+                                        .loss = loss,
+                                        .optimizer = o,
+                                        .callbacks = (Callback *[]){recorder_create()},
+                                        .n_callbacks = 1}));
+    tu_assert_error(CT_ERR_INVALID, "CTRAINER_LIMIT_BATCHES=\"two\"");
+
+    /* unset or "none": no callback added, all 5 batches */
+    setenv("CTRAINER_LIMIT_BATCHES", "none", 1);
+    t2 = trainer_create(&(TrainerConfig){.model = m, .loss = loss, .optimizer = o});
+    ck_assert_ptr_nonnull(t2);
+    ck_assert_int_eq(callback_list_count(trainer_callbacks(t2)), 0);
+    ck_assert_int_eq(trainer_train(t2, &(TrainArgs){.train_dataset = train,
+                                                    .num_epochs = 1,
+                                                    .per_device_batch_size = 2}),
+                     CT_OK);
+    ck_assert_int_eq(trainer_global_step(t2), 5);
+    trainer_free(t2);
+    unsetenv("CTRAINER_LIMIT_BATCHES");
+
+    optim_free(o);
+    nn_loss_free(loss);
+    nn_module_free(m);
+    data_dataset_free(train);
+    data_dataset_free(eval);
+    TU_MEM_END;
+}
+END_TEST
+
 static Suite *trainer_loop_suite(void)
 {
     Suite *s = suite_create("trainer_loop");
@@ -812,6 +897,7 @@ static Suite *trainer_loop_suite(void)
     tcase_add_test(tc, evaluate_run);
     tcase_add_test(tc, custom_events);
     tcase_add_test(tc, hook_error_aborts);
+    tcase_add_test(tc, limit_batches_from_env);
     suite_add_tcase(s, tc);
     TCase *num = tcase_create("numerics");
     tcase_add_test(num, accumulation_equivalence);

@@ -1,0 +1,143 @@
+/* train_mnist_metrics_callback — accuracy, precision and recall computed by a
+ * custom callback (pytorch-accelerated's
+ * examples/core/train_with_metrics_in_callback.py). The Trainer is the
+ * default one; ClassificationMetrics
+ *   on_eval_step_end   updates its metrics with the step's outputs and labels
+ *   on_eval_epoch_end  records them in the run history and resets them
+ * It is placed BEFORE the default callbacks, so LogMetrics (which fires
+ * after it on on_eval_epoch_end) prints its values.
+ *
+ *   train_mnist_metrics_callback [--data DIR] [--epochs N] [--limit-batches N]
+ *                                [--seed N] [--no-progress-bar]
+ */
+#include "fashion_mnist.h"
+
+typedef struct ClassificationMetrics {
+    Callback base; /* first: a ClassificationMetrics * is a Callback * */
+    MetricCollection *metrics;
+} ClassificationMetrics;
+
+static CtStatus cm_eval_step_end(Callback *cb, Trainer *t, const DataBatch *batch,
+                                 const TrainerBatchOutput *out, int64_t step)
+{
+    (void)t;
+    (void)step;
+    return metric_collection_update(((ClassificationMetrics *)cb)->metrics,
+                                    out->model_outputs, batch->t[1]);
+}
+
+static CtStatus cm_eval_epoch_end(Callback *cb, Trainer *t, bool is_intermediate)
+{
+    (void)is_intermediate;
+    ClassificationMetrics *c = (ClassificationMetrics *)cb;
+    MetricValue v[3];
+    CtStatus st = metric_collection_compute(c->metrics, v, 3);
+    for (int i = 0; st == CT_OK && i < 3; i++)
+        st = run_history_update(trainer_run_history(t), v[i].name, v[i].value);
+    metric_collection_reset(c->metrics);
+    return st;
+}
+
+static void cm_free(Callback *cb)
+{
+    metric_collection_free(((ClassificationMetrics *)cb)->metrics);
+    free(cb);
+}
+
+static const CallbackVtable classification_metrics_vt = {
+    .type = "ClassificationMetrics",
+    .free = cm_free,
+    .on_eval_step_end = cm_eval_step_end,
+    .on_eval_epoch_end = cm_eval_epoch_end,
+};
+
+/* Accuracy (micro), and precision and recall averaged over the classes
+ * (macro: micro precision and recall equal the accuracy here). NULL on
+ * failure. */
+static Callback *classification_metrics_create(int64_t num_classes)
+{
+    ClassificationMetrics *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->base.vt = &classification_metrics_vt;
+    c->metrics = metric_collection_create();
+    metric_collection_add(
+        c->metrics, "accuracy",
+        metric_accuracy_create(&(MetricClassArgs){.num_classes = num_classes}));
+    metric_collection_add(c->metrics, "precision",
+                          metric_precision_create(&(MetricClassArgs){
+                              .num_classes = num_classes, .average = METRIC_AVG_MACRO}));
+    metric_collection_add(c->metrics, "recall",
+                          metric_recall_create(&(MetricClassArgs){
+                              .num_classes = num_classes, .average = METRIC_AVG_MACRO}));
+    if (metric_collection_size(c->metrics) == 3) return &c->base;
+    cm_free(&c->base);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    ExampleOptions o = {
+        .data = DATA_FASHION_MNIST_DIR, .epochs = 8, .progress_bar = true};
+    if (!example_parse(argc, argv, &o)) return 2;
+
+    Dataset *full = NULL, *test = NULL, *split[2] = {NULL, NULL};
+    if (!example_load(o.data, &full, &test) ||
+        data_random_split(full, 2, (int64_t[]){55000, 5000}, o.seed, split) != CT_OK) {
+        fprintf(stderr, "train_mnist_metrics_callback: %s\n", ct_last_error());
+        data_dataset_free(test);
+        data_dataset_free(full);
+        return 1;
+    }
+
+    CtGenerator g = ct_generator(o.seed, 0);
+    Module *model = nn_model_mlp(784, 2, (int64_t[]){128, 64}, 10, &g);
+    Optimizer *opt =
+        model ? optim_sgd_create(model, &(SgdArgs){.lr = 0.001, .momentum = 0.9}) : NULL;
+    NnLoss *loss = nn_loss_cross_entropy(NULL);
+    /* the metrics callback first, then the defaults (LogMetrics last) */
+    Callback *cbs[8];
+    int ncb = example_callbacks(cbs, 8, o.limit_batches, o.progress_bar, 1,
+                                (Callback *[]){classification_metrics_create(10)});
+    Trainer *t = opt && loss && ncb > 0
+                     ? trainer_create(&(TrainerConfig){.model = model,
+                                                       .loss = loss,
+                                                       .optimizer = opt,
+                                                       .callbacks = cbs,
+                                                       .n_callbacks = ncb})
+                     : NULL;
+    int rc = 1;
+    if (t) {
+        CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = split[0],
+                                                    .eval_dataset = split[1],
+                                                    .num_epochs = o.epochs,
+                                                    .per_device_batch_size = 32,
+                                                    .collate_fn = collate_flat_scaled});
+        rc = example_status(t, st);
+        if (rc == 0) {
+            st = trainer_evaluate(t, &(EvalArgs){.dataset = test,
+                                                 .per_device_batch_size = 64,
+                                                 .collate_fn = collate_flat_scaled});
+            rc = example_status(t, st);
+        }
+        if (rc == 0) {
+            RunHistory *h = trainer_run_history(t);
+            printf("test precision %.4f recall %.4f\n",
+                   run_history_latest(h, "precision"), run_history_latest(h, "recall"));
+            printf("test accuracy %.2f%%\n", 100.0 * run_history_latest(h, "accuracy"));
+        }
+    } else {
+        if (ncb > 0 && !(opt && loss)) /* trainer_create was not called */
+            for (int i = 0; i < ncb; i++) callback_free(cbs[i]);
+        fprintf(stderr, "train_mnist_metrics_callback: %s\n", ct_last_error());
+    }
+
+    trainer_free(t);
+    nn_loss_free(loss);
+    optim_free(opt);
+    nn_module_free(model);
+    data_dataset_free(split[0]);
+    data_dataset_free(split[1]);
+    data_dataset_free(test);
+    data_dataset_free(full);
+    return rc;
+}
