@@ -1,4 +1,5 @@
 /* FILL and COPY: strided copies with conversion between any two dtypes. */
+#include <math.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -65,6 +66,9 @@ static CtStatus strided_convert(Tensor *out, const Tensor *in, const double *sca
     size_t si = in ? ct_dtype_size(in->dtype) : 0;
     ConvertFn fn = convert[in ? in->dtype : CT_F64][out->dtype];
     bool same = in && in->dtype == out->dtype && ct_iter_unit_rows(&it);
+    /* +0.0 is all-zero bytes in every dtype: zeroing (gradients, every
+     * optimizer step) is a memset per row, not a per-element conversion */
+    bool zero = !in && *scalar == 0.0 && !signbit(*scalar) && ct_iter_unit_rows(&it);
     char *po = ct_ptr(out);
     const char *pi = in ? (const char *)ct_ptr(in) : (const char *)scalar;
 #pragma omp parallel for if (it.numel >= CT_CPU_PAR_MIN)
@@ -72,7 +76,9 @@ static CtStatus strided_convert(Tensor *out, const Tensor *in, const double *sca
         int64_t off[CT_ITER_MAX_OPS];
         int64_t n = ct_iter_row(&it, r, off);
         char *o = po + off[0] * (int64_t)so;
-        if (!in)
+        if (zero)
+            memset(o, 0, (size_t)n * so);
+        else if (!in)
             fn(o, it.istride[0] * (int64_t)so, pi, 0, n);
         else if (same)
             memmove(o, pi + off[1] * (int64_t)si, (size_t)n * so);

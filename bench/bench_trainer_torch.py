@@ -1,0 +1,145 @@
+"""PyTorch side of bench_trainer: the train_mnist and train_basicnet workloads
+as a plain PyTorch loop over preloaded tensors (no DataLoader, no Trainer).
+
+    /usr/bin/python3 bench/bench_trainer_torch.py --workload mlp --epochs 1
+    /usr/bin/python3 bench/bench_trainer_torch.py --workload basicnet --epochs 1
+    /usr/bin/python3 bench/bench_trainer_torch.py --workload mlp --epochs 8 --eval
+
+Workloads (the same recipes as examples/train_mnist.c and train_basicnet.c):
+  mlp       Flatten + Linear 784-128-64-10 with ReLUs, CrossEntropyLoss, SGD
+            lr 0.001 momentum 0.9, batch 32; inputs ToTensor-scaled (v/255)
+  basicnet  PyTorch's MNIST example net (log_softmax output), NLLLoss, AdamW
+            lr 1e-3 (betas 0.9/0.999, eps 1e-8, weight_decay 0.01), batch 64;
+            inputs (v/255 - 0.2860) / 0.3530 (Fashion-MNIST's mean/std)
+Each epoch is one shuffled pass over the 60 000 training images; the timing
+covers the training loop only (shuffle, slicing, forward, backward, step).
+Prints one line per epoch, "epoch_s <seconds>", then, with --eval, the test
+accuracy, and finally "peak_rss_mib <MiB>" (getrusage ru_maxrss).
+
+Images are read with gzip + numpy and kept as u8; each batch is converted to
+f32 when it is sliced (like the C side, which keeps u8 images and converts
+per batch). Threads: torch.set_num_threads(--threads), 2 by default.
+"""
+import argparse
+import gzip
+import os
+import resource
+import struct
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = "/usr/share/datasets/fashion-mnist"
+MEAN, STD = 0.2860, 0.3530
+
+
+def read_idx(path):
+    """An unsigned-byte IDX file (gzip'd or plain) as a numpy array."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    zero, dtype, ndim = struct.unpack(">HBB", data[:4])
+    if zero != 0 or dtype != 0x08:
+        raise ValueError(f"{path}: not an unsigned-byte IDX file")
+    dims = struct.unpack(f">{ndim}I", data[4 : 4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims).copy()
+
+
+def load(root, split):
+    def find(name):
+        gz = os.path.join(root, name + ".gz")
+        return gz if os.path.exists(gz) else os.path.join(root, name)
+
+    x = torch.from_numpy(read_idx(find(f"{split}-images-idx3-ubyte")))
+    y = torch.from_numpy(read_idx(find(f"{split}-labels-idx1-ubyte")).astype(np.int64))
+    return x.unsqueeze(1), y  # (N, 1, 28, 28) u8, (N) i64
+
+
+class BasicNet(nn.Module):
+    """pytorch/examples mnist/main.py's Net."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = nn.Conv2d(32, 64, 3, 1)
+        self.dropout1 = nn.Dropout(0.25)
+        self.dropout2 = nn.Dropout(0.5)
+        self.fc1 = nn.Linear(9216, 128)
+        self.fc2 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))
+        x = F.max_pool2d(x, 2)
+        x = self.dropout1(x)
+        x = torch.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        x = self.dropout2(x)
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+def workload(name):
+    """model, loss, optimizer, batch size, input transform of a u8 batch."""
+    if name == "mlp":
+        model = nn.Sequential(
+            nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
+            nn.Linear(64, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+        return model, nn.CrossEntropyLoss(), opt, 32, lambda u8: u8.float().div_(255)
+    model = BasicNet()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                            weight_decay=0.01)
+    return model, nn.NLLLoss(), opt, 64, lambda u8: u8.float().div_(255).sub_(MEAN).div_(STD)
+
+
+def train_epoch(model, loss_fn, opt, bs, prep, x, y, g):
+    model.train()
+    perm = torch.randperm(len(x), generator=g)
+    for i in range(0, len(x), bs):
+        idx = perm[i : i + bs]
+        out = model(prep(x[idx]))
+        loss = loss_fn(out, y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return loss.item()
+
+
+@torch.no_grad()
+def accuracy(model, prep, x, y):
+    model.eval()
+    correct = 0
+    for i in range(0, len(x), 1000):
+        correct += (model(prep(x[i : i + 1000])).argmax(1) == y[i : i + 1000]).sum().item()
+    return 100.0 * correct / len(x)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workload", choices=["mlp", "basicnet"], default="mlp")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval", action="store_true", help="test accuracy at the end")
+    ap.add_argument("--data", default=ROOT)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    x, y = load(args.data, "train")
+    model, loss_fn, opt, bs, prep = workload(args.workload)
+    g = torch.Generator().manual_seed(args.seed)
+    for _ in range(args.epochs):
+        t0 = time.perf_counter()
+        loss = train_epoch(model, loss_fn, opt, bs, prep, x, y, g)
+        print(f"epoch_s {time.perf_counter() - t0:.4f} last_loss {loss:.4f}", flush=True)
+    if args.eval:
+        tx, ty = load(args.data, "t10k")
+        print(f"test_accuracy {accuracy(model, prep, tx, ty):.2f}")
+    print(f"peak_rss_mib {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}")
+
+
+if __name__ == "__main__":
+    main()
