@@ -20,11 +20,11 @@ static CtStatus check(Callback *cb, Trainer *t, const TrainerBatchOutput *out,
     if (isfinite(v)) return CT_OK;
     ((TerminateOnNaN *)cb)->triggered = true;
     char reason[256];
-    snprintf(
-        reason, sizeof reason,
-        "Stopping training due to NaN loss in %s step (epoch %lld, step %lld: loss %g)",
-        where, (long long)run_history_current_epoch(trainer_run_history(t)),
-        (long long)step, v);
+    snprintf(reason, sizeof reason,
+             "Stopping training due to a non-finite (NaN or Inf) loss in %s step (epoch "
+             "%lld, step %lld: loss %g)",
+             where, (long long)run_history_current_epoch(trainer_run_history(t)),
+             (long long)step, v);
     trainer_stop(t, reason);
     return CT_OK;
 }

@@ -379,9 +379,10 @@ static void run_nan_case(double bad, bool in_eval)
     ck_assert_int_eq(r->run_ends, 1);
     ck_assert_int_eq(r->stops, 1);
     ck_assert_int_eq(r->train_epochs, 1);
-    ck_assert_ptr_nonnull(
-        strstr(trainer_stop_reason(f.t),
-               in_eval ? "NaN loss in validation step" : "NaN loss in training step"));
+    ck_assert_ptr_nonnull(strstr(trainer_stop_reason(f.t),
+                                 in_eval
+                                     ? "non-finite (NaN or Inf) loss in validation step"
+                                     : "non-finite (NaN or Inf) loss in training step"));
     if (!in_eval) {
         /* the callbacks after TerminateOnNaN did not see the bad step, and the
          * bad loss never reached the weights */
