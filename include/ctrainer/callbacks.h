@@ -227,7 +227,7 @@ typedef CtStatus (*LogMetricsFn)(Trainer *t, const char *phase, int n,
                                  void *user);
 
 typedef struct LogMetricsArgs {
-    FILE *out;               /* default printer's output; NULL: stdout */
+    FILE *out;                /* default printer's output; NULL: stdout */
     LogMetricsFn log_metrics; /* NULL: print a table (main process only) */
     void *user;
 } LogMetricsArgs;
@@ -279,7 +279,7 @@ bool callback_terminate_on_nan_triggered(const Callback *cb);
 #define EARLY_STOPPING_ANY_IMPROVEMENT (-1.0)
 
 typedef struct EarlyStoppingArgs {
-    int patience;             /* epochs without improvement (0 -> 1) */
+    int patience; /* epochs without improvement (0 -> 1) */
     /* The improvement must be larger than this, in absolute value (0 ->
      * 0.01, pytorch-accelerated's default; EARLY_STOPPING_ANY_IMPROVEMENT
      * for any strict improvement). */
@@ -307,10 +307,10 @@ double callback_early_stopping_best(const Callback *cb);
 /* ----------------------------------------------------- SaveBestModel */
 
 typedef struct SaveBestModelArgs {
-    const char *save_path;      /* NULL: "best_model.safetensors" */
-    const char *watch_metric;   /* NULL: "eval_loss_epoch" */
-    bool greater_is_better;     /* false: lower is better */
-    bool no_reset_on_train;     /* default: forget the best at run start */
+    const char *save_path;    /* NULL: "best_model.safetensors" */
+    const char *watch_metric; /* NULL: "eval_loss_epoch" */
+    bool greater_is_better;   /* false: lower is better */
+    bool no_reset_on_train;   /* default: forget the best at run start */
     /* Default: the optimizer's and (when the run has one) the scheduler's
      * state are saved with the model, to <save_path without .safetensors>
      * followed by .optimizer.safetensors / .scheduler.safetensors. */

@@ -180,7 +180,7 @@ Module *nn_gelu(CtGeluApprox approx);
 Module *nn_silu(void);
 Module *nn_sigmoid(void);
 Module *nn_tanh(void);
-Module *nn_identity(void); /* returns tensor_contiguous(x) */
+Module *nn_identity(void);                      /* returns tensor_contiguous(x) */
 Module *nn_flatten(int start_dim, int end_dim); /* PyTorch's default: 1, -1 */
 Module *nn_max_pool2d(const CtPool2dArgs *args);
 Module *nn_avg_pool2d(const CtPool2dArgs *args);

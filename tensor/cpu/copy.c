@@ -34,10 +34,12 @@ typedef void (*ConvertFn)(char *o, int64_t so, const char *i, int64_t si,
     {                                                                                    \
         for (int64_t k = 0; k < n; k++) ST_##D(o + k * so, LD_##S(i + k * si));          \
     }
-#define CONVERT_TO_ALL(S)                                                                \
-    CONVERT(S, f32)                                                                      \
-    CONVERT(S, f64) CONVERT(S, bf16) CONVERT(S, f16) CONVERT(S, i64) CONVERT(S, i32)     \
-        CONVERT(S, u8) CONVERT(S, b8)
+/* clang-format does not settle on a layout for this list */
+// clang-format off
+#define CONVERT_TO_ALL(S)                                                   \
+    CONVERT(S, f32) CONVERT(S, f64) CONVERT(S, bf16) CONVERT(S, f16)        \
+    CONVERT(S, i64) CONVERT(S, i32) CONVERT(S, u8) CONVERT(S, b8)
+// clang-format on
 CONVERT_TO_ALL(f32)
 CONVERT_TO_ALL(f64)
 CONVERT_TO_ALL(bf16)
