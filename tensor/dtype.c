@@ -1,7 +1,7 @@
 /* Dtype sizes, names and half-precision conversions. */
 #include <string.h>
 
-#include "ctrainer/tensor.h"
+#include "internal.h"
 
 size_t ct_dtype_size(CtDType dt)
 {
@@ -37,17 +37,12 @@ static float bits_f32(uint32_t u)
 
 uint16_t ct_f32_to_bf16(float x)
 {
-    uint32_t u = f32_bits(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet and NaN */
-        return (uint16_t)((u >> 16) | 0x40);
-    uint32_t lsb = (u >> 16) & 1u;
-    u += 0x7fffu + lsb; /* round to nearest even */
-    return (uint16_t)(u >> 16);
+    return ct_bf16_round(x);
 }
 
 float ct_bf16_to_f32(uint16_t x)
 {
-    return bits_f32((uint32_t)x << 16);
+    return ct_bf16_widen(x);
 }
 
 uint16_t ct_f32_to_f16(float x)

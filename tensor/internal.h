@@ -12,6 +12,8 @@
 #ifndef CTRAINER_TENSOR_INTERNAL_H
 #define CTRAINER_TENSOR_INTERNAL_H
 
+#include <string.h>
+
 #include "ctrainer/tensor.h"
 
 #ifdef __cplusplus
@@ -82,6 +84,26 @@ Tensor *ct_scope_adopt(Tensor *t);
 static inline void *ct_ptr(const Tensor *t)
 {
     return (char *)t->storage->data + (size_t)t->offset * ct_dtype_size(t->dtype);
+}
+
+/* bf16 <-> f32, inline for per-element kernel loops; ct_f32_to_bf16 and
+ * ct_bf16_to_f32 (tensor.h) are these. Rounding is to nearest even; a NaN
+ * stays a quiet NaN. */
+static inline uint16_t ct_bf16_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float ct_bf16_widen(uint16_t x)
+{
+    uint32_t u = (uint32_t)x << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 void ct_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);

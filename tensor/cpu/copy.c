@@ -9,7 +9,7 @@
  * pair so no per-element dispatch happens. */
 #define LD_f32(p)  ((double)*(const float *)(p))
 #define LD_f64(p)  (*(const double *)(p))
-#define LD_bf16(p) ((double)ct_bf16_to_f32(*(const uint16_t *)(p)))
+#define LD_bf16(p) ((double)ct_bf16_widen(*(const uint16_t *)(p)))
 #define LD_f16(p)  ((double)ct_f16_to_f32(*(const uint16_t *)(p)))
 #define LD_i64(p)  ((double)*(const int64_t *)(p))
 #define LD_i32(p)  ((double)*(const int32_t *)(p))
@@ -18,7 +18,7 @@
 
 #define ST_f32(p, v)  (*(float *)(p) = (float)(v))
 #define ST_f64(p, v)  (*(double *)(p) = (v))
-#define ST_bf16(p, v) (*(uint16_t *)(p) = ct_f32_to_bf16((float)(v)))
+#define ST_bf16(p, v) (*(uint16_t *)(p) = ct_bf16_round((float)(v)))
 #define ST_f16(p, v)  (*(uint16_t *)(p) = ct_f32_to_f16((float)(v)))
 #define ST_i64(p, v)  (*(int64_t *)(p) = (int64_t)(v))
 #define ST_i32(p, v)  (*(int32_t *)(p) = (int32_t)(v))

@@ -129,24 +129,6 @@ static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void 
 
 /* ------------------------------------------------------------------ bf16 */
 
-static inline float bf16_to_f32(uint16_t x)
-{
-    uint32_t u = (uint32_t)x << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* Round to nearest even; NaN stays a quiet NaN (same as ct_f32_to_bf16). */
-static inline uint16_t f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 /* nmat matrices of len elements, matrix i at src + i*stride, into dst packed. */
 static void widen(float *dst, const uint16_t *src, int64_t nmat, int64_t len,
                   int64_t stride)
@@ -154,7 +136,7 @@ static void widen(float *dst, const uint16_t *src, int64_t nmat, int64_t len,
 #pragma omp parallel for collapse(2) schedule(static) if (nmat * len >= CT_CPU_PAR_MIN)
     for (int64_t i = 0; i < nmat; i++)
         for (int64_t j = 0; j < len; j++)
-            dst[i * len + j] = bf16_to_f32(src[i * stride + j]);
+            dst[i * len + j] = ct_bf16_widen(src[i * stride + j]);
 }
 
 static void narrow(uint16_t *dst, const float *src, int64_t nmat, int64_t len,
@@ -163,7 +145,7 @@ static void narrow(uint16_t *dst, const float *src, int64_t nmat, int64_t len,
 #pragma omp parallel for collapse(2) schedule(static) if (nmat * len >= CT_CPU_PAR_MIN)
     for (int64_t i = 0; i < nmat; i++)
         for (int64_t j = 0; j < len; j++)
-            dst[i * stride + j] = f32_to_bf16(src[i * len + j]);
+            dst[i * stride + j] = ct_bf16_round(src[i * len + j]);
 }
 
 #ifdef CTRAINER_HAVE_SBGEMM

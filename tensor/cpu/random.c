@@ -20,7 +20,7 @@
 
 #define TO_F32(v)  ((float)(v))
 #define TO_F64(v)  (v)
-#define TO_BF16(v) ct_f32_to_bf16((float)(v))
+#define TO_BF16(v) ct_bf16_round((float)(v))
 #define TO_F16(v)  ct_f32_to_f16((float)(v))
 #define TO_I64(v)  ((int64_t)(v))
 #define TO_I32(v)  ((int32_t)(v))

@@ -216,7 +216,7 @@ UNARY_INT_ROW(unary_i32, int32_t, uint32_t, INT32_MIN, INT32_MAX)
         }                                                                                \
     }
 
-HALF_ROWS(bf16, ct_bf16_to_f32, ct_f32_to_bf16)
+HALF_ROWS(bf16, ct_bf16_widen, ct_bf16_round)
 HALF_ROWS(f16, ct_f16_to_f32, ct_f32_to_f16)
 
 #define RUN_1(FN, T)                                                                     \
