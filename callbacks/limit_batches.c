@@ -1,8 +1,4 @@
 /* LimitBatches: caps train and eval batches per epoch (debug runs). */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "cb_internal.h"
 
 typedef struct LimitBatches {
@@ -34,23 +30,4 @@ Callback *callback_limit_batches_create(int64_t num_batches)
     LimitBatches *l = (LimitBatches *)cb_alloc(sizeof *l, &limit_batches_vt);
     if (l) l->n = num_batches;
     return &l->base;
-}
-
-CtStatus callback_limit_batches_from_env(Callback **out)
-{
-    if (!out)
-        return ct_error(CT_ERR_NULL, "callback_limit_batches_from_env: out is NULL");
-    *out = NULL;
-    const char *v = getenv("CTRAINER_LIMIT_BATCHES");
-    if (!v || !*v || strcmp(v, "none") == 0) return CT_OK;
-    char *end = NULL;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (errno || end == v || *end || n <= 0)
-        return ct_error(CT_ERR_INVALID,
-                        "CTRAINER_LIMIT_BATCHES=\"%s\": expected a positive integer or "
-                        "\"none\"",
-                        v);
-    *out = callback_limit_batches_create(n);
-    return *out ? CT_OK : ct_last_status();
 }

@@ -1,5 +1,6 @@
 /* Trainer construction, ownership, stopping, callbacks and accessors. The
  * loops are in loop.c, the default hooks in hooks.c. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,24 +33,28 @@ static void free_config_callbacks(const TrainerConfig *cfg)
     for (int i = 0; i < cfg->n_callbacks; i++) callback_free(cfg->callbacks[i]);
 }
 
-/* CTRAINER_LIMIT_BATCHES (pytorch-accelerated's PT_ACC_LIMIT_BATCHES): a
- * LimitBatches callback first in the list, unless the config already has
- * one (an explicit LimitBatches wins; a list holds one per type). */
-static CtStatus add_env_limit_batches(TrainerState *s, const TrainerConfig *cfg)
+/* CTRAINER_LIMIT_BATCHES (pytorch-accelerated's PT_ACC_LIMIT_BATCHES): caps
+ * train and eval batches per epoch, as trainer_limit_batches does. A
+ * LimitBatches callback sets its own cap at its events, so it wins. */
+static CtStatus limit_batches_from_env(Trainer *t)
 {
-    for (int i = 0; i < cfg->n_callbacks; i++)
-        if (cfg->callbacks[i] && cfg->callbacks[i]->vt && cfg->callbacks[i]->vt->type &&
-            strcmp(cfg->callbacks[i]->vt->type, "LimitBatches") == 0)
-            return CT_OK;
-    Callback *env = NULL;
-    CtStatus st = callback_limit_batches_from_env(&env);
-    if (st != CT_OK || !env) return st;
-    return callback_list_add(s->callbacks, env);
+    const char *v = getenv("CTRAINER_LIMIT_BATCHES");
+    if (!v || !*v || strcmp(v, "none") == 0) return CT_OK;
+    char *end = NULL;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || end == v || *end || n <= 0)
+        return ct_error(CT_ERR_INVALID,
+                        "CTRAINER_LIMIT_BATCHES=\"%s\": expected a positive integer or "
+                        "\"none\"",
+                        v);
+    trainer_limit_batches(t, n, n);
+    return CT_OK;
 }
 
 static CtStatus take_callbacks(TrainerState *s, const TrainerConfig *cfg)
 {
-    CtStatus st = add_env_limit_batches(s, cfg);
+    CtStatus st = CT_OK;
     for (int i = 0; i < cfg->n_callbacks; i++) {
         /* the list takes every entry, also after a failure, so none leaks */
         Callback *cb = cfg->callbacks[i];
@@ -64,7 +69,7 @@ static CtStatus take_callbacks(TrainerState *s, const TrainerConfig *cfg)
     return st;
 }
 
-CtStatus trainer_init(Trainer *t, const TrainerConfig *cfg)
+CtStatus trainer_init_exact(Trainer *t, const TrainerConfig *cfg)
 {
     if (!t) {
         free_config_callbacks(cfg);
@@ -91,6 +96,7 @@ CtStatus trainer_init(Trainer *t, const TrainerConfig *cfg)
         return CT_ERR_OOM;
     }
     st = take_callbacks(s, cfg);
+    if (st == CT_OK) st = limit_batches_from_env(t);
     if (st == CT_OK) {
         s->rt = cfg->runtime;
         if (!s->rt) {
@@ -124,21 +130,6 @@ void trainer_deinit(Trainer *t)
     if (s->own_rt) runtime_free(s->rt);
     free(s);
     t->state = NULL;
-}
-
-Trainer *trainer_create(const TrainerConfig *cfg)
-{
-    Trainer *t = malloc(sizeof *t);
-    if (!t) {
-        free_config_callbacks(cfg);
-        ct_error(CT_ERR_OOM, "trainer_create: out of memory");
-        return NULL;
-    }
-    if (trainer_init(t, cfg) != CT_OK) {
-        free(t);
-        return NULL;
-    }
-    return t;
 }
 
 void trainer_free(Trainer *t)

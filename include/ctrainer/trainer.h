@@ -79,7 +79,7 @@
 
 #include <stdarg.h>
 
-#include "ctrainer/callbacks.h"
+#include "ctrainer/callback.h"
 #include "ctrainer/data.h"
 #include "ctrainer/nn.h"
 #include "ctrainer/optim.h"
@@ -341,14 +341,18 @@ typedef struct TrainerConfig {
     Optimizer *optimizer;  /* required; borrowed */
     /* Callbacks in firing order; the trainer takes ownership of every
      * entry, also when creation fails. NULL entries are an error (keeping
-     * a constructor's error). Default (n 0): none; see the built-in
-     * callbacks for pytorch-accelerated's default list. With
-     * CTRAINER_LIMIT_BATCHES=N in the environment, trainer_init puts a
-     * LimitBatches(N) callback FIRST (callback_limit_batches_from_env),
-     * unless this list has a LimitBatches already; an invalid value is an
-     * error of trainer_init. */
+     * a constructor's error). Default (callbacks NULL, n_callbacks 0, as
+     * pytorch-accelerated's Trainer): the default list, callbacks_default
+     * with a progress bar (callbacks.h). A list given here replaces the
+     * default list; put callbacks_default(...) in it to keep those. Set
+     * no_callbacks for none at all (a silent run).
+     * With CTRAINER_LIMIT_BATCHES=N in the environment, trainer_init caps
+     * train and eval batches per epoch at N (trainer_limit_batches; a
+     * LimitBatches callback in the list sets its own cap, which wins); an
+     * invalid value is an error of trainer_init. */
     Callback *const *callbacks;
     int n_callbacks;
+    bool no_callbacks;
     /* Borrowed. NULL: the trainer creates a default runtime (CPU, seed 42,
      * ranks from the environment) and owns it. */
     Runtime *runtime;
@@ -376,8 +380,15 @@ struct Trainer {
  * on_init_end. Errors: NULL model or optimizer, neither loss nor loss_fn
  * (and calculate_*_batch_loss not overridden), NULL callback entries,
  * duplicate callback types, a failed runtime. On failure t holds nothing
- * (the callbacks given have been freed) and trainer_deinit is a no-op. */
+ * (the callbacks given have been freed) and trainer_deinit is a no-op.
+ * trainer_init and trainer_create are defined with the built-in callbacks
+ * (callbacks/), the layer that knows the default list: they resolve the
+ * config's callbacks (TrainerConfig.callbacks) and call trainer_init_exact. */
 CtStatus trainer_init(Trainer *t, const TrainerConfig *cfg);
+/* As trainer_init, with cfg's callbacks exactly as given: none when the
+ * config lists none (no default list). For code that builds trainers
+ * below the built-in callbacks; users call trainer_init. */
+CtStatus trainer_init_exact(Trainer *t, const TrainerConfig *cfg);
 /* Frees what t owns (callbacks, run history, scheduler, loaders, its own
  * runtime); not t itself nor anything borrowed. No-op on a zeroed or
  * already deinitialised trainer. */

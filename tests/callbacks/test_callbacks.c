@@ -57,7 +57,8 @@ static void fx_trainer(Fx *f, int n, Callback **cbs)
                                            .loss = f->loss,
                                            .optimizer = f->opt,
                                            .callbacks = cbs,
-                                           .n_callbacks = n});
+                                           .n_callbacks = n,
+                                           .no_callbacks = n == 0});
     ck_assert_msg(f->t != NULL, "%s", ct_last_error());
 }
 
@@ -589,29 +590,40 @@ START_TEST(test_limit_batches)
     ck_assert_int_eq(r->eval_steps, 6);
     fx_free(&f);
 
-    /* from the environment */
+    /* from the environment, through the trainer */
     setenv("CTRAINER_LIMIT_BATCHES", "2", 1);
-    Callback *env = NULL;
-    ck_assert_int_eq(callback_limit_batches_from_env(&env), CT_OK);
-    ck_assert_ptr_nonnull(env);
     fx_init(&f);
     r = recorder(NULL, 0);
-    fx_trainer(&f, 2, (Callback *[]){env, &r->base});
+    fx_trainer(&f, 1, (Callback *[]){&r->base});
     ck_assert_int_eq(fx_train(&f, 1, true), CT_OK);
     ck_assert_int_eq(r->train_steps, 2);
     ck_assert_int_eq(r->eval_steps, 2);
     fx_free(&f);
 
+    /* an explicit LimitBatches wins over the environment */
+    fx_init(&f);
+    r = recorder(NULL, 0);
+    fx_trainer(&f, 2, (Callback *[]){callback_limit_batches_create(3), &r->base});
+    ck_assert_int_eq(fx_train(&f, 1, true), CT_OK);
+    ck_assert_int_eq(r->train_steps, 3);
+    fx_free(&f);
+
     setenv("CTRAINER_LIMIT_BATCHES", "none", 1);
-    ck_assert_int_eq(callback_limit_batches_from_env(&env), CT_OK);
-    ck_assert_ptr_null(env);
+    fx_init(&f);
+    r = recorder(NULL, 0);
+    fx_trainer(&f, 1, (Callback *[]){&r->base});
+    ck_assert_int_eq(fx_train(&f, 1, true), CT_OK);
+    ck_assert_int_eq(r->train_steps, 8);
+    fx_free(&f);
+
     setenv("CTRAINER_LIMIT_BATCHES", "2x", 1);
-    tu_assert_error(callback_limit_batches_from_env(&env),
-                    "CTRAINER_LIMIT_BATCHES=\"2x\"");
-    ck_assert_ptr_null(env);
+    fx_init(&f);
+    f.t = trainer_create(&(TrainerConfig){
+        .model = f.model, .loss = f.loss, .optimizer = f.opt, .no_callbacks = true});
+    ck_assert_ptr_null(f.t);
+    tu_assert_error(ct_last_status(), "CTRAINER_LIMIT_BATCHES=\"2x\"");
+    fx_free(&f);
     unsetenv("CTRAINER_LIMIT_BATCHES");
-    ck_assert_int_eq(callback_limit_batches_from_env(&env), CT_OK);
-    ck_assert_ptr_null(env);
     ck_assert_ptr_null(callback_limit_batches_create(0));
 }
 END_TEST
@@ -797,6 +809,30 @@ START_TEST(test_defaults_and_move)
     for (int i = 0; i < 4; i++) callback_free(cbs[i]);
     ck_assert_int_eq(callbacks_default(cbs, 3, false), -1);
     tu_assert_error(ct_last_status(), "room for 4");
+
+    /* a config without callbacks gets the default list (with a progress
+     * bar); no_callbacks gets none; a given list replaces the defaults */
+    Fx d;
+    fx_init(&d);
+    TrainerConfig cfg = {.model = d.model, .loss = d.loss, .optimizer = d.opt};
+    d.t = trainer_create(&cfg);
+    ck_assert_ptr_nonnull(d.t);
+    CallbackList *l = trainer_callbacks(d.t);
+    ck_assert_int_eq(callback_list_count(l), 5);
+    for (int i = 0; i < 5; i++)
+        ck_assert_str_eq(callback_type(callback_list_at(l, i)), types[i]);
+    trainer_free(d.t);
+    cfg.no_callbacks = true;
+    d.t = trainer_create(&cfg);
+    ck_assert_int_eq(callback_list_count(trainer_callbacks(d.t)), 0);
+    trainer_free(d.t);
+    cfg.no_callbacks = false;
+    cfg.callbacks = (Callback *[]){callback_terminate_on_nan_create()};
+    cfg.n_callbacks = 1;
+    d.t = trainer_create(&cfg);
+    ck_assert_int_eq(callback_list_count(trainer_callbacks(d.t)), 1);
+    d.t = (trainer_free(d.t), NULL);
+    fx_free(&d);
 
     /* registered objects follow the trainer's device (the CPU here) */
     Fx f;

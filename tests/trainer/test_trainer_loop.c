@@ -749,8 +749,8 @@ START_TEST(loss_fn_and_accessors)
     CtGenerator g = ct_generator(7, 0);
     Module *m = nn_linear(2, 1, true, &g);
     Optimizer *o = optim_sgd_create(m, &(SgdArgs){.lr = 0.0});
-    Trainer *t = trainer_create(
-        &(TrainerConfig){.model = m, .loss_fn = l1_loss_fn, .optimizer = o});
+    Trainer *t = trainer_create(&(TrainerConfig){
+        .model = m, .loss_fn = l1_loss_fn, .optimizer = o, .no_callbacks = true});
     ck_assert_ptr_nonnull(t);
     ck_assert_ptr_null(trainer_run_config(t));
     ck_assert_int_eq(trainer_device(t).type, CT_DEVICE_CPU);
@@ -796,8 +796,9 @@ START_TEST(loss_fn_and_accessors)
 }
 END_TEST
 
-/* CTRAINER_LIMIT_BATCHES: trainer_init puts LimitBatches first; an explicit
- * LimitBatches in the config wins; a bad value fails trainer_init. */
+/* CTRAINER_LIMIT_BATCHES: trainer_init caps the batches itself (no callback
+ * is added); an explicit LimitBatches in the config wins; a bad value fails
+ * trainer_init. */
 START_TEST(limit_batches_from_env)
 {
     TU_MEM_BEGIN;
@@ -806,9 +807,8 @@ START_TEST(limit_batches_from_env)
     fixture_init(&f, 0.1, false);
     Trainer *t = &f.rt.base;
     CallbackList *l = trainer_callbacks(t);
-    ck_assert_int_eq(callback_list_count(l), 2);
-    ck_assert_str_eq(callback_type(callback_list_at(l, 0)), "LimitBatches");
-    ck_assert_str_eq(callback_type(callback_list_at(l, 1)), "Recorder");
+    ck_assert_int_eq(callback_list_count(l), 1);
+    ck_assert_str_eq(callback_type(callback_list_at(l, 0)), "Recorder");
     Dataset *train = regression_dataset(10), *eval = regression_dataset(6);
     f.rt.record = true;
     ck_assert_int_eq(trainer_train(t, &(TrainArgs){.train_dataset = train,
@@ -859,9 +859,10 @@ START_TEST(limit_batches_from_env)
                                         .n_callbacks = 1}));
     tu_assert_error(CT_ERR_INVALID, "CTRAINER_LIMIT_BATCHES=\"two\"");
 
-    /* unset or "none": no callback added, all 5 batches */
+    /* "none": all 5 batches */
     setenv("CTRAINER_LIMIT_BATCHES", "none", 1);
-    t2 = trainer_create(&(TrainerConfig){.model = m, .loss = loss, .optimizer = o});
+    t2 = trainer_create(
+        &(TrainerConfig){.model = m, .loss = loss, .optimizer = o, .no_callbacks = true});
     ck_assert_ptr_nonnull(t2);
     ck_assert_int_eq(callback_list_count(trainer_callbacks(t2)), 0);
     ck_assert_int_eq(trainer_train(t2, &(TrainArgs){.train_dataset = train,

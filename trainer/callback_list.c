@@ -1,8 +1,8 @@
-/* Callback lists and event dispatch (callbacks.h). */
+/* Callback lists and event dispatch (callback.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctrainer/callbacks.h"
+#include "ctrainer/callback.h"
 #include "ctrainer/trainer.h"
 
 struct CallbackList {
