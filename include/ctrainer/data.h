@@ -304,12 +304,13 @@ typedef struct DataLoaderArgs {
     /* Sharding across processes (the trainer sets these from its runtime):
      * with shard_world_size > 1 the loader's order (sequential, shuffled or
      * `sampler`) is wrapped in data_sampler_distributed_create(order,
-     * shard_rank, shard_world_size, false), so every process loads its own
-     * rank::world share of each epoch, padded by wrapping around to the same
-     * number of samples (and batches) on every process. shard_world_size 0
-     * or 1: no sharding (shard_rank must then be 0). For PyTorch's
-     * drop_last=True sharding, pass your own distributed sampler as
-     * `sampler` instead. */
+     * shard_rank, shard_world_size, false) (a `sampler` stays borrowed),
+     * so every process loads its own rank::world share of each epoch,
+     * padded by wrapping around to the same number of samples (and
+     * batches) on every process. shard_world_size 0 or 1: no sharding
+     * (shard_rank must then be 0). For PyTorch's drop_last=True sharding,
+     * pass your own distributed sampler as `sampler` instead. Errors:
+     * shard_world_size < 0, shard_rank outside [0, shard_world_size). */
     int shard_rank;
     int shard_world_size;
 } DataLoaderArgs;
