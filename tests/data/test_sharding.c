@@ -339,6 +339,25 @@ START_TEST(test_loader_user_sampler_sharded)
     data_loader_free(dl); /* the user's sampler is borrowed: still ours */
     ck_assert_int_eq(data_sampler_len(user), 5);
     data_sampler_free(user);
+
+    /* torch's drop_last=True through a sampler: 5 over 3 ranks keeps 3
+     * positions, one per rank; with 2 over 3 every shard is empty */
+    Sampler *dist =
+        data_sampler_distributed_create(data_sampler_sequential_create(5), 2, 3, true);
+    dl = data_loader_create(ds, &(DataLoaderArgs){.batch_size = 2, .sampler = dist});
+    ck_assert_int_eq(data_loader_len(dl), 1);
+    ck_assert_int_eq(run_epoch(dl, idx, sizes, pad, &nb), 1);
+    ck_assert_int_eq(idx[0], 2);
+    ck_assert_int_eq(pad[0], 0);
+    data_loader_free(dl);
+    data_sampler_free(dist);
+    dist = data_sampler_distributed_create(data_sampler_sequential_create(2), 0, 3, true);
+    dl = data_loader_create(ds, &(DataLoaderArgs){.batch_size = 2, .sampler = dist});
+    ck_assert_int_eq(data_loader_len(dl), 0);
+    ck_assert_int_eq(run_epoch(dl, idx, sizes, pad, &nb), 0);
+    ck_assert_int_eq(nb, 0);
+    data_loader_free(dl);
+    data_sampler_free(dist);
     data_dataset_free(ds);
     TU_MEM_END;
 }
