@@ -48,4 +48,9 @@ static inline bool data_apply(DataTransform tr, Tensor **t, const DataCtx *ctx)
 CtStatus data_collate_into(const DataSample *samples, int64_t n, DataBatch *out,
                            bool pinned);
 
+/* data_sampler_distributed_create that frees base with the result only when
+ * `own` (the loader wraps a borrowed DataLoaderArgs.sampler). */
+Sampler *data_sampler_distributed_wrap(Sampler *base, bool own, int rank, int world_size,
+                                       bool drop_last);
+
 #endif

@@ -26,9 +26,10 @@ typedef struct Slot {
 struct DataLoader {
     const Dataset *ds;
     DataLoaderArgs a;
-    Sampler *own_sampler; /* the default sequential/random sampler */
+    Sampler *own_sampler; /* the default or distributed sampler */
     const Sampler *sampler;
     int64_t n_samples, n_batches;
+    int64_t n_real; /* positions of the order below it are real samples */
     int64_t *order; /* this epoch's indices; written only while no worker runs */
 
     /* the caller's side */
@@ -36,7 +37,8 @@ struct DataLoader {
     bool started;
     CtStatus status;
     char errmsg[MSG_LEN];
-    DataBatch cur; /* handed out by the last data_loader_next */
+    DataBatch cur;       /* handed out by the last data_loader_next */
+    int64_t cur_padding; /* its wrap-around duplicates */
 
     /* workers; everything below is guarded by mu */
     int nw, q;
@@ -215,6 +217,14 @@ static Slot take(DataLoader *dl)
     return res;
 }
 
+/* Positions [k * batch_size, + size) of the order at or past n_real. */
+static int64_t batch_padding(const DataLoader *dl, int64_t k, int64_t size)
+{
+    int64_t lo = k * dl->a.batch_size, hi = lo + size;
+    if (lo < dl->n_real) lo = dl->n_real;
+    return hi > lo ? hi - lo : 0;
+}
+
 bool data_loader_next(DataLoader *dl, DataBatch *out)
 {
     if (out) memset(out, 0, sizeof *out);
@@ -223,6 +233,7 @@ bool data_loader_next(DataLoader *dl, DataBatch *out)
         return false;
     }
     batch_release(&dl->cur);
+    dl->cur_padding = 0;
     if (dl->status != CT_OK) {
         ct_error(dl->status, "%s", dl->errmsg);
         return false;
@@ -250,6 +261,7 @@ bool data_loader_next(DataLoader *dl, DataBatch *out)
     dl->next++;
     if (res.st != CT_OK) return fail(dl, res.st, res.msg);
     dl->cur = res.b;
+    dl->cur_padding = batch_padding(dl, res.b.index, res.b.size);
     *out = res.b;
     return true;
 }
@@ -268,6 +280,15 @@ int64_t data_loader_len(const DataLoader *dl)
     return dl->n_batches;
 }
 
+int64_t data_loader_batch_padding(const DataLoader *dl)
+{
+    if (!dl) {
+        ct_error(CT_ERR_NULL, "data_loader_batch_padding: NULL loader");
+        return -1;
+    }
+    return dl->cur_padding;
+}
+
 int64_t data_loader_epoch(const DataLoader *dl)
 {
     return dl ? dl->epoch : -1;
@@ -278,6 +299,7 @@ static void restart(DataLoader *dl)
 {
     stop_epoch(dl);
     batch_release(&dl->cur);
+    dl->cur_padding = 0;
     dl->status = CT_OK;
     dl->errmsg[0] = 0;
 }
@@ -324,6 +346,15 @@ static CtStatus check_args(const Dataset *ds, const DataLoaderArgs *a)
     if (a->sampler && a->shuffle)
         return ct_error(CT_ERR_INVALID,
                         "data loader: a sampler and shuffle are mutually exclusive");
+    if (a->shard_world_size < 0)
+        return ct_error(CT_ERR_INVALID, "data loader: negative shard_world_size %d",
+                        a->shard_world_size);
+    int world = a->shard_world_size > 1 ? a->shard_world_size : 1;
+    if (a->shard_rank < 0 || a->shard_rank >= world)
+        return ct_error(
+            CT_ERR_INVALID,
+            "data loader: shard_rank %d outside [0, %d) (shard_world_size %d)",
+            a->shard_rank, world, a->shard_world_size);
     int64_t n = data_dataset_len(ds);
     if (n < 0) return ct_last_status();
     if (n == 0)
@@ -349,6 +380,26 @@ static CtStatus start_workers(DataLoader *dl)
     return ct_error(CT_ERR_STATE, "data loader: cannot start worker thread %d", nstarted);
 }
 
+/* The epoch's order: args->sampler, or a sequential or random one, wrapped
+ * in this process's shard when sharded. */
+static CtStatus make_sampler(DataLoader *dl, const Dataset *ds, const DataLoaderArgs *a)
+{
+    Sampler *s = a->sampler;
+    if (!s) {
+        int64_t n = data_dataset_len(ds);
+        s = dl->own_sampler = a->shuffle ? data_sampler_random_create(n, a->seed)
+                                         : data_sampler_sequential_create(n);
+        if (!s) return ct_last_status();
+    }
+    if (a->shard_world_size > 1) {
+        s = dl->own_sampler = data_sampler_distributed_wrap(
+            s, s != a->sampler, a->shard_rank, a->shard_world_size, false);
+        if (!s) return ct_last_status();
+    }
+    dl->sampler = s;
+    return CT_OK;
+}
+
 DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
 {
     if (check_args(ds, args) != CT_OK) return NULL;
@@ -359,20 +410,14 @@ DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
     }
     dl->ds = ds;
     dl->a = *args;
-    int64_t n = data_dataset_len(ds);
-    if (args->sampler)
-        dl->sampler = args->sampler;
-    else
-        dl->sampler = dl->own_sampler = args->shuffle
-                                            ? data_sampler_random_create(n, args->seed)
-                                            : data_sampler_sequential_create(n);
     pthread_mutex_init(&dl->mu, NULL);
     pthread_cond_init(&dl->work, NULL);
     pthread_cond_init(&dl->ready, NULL);
     pthread_cond_init(&dl->idle, NULL);
-    CtStatus st = dl->sampler ? CT_OK : ct_last_status();
+    CtStatus st = make_sampler(dl, ds, args);
     if (st == CT_OK) {
         dl->n_samples = data_sampler_len(dl->sampler);
+        dl->n_real = data_sampler_num_real(dl->sampler);
         dl->n_batches = args->drop_last
                             ? dl->n_samples / args->batch_size
                             : (dl->n_samples + args->batch_size - 1) / args->batch_size;

@@ -33,8 +33,8 @@ static void basic_free(Sampler *s)
     free(s);
 }
 
-static const SamplerVtable seq_vt = {"sequential", basic_len, seq_fill, basic_free};
-static const SamplerVtable rand_vt = {"random", basic_len, rand_fill, basic_free};
+static const SamplerVtable seq_vt = {"sequential", basic_len, seq_fill, basic_free, NULL};
+static const SamplerVtable rand_vt = {"random", basic_len, rand_fill, basic_free, NULL};
 
 static Sampler *basic_create(const SamplerVtable *vt, int64_t n, uint64_t seed)
 {
@@ -82,4 +82,13 @@ CtStatus data_sampler_fill(const Sampler *s, int64_t epoch, int64_t *out)
 void data_sampler_free(Sampler *s)
 {
     if (s && s->vt && s->vt->free) s->vt->free(s);
+}
+
+int64_t data_sampler_num_real(const Sampler *s)
+{
+    if (!s || !s->vt) {
+        ct_error(CT_ERR_NULL, "data_sampler_num_real: NULL sampler");
+        return -1;
+    }
+    return s->vt->num_real ? s->vt->num_real(s) : s->vt->len(s);
 }

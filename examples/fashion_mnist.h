@@ -128,7 +128,9 @@ static inline CtStatus collate_normalized(const DataSample *s, int64_t n, DataBa
 /* ------------------------------------------- test-accuracy callback
  *
  * Accuracy (the metrics layer's) over the model outputs of every eval step
- * of the last evaluation run (trainer_evaluate). Read it with
+ * of the last evaluation run (trainer_evaluate), gathered from every
+ * process without the sharded loader's duplicates (trainer_gather_for_metrics),
+ * so each process holds the accuracy over the whole test set. Read it with
  * test_accuracy_value after the run. */
 
 typedef struct TestAccuracy {
@@ -147,9 +149,10 @@ static inline CtStatus ta_start(Callback *cb, Trainer *t)
 static inline CtStatus ta_step_end(Callback *cb, Trainer *t, const DataBatch *b,
                                    const TrainerBatchOutput *out, int64_t step)
 {
-    (void)t;
     (void)step;
-    return metric_update(((TestAccuracy *)cb)->acc, out->model_outputs, b->t[1]);
+    return metric_update(((TestAccuracy *)cb)->acc,
+                         trainer_gather_for_metrics(t, out->model_outputs),
+                         trainer_gather_for_metrics(t, b->t[1]));
 }
 
 static inline CtStatus ta_end(Callback *cb, Trainer *t)

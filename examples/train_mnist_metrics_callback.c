@@ -3,6 +3,7 @@
  * examples/core/train_with_metrics_in_callback.py). The Trainer is the
  * default one; ClassificationMetrics
  *   on_eval_step_end   updates its metrics with the step's outputs and labels
+ *                      of every process (trainer_gather_for_metrics)
  *   on_eval_epoch_end  records them in the run history and resets them
  * It is placed BEFORE the default callbacks, so LogMetrics (which fires
  * after it on on_eval_epoch_end) prints its values.
@@ -20,10 +21,12 @@ typedef struct ClassificationMetrics {
 static CtStatus cm_eval_step_end(Callback *cb, Trainer *t, const DataBatch *batch,
                                  const TrainerBatchOutput *out, int64_t step)
 {
-    (void)t;
     (void)step;
+    /* every process counts every sample once: the gathered rows of all
+     * processes, without the loader's wrap-around duplicates */
     return metric_collection_update(((ClassificationMetrics *)cb)->metrics,
-                                    out->model_outputs, batch->t[1]);
+                                    trainer_gather_for_metrics(t, out->model_outputs),
+                                    trainer_gather_for_metrics(t, batch->t[1]));
 }
 
 static CtStatus cm_eval_epoch_end(Callback *cb, Trainer *t, bool is_intermediate)

@@ -7,6 +7,7 @@
  *   eval_epoch_start           default, then reset the metrics
  *   calculate_eval_batch_loss  default (forward + loss), then update the
  *                              metrics with the batch's outputs and labels
+ *                              of every process (trainer_gather_for_metrics)
  *   eval_epoch_end             compute the metrics into the run history,
  *                              then default
  * Hooks run before the callback events of the same name, so LogMetrics
@@ -34,8 +35,11 @@ static CtStatus mt_calculate_eval_batch_loss(Trainer *t, const DataBatch *batch,
 {
     CtStatus st = trainer_default_calculate_eval_batch_loss(t, batch, out);
     if (st != CT_OK) return st;
-    return metric_collection_update(((MetricsTrainer *)t)->metrics, out->model_outputs,
-                                    batch->t[1]);
+    /* every process counts every sample once: the gathered rows of all
+     * processes, without the loader's wrap-around duplicates */
+    return metric_collection_update(((MetricsTrainer *)t)->metrics,
+                                    trainer_gather_for_metrics(t, out->model_outputs),
+                                    trainer_gather_for_metrics(t, batch->t[1]));
 }
 
 static CtStatus mt_eval_epoch_end(Trainer *t)

@@ -17,6 +17,8 @@ static DataLoaderArgs default_dl_args(Trainer *t, int64_t batch_size, bool shuff
         .collate = s->collate,
         .collate_user = s->collate_user,
         .device = runtime_device(s->rt),
+        .shard_rank = runtime_rank(s->rt),
+        .shard_world_size = runtime_world_size(s->rt),
     };
 }
 

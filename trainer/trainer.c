@@ -311,3 +311,10 @@ Tensor *trainer_gather_padded(Trainer *t, Tensor *x, double pad_value)
 {
     return runtime_gather_padded(t->state->rt, x, pad_value);
 }
+
+Tensor *trainer_gather_for_metrics(Trainer *t, Tensor *x)
+{
+    TrainerState *s = t->state;
+    DataLoader *dl = s->in_eval ? s->eval_dl : s->train_dl;
+    return runtime_gather_for_metrics(s->rt, x, dl ? data_loader_batch_padding(dl) : 0);
+}

@@ -198,7 +198,7 @@ int64_t data_csv_num_features(const Dataset *d);
  * A sampler gives the order in which a loader visits dataset indices, one
  * epoch at a time. The order must be a function of the epoch alone (not of
  * earlier calls), so any epoch can be produced again on resume and every
- * worker and rank sees the same order. Users (and the runtime's sharded
+ * worker and rank sees the same order. Users (and the distributed
  * sampler) implement the vtable on a struct that embeds Sampler first. */
 typedef struct Sampler Sampler;
 
@@ -210,6 +210,10 @@ typedef struct SamplerVtable {
     CtStatus (*fill)(const Sampler *s, int64_t epoch, int64_t *out);
     /* Releases what the subtype owns, then the struct. */
     void (*free)(Sampler *s);
+    /* Optional: how many leading positions of the order are real samples;
+     * the rest repeat earlier ones (a distributed sampler's wrap-around
+     * padding). NULL: all len positions are real. */
+    int64_t (*num_real)(const Sampler *s);
 } SamplerVtable;
 
 struct Sampler {
@@ -225,6 +229,28 @@ Sampler *data_sampler_random_create(int64_t n, uint64_t seed);
 int64_t data_sampler_len(const Sampler *s);
 CtStatus data_sampler_fill(const Sampler *s, int64_t epoch, int64_t *out);
 void data_sampler_free(Sampler *s);
+/* Positions [0, num_real) of s's order are real samples; positions from
+ * num_real to len are wrap-around duplicates. len for samplers without
+ * padding (a NULL num_real slot). -1 with an error for a NULL sampler. */
+int64_t data_sampler_num_real(const Sampler *s);
+
+/* Shards base's order for process `rank` of `world_size` by PyTorch's
+ * DistributedSampler rule. Each epoch, base's order o[0..n) (n = len(base);
+ * it must be the same on every process, e.g. sequential, or shuffled by
+ * (seed, epoch)) is
+ *  - without drop_last: padded by wrapping around to total = ceil(n / W) * W
+ *    positions, position p holding o[p % n] (the order repeats from its
+ *    start, several times when n < W);
+ *  - with drop_last: cut to total = floor(n / W) * W positions;
+ * and the shard is positions rank, rank + W, rank + 2W, ... of it: total / W
+ * indices, the same number on every process. The shard's order is real
+ * samples first: data_sampler_num_real is the count of its positions below
+ * n, so the wrap-around duplicates (at most one per process) are its last
+ * entries. len(base) is read at every fill, so it must not change.
+ * Takes ownership of base, also on failure (base NULL fails, keeping the
+ * first error). Errors: world_size < 1, rank outside [0, world_size). */
+Sampler *data_sampler_distributed_create(Sampler *base, int rank, int world_size,
+                                         bool drop_last);
 
 /* ---------------------------------------------------------- data loader */
 
@@ -275,6 +301,18 @@ typedef struct DataLoaderArgs {
      * has one stream per device), between kernels, not concurrently with
      * them. Without a CUDA device the batch stays in ordinary memory. */
     CtDevice device;
+    /* Sharding across processes (the trainer sets these from its runtime):
+     * with shard_world_size > 1 the loader's order (sequential, shuffled or
+     * `sampler`) is wrapped in data_sampler_distributed_create(order,
+     * shard_rank, shard_world_size, false) (a `sampler` stays borrowed),
+     * so every process loads its own rank::world share of each epoch,
+     * padded by wrapping around to the same number of samples (and
+     * batches) on every process. shard_world_size 0 or 1: no sharding
+     * (shard_rank must then be 0). For PyTorch's drop_last=True sharding,
+     * pass your own distributed sampler as `sampler` instead. Errors:
+     * shard_world_size < 0, shard_rank outside [0, shard_world_size). */
+    int shard_rank;
+    int shard_world_size;
 } DataLoaderArgs;
 
 typedef struct DataLoader DataLoader;
@@ -304,7 +342,8 @@ void data_loader_free(DataLoader *dl);
 bool data_loader_next(DataLoader *dl, DataBatch *out);
 /* CT_OK, or the error that ended the last data_loader_next. */
 CtStatus data_loader_status(const DataLoader *dl);
-/* Batches per epoch: ceil(n / batch_size), or floor with drop_last. */
+/* Batches per epoch: ceil(n / batch_size), or floor with drop_last, n
+ * being the samples of this process's shard when sharded. */
 int64_t data_loader_len(const DataLoader *dl);
 /* Restarts iteration at the start of `epoch` (>= 0): the shuffle order and
  * the DataCtx of every sample follow it. Discards prefetched batches. */
@@ -313,6 +352,14 @@ int64_t data_loader_epoch(const DataLoader *dl);
 /* Restarts the current epoch at batch n (0 <= n <= len) without loading
  * batches 0..n-1: how a resumed run continues mid-epoch. */
 CtStatus data_loader_skip(DataLoader *dl, int64_t n);
+/* Rows at the END of the batch most recently returned by data_loader_next
+ * that are wrap-around duplicates of a sharded (or padded) order, to be
+ * dropped before counting metrics (see runtime_gather_for_metrics). 0
+ * without padding, and 0 while no batch is held (before the first batch,
+ * at the end of an epoch, after set_epoch or skip: the count follows the
+ * batch's position in the epoch, so a resumed epoch counts right). -1 with
+ * an error for a NULL loader. */
+int64_t data_loader_batch_padding(const DataLoader *dl);
 
 /* ========== images and transforms: owned by the image work ========== */
 

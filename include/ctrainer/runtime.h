@@ -120,6 +120,15 @@ Tensor *runtime_gather(Runtime *rt, Tensor *t);
  * process's true size is gathered first), so real rows that happen to equal
  * pad_value are kept. The result has sum-of-sizes rows. */
 Tensor *runtime_gather_padded(Runtime *rt, Tensor *t, double pad_value);
+/* accelerate's gather_for_metrics: drops the last num_padding_rows rows of
+ * t (the wrap-around duplicates a sharded loader added to even out the
+ * processes: data_loader_batch_padding of the loader t's batch came from),
+ * then runtime_gather_padded, so metrics counted over the gathered rows of
+ * an epoch count every sample exactly once. Call it per batch. The result
+ * is detached, owned like runtime_gather's; it has 0 rows when every
+ * process dropped all of its rows. Errors: a 0-d t, num_padding_rows
+ * outside [0, rows of t]. */
+Tensor *runtime_gather_for_metrics(Runtime *rt, Tensor *t, int64_t num_padding_rows);
 
 typedef enum RuntimeReduceOp {
     RUNTIME_REDUCE_SUM = 0,

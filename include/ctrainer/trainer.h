@@ -265,11 +265,15 @@ typedef struct TrainerHooks {
     DataLoader *(*create_train_dataloader)(Trainer *t, int64_t batch_size,
                                            const TrainerLoaderArgs *user);
     /* shuffle on, seed = the runtime's base seed, device = the runtime's,
-     * collate = TrainArgs.collate_fn, no workers. */
+     * collate = TrainArgs.collate_fn, no workers, sharded by the runtime
+     * (shard_rank / shard_world_size = runtime_rank / runtime_world_size:
+     * each process loads its rank::world share, padded by wrapping around;
+     * no change in a single-process run). */
     DataLoaderArgs (*get_default_train_dl_args)(Trainer *t, int64_t batch_size);
     DataLoader *(*create_eval_dataloader)(Trainer *t, int64_t batch_size,
                                           const TrainerLoaderArgs *user);
-    /* as the train defaults, shuffle off */
+    /* as the train defaults, shuffle off (sharded and padded the same way:
+     * count metrics through trainer_gather_for_metrics) */
     DataLoaderArgs (*get_default_eval_dl_args)(Trainer *t, int64_t batch_size);
     /* TrainArgs.create_scheduler_fn(t, optimizer, user); called once the run
      * config exists, so placeholders resolve. The trainer owns the result. */
@@ -534,6 +538,14 @@ void trainer_print(const Trainer *t, const char *fmt, ...)
 /* runtime_gather / runtime_gather_padded through the trainer's runtime. */
 Tensor *trainer_gather(Trainer *t, Tensor *x);
 Tensor *trainer_gather_padded(Trainer *t, Tensor *x, double pad_value);
+/* runtime_gather_for_metrics with the padding of the batch being iterated
+ * (data_loader_batch_padding of the eval loader during an eval epoch, of
+ * the train loader otherwise): x's last rows that are wrap-around duplicates
+ * of the sharded loader are dropped before the gather, so metrics updated
+ * with the results of every batch count each sample of the epoch exactly
+ * once, on every process. Call it per batch, on rows that follow the
+ * batch's samples (model outputs, targets). */
+Tensor *trainer_gather_for_metrics(Trainer *t, Tensor *x);
 
 #ifdef __cplusplus
 }

@@ -264,7 +264,7 @@ static CtStatus even_fill(const Sampler *s, int64_t epoch, int64_t *out)
     for (int64_t i = 0; i < m; i++) out[i] = 2 * (m - 1 - i);
     return CT_OK;
 }
-static const SamplerVtable even_vt = {"even", even_len, even_fill, NULL};
+static const SamplerVtable even_vt = {"even", even_len, even_fill, NULL, NULL};
 
 START_TEST(test_user_sampler_and_errors)
 {
