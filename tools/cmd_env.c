@@ -69,7 +69,7 @@ static void print_build(void)
     printf("- cuDNN: not used by this build\n");
     printf("- NCCL: not used by this build\n");
     printf("- MPI collectives: %s\n", CTRAINER_MPI_STATE);
-    printf("- BLAS: OpenBLAS %s (%d threads)\n", openblas_get_config(),
+    printf("- BLAS: %s (%d threads)\n", openblas_get_config(),
            openblas_get_num_threads());
     printf("- libcyaml: %s\n", cyaml_version_str);
 }
