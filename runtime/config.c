@@ -142,27 +142,53 @@ static CtStatus take_values(const char *path, const YamlIndex *ix, const ConfigF
     return CT_OK;
 }
 
-CtStatus runtime_config_load(const char *path, RuntimeSettings *out)
+CtStatus runtime_config_parse(const char *name, const char *text, size_t size,
+                              RuntimeSettings *out)
 {
-    if (!path || !out) return ct_error(CT_ERR_NULL, "runtime_config_load: NULL argument");
     runtime_settings_default(out);
     YamlIndex ix;
-    CtStatus st = yaml_index_build(path, &ix);
+    CtStatus st = yaml_index_build(name, text, size, &ix);
     if (st != CT_OK) return st;
     CyamlLog log = {.line = 0};
     cyaml_config_t cfg = cyaml_config(&log);
     ConfigFile *f = NULL;
-    cyaml_err_t e =
-        cyaml_load_file(path, &cfg, &config_schema, (cyaml_data_t **)&f, NULL);
+    cyaml_err_t e = cyaml_load_data((const uint8_t *)text, size, &cfg, &config_schema,
+                                    (cyaml_data_t **)&f, NULL);
     if (e != CYAML_OK) {
         if (!log.message[0])
             snprintf(log.message, sizeof log.message, "%s", cyaml_strerror(e));
-        st = cyaml_failure(path, &ix, &log);
+        st = cyaml_failure(name, &ix, &log);
     } else if (f) {
-        st = take_values(path, &ix, f, out);
+        st = take_values(name, &ix, f, out);
     }
     cyaml_free(&cfg, &config_schema, f, 0);
     yaml_index_free(&ix);
+    return st;
+}
+
+/* A config file larger than this is not one. */
+#define CONFIG_MAX_BYTES (1 << 20)
+
+CtStatus runtime_config_load(const char *path, RuntimeSettings *out)
+{
+    if (!path || !out) return ct_error(CT_ERR_NULL, "runtime_config_load: NULL argument");
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return ct_error(CT_ERR_IO, "config file %s: %s", path, strerror(errno));
+    char *text = malloc(CONFIG_MAX_BYTES + 1);
+    size_t n = text ? fread(text, 1, CONFIG_MAX_BYTES + 1, fp) : 0;
+    bool failed = ferror(fp) != 0;
+    fclose(fp);
+    CtStatus st;
+    if (!text)
+        st = ct_error(CT_ERR_OOM, "config file %s: out of memory", path);
+    else if (failed)
+        st = ct_error(CT_ERR_IO, "config file %s: read error", path);
+    else if (n > CONFIG_MAX_BYTES)
+        st = ct_error(CT_ERR_FORMAT, "config file %s: larger than %d bytes", path,
+                      CONFIG_MAX_BYTES);
+    else
+        st = runtime_config_parse(path, text, n, out);
+    free(text);
     return st;
 }
 

@@ -27,6 +27,10 @@ extern const RuntimeOptionInfo runtime_options[RUNTIME_OPT_COUNT];
 /* "CTRAINER_NUM_PROCESSES" for num_processes, into buf (>= 64 bytes). */
 const char *runtime_option_env_name(RuntimeOption opt, char *buf);
 
+/* runtime_config_load on text in memory (size bytes; name for messages). */
+CtStatus runtime_config_parse(const char *name, const char *text, size_t size,
+                              RuntimeSettings *out);
+
 /* The settings RuntimeArgs gives (their "set" bits for the non-zero
  * fields), resolved against the environment: what runtime_create uses. */
 CtStatus runtime_args_resolve(const RuntimeArgs *args, RuntimeSettings *out);

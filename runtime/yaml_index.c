@@ -1,5 +1,4 @@
 /* The top-level keys of a YAML file and their lines, from libyaml's events. */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,20 +77,15 @@ static CtStatus walk(yaml_parser_t *p, const char *path, YamlIndex *ix)
     }
 }
 
-CtStatus yaml_index_build(const char *path, YamlIndex *ix)
+CtStatus yaml_index_build(const char *name, const char *text, size_t size, YamlIndex *ix)
 {
     *ix = (YamlIndex){0};
-    FILE *f = fopen(path, "rb");
-    if (!f) return ct_error(CT_ERR_IO, "config file %s: %s", path, strerror(errno));
     yaml_parser_t p;
-    if (!yaml_parser_initialize(&p)) {
-        fclose(f);
-        return ct_error(CT_ERR_OOM, "reading %s: out of memory", path);
-    }
-    yaml_parser_set_input_file(&p, f);
-    CtStatus st = walk(&p, path, ix);
+    if (!yaml_parser_initialize(&p))
+        return ct_error(CT_ERR_OOM, "reading %s: out of memory", name);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, size);
+    CtStatus st = walk(&p, name, ix);
     yaml_parser_delete(&p);
-    fclose(f);
     if (st != CT_OK) yaml_index_free(ix);
     return st;
 }

@@ -4,6 +4,8 @@
 #ifndef CTRAINER_YAML_INDEX_H
 #define CTRAINER_YAML_INDEX_H
 
+#include <stddef.h>
+
 #include "ctrainer/status.h"
 
 typedef struct YamlKey {
@@ -17,10 +19,10 @@ typedef struct YamlIndex {
     int n;
 } YamlIndex;
 
-/* Parses the file with libyaml. CT_ERR_IO when it cannot be opened;
- * CT_ERR_FORMAT "PATH:LINE: ..." for a YAML syntax error or a top level
- * that is not a mapping. Free with yaml_index_free. */
-CtStatus yaml_index_build(const char *path, YamlIndex *ix);
+/* Parses text (size bytes, the file `name`) with libyaml. CT_ERR_FORMAT
+ * "NAME:LINE: ..." for a YAML syntax error or a top level that is not a
+ * mapping. Free with yaml_index_free. */
+CtStatus yaml_index_build(const char *name, const char *text, size_t size, YamlIndex *ix);
 void yaml_index_free(YamlIndex *ix);
 /* Line of the n-th (0-based) occurrence of key, else of its last one, else
  * 1. */
