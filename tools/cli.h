@@ -25,7 +25,7 @@ const char *cli_value(int argc, char **argv, int *i);
  * the error and returns false on failure. */
 bool cli_config_path(const char *given, char *buf, size_t size, bool *exists);
 
-/* Prints "error: <last error>" to stderr and returns 1. */
-int cli_fail(const char *command);
+/* Prints "ctrainer: error: <last error>" to stderr and returns 1. */
+int cli_fail(void);
 
 #endif

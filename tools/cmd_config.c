@@ -135,9 +135,9 @@ int cli_config(int argc, char **argv)
     s.set = (1u << RUNTIME_OPT_COUNT) - 1;
     RuntimeSettings checked;
     if (runtime_settings_resolve(NULL, &s, NULL, NULL, &checked) != CT_OK)
-        return cli_fail("config");
+        return cli_fail();
     if (!make_parent_dirs(path)) return 1;
-    if (runtime_config_write(path, &s) != CT_OK) return cli_fail("config");
+    if (runtime_config_write(path, &s) != CT_OK) return cli_fail();
     printf("ctrainer config saved at %s\n", path);
     return 0;
 }

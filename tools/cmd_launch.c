@@ -106,21 +106,21 @@ int cli_launch(int argc, char **argv)
     bool exists = false;
     if (!cli_config_path(a.config_file, path, sizeof path, &exists)) return 1;
     RuntimeSettings file, s;
-    if (exists && runtime_config_load(path, &file) != CT_OK) return cli_fail("launch");
+    if (exists && runtime_config_load(path, &file) != CT_OK) return cli_fail();
     if (runtime_settings_resolve(NULL, &a.cli, (const char *const *)environ,
                                  exists ? &file : NULL, &s) != CT_OK)
-        return cli_fail("launch");
+        return cli_fail();
     RuntimeHost host;
-    if (runtime_host_probe(&host) != CT_OK) return cli_fail("launch");
+    if (runtime_host_probe(&host) != CT_OK) return cli_fail();
     RuntimeCommand cmd;
     if (runtime_launch_command(&s, &host, argv + a.program, argc - a.program, &cmd) !=
         CT_OK)
-        return cli_fail("launch");
+        return cli_fail();
     print_settings(path, exists, &s);
     char line[64];
     printf("%s\n", runtime_launch_line(s.num_processes, cmd.use_gpus, line, sizeof line));
     int code = 1;
     CtStatus st = runtime_command_run(&cmd, &code);
     runtime_command_free(&cmd);
-    return st == CT_OK ? code : cli_fail("launch");
+    return st == CT_OK ? code : cli_fail();
 }

@@ -38,7 +38,7 @@ const char *cli_value(int argc, char **argv, int *i)
     const char *eq = strchr(argv[*i], '=');
     if (eq) return eq + 1;
     if (*i + 1 < argc) return argv[++*i];
-    fprintf(stderr, "error: %s needs a value\n", argv[*i]);
+    fprintf(stderr, "ctrainer: error: %s needs a value\n", argv[*i]);
     return NULL;
 }
 
@@ -48,20 +48,20 @@ bool cli_config_path(const char *given, char *buf, size_t size, bool *exists)
     if (given) {
         snprintf(buf, size, "%s", given);
     } else if (runtime_config_default_path(buf, size) != CT_OK) {
-        fprintf(stderr, "error: %s\n", ct_last_error());
+        cli_fail();
         return false;
     }
     *exists = stat(buf, &st) == 0;
     if (given && !*exists) {
-        fprintf(stderr, "error: the config file %s does not exist\n", buf);
+        fprintf(stderr, "ctrainer: error: the config file %s does not exist\n", buf);
         return false;
     }
     return true;
 }
 
-int cli_fail(const char *command)
+int cli_fail(void)
 {
-    fprintf(stderr, "ctrainer %s: error: %s\n", command, ct_last_error());
+    fprintf(stderr, "ctrainer: error: %s\n", ct_last_error());
     return 1;
 }
 
