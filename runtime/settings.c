@@ -26,7 +26,7 @@ const RuntimeOptionInfo runtime_options[RUNTIME_OPT_COUNT] = {
                                      "a host name or address"},
     [RUNTIME_OPT_MAIN_PROCESS_PORT] = {"main_process_port", RUNTIME_KIND_INT, 1, 65535,
                                        "a port number in 1..65535"},
-    [RUNTIME_OPT_HOSTFILE] = {"hostfile", RUNTIME_KIND_PATH, 0, 0, "a file path"},
+    [RUNTIME_OPT_HOSTFILE] = {"hostfile", RUNTIME_KIND_WORD, 0, 0, "a file path"},
     [RUNTIME_OPT_MIXED_PRECISION] = {"mixed_precision", RUNTIME_KIND_ENUM, 0, 0,
                                      "one of no, bf16, fp16"},
     [RUNTIME_OPT_GRADIENT_ACCUMULATION_STEPS] = {"gradient_accumulation_steps",
@@ -156,13 +156,18 @@ static int *int_field(RuntimeSettings *s, RuntimeOption opt)
     }
 }
 
-static char *str_field(RuntimeSettings *s, RuntimeOption opt)
+/* The string field of opt and its size, or NULL. */
+static char *str_field(RuntimeSettings *s, RuntimeOption opt, size_t *size)
 {
     switch (opt) {
-    case RUNTIME_OPT_MAIN_PROCESS_IP: return s->main_process_ip;
-    case RUNTIME_OPT_HOSTFILE: return s->hostfile;
-    case RUNTIME_OPT_MIXED_PRECISION: return s->mixed_precision;
-    case RUNTIME_OPT_GPU_IDS: return s->gpu_ids;
+    case RUNTIME_OPT_MAIN_PROCESS_IP:
+        *size = sizeof s->main_process_ip;
+        return s->main_process_ip;
+    case RUNTIME_OPT_HOSTFILE: *size = sizeof s->hostfile; return s->hostfile;
+    case RUNTIME_OPT_MIXED_PRECISION:
+        *size = sizeof s->mixed_precision;
+        return s->mixed_precision;
+    case RUNTIME_OPT_GPU_IDS: *size = sizeof s->gpu_ids; return s->gpu_ids;
     default: return NULL;
     }
 }
@@ -192,11 +197,12 @@ static bool parse_value(RuntimeSettings *s, RuntimeOption opt, const char *v)
         if (!valid_gpu_ids(v) || strlen(v) > RUNTIME_SETTING_MAX) return false;
         break;
     case RUNTIME_KIND_WORD:
-    case RUNTIME_KIND_PATH:
         if (!valid_word(v)) return false;
         break;
     }
-    snprintf(str_field(s, opt), RUNTIME_SETTING_MAX + 1, "%s", v);
+    size_t size = 0;
+    char *dst = str_field(s, opt, &size);
+    snprintf(dst, size, "%s", v);
     return true;
 }
 
@@ -221,7 +227,8 @@ const char *runtime_settings_format(const RuntimeSettings *s, RuntimeOption opt,
     buf[0] = '\0';
     if ((unsigned)opt >= RUNTIME_OPT_COUNT) return buf;
     int *i = int_field(m, opt);
-    const char *str = str_field(m, opt);
+    size_t str_size;
+    const char *str = str_field(m, opt, &str_size);
     if (i)
         snprintf(buf, size, "%d", *i);
     else if (str)

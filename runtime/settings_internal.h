@@ -10,8 +10,7 @@ typedef enum RuntimeOptionKind {
     RUNTIME_KIND_U64,     /* uint64_t */
     RUNTIME_KIND_BOOL,    /* true/false, yes/no, on/off, 1/0 */
     RUNTIME_KIND_ENUM,    /* one of a fixed list of names */
-    RUNTIME_KIND_WORD,    /* non-empty, no white space */
-    RUNTIME_KIND_PATH,    /* as WORD */
+    RUNTIME_KIND_WORD,    /* non-empty, no white space (addresses, paths) */
     RUNTIME_KIND_GPU_IDS, /* "all" or "0,1,..." */
 } RuntimeOptionKind;
 
