@@ -13,10 +13,12 @@ pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)  # safetensors heade
 pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)       # image datasets
 pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
 find_package(ZLIB REQUIRED)                                  # gzip'd IDX files
+pkg_check_modules(CYAML REQUIRED IMPORTED_TARGET libcyaml)   # config files
+pkg_check_modules(YAML REQUIRED IMPORTED_TARGET yaml-0.1)    # config error lines
 
 add_library(ctrainer_deps INTERFACE)
 target_link_libraries(ctrainer_deps INTERFACE ${OPENBLAS_TARGET} PkgConfig::JANSSON
-  PkgConfig::PNG PkgConfig::JPEG ZLIB::ZLIB OpenMP::OpenMP_C
+  PkgConfig::PNG PkgConfig::JPEG ZLIB::ZLIB PkgConfig::CYAML PkgConfig::YAML OpenMP::OpenMP_C
   Threads::Threads m)
 set(CTRAINER_DEFINITIONS "")
 
@@ -38,6 +40,13 @@ if(CTRAINER_HAVE_SBGEMM)
   list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_SBGEMM)
 else()
   set(CTRAINER_HAVE_SBGEMM OFF)
+endif()
+
+# mpirun, which `ctrainer launch` and runtime_launch run: found on PATH at
+# run time, this one when PATH has none.
+find_program(CTRAINER_MPIEXEC NAMES mpirun mpiexec)
+if(CTRAINER_MPIEXEC)
+  list(APPEND CTRAINER_DEFINITIONS "CTRAINER_MPIEXEC=\"${CTRAINER_MPIEXEC}\"")
 endif()
 
 # MPI (multi-process training; used by the runtime layer).

@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime_internal.h"
+#include "settings_internal.h"
 
 /* Reads an integer environment variable; *out keeps `dflt` when unset. */
 static CtStatus env_int(const char *name, int dflt, int lo, int *out)
@@ -47,19 +49,31 @@ static CtStatus read_ranks(Runtime *rt)
 
 Runtime *runtime_create(const RuntimeArgs *args)
 {
-    RuntimeArgs a = args ? *args : (RuntimeArgs){0};
+    RuntimeSettings set;
+    if (runtime_args_resolve(args, &set) != CT_OK) return NULL;
+    bool use_cuda =
+        !set.use_cpu && set.source[RUNTIME_OPT_USE_CPU] != RUNTIME_SOURCE_DEFAULT;
+    if (!use_cuda && strcmp(set.mixed_precision, "fp16") == 0) {
+        ct_error(CT_ERR_UNSUPPORTED,
+                 "runtime_create: mixed_precision fp16 (%s) needs CUDA; "
+                 "use bf16 on the CPU",
+                 runtime_source_name(set.source[RUNTIME_OPT_MIXED_PRECISION]));
+        return NULL;
+    }
     Runtime *rt = calloc(1, sizeof *rt);
     if (!rt) {
         ct_error(CT_ERR_OOM, "runtime_create: out of memory");
         return NULL;
     }
-    rt->seed = a.seed ? a.seed : RUNTIME_DEFAULT_SEED;
+    rt->seed = set.seed;
+    snprintf(rt->mixed_precision, sizeof rt->mixed_precision, "%s", set.mixed_precision);
+    rt->gradient_accumulation_steps = set.gradient_accumulation_steps;
     rt->device = ct_cpu();
     if (read_ranks(rt) != CT_OK) {
         free(rt);
         return NULL;
     }
-    if (a.use_cuda) {
+    if (use_cuda) {
         int n = ct_cuda_device_count();
         if (n <= rt->local_rank) {
             ct_error(CT_ERR_DEVICE,
@@ -114,7 +128,11 @@ CtDevice runtime_device(const Runtime *rt)
 }
 const char *runtime_mixed_precision(const Runtime *rt)
 {
-    return "no";
+    return rt->mixed_precision;
+}
+int runtime_gradient_accumulation_steps(const Runtime *rt)
+{
+    return rt->gradient_accumulation_steps;
 }
 
 CtStatus runtime_prepare_model(Runtime *rt, Module *m)

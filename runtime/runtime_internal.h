@@ -8,6 +8,8 @@ struct Runtime {
     int rank, world_size, local_rank, local_world_size;
     CtDevice device;
     uint64_t seed;
+    char mixed_precision[8]; /* "no", "bf16" or "fp16" */
+    int gradient_accumulation_steps;
 };
 
 #endif

@@ -8,6 +8,10 @@ int ct_cuda_device_count(void)
 {
     return 0;
 }
+bool ct_cuda_initialized(void)
+{
+    return false;
+}
 #endif
 
 const char *ct_op_name(CtOp op)

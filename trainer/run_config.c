@@ -34,7 +34,9 @@ CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a)
         s->have_rc = true;
         return CT_OK;
     }
-    int64_t k = a->gradient_accumulation_steps > 0 ? a->gradient_accumulation_steps : 1;
+    int64_t k = a->gradient_accumulation_steps > 0
+                    ? a->gradient_accumulation_steps
+                    : runtime_gradient_accumulation_steps(s->rt);
     rc->train_per_device_batch_size = s->train_dl_args.batch_size;
     rc->gradient_accumulation_steps = k;
     rc->gradient_clip_value = a->gradient_clip_value;

@@ -36,13 +36,26 @@ typedef struct Runtime Runtime;
 /* The seed pytorch-accelerated uses for every run (set_seed(42)). */
 #define RUNTIME_DEFAULT_SEED 42u
 
+/* Explicit settings of a program. A zero field is "not given": the
+ * environment (CTRAINER_*, as `ctrainer launch` sets it, see "Settings"
+ * below) decides, then the default. A given field beats the environment. */
 typedef struct RuntimeArgs {
-    /* false (default): train on the CPU. true: train on CUDA device
-     * local_rank (one GPU per process); an error (CT_ERR_DEVICE) when no
-     * CUDA device is present or the CUDA backend is not built. */
+    /* true: train on CUDA device local_rank (one GPU per process); an error
+     * (CT_ERR_DEVICE) when no CUDA device is present or the CUDA backend is
+     * not built. Not given: CTRAINER_USE_CPU=false asks for CUDA, anything
+     * else trains on the CPU. */
     bool use_cuda;
-    /* Base seed of the run (0 -> RUNTIME_DEFAULT_SEED). See runtime_seed. */
+    /* Base seed of the run (0 -> CTRAINER_SEED, else RUNTIME_DEFAULT_SEED).
+     * See runtime_seed. */
     uint64_t seed;
+    /* true: train on the CPU even when CTRAINER_USE_CPU=false. use_cuda and
+     * use_cpu together are CT_ERR_INVALID. */
+    bool use_cpu;
+    /* "no", "bf16" or "fp16" (NULL -> CTRAINER_MIXED_PRECISION, else "no").
+     * fp16 on the CPU is CT_ERR_UNSUPPORTED. */
+    const char *mixed_precision;
+    /* >= 1 (0 -> CTRAINER_GRADIENT_ACCUMULATION_STEPS, else 1). */
+    int gradient_accumulation_steps;
 } RuntimeArgs;
 
 /* A runtime for this process. args NULL means defaults (CPU, seed 42).
@@ -50,7 +63,11 @@ typedef struct RuntimeArgs {
  * environment when they are set (as torchrun and `ctrainer launch` set
  * them): malformed values are CT_ERR_INVALID naming the variable, and a
  * world size above 1 is CT_ERR_UNSUPPORTED in this single-process build.
- * Returns NULL with the error recorded on failure. */
+ * The run settings come from args, then the CTRAINER_* environment, then
+ * the defaults (runtime_settings_resolve); a malformed CTRAINER_* value is
+ * CT_ERR_INVALID naming the variable. The config file is not read here:
+ * `ctrainer launch` reads it and passes its values through the
+ * environment. Returns NULL with the error recorded on failure. */
 Runtime *runtime_create(const RuntimeArgs *args);
 /* NULL is a no-op. */
 void runtime_free(Runtime *rt);
@@ -69,9 +86,12 @@ bool runtime_is_local_main_process(const Runtime *rt);
 bool runtime_is_distributed(const Runtime *rt);
 /* The device this process computes on (models and batches go there). */
 CtDevice runtime_device(const Runtime *rt);
-/* Mixed-precision mode of the run: "no" in this build (bf16/fp16 come with
- * the autocast work). */
+/* Mixed-precision mode of the run: "no", "bf16" or "fp16" (RuntimeArgs,
+ * else CTRAINER_MIXED_PRECISION, else "no"). */
 const char *runtime_mixed_precision(const Runtime *rt);
+/* Gradient accumulation steps of the run (RuntimeArgs, else
+ * CTRAINER_GRADIENT_ACCUMULATION_STEPS, else 1). */
+int runtime_gradient_accumulation_steps(const Runtime *rt);
 
 /* ------------------------------------------------------------ placement */
 
@@ -152,6 +172,222 @@ CtStatus runtime_reduce_f64(Runtime *rt, double *values, int n, RuntimeReduceOp 
 void runtime_print(const Runtime *rt, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void runtime_vprint(const Runtime *rt, const char *fmt, va_list ap);
+
+/* -------------------------------------------------------------- settings
+ *
+ * The settings of a run (accelerate's config schema where it fits), as a
+ * YAML config file, as `ctrainer launch` flags and as environment
+ * variables. Each comes from the first of these that gives it:
+ *
+ *     explicit API arguments > command-line flags > environment
+ *       > config file > defaults
+ *
+ * Config file (YAML, read with libcyaml), every key optional:
+ *
+ *     distributed_type: MULTI_CPU      # NO | MULTI_CPU | MULTI_GPU
+ *     num_processes: 4                 # total over all machines, >= 1
+ *     num_machines: 1                  # >= 1
+ *     machine_rank: 0                  # in [0, num_machines)
+ *     main_process_ip: 10.0.0.1        # rank 0's host (exported as MASTER_ADDR)
+ *     main_process_port: 29500         # 1..65535 (exported as MASTER_PORT)
+ *     hostfile: /home/me/hostfile      # an mpirun hostfile, for several machines
+ *     mixed_precision: bf16            # no | bf16 | fp16
+ *     gradient_accumulation_steps: 1   # >= 1
+ *     use_cpu: true                    # true/false (yes/no, on/off)
+ *     gpu_ids: all                     # all, or a comma list: 0,1
+ *     seed: 42                         # unsigned 64-bit
+ *
+ * Validation is strict: a syntax error, an unknown or repeated key, a
+ * value of the wrong type and a value out of range are CT_ERR_FORMAT with
+ * a message that starts with "FILE:LINE: ".
+ *
+ * Environment: each option is read from CTRAINER_<KEY in upper case>
+ * (CTRAINER_NUM_PROCESSES, CTRAINER_MIXED_PRECISION, ...), with the same
+ * value syntax as the flags. `ctrainer launch` and runtime_launch give every
+ * rank CTRAINER_MIXED_PRECISION, CTRAINER_GRADIENT_ACCUMULATION_STEPS,
+ * CTRAINER_USE_CPU and CTRAINER_SEED (which runtime_create reads),
+ * OMP_NUM_THREADS (cores of a machine / ranks on it, at least 1),
+ * MASTER_ADDR and MASTER_PORT, and CUDA_VISIBLE_DEVICES when gpu_ids is not
+ * "all". The config file is $CTRAINER_CONFIG_FILE, else
+ * ~/.cache/ctrainer/default_config.yaml. */
+
+typedef enum RuntimeDistributedType {
+    RUNTIME_DISTRIBUTED_NO = 0,
+    RUNTIME_DISTRIBUTED_MULTI_CPU,
+    RUNTIME_DISTRIBUTED_MULTI_GPU,
+} RuntimeDistributedType;
+
+/* The options, in the order of the file's keys. */
+typedef enum RuntimeOption {
+    RUNTIME_OPT_DISTRIBUTED_TYPE = 0,
+    RUNTIME_OPT_NUM_PROCESSES,
+    RUNTIME_OPT_NUM_MACHINES,
+    RUNTIME_OPT_MACHINE_RANK,
+    RUNTIME_OPT_MAIN_PROCESS_IP,
+    RUNTIME_OPT_MAIN_PROCESS_PORT,
+    RUNTIME_OPT_HOSTFILE,
+    RUNTIME_OPT_MIXED_PRECISION,
+    RUNTIME_OPT_GRADIENT_ACCUMULATION_STEPS,
+    RUNTIME_OPT_USE_CPU,
+    RUNTIME_OPT_GPU_IDS,
+    RUNTIME_OPT_SEED,
+    RUNTIME_OPT_COUNT
+} RuntimeOption;
+
+/* Where a resolved option came from. */
+typedef enum RuntimeSource {
+    RUNTIME_SOURCE_DEFAULT = 0,
+    RUNTIME_SOURCE_CONFIG_FILE,
+    RUNTIME_SOURCE_ENVIRONMENT,
+    RUNTIME_SOURCE_COMMAND_LINE,
+    RUNTIME_SOURCE_API,
+} RuntimeSource;
+
+#define RUNTIME_DEFAULT_PORT 29500
+/* Longest string value (address, path, GPU list), '\0' excluded. */
+#define RUNTIME_SETTING_MAX 1023
+
+/* One set of settings: a config file's contents, a set of flags, or the
+ * resolved result. Plain data (no ownership); defaults in comments. */
+typedef struct RuntimeSettings {
+    RuntimeDistributedType distributed_type;      /* NO */
+    int num_processes;                            /* 1 */
+    int num_machines;                             /* 1 */
+    int machine_rank;                             /* 0 */
+    char main_process_ip[RUNTIME_SETTING_MAX + 1]; /* "" (127.0.0.1 at launch) */
+    int main_process_port;                        /* RUNTIME_DEFAULT_PORT */
+    char hostfile[RUNTIME_SETTING_MAX + 1];       /* "" (none) */
+    char mixed_precision[8];                      /* "no" */
+    int gradient_accumulation_steps;              /* 1 */
+    bool use_cpu;                                 /* false */
+    char gpu_ids[RUNTIME_SETTING_MAX + 1];        /* "all" */
+    uint64_t seed;                                /* RUNTIME_DEFAULT_SEED */
+    /* Bit (1u << RuntimeOption) for each option this set gives; options
+     * whose bit is clear hold their default. */
+    unsigned set;
+    /* Filled by runtime_settings_resolve: where each option came from. */
+    RuntimeSource source[RUNTIME_OPT_COUNT];
+} RuntimeSettings;
+
+/* The defaults, no option set. */
+void runtime_settings_default(RuntimeSettings *s);
+/* The key of an option ("num_processes"); NULL for an invalid option. */
+const char *runtime_option_key(RuntimeOption opt);
+/* Looks a key up; CT_ERR_INVALID "unknown option" when there is none. */
+CtStatus runtime_option_find(const char *key, RuntimeOption *opt);
+/* Parses a value written as on the command line or in the environment
+ * ("2", "bf16", "true", "0,1") into option opt of s and sets its bit.
+ * A bad value is CT_ERR_INVALID naming the key, the value and what is
+ * expected; s is unchanged then. */
+CtStatus runtime_settings_set(RuntimeSettings *s, RuntimeOption opt, const char *value);
+/* Writes option opt of s as text (the inverse of runtime_settings_set)
+ * into buf (size bytes, truncated); returns buf. */
+const char *runtime_settings_format(const RuntimeSettings *s, RuntimeOption opt, char *buf,
+                                    size_t size);
+/* "default", "config file", "environment", "command line" or "argument". */
+const char *runtime_source_name(RuntimeSource src);
+
+/* Reads the CTRAINER_<KEY> variables of env ("NAME=VALUE" strings, NULL
+ * terminated, as environ; NULL is empty) into *out (defaults, then the
+ * variables, their bits set). A bad value is CT_ERR_INVALID naming the
+ * variable. */
+CtStatus runtime_settings_from_env(const char *const *env, RuntimeSettings *out);
+
+/* The precedence rule, as a pure function: each option of *out comes from
+ * the first of api, cli, env (read as runtime_settings_from_env), file
+ * that sets it, else its default; out->set is the union of their bits and
+ * out->source says where each option came from. Any of the four may be
+ * NULL (gives nothing). Then checks the combination: machine_rank <
+ * num_machines, num_processes a multiple of num_machines and at least
+ * num_machines, fp16 not with use_cpu (CT_ERR_INVALID naming the options
+ * and their sources). */
+CtStatus runtime_settings_resolve(const RuntimeSettings *api, const RuntimeSettings *cli,
+                                  const char *const *env, const RuntimeSettings *file,
+                                  RuntimeSettings *out);
+
+/* The config file path: $CTRAINER_CONFIG_FILE when set and not empty, else
+ * $HOME/.cache/ctrainer/default_config.yaml, into buf (size bytes).
+ * CT_ERR_INVALID when neither variable is set or the path does not fit. */
+CtStatus runtime_config_default_path(char *buf, size_t size);
+/* Reads a YAML config file into *out (defaults, then the file's keys, their
+ * bits set). CT_ERR_IO when it cannot be read; CT_ERR_FORMAT "PATH:LINE:
+ * ..." for a syntax error, an unknown or repeated key, a wrong type or a
+ * bad value. *out is unspecified on error. */
+CtStatus runtime_config_load(const char *path, RuntimeSettings *out);
+/* Writes every option of s (set or not, so the file records the whole
+ * setup) as a YAML config file, atomically (a temporary file renamed over
+ * path). Fails with CT_ERR_IO naming the path. */
+CtStatus runtime_config_write(const char *path, const RuntimeSettings *s);
+
+/* -------------------------------------------------------------- launching */
+
+/* What a launch needs to know about this machine; runtime_launch_command
+ * takes it as an argument so it stays a pure function. */
+typedef struct RuntimeHost {
+    char mpirun[RUNTIME_SETTING_MAX + 1]; /* path of mpirun */
+    int cpu_count;                         /* usable cores of this machine */
+    int gpu_count;                         /* GPUs of this machine */
+    bool is_root;                          /* uid 0: mpirun needs --allow-run-as-root */
+} RuntimeHost;
+
+/* Probes this machine: mpirun from PATH (else the one found at build
+ * time), the cores of this process's affinity mask, the GPUs counted
+ * without initialising CUDA (the entries of /proc/driver/nvidia/gpus; 0
+ * without an NVIDIA driver), and the user id. When no mpirun is found,
+ * h->mpirun is "" and CT_ERR_UNSUPPORTED is returned with the rest filled. */
+CtStatus runtime_host_probe(RuntimeHost *h);
+
+/* The mpirun command of a launch: argv[0..argc) and a NULL terminator.
+ * Free with runtime_command_free. */
+typedef struct RuntimeCommand {
+    int argc;
+    char **argv;
+    bool use_gpus; /* the ranks train on GPUs, one each */
+} RuntimeCommand;
+
+/* Builds the mpirun command line that starts the ranks of program (prog[0]
+ * its path, then its arguments; nprog >= 1) with resolved settings s on
+ * host h: `mpirun [--allow-run-as-root] [--oversubscribe] -np N
+ * [--hostfile F] --bind-to none -x VAR=VALUE... PROGRAM ARGS...`, with the
+ * worker environment described under "Settings". --oversubscribe is added
+ * when one machine runs more ranks than it has cores. The ranks use GPUs
+ * when use_cpu is false and the host has GPUs. Errors (CT_ERR_INVALID,
+ * clear, nothing allocated): several machines without a hostfile (mpirun
+ * starts every machine's ranks from this one), MULTI_GPU without GPUs or
+ * with use_cpu, more GPU ranks per machine than GPUs, no program. */
+CtStatus runtime_launch_command(const RuntimeSettings *s, const RuntimeHost *h,
+                                char *const *prog, int nprog, RuntimeCommand *out);
+/* NULL is a no-op. */
+void runtime_command_free(RuntimeCommand *cmd);
+/* "Launching training on N CPUs." (or GPUs; "1 CPU" for one), the line
+ * launchers print before starting the ranks, into buf; returns buf. */
+const char *runtime_launch_line(int num_processes, bool use_gpus, char *buf, size_t size);
+/* Runs cmd (fork + exec, stdout and stderr shared) and waits for it.
+ * *exit_code: its exit status, or 128 + signal when it was killed. Fails
+ * (CT_ERR_IO) only when it could not be started. */
+CtStatus runtime_command_run(const RuntimeCommand *cmd, int *exit_code);
+
+/* True when this process was started as one rank of several (by mpirun,
+ * `ctrainer launch`, torchrun...): OMPI_COMM_WORLD_SIZE, PMI_SIZE or
+ * WORLD_SIZE is set. */
+bool runtime_is_launched_rank(void);
+
+/* The in-program launcher, accelerate's notebook_launcher: runs fn(user)
+ * on num_processes processes of this machine.
+ *  - In a rank (runtime_is_launched_rank), or when num_processes is 1: calls
+ *    fn(user) and returns CT_OK when it returns 0, else CT_ERR_STATE naming
+ *    the rank and the value.
+ *  - Otherwise re-executes this program (/proc/self/exe with its original
+ *    arguments) under mpirun with num_processes ranks, the settings of the
+ *    CTRAINER_* environment and the worker environment of `ctrainer
+ *    launch`, prints the same "Launching training on ..." line, and waits:
+ *    CT_OK when every rank exited 0, else CT_ERR_STATE with mpirun's exit
+ *    status. fn is not called in this process.
+ * Code after the call runs in this process and in every rank, so put the
+ * training inside fn. CT_ERR_STATE when CUDA was already initialised in
+ * this process (create runtimes and tensors inside fn); CT_ERR_INVALID for
+ * num_processes < 1. */
+CtStatus runtime_launch(int (*fn)(void *user), void *user, int num_processes);
 
 #ifdef __cplusplus
 }

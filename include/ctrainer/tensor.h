@@ -93,6 +93,10 @@ const char *ct_device_str(CtDevice d, char *buf);
 /* Number of usable CUDA devices (0 when the CUDA backend is not built or no
  * GPU is present). */
 int ct_cuda_device_count(void);
+/* True once this process has initialised the CUDA runtime (counted or used
+ * a device); always false without the CUDA backend. Launchers that start
+ * new processes check it (runtime_launch). */
+bool ct_cuda_initialized(void);
 
 /* ---------------------------------------------------------------- tensor */
 

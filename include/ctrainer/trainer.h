@@ -415,7 +415,8 @@ typedef struct TrainArgs {
     int64_t num_epochs;            /* >= 1; may be 0 when max_num_train_steps is set */
     int64_t per_device_batch_size; /* required, > 0 (per process) */
     int64_t max_num_train_steps;   /* optimizer updates; 0: no limit */
-    int64_t gradient_accumulation_steps; /* 0 -> 1 */
+    int64_t gradient_accumulation_steps; /* 0 -> the runtime's (CTRAINER_
+                                            GRADIENT_ACCUMULATION_STEPS, else 1) */
     double gradient_clip_value;          /* > 0: clamp gradients to [-v, v] */
     double gradient_clip_norm; /* > 0: rescale to this global 2-norm (at most one
                                   of the two clip options) */

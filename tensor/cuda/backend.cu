@@ -47,6 +47,7 @@ cudaError_t ct_cuda_after_launch(cudaStream_t stream)
 
 static pthread_once_t count_once = PTHREAD_ONCE_INIT;
 static int n_devices;
+static bool counted; /* the CUDA runtime was initialised by count_devices */
 
 /* No driver or no GPU is a normal configuration (CPU-only machines), not an
  * error: the count is 0 and nothing is recorded. Any other failure of the
@@ -58,12 +59,18 @@ static void count_devices(void)
     if (e != cudaSuccess) n = 0;
     (void)cudaGetLastError();
     n_devices = n < CT_CUDA_MAX_DEVICES ? n : CT_CUDA_MAX_DEVICES;
+    __atomic_store_n(&counted, true, __ATOMIC_RELEASE);
 }
 
 extern "C" int ct_cuda_device_count(void)
 {
     pthread_once(&count_once, count_devices);
     return n_devices;
+}
+
+extern "C" bool ct_cuda_initialized(void)
+{
+    return __atomic_load_n(&counted, __ATOMIC_ACQUIRE);
 }
 
 extern "C" CtStatus ct_cuda_select_device(int device)

@@ -141,6 +141,28 @@ START_TEST(accumulation_partial_window)
 }
 END_TEST
 
+/* TrainArgs gives no accumulation: the runtime's, from the environment that
+ * `ctrainer launch` sets, applies. */
+START_TEST(accumulation_from_environment)
+{
+    TU_MEM_BEGIN;
+    setenv("CTRAINER_GRADIENT_ACCUMULATION_STEPS", "2", 1);
+    Fixture f;
+    fixture_init(&f, 0.1, true);
+    unsetenv("CTRAINER_GRADIENT_ACCUMULATION_STEPS");
+    Dataset *ds = regression_dataset(10);
+    ck_assert_int_eq(trainer_train(&f.rt.base, &(TrainArgs){.train_dataset = ds,
+                                                            .num_epochs = 1,
+                                                            .per_device_batch_size = 2}),
+                     CT_OK);
+    ck_assert_int_eq(trainer_run_config(&f.rt.base)->gradient_accumulation_steps, 2);
+    ck_assert_int_eq(trainer_global_step(&f.rt.base), 3);
+    fixture_free(&f);
+    data_dataset_free(ds);
+    TU_MEM_END;
+}
+END_TEST
+
 /* max 4 updates with 3 per epoch: num_epochs becomes 2 and epoch 2 ends after
  * its first update; its end hooks and events still run. */
 START_TEST(max_steps)
@@ -889,6 +911,7 @@ static Suite *trainer_loop_suite(void)
     tcase_add_test(tc, plain_run);
     tcase_add_test(tc, run_with_eval);
     tcase_add_test(tc, accumulation_partial_window);
+    tcase_add_test(tc, accumulation_from_environment);
     tcase_add_test(tc, max_steps);
     tcase_add_test(tc, stop_from_callback_mid_epoch);
     tcase_add_test(tc, stop_from_hook_at_epoch_end);
