@@ -163,12 +163,12 @@ CtStatus callback_list_dispatch(CallbackList *l, Trainer *t, CallbackEvent ev,
 CtStatus callback_list_dispatch_custom(CallbackList *l, Trainer *t, const char *event,
                                        void *payload);
 
-/* ========== built-in callbacks: owned by the callbacks work ==========
+/* ========== built-in callbacks ==========
  *
  * Constructors return a new Callback (free with callback_free, or hand it
  * to a trainer/list which then owns it), or NULL with an error recorded.
- * The default list (pytorch-accelerated's DEFAULT_CALLBACKS) is declared
- * here by that work. */
+ * The default list (pytorch-accelerated's DEFAULT_CALLBACKS) is
+ * callbacks_default, at the end of this section. */
 
 /* Common conventions of the built-ins:
  *  - Callbacks that print write to an output FILE* (NULL: stdout), on the

@@ -5,9 +5,9 @@
  * Parameters that do not require grad, or have no gradient yet, are skipped
  * (frozen layers cost nothing). Optimizer state (momentum buffers, moments)
  * is f32 or the parameter's dtype if wider, created on first step.
- * For now steps and clipping run on contiguous CPU f32/f64 tensors; other
- * parameters fail the step with CT_ERR_UNSUPPORTED before anything is
- * written (CUDA kernels come later).
+ * Steps and clipping run on contiguous CPU f32/f64 tensors; other
+ * parameters (including CUDA ones) fail the step with CT_ERR_UNSUPPORTED
+ * before anything is written.
  *
  * Schedulers step once per optimizer update and set each parameter group's
  * learning rate (and, for OneCycleLR, momentum) in the optimizer.

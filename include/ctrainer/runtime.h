@@ -69,8 +69,8 @@ bool runtime_is_local_main_process(const Runtime *rt);
 bool runtime_is_distributed(const Runtime *rt);
 /* The device this process computes on (models and batches go there). */
 CtDevice runtime_device(const Runtime *rt);
-/* Mixed-precision mode of the run: "no" in this build (bf16/fp16 come with
- * the autocast work). */
+/* Mixed-precision mode of the run: always "no"; bf16 and fp16 are not
+ * available in this build. */
 const char *runtime_mixed_precision(const Runtime *rt);
 
 /* ------------------------------------------------------------ placement */
