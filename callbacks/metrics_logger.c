@@ -1,9 +1,11 @@
 /* MetricsLogger: the run history per epoch as CSV and JSON lines files. */
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cb_internal.h"
+#include "ctrainer/io.h"
 
 typedef struct LogRow {
     int64_t epoch;
@@ -114,7 +116,7 @@ static void csv_value(CbBuf *b, double v)
     else if (isinf(v))
         cb_buf_printf(b, v > 0 ? "inf" : "-inf");
     else
-        cb_buf_double(b, v, "");
+        cb_buf_printf(b, "%.17g", v);
 }
 
 static CtStatus write_csv(MetricsLogger *l)
@@ -133,29 +135,41 @@ static CtStatus write_csv(MetricsLogger *l)
         cb_buf_printf(&b, "\n");
     }
     CtStatus st = b.oom ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
-                        : cb_write_file_atomic(l->csv_path, b.data, b.len);
+                        : ct_write_file_atomic(l->csv_path, b.data, b.len);
     cb_buf_free(&b);
     return st;
+}
+
+/* One JSON lines row: {"epoch": 1, "train_loss_epoch": 0.5, ...} in column
+ * order, non-finite values as null. NULL when out of memory. */
+static char *row_json(const MetricsLogger *l, const LogRow *row)
+{
+    json_t *o = json_object();
+    bool ok = o && json_object_set_new(o, "epoch", json_integer(row->epoch)) == 0;
+    for (int c = 0; ok && c < row->ncols; c++) {
+        if (!row->present[c]) continue;
+        double v = row->values[c];
+        ok = json_object_set_new(o, l->cols[c],
+                                 isfinite(v) ? json_real(v) : json_null()) == 0;
+    }
+    char *s = ok ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(o);
+    return s;
 }
 
 static CtStatus write_jsonl(MetricsLogger *l)
 {
     CbBuf b = {0};
-    for (int r = 0; r < l->nrows; r++) {
-        const LogRow *row = &l->rows[r];
-        cb_buf_printf(&b, "{\"epoch\": %lld", (long long)row->epoch);
-        for (int c = 0; c < row->ncols; c++) {
-            if (!row->present[c]) continue;
-            cb_buf_printf(&b, ", ");
-            cb_buf_json_string(&b, l->cols[c]);
-            cb_buf_printf(&b, ": ");
-            cb_buf_double(&b, row->values[c], "null");
-        }
-        cb_buf_printf(&b, "}\n");
+    for (int r = 0; r < l->nrows && !b.oom; r++) {
+        char *line = row_json(l, &l->rows[r]);
+        if (line)
+            cb_buf_printf(&b, "%s\n", line);
+        else
+            b.oom = true;
+        free(line);
     }
-    CtStatus st = b.oom
-                      ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
-                      : cb_write_file_atomic(l->jsonl_path, b.data ? b.data : "", b.len);
+    CtStatus st = b.oom ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
+                        : ct_write_file_atomic(l->jsonl_path, b.data, b.len);
     cb_buf_free(&b);
     return st;
 }

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "ctrainer/io.h"
 #include "ctrainer/trainer.h"
 
 typedef struct Metric {
@@ -223,25 +223,14 @@ CtStatus run_history_save_json(const RunHistory *h, const char *path)
     if (!path) return ct_error(CT_ERR_NULL, "run_history_save_json: NULL path");
     char *s = run_history_to_json(h);
     if (!s) return ct_last_status();
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+    size_t len = strlen(s);
+    char *text = realloc(s, len + 1); /* the newline replaces the terminator */
+    if (!text) {
         free(s);
-        return ct_error(CT_ERR_INVALID, "run_history_save_json: path too long");
+        return ct_error(CT_ERR_OOM, "run_history_save_json: out of memory");
     }
-    FILE *f = fopen(tmp, "wb");
-    CtStatus st = CT_OK;
-    if (!f)
-        st = ct_error(CT_ERR_IO, "run_history_save_json: cannot open %s", tmp);
-    else {
-        size_t len = strlen(s);
-        bool ok = fwrite(s, 1, len, f) == len && fputc('\n', f) != EOF &&
-                  fflush(f) == 0 && fsync(fileno(f)) == 0;
-        ok = fclose(f) == 0 && ok;
-        if (!ok || rename(tmp, path) != 0) {
-            remove(tmp);
-            st = ct_error(CT_ERR_IO, "run_history_save_json: cannot write %s", path);
-        }
-    }
-    free(s);
+    text[len] = '\n';
+    CtStatus st = ct_write_file_atomic(path, text, len + 1);
+    free(text);
     return st;
 }

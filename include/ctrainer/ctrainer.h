@@ -4,6 +4,7 @@
 
 #include "ctrainer/callbacks.h"
 #include "ctrainer/data.h"
+#include "ctrainer/io.h"
 #include "ctrainer/metrics.h"
 #include "ctrainer/nn.h"
 #include "ctrainer/optim.h"
