@@ -10,6 +10,7 @@
 #include "ctrainer/optim.h"
 #include "ctrainer/runtime.h"
 #include "ctrainer/status.h"
+#include "ctrainer/table.h"
 #include "ctrainer/tensor.h"
 #include "ctrainer/trainer.h"
 
