@@ -84,34 +84,26 @@ static CtStatus geom_init(GatherGeom *g, const Tensor *index, const Tensor *big,
 #define T   uint64_t
 #define SFX u64
 #include "index_copy_tmpl.h"
-#undef T
-#undef SFX
+
 #define T   uint32_t
 #define SFX u32
 #include "index_copy_tmpl.h"
-#undef T
-#undef SFX
+
 #define T   uint16_t
 #define SFX u16
 #include "index_copy_tmpl.h"
-#undef T
-#undef SFX
+
 #define T   uint8_t
 #define SFX u8
 #include "index_copy_tmpl.h"
-#undef T
-#undef SFX
 
 #define T   float
 #define SFX f32
 #include "index_add_tmpl.h"
-#undef T
-#undef SFX
+
 #define T   double
 #define SFX f64
 #include "index_add_tmpl.h"
-#undef T
-#undef SFX
 
 /* ---------------------------------------------------- index_select / add */
 

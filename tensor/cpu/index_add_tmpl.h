@@ -59,3 +59,7 @@ static void FN(scatter_add)(const GatherGeom *g, const int64_t *ix, const T *src
 #undef FN
 #undef IA_CAT
 #undef IA_CAT_
+
+/* the parameters too, so the next instantiation defines them afresh */
+#undef T
+#undef SFX

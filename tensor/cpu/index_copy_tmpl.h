@@ -36,3 +36,7 @@ static void FN(gather)(const GatherGeom *g, const int64_t *ix, const T *src, T *
 #undef FN
 #undef IC_CAT
 #undef IC_CAT_
+
+/* the parameters too, so the next instantiation defines them afresh */
+#undef T
+#undef SFX

@@ -14,13 +14,10 @@
 #define T   float
 #define SFX f32
 #include "norm_tmpl.h"
-#undef T
-#undef SFX
+
 #define T   double
 #define SFX f64
 #include "norm_tmpl.h"
-#undef T
-#undef SFX
 
 /* ------------------------------------------------------------ batch norm */
 

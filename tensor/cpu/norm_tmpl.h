@@ -221,3 +221,7 @@ static void FN(ln_reduce)(const double *part, int64_t nblk, int64_t D, T *dw, T 
 #undef FN
 #undef NT_CAT
 #undef NT_CAT_
+
+/* the parameters too, so the next instantiation defines them afresh */
+#undef T
+#undef SFX

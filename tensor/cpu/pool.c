@@ -46,13 +46,10 @@ static inline Window window_at(const CtPool2dParams *p, int64_t oh, int64_t ow)
 #define T   float
 #define SFX f32
 #include "pool_tmpl.h"
-#undef T
-#undef SFX
+
 #define T   double
 #define SFX f64
 #include "pool_tmpl.h"
-#undef T
-#undef SFX
 
 static CtStatus cpu_pool(const CtOpCall *c)
 {

@@ -90,3 +90,7 @@ static void FN(pool_bwd)(const CtOpCall *c)
 #undef FN
 #undef PT_CAT
 #undef PT_CAT_
+
+/* the parameters too, so the next instantiation defines them afresh */
+#undef T
+#undef SFX
