@@ -28,9 +28,6 @@ static inline FILE *cb_out(FILE *out)
 bool cb_is_main(const Trainer *t);
 /* cur is strictly better than best (NAN best: always). */
 bool cb_improved(double cur, double best, bool greater_is_better);
-/* Writes n bytes to path atomically: path.tmp, fsync, rename. CT_ERR_IO
- * naming the path on failure (the temp file is removed). */
-CtStatus cb_write_file_atomic(const char *path, const char *data, size_t n);
 
 /* A growable string for building file contents. */
 typedef struct CbBuf {
@@ -39,10 +36,6 @@ typedef struct CbBuf {
     bool oom;
 } CbBuf;
 void cb_buf_printf(CbBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* %.17g, or "null"/"" (null_text) for non-finite values. */
-void cb_buf_double(CbBuf *b, double v, const char *null_text);
-/* A JSON string literal (quotes and escapes). */
-void cb_buf_json_string(CbBuf *b, const char *s);
 void cb_buf_free(CbBuf *b);
 
 #endif

@@ -1,12 +1,10 @@
 /* Shared helpers of the built-in callbacks. */
 #include "cb_internal.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 Callback *cb_alloc(size_t size, const CallbackVtable *vt)
 {
@@ -43,35 +41,6 @@ bool cb_improved(double cur, double best, bool greater_is_better)
     return greater_is_better ? cur > best : cur < best;
 }
 
-CtStatus cb_write_file_atomic(const char *path, const char *data, size_t n)
-{
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
-    if (!tmp) return ct_error(CT_ERR_OOM, "writing %s: out of memory", path);
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        CtStatus st = ct_error(CT_ERR_IO, "open %s: %s", tmp, strerror(errno));
-        free(tmp);
-        return st;
-    }
-    bool ok = fwrite(data, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int err = errno;
-    ok = (fclose(f) == 0) && ok;
-    if (ok && rename(tmp, path) != 0) {
-        err = errno;
-        ok = false;
-    }
-    if (!ok) {
-        remove(tmp);
-        free(tmp);
-        return ct_error(CT_ERR_IO, "write %s: %s", path, strerror(err));
-    }
-    free(tmp);
-    return CT_OK;
-}
-
 void cb_buf_printf(CbBuf *b, const char *fmt, ...)
 {
     if (b->oom) return;
@@ -99,29 +68,6 @@ void cb_buf_printf(CbBuf *b, const char *fmt, ...)
         b->data = d;
         b->cap = cap;
     }
-}
-
-void cb_buf_double(CbBuf *b, double v, const char *null_text)
-{
-    if (isfinite(v))
-        cb_buf_printf(b, "%.17g", v);
-    else
-        cb_buf_printf(b, "%s", null_text);
-}
-
-void cb_buf_json_string(CbBuf *b, const char *s)
-{
-    cb_buf_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            cb_buf_printf(b, "\\%c", c);
-        else if (c < 0x20)
-            cb_buf_printf(b, "\\u%04x", c);
-        else
-            cb_buf_printf(b, "%c", c);
-    }
-    cb_buf_printf(b, "\"");
 }
 
 void cb_buf_free(CbBuf *b)

@@ -1,9 +1,11 @@
 /* MetricsLogger: the run history per epoch as CSV and JSON lines files. */
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cb_internal.h"
+#include "ctrainer/io.h"
+#include "ctrainer/table.h"
 
 typedef struct LogRow {
     int64_t epoch;
@@ -15,9 +17,9 @@ typedef struct LogRow {
 typedef struct MetricsLogger {
     Callback base;
     char *csv_path, *jsonl_path;
-    char **cols;     /* metric names in order of first appearance */
-    int64_t *counts; /* values each metric had at the last row */
-    int ncols, cap_cols;
+    /* columns: metric names in order of first appearance, each with the
+     * number of values the metric had at the last row (int64_t) */
+    CtTable cols;
     LogRow *rows;
     int nrows, cap_rows;
 } MetricsLogger;
@@ -36,37 +38,21 @@ static void ml_free(Callback *cb)
     MetricsLogger *l = (MetricsLogger *)cb;
     clear_rows(l);
     free(l->rows);
-    for (int i = 0; i < l->ncols; i++) free(l->cols[i]);
-    free(l->cols);
-    free(l->counts);
+    ct_table_free(&l->cols);
     free(l->csv_path);
     free(l->jsonl_path);
     free(l);
 }
 
-static int find_col(MetricsLogger *l, const char *name)
+static const char *col_name(const MetricsLogger *l, int c)
 {
-    for (int i = 0; i < l->ncols; i++)
-        if (strcmp(l->cols[i], name) == 0) return i;
-    return -1;
+    return ct_table_name(&l->cols, c);
 }
 
-static int add_col(MetricsLogger *l, const char *name)
+/* Values metric c had at the last row. */
+static int64_t *col_count(const MetricsLogger *l, int c)
 {
-    if (l->ncols == l->cap_cols) {
-        int cap = l->cap_cols ? 2 * l->cap_cols : 8;
-        char **c = realloc(l->cols, (size_t)cap * sizeof *c);
-        if (c) l->cols = c;
-        int64_t *n = c ? realloc(l->counts, (size_t)cap * sizeof *n) : NULL;
-        if (!n) return -1;
-        l->counts = n;
-        l->cap_cols = cap;
-    }
-    char *s = cb_strdup(name, NULL);
-    if (!s) return -1;
-    l->cols[l->ncols] = s;
-    l->counts[l->ncols] = 0;
-    return l->ncols++;
+    return ct_table_at(&l->cols, c);
 }
 
 /* Appends a row with the latest value of every metric updated since the
@@ -76,8 +62,8 @@ static CtStatus take_row(MetricsLogger *l, Trainer *t)
     RunHistory *h = trainer_run_history(t);
     int nm = run_history_num_metrics(h);
     for (int i = 0; i < nm; i++)
-        if (find_col(l, run_history_metric_name(h, i)) < 0 &&
-            add_col(l, run_history_metric_name(h, i)) < 0)
+        if (ct_table_index(&l->cols, run_history_metric_name(h, i)) < 0 &&
+            !ct_table_add(&l->cols, run_history_metric_name(h, i)))
             return ct_error(CT_ERR_OOM, "MetricsLogger: out of memory");
     if (l->nrows == l->cap_rows) {
         int cap = l->cap_rows ? 2 * l->cap_rows : 16;
@@ -86,22 +72,23 @@ static CtStatus take_row(MetricsLogger *l, Trainer *t)
         l->rows = r;
         l->cap_rows = cap;
     }
-    LogRow row = {run_history_current_epoch(h), l->ncols,
-                  calloc((size_t)l->ncols + 1, sizeof(double)),
-                  calloc((size_t)l->ncols + 1, sizeof(bool))};
+    int ncols = (int)l->cols.n;
+    LogRow row = {run_history_current_epoch(h), ncols,
+                  calloc((size_t)ncols + 1, sizeof(double)),
+                  calloc((size_t)ncols + 1, sizeof(bool))};
     if (!row.values || !row.present) {
         free(row.values);
         free(row.present);
         return ct_error(CT_ERR_OOM, "MetricsLogger: out of memory");
     }
-    for (int c = 0; c < l->ncols; c++) {
+    for (int c = 0; c < ncols; c++) {
         int64_t n = 0;
-        const double *v = run_history_values(h, l->cols[c], &n);
-        if (n > 0 && n != l->counts[c]) {
+        const double *v = run_history_values(h, col_name(l, c), &n);
+        if (n > 0 && n != *col_count(l, c)) {
             row.values[c] = v[n - 1];
             row.present[c] = true;
         }
-        l->counts[c] = n;
+        *col_count(l, c) = n;
     }
     l->rows[l->nrows++] = row;
     return CT_OK;
@@ -114,48 +101,60 @@ static void csv_value(CbBuf *b, double v)
     else if (isinf(v))
         cb_buf_printf(b, v > 0 ? "inf" : "-inf");
     else
-        cb_buf_double(b, v, "");
+        cb_buf_printf(b, "%.17g", v);
 }
 
 static CtStatus write_csv(MetricsLogger *l)
 {
     CbBuf b = {0};
     cb_buf_printf(&b, "epoch");
-    for (int c = 0; c < l->ncols; c++) cb_buf_printf(&b, ",%s", l->cols[c]);
+    for (int c = 0; c < l->cols.n; c++) cb_buf_printf(&b, ",%s", col_name(l, c));
     cb_buf_printf(&b, "\n");
     for (int r = 0; r < l->nrows; r++) {
         const LogRow *row = &l->rows[r];
         cb_buf_printf(&b, "%lld", (long long)row->epoch);
-        for (int c = 0; c < l->ncols; c++) {
+        for (int c = 0; c < l->cols.n; c++) {
             cb_buf_printf(&b, ",");
             if (c < row->ncols && row->present[c]) csv_value(&b, row->values[c]);
         }
         cb_buf_printf(&b, "\n");
     }
     CtStatus st = b.oom ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
-                        : cb_write_file_atomic(l->csv_path, b.data, b.len);
+                        : ct_write_file_atomic(l->csv_path, b.data, b.len);
     cb_buf_free(&b);
     return st;
+}
+
+/* One JSON lines row: {"epoch": 1, "train_loss_epoch": 0.5, ...} in column
+ * order, non-finite values as null. NULL when out of memory. */
+static char *row_json(const MetricsLogger *l, const LogRow *row)
+{
+    json_t *o = json_object();
+    bool ok = o && json_object_set_new(o, "epoch", json_integer(row->epoch)) == 0;
+    for (int c = 0; ok && c < row->ncols; c++) {
+        if (!row->present[c]) continue;
+        double v = row->values[c];
+        ok = json_object_set_new(o, col_name(l, c),
+                                 isfinite(v) ? json_real(v) : json_null()) == 0;
+    }
+    char *s = ok ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(o);
+    return s;
 }
 
 static CtStatus write_jsonl(MetricsLogger *l)
 {
     CbBuf b = {0};
-    for (int r = 0; r < l->nrows; r++) {
-        const LogRow *row = &l->rows[r];
-        cb_buf_printf(&b, "{\"epoch\": %lld", (long long)row->epoch);
-        for (int c = 0; c < row->ncols; c++) {
-            if (!row->present[c]) continue;
-            cb_buf_printf(&b, ", ");
-            cb_buf_json_string(&b, l->cols[c]);
-            cb_buf_printf(&b, ": ");
-            cb_buf_double(&b, row->values[c], "null");
-        }
-        cb_buf_printf(&b, "}\n");
+    for (int r = 0; r < l->nrows && !b.oom; r++) {
+        char *line = row_json(l, &l->rows[r]);
+        if (line)
+            cb_buf_printf(&b, "%s\n", line);
+        else
+            b.oom = true;
+        free(line);
     }
-    CtStatus st = b.oom
-                      ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
-                      : cb_write_file_atomic(l->jsonl_path, b.data ? b.data : "", b.len);
+    CtStatus st = b.oom ? ct_error(CT_ERR_OOM, "MetricsLogger: out of memory")
+                        : ct_write_file_atomic(l->jsonl_path, b.data, b.len);
     cb_buf_free(&b);
     return st;
 }
@@ -173,7 +172,7 @@ static CtStatus log_row(Callback *cb, Trainer *t)
 /* The run history starts again: values are counted from zero. */
 static void forget_counts(MetricsLogger *l)
 {
-    for (int c = 0; c < l->ncols; c++) l->counts[c] = 0;
+    for (int c = 0; c < l->cols.n; c++) *col_count(l, c) = 0;
 }
 
 static CtStatus ml_run_start(Callback *cb, Trainer *t)
@@ -210,6 +209,7 @@ Callback *callback_metrics_logger_create(const MetricsLoggerArgs *args)
     }
     MetricsLogger *l = (MetricsLogger *)cb_alloc(sizeof *l, &metrics_logger_vt);
     if (!l) return NULL;
+    l->cols = CT_TABLE_INIT(int64_t);
     bool ok = true;
     if (args->csv_path) ok = (l->csv_path = cb_strdup(args->csv_path, NULL)) != NULL;
     if (ok && args->jsonl_path)

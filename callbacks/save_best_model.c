@@ -8,7 +8,7 @@
 
 typedef struct SaveBest {
     Callback base;
-    char *path, *opt_path, *sched_path, *watch;
+    char *path, *opt_path, *scheduler_path, *watch;
     bool greater, reset_on_train, save_opt, save_sched, load_at_end;
     double best;
     int64_t saves;
@@ -20,7 +20,7 @@ static void sb_free(Callback *cb)
     SaveBest *s = (SaveBest *)cb;
     free(s->path);
     free(s->opt_path);
-    free(s->sched_path);
+    free(s->scheduler_path);
     free(s->watch);
     free(s);
 }
@@ -60,7 +60,7 @@ static CtStatus fill_opt(const void *o, CtStateDict *d)
 
 static CtStatus fill_sched(const void *s, CtStateDict *d)
 {
-    return sched_state_save(s, d);
+    return scheduler_state_save(s, d);
 }
 
 static CtStatus save(SaveBest *s, Trainer *t, double value)
@@ -82,7 +82,7 @@ static CtStatus save(SaveBest *s, Trainer *t, double value)
         if (st == CT_OK && s->saved_opt)
             st = save_state(s->opt_path, fill_opt, t->optimizer);
         if (st == CT_OK && s->saved_sched)
-            st = save_state(s->sched_path, fill_sched, t->scheduler);
+            st = save_state(s->scheduler_path, fill_sched, t->scheduler);
     }
     if (st == CT_OK) s->saves++;
     return st;
@@ -126,7 +126,7 @@ static CtStatus load_opt(void *o, const CtStateDict *d)
 
 static CtStatus load_sched(void *s, const CtStateDict *d)
 {
-    return sched_state_load(s, d);
+    return scheduler_state_load(s, d);
 }
 
 static CtStatus sb_run_end(Callback *cb, Trainer *t)
@@ -142,7 +142,7 @@ static CtStatus sb_run_end(Callback *cb, Trainer *t)
     if (st == CT_OK && s->saved_opt && t->optimizer)
         st = load_state(s->opt_path, load_opt, t->optimizer);
     if (st == CT_OK && s->saved_sched && t->scheduler)
-        st = load_state(s->sched_path, load_sched, t->scheduler);
+        st = load_state(s->scheduler_path, load_sched, t->scheduler);
     return st;
 }
 
@@ -169,9 +169,9 @@ Callback *callback_save_best_model_create(const SaveBestModelArgs *args)
     s->watch = cb_strdup(a.watch_metric, "eval_loss_epoch");
     if (s->path) {
         s->opt_path = derived_path(s->path, ".optimizer.safetensors");
-        s->sched_path = derived_path(s->path, ".scheduler.safetensors");
+        s->scheduler_path = derived_path(s->path, ".scheduler.safetensors");
     }
-    if (!s->path || !s->watch || !s->opt_path || !s->sched_path) {
+    if (!s->path || !s->watch || !s->opt_path || !s->scheduler_path) {
         sb_free(&s->base);
         return NULL;
     }

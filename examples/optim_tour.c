@@ -31,7 +31,7 @@ static double train_step(Module *m, Optimizer *o, Scheduler *s, Tensor *x, Tenso
     for (int64_t i = 0; i < n && i < 16; i++) list[i] = ct_state_dict_tensor(params, i);
     optim_clip_grad_norm(list, n, 1.0, 2.0);
     ct_state_dict_free(params);
-    if (optim_step(o) != CT_OK || (s && sched_step(s) != CT_OK)) v = NAN;
+    if (optim_step(o) != CT_OK || (s && scheduler_step(s) != CT_OK)) v = NAN;
     optim_zero_grad(o);
     ct_scope_close(scope);
     return v;
@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     AdamArgs adam = {
         .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01};
     Optimizer *opt = optim_adamw_create(model, &adam);
-    Scheduler *sched = sched_one_cycle_lr(
+    Scheduler *sched = scheduler_one_cycle_lr(
         opt, &(OneCycleArgs){.max_lr = 0.05, .total_steps = steps + 10});
     if (!x || !y || !model || !opt || !sched) {
         fprintf(stderr, "optim_tour: %s\n", ct_last_error());
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
         loss = train_step(model, opt, sched, x, y);
         if (i % 50 == 0 || i == steps - 1)
             printf("step %3d  loss %.5f  lr %.5f\n", i, loss,
-                   sched_get_last_lr(sched, 0));
+                   scheduler_get_last_lr(sched, 0));
     }
 
     /* checkpoint: weights as safetensors, optimizer state as a state dict */
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
     remove(path);
     printf("final loss %.5f%s\n", loss, status ? "" : ", checkpoint round trip exact");
     ct_state_dict_free(state);
-    sched_free(sched);
+    scheduler_free(sched);
     optim_free(opt);
     optim_free(opt2);
     nn_module_free(model);

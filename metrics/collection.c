@@ -1,58 +1,58 @@
 /* MetricCollection: named metrics in insertion order, updated together with
  * one host copy of the batch. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctrainer/table.h"
 #include "metrics_internal.h"
 
-typedef struct Entry {
-    char name[64];
-    Metric *metric;
-} Entry;
+/* Longest metric name, in bytes. */
+#define MAX_NAME 63
 
 struct MetricCollection {
-    Entry *items;
-    int64_t n, cap;
+    CtTable metrics; /* of Metric *, owned */
 };
+
+/* The metric of entry i (0 <= i < size). */
+static Metric *at(const MetricCollection *c, int64_t i)
+{
+    return *(Metric **)ct_table_at(&c->metrics, i);
+}
 
 MetricCollection *metric_collection_create(void)
 {
-    MetricCollection *c = calloc(1, sizeof *c);
-    if (!c) ct_error(CT_ERR_OOM, "metric_collection_create: out of memory");
+    MetricCollection *c = malloc(sizeof *c);
+    if (!c) {
+        ct_error(CT_ERR_OOM, "metric_collection_create: out of memory");
+        return NULL;
+    }
+    c->metrics = CT_TABLE_INIT(Metric *);
     return c;
 }
 
 void metric_collection_free(MetricCollection *c)
 {
     if (!c) return;
-    for (int64_t i = 0; i < c->n; i++) metric_free(c->items[i].metric);
-    free(c->items);
+    for (int64_t i = 0; i < c->metrics.n; i++) metric_free(at(c, i));
+    ct_table_free(&c->metrics);
     free(c);
 }
 
 static CtStatus add_entry(MetricCollection *c, const char *name, Metric *m)
 {
-    if (strlen(name) >= sizeof c->items[0].name)
+    if (strlen(name) > MAX_NAME)
         return ct_error(CT_ERR_INVALID,
-                        "metric_collection_add: name '%s' is longer than %zu", name,
-                        sizeof c->items[0].name - 1);
+                        "metric_collection_add: name '%s' is longer than %d", name,
+                        MAX_NAME);
     if (metric_collection_find(c, name))
         return ct_error(CT_ERR_INVALID,
                         "metric_collection_add: a metric named '%s' is already in the "
                         "collection",
                         name);
-    if (c->n == c->cap) {
-        int64_t cap = c->cap ? 2 * c->cap : 8;
-        Entry *items = realloc(c->items, (size_t)cap * sizeof *items);
-        if (!items) return ct_error(CT_ERR_OOM, "metric_collection_add: out of memory");
-        c->items = items;
-        c->cap = cap;
-    }
-    Entry *e = &c->items[c->n++];
-    snprintf(e->name, sizeof e->name, "%s", name);
-    e->metric = m;
+    Metric **slot = ct_table_add(&c->metrics, name);
+    if (!slot) return ct_error(CT_ERR_OOM, "metric_collection_add: out of memory");
+    *slot = m;
     return CT_OK;
 }
 
@@ -70,24 +70,23 @@ CtStatus metric_collection_add(MetricCollection *c, const char *name, Metric *m)
 
 int64_t metric_collection_size(const MetricCollection *c)
 {
-    return c ? c->n : 0;
+    return c ? c->metrics.n : 0;
 }
 
 Metric *metric_collection_get(const MetricCollection *c, int64_t i)
 {
-    return c && i >= 0 && i < c->n ? c->items[i].metric : NULL;
+    return c && i >= 0 && i < c->metrics.n ? at(c, i) : NULL;
 }
 
 const char *metric_collection_name(const MetricCollection *c, int64_t i)
 {
-    return c && i >= 0 && i < c->n ? c->items[i].name : NULL;
+    return c ? ct_table_name(&c->metrics, i) : NULL;
 }
 
 Metric *metric_collection_find(const MetricCollection *c, const char *name)
 {
-    for (int64_t i = 0; c && name && i < c->n; i++)
-        if (strcmp(c->items[i].name, name) == 0) return c->items[i].metric;
-    return NULL;
+    int64_t i = c ? ct_table_index(&c->metrics, name) : -1;
+    return i >= 0 ? at(c, i) : NULL;
 }
 
 CtStatus metric_collection_update(MetricCollection *c, Tensor *preds, Tensor *target)
@@ -96,11 +95,11 @@ CtStatus metric_collection_update(MetricCollection *c, Tensor *preds, Tensor *ta
     if (!preds) return metric_null("metric_collection_update", "preds");
     MetricBatch b = {.preds = preds, .target = target};
     CtStatus st = CT_OK;
-    for (int64_t i = 0; i < c->n && st == CT_OK; i++)
-        st = metric_check_batch(c->items[i].metric, &b);
+    for (int64_t i = 0; i < c->metrics.n && st == CT_OK; i++)
+        st = metric_check_batch(at(c, i), &b);
     /* after every check passed, an update fails only on OOM (AUROC growing) */
-    for (int64_t i = 0; i < c->n && st == CT_OK; i++)
-        st = metric_update_batch(c->items[i].metric, &b);
+    for (int64_t i = 0; i < c->metrics.n && st == CT_OK; i++)
+        st = metric_update_batch(at(c, i), &b);
     metric_batch_release(&b);
     return st;
 }
@@ -108,15 +107,15 @@ CtStatus metric_collection_update(MetricCollection *c, Tensor *preds, Tensor *ta
 CtStatus metric_collection_compute(MetricCollection *c, MetricValue *out, int64_t cap)
 {
     if (!c) return metric_null("metric_collection_compute", "collection");
-    if (!out || cap < c->n)
+    if (!out || cap < c->metrics.n)
         return ct_error(
             CT_ERR_INVALID,
             "metric_collection_compute: out holds %lld values, the collection "
             "has %lld metrics",
-            out ? (long long)cap : 0LL, (long long)c->n);
-    for (int64_t i = 0; i < c->n; i++) {
-        Metric *m = c->items[i].metric;
-        out[i] = (MetricValue){c->items[i].name, NAN, metric_is_scalar(m)};
+            out ? (long long)cap : 0LL, (long long)c->metrics.n);
+    for (int64_t i = 0; i < c->metrics.n; i++) {
+        Metric *m = at(c, i);
+        out[i] = (MetricValue){ct_table_name(&c->metrics, i), NAN, metric_is_scalar(m)};
         if (out[i].scalar && metric_compute(m, &out[i].value) != CT_OK)
             return ct_last_status();
     }
@@ -125,5 +124,5 @@ CtStatus metric_collection_compute(MetricCollection *c, MetricValue *out, int64_
 
 void metric_collection_reset(MetricCollection *c)
 {
-    for (int64_t i = 0; c && i < c->n; i++) metric_reset(c->items[i].metric);
+    for (int64_t i = 0; c && i < c->metrics.n; i++) metric_reset(at(c, i));
 }

@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "ctrainer/io.h"
 #include "ctrainer/nn.h"
 
 /* A header larger than this is rejected before it is read: real headers
@@ -193,47 +193,7 @@ static CtStatus write_body(FILE *f, const char *path, const CtStateDict *d,
             write_tensor(f, path, ct_state_dict_name(d, i), ct_state_dict_tensor(d, i));
         if (st != CT_OK) return st;
     }
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        return ct_error(CT_ERR_IO, "%s: flushing: %s", path, strerror(errno));
     return CT_OK;
-}
-
-/* Creates "<path>.tmp.XXXXXX" exclusively. Unlike mkstemp, open() with 0666
- * lets the umask decide the final file's permissions. */
-static int open_temp(const char *path, char *tmp, size_t n)
-{
-    static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
-                 ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)tmp;
-    for (int attempt = 0; attempt < 100; attempt++) {
-        char suffix[7];
-        for (int i = 0; i < 6; i++) {
-            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-            suffix[i] = chars[(x >> 33) % (sizeof chars - 1)];
-        }
-        suffix[6] = '\0';
-        snprintf(tmp, n, "%s.tmp.%s", path, suffix);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST) return fd;
-    }
-    errno = EEXIST;
-    return -1;
-}
-
-/* fsync of the directory makes the rename itself durable. Best effort. */
-static void sync_parent_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
 }
 
 CtStatus nn_safetensors_save(const char *path, const CtStateDict *d, int n_meta,
@@ -243,37 +203,15 @@ CtStatus nn_safetensors_save(const char *path, const CtStateDict *d, int n_meta,
     if (st != CT_OK) return st;
     char *header = build_header(path, d, n_meta, meta_keys, meta_values);
     if (!header) return ct_last_status();
-    size_t tn = strlen(path) + 16;
-    char *tmp = malloc(tn);
-    if (!tmp) {
-        free(header);
-        return ct_error(CT_ERR_OOM, "%s: out of memory", path);
-    }
-    int fd = open_temp(path, tmp, tn);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (!f) {
-        st = ct_error(CT_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(tmp);
-        }
-        free(tmp);
-        free(header);
+    CtAtomicFile *af = ct_atomic_file_open(path);
+    if (af) st = write_body(ct_atomic_file_stream(af), path, d, header);
+    free(header);
+    if (!af) return ct_last_status();
+    if (st != CT_OK) {
+        ct_atomic_file_abort(af);
         return st;
     }
-    st = write_body(f, path, d, header);
-    free(header);
-    if (fclose(f) != 0 && st == CT_OK)
-        st = ct_error(CT_ERR_IO, "%s: closing %s: %s", path, tmp, strerror(errno));
-    if (st == CT_OK && rename(tmp, path) != 0)
-        st = ct_error(CT_ERR_IO, "%s: renaming %s into place: %s", path, tmp,
-                      strerror(errno));
-    if (st != CT_OK)
-        unlink(tmp);
-    else
-        sync_parent_dir(path);
-    free(tmp);
-    return st;
+    return ct_atomic_file_commit(af);
 }
 
 /* ================================================================ load */

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sched_internal.h"
+#include "scheduler_internal.h"
 
-Scheduler *sched_fail(const char *who, const char *fmt, ...)
+Scheduler *scheduler_fail(const char *who, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -17,7 +17,8 @@ Scheduler *sched_fail(const char *who, const char *fmt, ...)
     return NULL;
 }
 
-Scheduler *sched_alloc(size_t size, const SchedOps *ops, Optimizer *o, const char *who)
+Scheduler *scheduler_alloc(size_t size, const SchedulerOps *ops, Optimizer *o,
+                           const char *who)
 {
     if (!o) {
         if (ct_last_status() == CT_OK)
@@ -26,7 +27,7 @@ Scheduler *sched_alloc(size_t size, const SchedOps *ops, Optimizer *o, const cha
     }
     int ng = optim_num_groups(o);
     if (ng < 1)
-        return sched_fail(who, "optimizer %s has no parameter groups", optim_name(o));
+        return scheduler_fail(who, "optimizer %s has no parameter groups", optim_name(o));
     Scheduler *s = calloc(1, size);
     double *lrs = calloc(2 * (size_t)ng, sizeof *lrs);
     if (!s || !lrs) {
@@ -44,7 +45,7 @@ Scheduler *sched_alloc(size_t size, const SchedOps *ops, Optimizer *o, const cha
     return s;
 }
 
-void sched_destroy(Scheduler *s)
+void scheduler_destroy(Scheduler *s)
 {
     if (!s) return;
     if (s->ops && s->ops->destroy) s->ops->destroy(s);
@@ -52,19 +53,19 @@ void sched_destroy(Scheduler *s)
     free(s);
 }
 
-Scheduler *sched_start(Scheduler *s)
+Scheduler *scheduler_start(Scheduler *s)
 {
     if (!s) return NULL;
-    if (sched_apply(s, 0) != CT_OK) {
-        sched_destroy(s);
+    if (scheduler_apply(s, 0) != CT_OK) {
+        scheduler_destroy(s);
         return NULL;
     }
     return s;
 }
 
-CtStatus sched_apply(Scheduler *s, int64_t step)
+CtStatus scheduler_apply(Scheduler *s, int64_t step)
 {
-    const SchedOps *ops = s->ops;
+    const SchedulerOps *ops = s->ops;
     if (ops->check_step) {
         CtStatus st = ops->check_step(s, step);
         if (st != CT_OK) return st;
@@ -81,21 +82,22 @@ CtStatus sched_apply(Scheduler *s, int64_t step)
     return CT_OK;
 }
 
-CtStatus sched_step(Scheduler *s)
+CtStatus scheduler_step(Scheduler *s)
 {
     if (!s) {
         CtStatus st = ct_last_status();
-        return st != CT_OK ? st : ct_error(CT_ERR_NULL, "sched_step: scheduler is NULL");
+        return st != CT_OK ? st
+                           : ct_error(CT_ERR_NULL, "scheduler_step: scheduler is NULL");
     }
-    CtStatus st = sched_apply(s, s->step + 1);
+    CtStatus st = scheduler_apply(s, s->step + 1);
     if (st == CT_OK) s->step++;
     return st;
 }
 
-double sched_get_last_lr(const Scheduler *s, int group)
+double scheduler_get_last_lr(const Scheduler *s, int group)
 {
     if (!s) {
-        ct_error(CT_ERR_NULL, "sched_get_last_lr: scheduler is NULL");
+        ct_error(CT_ERR_NULL, "scheduler_get_last_lr: scheduler is NULL");
         return NAN;
     }
     if (group < 0 || group >= s->ngroups) {
@@ -106,19 +108,19 @@ double sched_get_last_lr(const Scheduler *s, int group)
     return s->last_lrs[group];
 }
 
-int64_t sched_step_count(const Scheduler *s)
+int64_t scheduler_step_count(const Scheduler *s)
 {
     return s ? s->step : 0;
 }
 
-const char *sched_name(const Scheduler *s)
+const char *scheduler_name(const Scheduler *s)
 {
     return s ? s->ops->name : "(null)";
 }
 
-void sched_free(Scheduler *s)
+void scheduler_free(Scheduler *s)
 {
-    sched_destroy(s);
+    scheduler_destroy(s);
 }
 
 /* ------------------------------------------------------------ state dict */
@@ -131,19 +133,19 @@ static CtStatus add_scalar(CtStateDict *out, const char *name, double v, CtDType
     /* Created inside a private scope so the dict ends up holding the only
      * reference, whether or not the caller has a scope open. */
     CtScope *scope = ct_scope_open();
-    if (!scope) return ct_error(CT_ERR_OOM, "sched_state_save: out of memory");
+    if (!scope) return ct_error(CT_ERR_OOM, "scheduler_state_save: out of memory");
     Tensor *t = tensor_scalar(v, dt, ct_cpu());
     CtStatus st = t ? ct_state_dict_add(out, name, t) : ct_last_status();
     ct_scope_close(scope);
     return st;
 }
 
-CtStatus sched_state_save(const Scheduler *s, CtStateDict *out)
+CtStatus scheduler_state_save(const Scheduler *s, CtStateDict *out)
 {
     if (!s || !out) {
         CtStatus st = ct_last_status();
         return st != CT_OK ? st
-                           : ct_error(CT_ERR_NULL, "sched_state_save: %s is NULL",
+                           : ct_error(CT_ERR_NULL, "scheduler_state_save: %s is NULL",
                                       s ? "state dict" : "scheduler");
     }
     char name[64];
@@ -183,12 +185,12 @@ static CtStatus get_scalar(const Scheduler *s, const CtStateDict *in, const char
                      : CT_OK;
 }
 
-CtStatus sched_state_load(Scheduler *s, const CtStateDict *in)
+CtStatus scheduler_state_load(Scheduler *s, const CtStateDict *in)
 {
     if (!s || !in) {
         CtStatus st = ct_last_status();
         return st != CT_OK ? st
-                           : ct_error(CT_ERR_NULL, "sched_state_load: %s is NULL",
+                           : ct_error(CT_ERR_NULL, "scheduler_state_load: %s is NULL",
                                       s ? "state dict" : "scheduler");
     }
     const char *who = s->ops->name;
@@ -225,5 +227,5 @@ CtStatus sched_state_load(Scheduler *s, const CtStateDict *in)
     free(base);
     if (s->ops->rebase) s->ops->rebase(s);
     s->step = (int64_t)step;
-    return sched_apply(s, s->step);
+    return scheduler_apply(s, s->step);
 }

@@ -85,12 +85,12 @@ DataLoader *trainer_default_create_eval_dataloader(Trainer *t, int64_t batch_siz
 Scheduler *trainer_default_create_scheduler(Trainer *t)
 {
     TrainerState *s = t->state;
-    if (!s->sched_fn) {
+    if (!s->scheduler_fn) {
         ct_error(CT_ERR_STATE, "trainer: create_scheduler called without "
                                "TrainArgs.create_scheduler_fn");
         return NULL;
     }
-    Scheduler *sched = s->sched_fn(t, t->optimizer, s->sched_user);
+    Scheduler *sched = s->scheduler_fn(t, t->optimizer, s->scheduler_user);
     if (!sched && ct_last_status() == CT_OK)
         ct_error(CT_ERR_INVALID, "trainer: create_scheduler_fn returned NULL");
     return sched;
@@ -169,7 +169,7 @@ CtStatus trainer_default_optimizer_step(Trainer *t)
 
 CtStatus trainer_default_scheduler_step(Trainer *t)
 {
-    return t->scheduler ? sched_step(t->scheduler) : CT_OK;
+    return t->scheduler ? scheduler_step(t->scheduler) : CT_OK;
 }
 
 CtStatus trainer_default_optimizer_zero_grad(Trainer *t)

@@ -323,8 +323,8 @@ static CtStatus prepare_training(Trainer *t, const TrainArgs *a)
     s->eval_ds = a->eval_dataset;
     s->collate = a->collate_fn;
     s->collate_user = a->collate_user;
-    s->sched_fn = a->create_scheduler_fn;
-    s->sched_user = a->scheduler_user;
+    s->scheduler_fn = a->create_scheduler_fn;
+    s->scheduler_user = a->scheduler_user;
     s->max_steps_set = a->max_num_train_steps > 0;
     if (a->reset_run_history != TRAINER_NO) run_history_reset(s->history);
     TRY(runtime_prepare_model(s->rt, t->model));

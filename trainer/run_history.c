@@ -4,19 +4,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "ctrainer/io.h"
+#include "ctrainer/table.h"
 #include "ctrainer/trainer.h"
 
-typedef struct Metric {
-    char name[RUN_HISTORY_MAX_NAME];
+/* One metric's values, one per update. */
+typedef struct Series {
     double *values;
     int64_t n, cap;
-} Metric;
+} Series;
 
 struct RunHistory {
-    Metric *metrics; /* in order of first update */
-    int n, cap;
+    CtTable metrics; /* of Series, in order of first update */
     int64_t epoch;
     char prefix[RUN_HISTORY_MAX_NAME];
 };
@@ -28,6 +28,7 @@ RunHistory *run_history_create(void)
         ct_error(CT_ERR_OOM, "run_history_create: out of memory");
         return NULL;
     }
+    h->metrics = CT_TABLE_INIT(Series);
     h->epoch = 1;
     return h;
 }
@@ -35,34 +36,19 @@ RunHistory *run_history_create(void)
 void run_history_free(RunHistory *h)
 {
     if (!h) return;
-    for (int i = 0; i < h->n; i++) free(h->metrics[i].values);
-    free(h->metrics);
+    run_history_reset(h);
     free(h);
 }
 
-static Metric *find(const RunHistory *h, const char *name)
+static Series *find(const RunHistory *h, const char *name)
 {
-    if (!h || !name) return NULL;
-    for (int i = 0; i < h->n; i++)
-        if (strcmp(h->metrics[i].name, name) == 0) return &h->metrics[i];
-    return NULL;
+    return h ? ct_table_find(&h->metrics, name) : NULL;
 }
 
-static Metric *add_metric(RunHistory *h, const char *name)
+static Series *add_metric(RunHistory *h, const char *name)
 {
-    if (h->n == h->cap) {
-        int cap = h->cap ? 2 * h->cap : 8;
-        Metric *m = realloc(h->metrics, (size_t)cap * sizeof *m);
-        if (!m) {
-            ct_error(CT_ERR_OOM, "run history: out of memory adding metric '%s'", name);
-            return NULL;
-        }
-        h->metrics = m;
-        h->cap = cap;
-    }
-    Metric *m = &h->metrics[h->n++];
-    memset(m, 0, sizeof *m);
-    snprintf(m->name, sizeof m->name, "%s", name);
+    Series *m = ct_table_add(&h->metrics, name);
+    if (!m) ct_error(CT_ERR_OOM, "run history: out of memory adding metric '%s'", name);
     return m;
 }
 
@@ -77,7 +63,7 @@ CtStatus run_history_update(RunHistory *h, const char *name, double value)
                         "run_history_update: metric name '%s%s' is longer "
                         "than %d bytes",
                         h->prefix, name, RUN_HISTORY_MAX_NAME - 1);
-    Metric *m = find(h, full);
+    Series *m = find(h, full);
     if (!m && !(m = add_metric(h, full))) return CT_ERR_OOM;
     if (m->n == m->cap) {
         int64_t cap = m->cap ? 2 * m->cap : 16;
@@ -92,12 +78,12 @@ CtStatus run_history_update(RunHistory *h, const char *name, double value)
 
 int run_history_num_metrics(const RunHistory *h)
 {
-    return h ? h->n : 0;
+    return h ? (int)h->metrics.n : 0;
 }
 
 const char *run_history_metric_name(const RunHistory *h, int i)
 {
-    return h && i >= 0 && i < h->n ? h->metrics[i].name : NULL;
+    return h ? ct_table_name(&h->metrics, i) : NULL;
 }
 
 bool run_history_has_metric(const RunHistory *h, const char *name)
@@ -107,14 +93,14 @@ bool run_history_has_metric(const RunHistory *h, const char *name)
 
 const double *run_history_values(const RunHistory *h, const char *name, int64_t *n)
 {
-    const Metric *m = find(h, name);
+    const Series *m = find(h, name);
     if (n) *n = m ? m->n : 0;
     return m && m->n ? m->values : NULL;
 }
 
 double run_history_latest(const RunHistory *h, const char *name)
 {
-    const Metric *m = find(h, name);
+    const Series *m = find(h, name);
     if (!m || m->n == 0) {
         ct_error(CT_ERR_INVALID, "run history: no values recorded for metric '%s'",
                  name ? name : "(null)");
@@ -125,14 +111,12 @@ double run_history_latest(const RunHistory *h, const char *name)
 
 CtStatus run_history_delete(RunHistory *h, const char *name)
 {
-    Metric *m = find(h, name);
-    if (!m)
+    int64_t i = h ? ct_table_index(&h->metrics, name) : -1;
+    if (i < 0)
         return ct_error(CT_ERR_INVALID, "run_history_delete: no metric '%s'",
                         name ? name : "(null)");
-    free(m->values);
-    int i = (int)(m - h->metrics);
-    memmove(m, m + 1, (size_t)(h->n - i - 1) * sizeof *m);
-    h->n--;
+    free(((Series *)ct_table_at(&h->metrics, i))->values);
+    ct_table_remove(&h->metrics, i);
     return CT_OK;
 }
 
@@ -179,8 +163,9 @@ CtStatus run_history_set_epoch(RunHistory *h, int64_t epoch)
 void run_history_reset(RunHistory *h)
 {
     if (!h) return;
-    for (int i = 0; i < h->n; i++) free(h->metrics[i].values);
-    h->n = 0;
+    for (int64_t i = 0; i < h->metrics.n; i++)
+        free(((Series *)ct_table_at(&h->metrics, i))->values);
+    ct_table_free(&h->metrics);
     h->epoch = 1;
 }
 
@@ -201,11 +186,12 @@ char *run_history_to_json(const RunHistory *h)
     ok = ok && json_object_set_new(root, "current_epoch", json_integer(h->epoch)) == 0;
     ok = ok &&
          json_object_set_new(root, "metric_name_prefix", json_string(h->prefix)) == 0;
-    for (int i = 0; ok && i < h->n; i++) {
+    for (int64_t i = 0; ok && i < h->metrics.n; i++) {
+        const Series *m = ct_table_at(&h->metrics, i);
         json_t *arr = json_array();
-        ok = arr && json_object_set_new(metrics, h->metrics[i].name, arr) == 0;
-        for (int64_t j = 0; ok && j < h->metrics[i].n; j++)
-            ok = json_array_append_new(arr, json_value(h->metrics[i].values[j])) == 0;
+        ok = arr && json_object_set_new(metrics, ct_table_name(&h->metrics, i), arr) == 0;
+        for (int64_t j = 0; ok && j < m->n; j++)
+            ok = json_array_append_new(arr, json_value(m->values[j])) == 0;
     }
     char *s = NULL;
     if (ok && json_object_set_new(root, "metrics", metrics) == 0) {
@@ -223,25 +209,14 @@ CtStatus run_history_save_json(const RunHistory *h, const char *path)
     if (!path) return ct_error(CT_ERR_NULL, "run_history_save_json: NULL path");
     char *s = run_history_to_json(h);
     if (!s) return ct_last_status();
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+    size_t len = strlen(s);
+    char *text = realloc(s, len + 1); /* the newline replaces the terminator */
+    if (!text) {
         free(s);
-        return ct_error(CT_ERR_INVALID, "run_history_save_json: path too long");
+        return ct_error(CT_ERR_OOM, "run_history_save_json: out of memory");
     }
-    FILE *f = fopen(tmp, "wb");
-    CtStatus st = CT_OK;
-    if (!f)
-        st = ct_error(CT_ERR_IO, "run_history_save_json: cannot open %s", tmp);
-    else {
-        size_t len = strlen(s);
-        bool ok = fwrite(s, 1, len, f) == len && fputc('\n', f) != EOF &&
-                  fflush(f) == 0 && fsync(fileno(f)) == 0;
-        ok = fclose(f) == 0 && ok;
-        if (!ok || rename(tmp, path) != 0) {
-            remove(tmp);
-            st = ct_error(CT_ERR_IO, "run_history_save_json: cannot write %s", path);
-        }
-    }
-    free(s);
+    text[len] = '\n';
+    CtStatus st = ct_write_file_atomic(path, text, len + 1);
+    free(text);
     return st;
 }

@@ -145,7 +145,7 @@ void trainer_release_run(Trainer *t)
     data_loader_free(s->train_dl);
     data_loader_free(s->eval_dl);
     s->train_dl = s->eval_dl = NULL;
-    sched_free(t->scheduler);
+    scheduler_free(t->scheduler);
     t->scheduler = NULL;
     s->have_rc = false;
 }

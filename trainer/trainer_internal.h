@@ -22,8 +22,8 @@ struct TrainerState {
     const Dataset *train_ds, *eval_ds;
     DataCollateFn collate;
     void *collate_user;
-    TrainerSchedulerFn sched_fn;
-    void *sched_user;
+    TrainerSchedulerFn scheduler_fn;
+    void *scheduler_user;
     DataLoader *train_dl, *eval_dl;
     DataLoaderArgs train_dl_args, eval_dl_args; /* as last created */
     TrainerRunConfig rc;

@@ -4,11 +4,13 @@
 
 #include "ctrainer/callbacks.h"
 #include "ctrainer/data.h"
+#include "ctrainer/io.h"
 #include "ctrainer/metrics.h"
 #include "ctrainer/nn.h"
 #include "ctrainer/optim.h"
 #include "ctrainer/runtime.h"
 #include "ctrainer/status.h"
+#include "ctrainer/table.h"
 #include "ctrainer/tensor.h"
 #include "ctrainer/trainer.h"
 

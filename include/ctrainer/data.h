@@ -62,7 +62,7 @@ CtStatus data_dataset_get(const Dataset *d, int64_t i, const DataCtx *ctx,
                           DataSample *out);
 void data_dataset_free(Dataset *d);
 
-/* ========== datasets, samplers, loader: owned by the data-core work ========== */
+/* ========== datasets, samplers, loader ========== */
 
 /* Purposes for data_ctx_generator, so independent draws never share numbers.
  * Transforms pick their own values (any other 64-bit constant). */
@@ -361,7 +361,7 @@ CtStatus data_loader_skip(DataLoader *dl, int64_t n);
  * an error for a NULL loader. */
 int64_t data_loader_batch_padding(const DataLoader *dl);
 
-/* ========== images and transforms: owned by the image work ========== */
+/* ========== images and transforms ========== */
 
 /* ----------------------------------------------------------------- images
  *

@@ -194,7 +194,7 @@ MetricCollection *metric_collection_create(void);
 void metric_collection_free(MetricCollection *c);
 /* Appends m under `name` (NULL: metric_name(m); copied). Takes ownership of
  * m, also on failure (m is freed), so creation can be written inline. Errors:
- * NULL m (sticky), a duplicate name. */
+ * NULL m (sticky), a duplicate name, a name longer than 63 bytes. */
 CtStatus metric_collection_add(MetricCollection *c, const char *name, Metric *m);
 int64_t metric_collection_size(const MetricCollection *c);
 /* The i-th metric in insertion order (borrowed), or NULL; by name, or NULL. */

@@ -5,9 +5,9 @@
  * Parameters that do not require grad, or have no gradient yet, are skipped
  * (frozen layers cost nothing). Optimizer state (momentum buffers, moments)
  * is f32 or the parameter's dtype if wider, created on first step.
- * For now steps and clipping run on contiguous CPU f32/f64 tensors; other
- * parameters fail the step with CT_ERR_UNSUPPORTED before anything is
- * written (CUDA kernels come later).
+ * Steps and clipping run on contiguous CPU f32/f64 tensors; other
+ * parameters (including CUDA ones) fail the step with CT_ERR_UNSUPPORTED
+ * before anything is written.
  *
  * Schedulers step once per optimizer update and set each parameter group's
  * learning rate (and, for OneCycleLR, momentum) in the optimizer.
@@ -135,7 +135,7 @@ typedef struct Scheduler Scheduler;
 
 /* A scheduler is a function of its step count: after t updates group g's LR
  * is a closed-form lr(t, g) of the base LRs (PyTorch's chainable recurrences
- * give the same values up to rounding, see tests/optim/test_sched.c). We
+ * give the same values up to rounding, see tests/optim/test_scheduler.c). We
  * differ from PyTorch in one way: an LR set by hand in the optimizer is
  * overwritten at the next step, not chained from.
  *
@@ -143,19 +143,19 @@ typedef struct Scheduler Scheduler;
  * momenta) into the optimizer. The first LR (step 0) is written at
  * creation, as PyTorch does. Stepping past the end of a schedule that has
  * one (OneCycleLR: total_steps) is CT_ERR_STATE and changes nothing. */
-CtStatus sched_step(Scheduler *s);
+CtStatus scheduler_step(Scheduler *s);
 /* The LR last written into group `group` (NAN and an error for a bad group). */
-double sched_get_last_lr(const Scheduler *s, int group);
-int64_t sched_step_count(const Scheduler *s);
-const char *sched_name(const Scheduler *s); /* "StepLR", "OneCycleLR", ... */
+double scheduler_get_last_lr(const Scheduler *s, int group);
+int64_t scheduler_step_count(const Scheduler *s);
+const char *scheduler_name(const Scheduler *s); /* "StepLR", "OneCycleLR", ... */
 /* State: "step" (0-d i64) and "base_lrs.<g>" (0-d f64) per group, appended to
  * `out` (a name already there is an error and adds nothing). load checks the
  * entry count, names, shapes and values (and the step against the schedule's
  * end) before changing anything, then writes the loaded step's LRs (and
  * momenta) into the optimizer. */
-CtStatus sched_state_save(const Scheduler *s, CtStateDict *out);
-CtStatus sched_state_load(Scheduler *s, const CtStateDict *in);
-void sched_free(Scheduler *s);
+CtStatus scheduler_state_save(const Scheduler *s, CtStateDict *out);
+CtStatus scheduler_state_load(Scheduler *s, const CtStateDict *in);
+void scheduler_free(Scheduler *s);
 
 /* Each constructor reads the optimizer's current group LRs as base LRs,
  * writes the step-0 LRs, and returns NULL with a CT_ERR_INVALID error naming
@@ -163,15 +163,15 @@ void sched_free(Scheduler *s);
  * keeps an earlier error: sticky). The optimizer must outlive the scheduler.
  * gamma must be finite and > 0; step_size, t_max, total_iters >= 1;
  * milestones strictly increasing and >= 0. */
-Scheduler *sched_step_lr(Optimizer *o, int64_t step_size, double gamma);
-Scheduler *sched_multistep_lr(Optimizer *o, int n, const int64_t *milestones,
-                              double gamma);
-Scheduler *sched_exponential_lr(Optimizer *o, double gamma);
-Scheduler *sched_cosine_annealing_lr(Optimizer *o, int64_t t_max, double eta_min);
+Scheduler *scheduler_step_lr(Optimizer *o, int64_t step_size, double gamma);
+Scheduler *scheduler_multistep_lr(Optimizer *o, int n, const int64_t *milestones,
+                                  double gamma);
+Scheduler *scheduler_exponential_lr(Optimizer *o, double gamma);
+Scheduler *scheduler_cosine_annealing_lr(Optimizer *o, int64_t t_max, double eta_min);
 /* PyTorch's LinearLR: factor goes from start_factor to end_factor over
  * total_iters steps. start_factor in (0, 1], end_factor in [0, 1]. */
-Scheduler *sched_linear_lr(Optimizer *o, double start_factor, double end_factor,
-                           int64_t total_iters);
+Scheduler *scheduler_linear_lr(Optimizer *o, double start_factor, double end_factor,
+                               int64_t total_iters);
 
 typedef struct OneCycleArgs {
     double max_lr; /* per group: the same for all (and base LRs are ignored) */
@@ -189,19 +189,19 @@ typedef struct OneCycleArgs {
  * unless no_cycle_momentum, and steps up to total_steps (stepping further is
  * an error, as in torch). pct_start in (0, 1] ((0, 0.5] with three_phase);
  * momenta in (0, 1). */
-Scheduler *sched_one_cycle_lr(Optimizer *o, const OneCycleArgs *args);
+Scheduler *scheduler_one_cycle_lr(Optimizer *o, const OneCycleArgs *args);
 
 /* transformers' get_linear_schedule_with_warmup: factor step/warmup during
  * warmup, then linear decay to 0 at total_steps (and 0 after).
  * 0 <= warmup_steps <= total_steps, total_steps >= 1. */
-Scheduler *sched_linear_warmup_decay(Optimizer *o, int64_t warmup_steps,
-                                     int64_t total_steps);
+Scheduler *scheduler_linear_warmup_decay(Optimizer *o, int64_t warmup_steps,
+                                         int64_t total_steps);
 
 /* pytorch-accelerated's CosineLrScheduler, in update steps: linear warmup
  * from warmup_start_lr over warmup_steps, then cosine with k-decay from the
  * base LR to lr_min over exactly the remaining total - warmup - cooldown
  * steps (the reference's early cut-off is fixed), then lr_min for cooldown
- * and beyond. The exact formula is in optim/sched_cosine_warmup.c. Needs
+ * and beyond. The exact formula is in optim/scheduler_cosine_warmup.c. Needs
  * warmup_steps + cooldown_steps < total_steps, ratios in [0, 1]. */
 typedef struct CosineWarmupArgs {
     int64_t total_steps, warmup_steps, cooldown_steps;
@@ -211,11 +211,11 @@ typedef struct CosineWarmupArgs {
     double warmup_start_ratio;
     double k_decay; /* 0 -> 1 */
 } CosineWarmupArgs;
-Scheduler *sched_cosine_warmup(Optimizer *o, const CosineWarmupArgs *args);
+Scheduler *scheduler_cosine_warmup(Optimizer *o, const CosineWarmupArgs *args);
 
 /* LambdaLR: lr = base_lr * fn(step, ctx). ctx is borrowed. */
-Scheduler *sched_lambda_lr(Optimizer *o, double (*fn)(int64_t step, void *ctx),
-                           void *ctx);
+Scheduler *scheduler_lambda_lr(Optimizer *o, double (*fn)(int64_t step, void *ctx),
+                               void *ctx);
 /* SequentialLR: runs scheds[i] from milestones[i-1] on (n-1 milestones,
  * strictly increasing, >= 1), each restarted from its own step 0 at its
  * milestone, as torch 1.13 does. Every child uses the first child's base LRs
@@ -225,8 +225,8 @@ Scheduler *sched_lambda_lr(Optimizer *o, double (*fn)(int64_t step, void *ctx),
  * initializer list unspecified). Takes ownership of the schedulers (all on
  * optimizer o), also when it fails, so a failed child creation needs no
  * cleanup; do not use the children directly afterwards. */
-Scheduler *sched_sequential_lr(Optimizer *o, int n, Scheduler *const *scheds,
-                               const int64_t *milestones);
+Scheduler *scheduler_sequential_lr(Optimizer *o, int n, Scheduler *const *scheds,
+                                   const int64_t *milestones);
 
 #ifdef __cplusplus
 }

@@ -291,7 +291,7 @@ typedef struct TrainerHooks {
      * once per update, only when clipping is configured. */
     CtStatus (*clip_gradients)(Trainer *t);
     CtStatus (*optimizer_step)(Trainer *t);      /* optim_step */
-    CtStatus (*scheduler_step)(Trainer *t);      /* sched_step when a scheduler */
+    CtStatus (*scheduler_step)(Trainer *t);      /* scheduler_step when a scheduler */
     CtStatus (*optimizer_zero_grad)(Trainer *t); /* optim_zero_grad */
     CtStatus (*train_epoch_end)(Trainer *t);     /* no-op; before train_loss_epoch */
     CtStatus (*eval_epoch_start)(Trainer *t);    /* nn_module_eval(model) */

@@ -106,17 +106,11 @@ static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
 #define SFX  f32
 #define GEMM cblas_sgemm
 #include "conv_tmpl.h"
-#undef T
-#undef SFX
-#undef GEMM
 
 #define T    double
 #define SFX  f64
 #define GEMM cblas_dgemm
 #include "conv_tmpl.h"
-#undef T
-#undef SFX
-#undef GEMM
 
 #define BY_DTYPE(name)                                                                   \
     static CtStatus name(const CtOpCall *c)                                              \

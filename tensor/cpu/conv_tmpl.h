@@ -281,3 +281,8 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
 #undef FN
 #undef CAT
 #undef CAT_
+
+/* the parameters too, so the next instantiation defines them afresh */
+#undef T
+#undef SFX
+#undef GEMM

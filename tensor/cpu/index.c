@@ -41,91 +41,6 @@ static CtStatus check_range(const char *name, const Tensor *index, int dim, int6
                     (long long)size);
 }
 
-/* ---------------------------------------------------- index_select / add */
-
-/* Copies of whole elements by element size (the dtype does not matter). */
-#define DEFINE_SELECT(E, S)                                                              \
-    static void select_##S(const CtIndexParams *p, const int64_t *ix, const E *src,      \
-                           E *out)                                                       \
-    {                                                                                    \
-        int64_t size = p->size, inner = p->inner, k = p->k, rows = p->outer * p->k;      \
-        bool par = rows * inner >= CT_CPU_PAR_MIN;                                       \
-        _Pragma("omp parallel for if (par)") for (int64_t r = 0; r < rows; r++)          \
-        {                                                                                \
-            const E *sr = src + ((r / k) * size + ix[r % k]) * inner;                    \
-            E *orow = out + r * inner;                                                   \
-            for (int64_t q = 0; q < inner; q++) orow[q] = sr[q];                         \
-        }                                                                                \
-    }
-DEFINE_SELECT(uint64_t, u64)
-DEFINE_SELECT(uint32_t, u32)
-DEFINE_SELECT(uint16_t, u16)
-DEFINE_SELECT(uint8_t, u8)
-
-static CtStatus cpu_index_select(const CtOpCall *c)
-{
-    const CtIndexParams *p = c->params;
-    CtStatus st = check_range(p->name, c->in[1], p->dim, p->size);
-    if (st != CT_OK) return st;
-    const int64_t *ix = ct_ptr(c->in[1]);
-    const void *src = ct_ptr(c->in[0]);
-    void *out = ct_ptr(c->out[0]);
-    switch (ct_dtype_size(c->out[0]->dtype)) {
-    case 8: select_u64(p, ix, src, out); break;
-    case 4: select_u32(p, ix, src, out); break;
-    case 2: select_u16(p, ix, src, out); break;
-    default: select_u8(p, ix, src, out); break;
-    }
-    return CT_OK;
-}
-
-/* Work units: (outer, row part, column block). Row parts split the `size`
- * destination rows so that a small `outer` still parallelises; each unit
- * scans the whole index and adds the rows it owns, in index order. */
-#define DEFINE_INDEX_ADD(T, S)                                                           \
-    static void index_add_##S(const CtIndexParams *p, const int64_t *ix, const T *src,   \
-                              T *out)                                                    \
-    {                                                                                    \
-        int64_t outer = p->outer, size = p->size, inner = p->inner, k = p->k;            \
-        int64_t ncb = (inner + COL_BLOCK - 1) / COL_BLOCK;                               \
-        bool par = k * inner >= CT_CPU_PAR_MIN;                                          \
-        int64_t nrp =                                                                    \
-            par && outer * ncb < 64 ? (64 + outer * ncb - 1) / (outer * ncb) : 1;        \
-        if (nrp > size) nrp = size > 0 ? size : 1;                                       \
-        int64_t rows_per = (size + nrp - 1) / nrp;                                       \
-        int64_t units = outer * nrp * ncb;                                               \
-        _Pragma("omp parallel for if (par)") for (int64_t u = 0; u < units; u++)         \
-        {                                                                                \
-            int64_t cb = u % ncb, rp = (u / ncb) % nrp, oo = u / (ncb * nrp);            \
-            int64_t c0 = cb * COL_BLOCK,                                                 \
-                    c1 = c0 + COL_BLOCK < inner ? c0 + COL_BLOCK : inner;                \
-            int64_t r0 = rp * rows_per, r1 = r0 + rows_per;                              \
-            for (int64_t j = 0; j < k; j++) {                                            \
-                int64_t row = ix[j];                                                     \
-                if (row < r0 || row >= r1) continue;                                     \
-                const T *sr = src + (oo * k + j) * inner;                                \
-                T *orow = out + (oo * size + row) * inner;                               \
-                for (int64_t q = c0; q < c1; q++) orow[q] += sr[q];                      \
-            }                                                                            \
-        }                                                                                \
-    }
-DEFINE_INDEX_ADD(float, f32)
-DEFINE_INDEX_ADD(double, f64)
-
-static CtStatus cpu_index_add(const CtOpCall *c)
-{
-    const CtIndexParams *p = c->params;
-    CtStatus st = check_range(p->name, c->in[1], p->dim, p->size);
-    if (st != CT_OK) return st;
-    if (c->out[0]->dtype == CT_F32)
-        index_add_f32(p, ct_ptr(c->in[1]), ct_ptr(c->in[0]), ct_ptr(c->out[0]));
-    else
-        index_add_f64(p, ct_ptr(c->in[1]), ct_ptr(c->in[0]), ct_ptr(c->out[0]));
-    return CT_OK;
-}
-
-/* ------------------------------------------------------ gather / scatter */
-
 /* The index's shape around `dim` as (outer, J, inner), with the offsets
  * into the big tensor (contiguous, shape `big`) of each inner position and
  * of each outer position. */
@@ -166,24 +81,62 @@ static CtStatus geom_init(GatherGeom *g, const Tensor *index, const Tensor *big,
     return CT_OK;
 }
 
-#define DEFINE_GATHER(E, S)                                                              \
-    static void gather_##S(const GatherGeom *g, const int64_t *ix, const E *src, E *out) \
-    {                                                                                    \
-        int64_t rows = g->outer * g->j;                                                  \
-        bool par = rows * g->inner >= CT_CPU_PAR_MIN;                                    \
-        _Pragma("omp parallel for if (par)") for (int64_t r = 0; r < rows; r++)          \
-        {                                                                                \
-            const E *sb = src + g->outer_off[r / g->j];                                  \
-            const int64_t *xr = ix + r * g->inner;                                       \
-            E *orow = out + r * g->inner;                                                \
-            for (int64_t q = 0; q < g->inner; q++)                                       \
-                orow[q] = sb[xr[q] * g->dstride + g->inner_off[q]];                      \
-        }                                                                                \
+#define T   uint64_t
+#define SFX u64
+#include "index_copy_tmpl.h"
+
+#define T   uint32_t
+#define SFX u32
+#include "index_copy_tmpl.h"
+
+#define T   uint16_t
+#define SFX u16
+#include "index_copy_tmpl.h"
+
+#define T   uint8_t
+#define SFX u8
+#include "index_copy_tmpl.h"
+
+#define T   float
+#define SFX f32
+#include "index_add_tmpl.h"
+
+#define T   double
+#define SFX f64
+#include "index_add_tmpl.h"
+
+/* ---------------------------------------------------- index_select / add */
+
+static CtStatus cpu_index_select(const CtOpCall *c)
+{
+    const CtIndexParams *p = c->params;
+    CtStatus st = check_range(p->name, c->in[1], p->dim, p->size);
+    if (st != CT_OK) return st;
+    const int64_t *ix = ct_ptr(c->in[1]);
+    const void *src = ct_ptr(c->in[0]);
+    void *out = ct_ptr(c->out[0]);
+    switch (ct_dtype_size(c->out[0]->dtype)) {
+    case 8: select_u64(p, ix, src, out); break;
+    case 4: select_u32(p, ix, src, out); break;
+    case 2: select_u16(p, ix, src, out); break;
+    default: select_u8(p, ix, src, out); break;
     }
-DEFINE_GATHER(uint64_t, u64)
-DEFINE_GATHER(uint32_t, u32)
-DEFINE_GATHER(uint16_t, u16)
-DEFINE_GATHER(uint8_t, u8)
+    return CT_OK;
+}
+
+static CtStatus cpu_index_add(const CtOpCall *c)
+{
+    const CtIndexParams *p = c->params;
+    CtStatus st = check_range(p->name, c->in[1], p->dim, p->size);
+    if (st != CT_OK) return st;
+    if (c->out[0]->dtype == CT_F32)
+        index_add_f32(p, ct_ptr(c->in[1]), ct_ptr(c->in[0]), ct_ptr(c->out[0]));
+    else
+        index_add_f64(p, ct_ptr(c->in[1]), ct_ptr(c->in[0]), ct_ptr(c->out[0]));
+    return CT_OK;
+}
+
+/* ------------------------------------------------------ gather / scatter */
 
 static CtStatus cpu_gather(const CtOpCall *c)
 {
@@ -204,32 +157,6 @@ static CtStatus cpu_gather(const CtOpCall *c)
     free(g.inner_off);
     return CT_OK;
 }
-
-/* Units are (outer, column block); each loops over J in order, and distinct
- * (outer, column) pairs write distinct output elements. */
-#define DEFINE_SCATTER_ADD(T, S)                                                         \
-    static void scatter_add_##S(const GatherGeom *g, const int64_t *ix, const T *src,    \
-                                T *out)                                                  \
-    {                                                                                    \
-        int64_t ncb = (g->inner + COL_BLOCK - 1) / COL_BLOCK;                            \
-        int64_t units = g->outer * ncb;                                                  \
-        bool par = g->outer * g->j * g->inner >= CT_CPU_PAR_MIN;                         \
-        _Pragma("omp parallel for if (par)") for (int64_t u = 0; u < units; u++)         \
-        {                                                                                \
-            int64_t oo = u / ncb, c0 = (u % ncb) * COL_BLOCK;                            \
-            int64_t c1 = c0 + COL_BLOCK < g->inner ? c0 + COL_BLOCK : g->inner;          \
-            T *ob = out + g->outer_off[oo];                                              \
-            for (int64_t j = 0; j < g->j; j++) {                                         \
-                int64_t r = oo * g->j + j;                                               \
-                const int64_t *xr = ix + r * g->inner;                                   \
-                const T *sr = src + r * g->inner;                                        \
-                for (int64_t q = c0; q < c1; q++)                                        \
-                    ob[xr[q] * g->dstride + g->inner_off[q]] += sr[q];                   \
-            }                                                                            \
-        }                                                                                \
-    }
-DEFINE_SCATTER_ADD(float, f32)
-DEFINE_SCATTER_ADD(double, f64)
 
 static CtStatus cpu_scatter_add(const CtOpCall *c)
 {

@@ -142,13 +142,10 @@ static void tile_at(const Plan *p, int64_t t, Tile *g)
 #define T   float
 #define SFX f32
 #include "reduce_tmpl.h"
-#undef T
-#undef SFX
+
 #define T   double
 #define SFX f64
 #include "reduce_tmpl.h"
-#undef T
-#undef SFX
 
 typedef void (*TaskFn)(const Plan *, int, const void *, const double *, int64_t, int64_t,
                        int64_t, double *, int64_t *);

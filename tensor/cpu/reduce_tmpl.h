@@ -208,3 +208,7 @@ static void FN(scatter)(const Plan *p, void *outv, const void *gv, const int64_t
 #undef FN
 #undef RT_CAT
 #undef RT_CAT_
+
+/* the parameters too, so the next instantiation defines them afresh */
+#undef T
+#undef SFX

@@ -17,22 +17,14 @@
 #define T   float
 #define SFX f32
 #define EXP expf
-
 #define LOG logf
 #include "softmax_tmpl.h"
-#undef T
-#undef SFX
-#undef EXP
-#undef LOG
+
 #define T   double
 #define SFX f64
 #define EXP exp
 #define LOG log
 #include "softmax_tmpl.h"
-#undef T
-#undef SFX
-#undef EXP
-#undef LOG
 
 static CtStatus cpu_softmax(const CtOpCall *c)
 {

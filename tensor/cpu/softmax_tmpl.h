@@ -246,3 +246,9 @@ static void FN(ce_bwd)(const CtCrossEntropyParams *p, const void *xv, const int6
 #undef FN
 #undef ST_CAT
 #undef ST_CAT_
+
+/* the parameters too, so the next instantiation defines them afresh */
+#undef T
+#undef SFX
+#undef EXP
+#undef LOG

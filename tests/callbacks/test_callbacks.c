@@ -512,17 +512,30 @@ static char *slurp(const char *path)
     return buf;
 }
 
+/* A MetricsLogger writing m.csv and m.jsonl in a fresh directory made from
+ * the template dir; csv and jsonl (256 bytes) receive the paths. */
+static Callback *logger_in(char *dir, char *csv, char *jsonl)
+{
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(csv, 256, "%s/m.csv", dir);
+    snprintf(jsonl, 256, "%s/m.jsonl", dir);
+    return callback_metrics_logger_create(
+        &(MetricsLoggerArgs){.csv_path = csv, .jsonl_path = jsonl});
+}
+
+static void remove_logs(const char *dir, const char *csv, const char *jsonl)
+{
+    ck_assert_int_eq(remove(csv), 0);
+    ck_assert_int_eq(remove(jsonl), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+
 START_TEST(test_metrics_logger)
 {
-    char dir[] = "/tmp/ct_cb_log_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char csv[256], jsonl[256];
-    snprintf(csv, sizeof csv, "%s/m.csv", dir);
-    snprintf(jsonl, sizeof jsonl, "%s/m.jsonl", dir);
+    char dir[] = "/tmp/ct_cb_log_XXXXXX", csv[256], jsonl[256];
+    Callback *lg = logger_in(dir, csv, jsonl);
     Fx f;
     fx_init(&f);
-    Callback *lg = callback_metrics_logger_create(
-        &(MetricsLoggerArgs){.csv_path = csv, .jsonl_path = jsonl});
     fx_trainer(&f, 1, (Callback *[]){lg});
     ck_assert_int_eq(fx_train(&f, 3, true), CT_OK);
     RunHistory *h = trainer_run_history(f.t);
@@ -568,11 +581,35 @@ START_TEST(test_metrics_logger)
     }
     ck_assert_ptr_null(line);
     fx_free(&f);
-    remove(csv);
-    remove(jsonl);
-    rmdir(dir);
+    remove_logs(dir, csv, jsonl);
     ck_assert_ptr_null(callback_metrics_logger_create(&(MetricsLoggerArgs){0}));
     tu_assert_error(ct_last_status(), "csv_path");
+}
+END_TEST
+
+/* Non-finite values: null in JSON lines, nan / inf in CSV. */
+START_TEST(test_metrics_logger_non_finite)
+{
+    char dir[] = "/tmp/ct_cb_log_XXXXXX", csv[256], jsonl[256];
+    Callback *lg = logger_in(dir, csv, jsonl);
+    static const double score[] = {NAN, 1.5, -INFINITY};
+    Fx f;
+    fx_init(&f);
+    fx_trainer(&f, 2, (Callback *[]){&recorder(score, 3)->base, lg});
+    ck_assert_int_eq(fx_train(&f, 3, false), CT_OK);
+    char *s = slurp(jsonl);
+    const char *want[] = {"\"score\": null}", "\"score\": 1.5}", "\"score\": null}"};
+    char *line = strtok(s, "\n");
+    for (int e = 0; e < 3; e++, line = strtok(NULL, "\n")) {
+        ck_assert_ptr_nonnull(line);
+        ck_assert_ptr_nonnull(strstr(line, want[e]));
+    }
+    ck_assert_ptr_null(line);
+    s = slurp(csv);
+    ck_assert_ptr_nonnull(strstr(s, ",nan\n2,"));
+    ck_assert_ptr_nonnull(strstr(s, ",-inf\n"));
+    fx_free(&f);
+    remove_logs(dir, csv, jsonl);
 }
 END_TEST
 
@@ -870,6 +907,7 @@ int main(void)
     tcase_add_test(tc, test_model_ema_per_epoch);
     tcase_add_test(tc, test_model_ema_every_step);
     tcase_add_test(tc, test_metrics_logger);
+    tcase_add_test(tc, test_metrics_logger_non_finite);
     tcase_add_test(tc, test_limit_batches);
     tcase_add_test(tc, test_step_based_evaluation);
     tcase_add_test(tc, test_progress_bar_lines);

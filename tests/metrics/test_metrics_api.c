@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "metrics_fixtures.h"
 
@@ -73,6 +74,17 @@ START_TEST(test_collection)
     tu_assert_error(CT_ERR_INVALID,
                     "a metric named 'f1_macro' is already in the collection");
     ck_assert_int_eq(metric_collection_size(c), 3);
+    /* names up to 63 bytes */
+    char longname[65];
+    memset(longname, 'n', 64);
+    longname[64] = '\0';
+    ck_assert_int_eq(metric_collection_add(c, longname, metric_sum_create()),
+                     CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "' is longer than 63");
+    longname[63] = '\0';
+    ck_assert_int_eq(metric_collection_add(c, longname, metric_sum_create()), CT_OK);
+    ck_assert_str_eq(metric_collection_name(c, 3), longname);
+    ck_assert_int_eq(metric_collection_size(c), 4);
     /* a failed creation inline: the first error stays */
     ck_assert_int_eq(metric_collection_add(c, NULL, metric_confusion_matrix_create(1)),
                      CT_ERR_NULL);

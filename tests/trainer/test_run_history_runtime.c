@@ -89,7 +89,8 @@ START_TEST(history_json)
     ck_assert_uint_gt(n, 10);
     ck_assert_ptr_nonnull(strstr(buf, "\"train_loss_epoch\": [0.5, 0.125]"));
     ck_assert_int_eq(run_history_save_json(h, "/nonexistent-dir/x.json"), CT_ERR_IO);
-    tu_assert_error(CT_ERR_IO, "cannot open /nonexistent-dir/x.json.tmp");
+    tu_assert_error(CT_ERR_IO, "/nonexistent-dir/x.json: cannot create "
+                               "/nonexistent-dir/x.json.tmp.");
     run_history_free(h);
 }
 END_TEST

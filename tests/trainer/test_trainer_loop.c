@@ -105,7 +105,7 @@ END_TEST
 
 static Scheduler *make_step_lr(Trainer *t, Optimizer *o, void *user)
 {
-    return sched_step_lr(o, 1, 0.5);
+    return scheduler_step_lr(o, 1, 0.5);
 }
 
 /* 5 batches, k = 2: windows {0,1} {2,3} {4}; clipping once per update. */
@@ -130,7 +130,7 @@ START_TEST(accumulation_partial_window)
                          CLIP_UPD EPOCH_END RUN_EPOCH_END RUN_END);
     ck_assert_int_eq(f.rt.n_clip, 3); /* once per update, not per micro-batch */
     ck_assert_int_eq(trainer_global_step(&f.rt.base), 3);
-    ck_assert_int_eq(sched_step_count(f.rt.base.scheduler), 3);
+    ck_assert_int_eq(scheduler_step_count(f.rt.base.scheduler), 3);
     ck_assert_double_eq_tol(optim_get_lr(f.opt, 0), 0.1 * 0.125, 1e-12);
     const TrainerRunConfig *rc = trainer_run_config(&f.rt.base);
     ck_assert_int_eq(rc->num_update_steps_per_epoch, 3);
@@ -533,7 +533,8 @@ static Scheduler *make_one_cycle(Trainer *t, Optimizer *o, void *user)
     ct_clear_error();
     r->total = trainer_resolve_product(t, TRAINER_NUM_EPOCHS,
                                        TRAINER_NUM_UPDATE_STEPS_PER_EPOCH);
-    return sched_one_cycle_lr(o, &(OneCycleArgs){.max_lr = 0.1, .total_steps = r->total});
+    return scheduler_one_cycle_lr(
+        o, &(OneCycleArgs){.max_lr = 0.1, .total_steps = r->total});
 }
 
 START_TEST(placeholders_one_cycle)
@@ -562,9 +563,9 @@ START_TEST(placeholders_one_cycle)
     ck_assert(isnan(r.eval_len));
     ck_assert_int_eq(r.eval_status, CT_ERR_INVALID);
     ck_assert_int_eq(r.total, 6);
-    ck_assert_int_eq(sched_step_count(f.rt.base.scheduler), 6);
+    ck_assert_int_eq(scheduler_step_count(f.rt.base.scheduler), 6);
     /* the schedule is used up exactly: one more step is past its end */
-    ck_assert_int_eq(sched_step(f.rt.base.scheduler), CT_ERR_STATE);
+    ck_assert_int_eq(scheduler_step(f.rt.base.scheduler), CT_ERR_STATE);
     ct_clear_error();
     fixture_free(&f);
     data_dataset_free(ds);

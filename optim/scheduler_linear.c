@@ -2,7 +2,7 @@
  * get_linear_schedule_with_warmup. */
 #include <math.h>
 
-#include "sched_internal.h"
+#include "scheduler_internal.h"
 
 /* LinearLR: lr(t) = base * (start + (end - start) * min(t, total) / total),
  * the closed form of torch's recurrence
@@ -21,30 +21,31 @@ static double linear_lr_at(const Scheduler *s, int64_t t, int g)
            (p->start + (p->end - p->start) * (double)k / (double)p->total);
 }
 
-static const SchedOps linear_ops = {.name = "LinearLR", .lr_at = linear_lr_at};
+static const SchedulerOps linear_ops = {.name = "LinearLR", .lr_at = linear_lr_at};
 
-Scheduler *sched_linear_lr(Optimizer *o, double start_factor, double end_factor,
-                           int64_t total_iters)
+Scheduler *scheduler_linear_lr(Optimizer *o, double start_factor, double end_factor,
+                               int64_t total_iters)
 {
     const char *who = "LinearLR";
     if (o) {
         /* torch 1.13 accepts start_factor 0 and then divides by zero at step 1;
          * later versions reject it, as we do. */
         if (!(start_factor > 0 && start_factor <= 1))
-            return sched_fail(who, "start_factor must be in (0, 1], got %g",
-                              start_factor);
+            return scheduler_fail(who, "start_factor must be in (0, 1], got %g",
+                                  start_factor);
         if (!(end_factor >= 0 && end_factor <= 1))
-            return sched_fail(who, "end_factor must be in [0, 1], got %g", end_factor);
+            return scheduler_fail(who, "end_factor must be in [0, 1], got %g",
+                                  end_factor);
         if (total_iters < 1)
-            return sched_fail(who, "total_iters must be >= 1, got %lld",
-                              (long long)total_iters);
+            return scheduler_fail(who, "total_iters must be >= 1, got %lld",
+                                  (long long)total_iters);
     }
-    LinearLR *p = (LinearLR *)sched_alloc(sizeof *p, &linear_ops, o, who);
+    LinearLR *p = (LinearLR *)scheduler_alloc(sizeof *p, &linear_ops, o, who);
     if (!p) return NULL;
     p->start = start_factor;
     p->end = end_factor;
     p->total = total_iters;
-    return sched_start(&p->base);
+    return scheduler_start(&p->base);
 }
 
 /* ------------------------------------------------- linear warmup, decay */
@@ -71,25 +72,25 @@ static double warmup_decay_at(const Scheduler *s, int64_t t, int g)
     return s->base_lrs[g] * f;
 }
 
-static const SchedOps warmup_decay_ops = {.name = "LinearWarmupDecay",
-                                          .lr_at = warmup_decay_at};
+static const SchedulerOps warmup_decay_ops = {.name = "LinearWarmupDecay",
+                                              .lr_at = warmup_decay_at};
 
-Scheduler *sched_linear_warmup_decay(Optimizer *o, int64_t warmup_steps,
-                                     int64_t total_steps)
+Scheduler *scheduler_linear_warmup_decay(Optimizer *o, int64_t warmup_steps,
+                                         int64_t total_steps)
 {
     const char *who = "LinearWarmupDecay";
     if (o) {
         if (total_steps < 1)
-            return sched_fail(who, "total_steps must be >= 1, got %lld",
-                              (long long)total_steps);
+            return scheduler_fail(who, "total_steps must be >= 1, got %lld",
+                                  (long long)total_steps);
         if (warmup_steps < 0 || warmup_steps > total_steps)
-            return sched_fail(who,
-                              "warmup_steps must be in [0, total_steps=%lld], got %lld",
-                              (long long)total_steps, (long long)warmup_steps);
+            return scheduler_fail(
+                who, "warmup_steps must be in [0, total_steps=%lld], got %lld",
+                (long long)total_steps, (long long)warmup_steps);
     }
-    WarmupDecay *p = (WarmupDecay *)sched_alloc(sizeof *p, &warmup_decay_ops, o, who);
+    WarmupDecay *p = (WarmupDecay *)scheduler_alloc(sizeof *p, &warmup_decay_ops, o, who);
     if (!p) return NULL;
     p->warmup = warmup_steps;
     p->total = total_steps;
-    return sched_start(&p->base);
+    return scheduler_start(&p->base);
 }

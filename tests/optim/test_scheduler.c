@@ -1,17 +1,17 @@
-/* LR schedulers against torch 1.13 (fixtures: tests/fixtures/sched.py). */
+/* LR schedulers against torch 1.13 (fixtures: tests/fixtures/scheduler.py). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "ctrainer/optim.h"
 #include "testutil.h"
 
-/* ---- fixtures: /usr/bin/python3 tests/fixtures/sched.py > sched_fixtures.h */
+/* ---- fixtures: /usr/bin/python3 tests/fixtures/scheduler.py > scheduler_fixtures.h */
 /* [g][t]: group g's LR (or momentum) after t scheduler steps; groups have
  * base LRs 0.1 and 0.03, SGD momentum 0.9 (Adam betas (0.9, 0.999)).
  * WARMUP_DECAY_LR is transformers' lr_lambda evaluated by formula in a torch
  * LambdaLR (transformers is not installed). COS_WARMUP_* are our formula
  * (no torch reference exists), also checked by hand below. */
-#include "sched_fixtures.h"
+#include "scheduler_fixtures.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -70,11 +70,11 @@ static void check_run(Scheduler *s, Optimizer *o, int n, const double *lr0,
 {
     const double *lr[2] = {lr0, lr1}, *m[2] = {m0, m1};
     for (int t = 0; t < n; t++) {
-        if (t > 0) ck_assert_int_eq(sched_step(s), CT_OK);
-        ck_assert_int_eq(sched_step_count(s), t);
+        if (t > 0) ck_assert_int_eq(scheduler_step(s), CT_OK);
+        ck_assert_int_eq(scheduler_step_count(s), t);
         for (int g = 0; g < 2; g++) {
-            assert_close(sched_name(s), t, g, optim_get_lr(o, g), lr[g][t]);
-            assert_close(sched_name(s), t, g, sched_get_last_lr(s, g), lr[g][t]);
+            assert_close(scheduler_name(s), t, g, optim_get_lr(o, g), lr[g][t]);
+            assert_close(scheduler_name(s), t, g, scheduler_get_last_lr(s, g), lr[g][t]);
             if (m[g]) assert_close("momentum", t, g, optim_get_momentum(o, g), m[g][t]);
         }
     }
@@ -93,16 +93,16 @@ START_TEST(test_step_family)
 {
     TU_MEM_BEGIN;
     Fixture f = make_fixture(false);
-    Scheduler *s = sched_step_lr(fresh(&f), 7, 0.5);
-    ck_assert_str_eq(sched_name(s), "StepLR");
+    Scheduler *s = scheduler_step_lr(fresh(&f), 7, 0.5);
+    ck_assert_str_eq(scheduler_name(s), "StepLR");
     CHECK_LR(s, f.opt, STEP_LR);
-    sched_free(s);
-    s = sched_multistep_lr(fresh(&f), 3, (const int64_t[]){5, 12, 30}, 0.3);
+    scheduler_free(s);
+    s = scheduler_multistep_lr(fresh(&f), 3, (const int64_t[]){5, 12, 30}, 0.3);
     CHECK_LR(s, f.opt, MULTISTEP_LR);
-    sched_free(s);
-    s = sched_exponential_lr(fresh(&f), 0.93);
+    scheduler_free(s);
+    s = scheduler_exponential_lr(fresh(&f), 0.93);
     CHECK_LR(s, f.opt, EXP_LR);
-    sched_free(s);
+    scheduler_free(s);
     free_fixture(&f);
     TU_MEM_END;
 }
@@ -113,12 +113,12 @@ END_TEST
 START_TEST(test_cosine_annealing)
 {
     Fixture f = make_fixture(false);
-    Scheduler *s = sched_cosine_annealing_lr(fresh(&f), 10, 0.001);
+    Scheduler *s = scheduler_cosine_annealing_lr(fresh(&f), 10, 0.001);
     CHECK_LR(s, f.opt, COS_LR);
-    sched_free(s);
-    s = sched_cosine_annealing_lr(fresh(&f), 7, 0.0);
+    scheduler_free(s);
+    s = scheduler_cosine_annealing_lr(fresh(&f), 7, 0.0);
     CHECK_LR(s, f.opt, COS_LR_ETA0);
-    sched_free(s);
+    scheduler_free(s);
     free_fixture(&f);
 }
 END_TEST
@@ -126,16 +126,16 @@ END_TEST
 START_TEST(test_linear)
 {
     Fixture f = make_fixture(false);
-    Scheduler *s = sched_linear_lr(fresh(&f), 0.25, 0.9, 12);
+    Scheduler *s = scheduler_linear_lr(fresh(&f), 0.25, 0.9, 12);
     CHECK_LR(s, f.opt, LINEAR_LR);
-    sched_free(s);
-    s = sched_linear_lr(fresh(&f), 1.0, 0.1, 20);
+    scheduler_free(s);
+    s = scheduler_linear_lr(fresh(&f), 1.0, 0.1, 20);
     CHECK_LR(s, f.opt, LINEAR_LR_DOWN);
-    sched_free(s);
-    s = sched_linear_warmup_decay(fresh(&f), 8, 30);
-    ck_assert_str_eq(sched_name(s), "LinearWarmupDecay");
+    scheduler_free(s);
+    s = scheduler_linear_warmup_decay(fresh(&f), 8, 30);
+    ck_assert_str_eq(scheduler_name(s), "LinearWarmupDecay");
     CHECK_LR(s, f.opt, WARMUP_DECAY_LR);
-    sched_free(s);
+    scheduler_free(s);
     free_fixture(&f);
 }
 END_TEST
@@ -144,16 +144,16 @@ START_TEST(test_one_cycle)
 {
     Fixture f = make_fixture(false);
     OneCycleArgs a = {.max_lr = 0.5, .total_steps = 40};
-    Scheduler *s = sched_one_cycle_lr(fresh(&f), &a);
+    Scheduler *s = scheduler_one_cycle_lr(fresh(&f), &a);
     CHECK_LR_MOM(s, f.opt, ONECYCLE_LR, ONECYCLE_MOM);
     /* step 40 == total_steps was allowed; one more is an error that changes
      * nothing */
     double lr = optim_get_lr(f.opt, 0);
-    ck_assert_int_eq(sched_step(s), CT_ERR_STATE);
+    ck_assert_int_eq(scheduler_step(s), CT_ERR_STATE);
     tu_assert_error(CT_ERR_STATE, "OneCycleLR: step 41 is past total_steps=40");
-    ck_assert_int_eq(sched_step_count(s), 40);
+    ck_assert_int_eq(scheduler_step_count(s), 40);
     ck_assert(optim_get_lr(f.opt, 0) == lr);
-    sched_free(s);
+    scheduler_free(s);
 
     OneCycleArgs b = {.max_lr = 0.8,
                       .total_steps = 40,
@@ -164,18 +164,18 @@ START_TEST(test_one_cycle)
                       .base_momentum = 0.8,
                       .max_momentum = 0.9,
                       .three_phase = true};
-    s = sched_one_cycle_lr(fresh(&f), &b);
+    s = scheduler_one_cycle_lr(fresh(&f), &b);
     CHECK_LR_MOM(s, f.opt, ONECYCLE3_LR, ONECYCLE3_MOM);
-    sched_free(s);
+    scheduler_free(s);
 
     /* no_cycle_momentum leaves the optimizer's momentum alone */
     optim_set_momentum(f.opt, 0, 0.5);
     OneCycleArgs c = {.max_lr = 0.5, .total_steps = 40, .no_cycle_momentum = true};
-    s = sched_one_cycle_lr(fresh(&f), &c);
-    for (int t = 0; t < 10; t++) ck_assert_int_eq(sched_step(s), CT_OK);
+    s = scheduler_one_cycle_lr(fresh(&f), &c);
+    for (int t = 0; t < 10; t++) ck_assert_int_eq(scheduler_step(s), CT_OK);
     ck_assert(optim_get_momentum(f.opt, 0) == 0.5);
     assert_close("no-momentum lr", 10, 0, optim_get_lr(f.opt, 0), ONECYCLE_LR[0][10]);
-    sched_free(s);
+    scheduler_free(s);
     free_fixture(&f);
 }
 END_TEST
@@ -185,9 +185,9 @@ START_TEST(test_one_cycle_adam)
 {
     Fixture f = make_fixture(true);
     OneCycleArgs a = {.max_lr = 0.01, .total_steps = 33, .pct_start = 0.4};
-    Scheduler *s = sched_one_cycle_lr(fresh(&f), &a);
+    Scheduler *s = scheduler_one_cycle_lr(fresh(&f), &a);
     CHECK_LR_MOM(s, f.opt, ONECYCLE_ADAM_LR, ONECYCLE_ADAM_BETA1);
-    sched_free(s);
+    scheduler_free(s);
     free_fixture(&f);
 }
 END_TEST
@@ -208,9 +208,9 @@ START_TEST(test_lambda)
 {
     Fixture f = make_fixture(false);
     double one = 1.0;
-    Scheduler *s = sched_lambda_lr(fresh(&f), inv_lambda, &one);
+    Scheduler *s = scheduler_lambda_lr(fresh(&f), inv_lambda, &one);
     CHECK_LR(s, f.opt, LAMBDA_LR);
-    sched_free(s);
+    scheduler_free(s);
     free_fixture(&f);
 }
 END_TEST
@@ -224,30 +224,30 @@ START_TEST(test_sequential)
      * an initializer list is unspecified, and the first child's creation
      * must see the base LRs */
     Scheduler *kids[3];
-    kids[0] = sched_linear_lr(f.opt, 0.1, 1.0, 5);
-    kids[1] = sched_cosine_annealing_lr(f.opt, 20, 0.002);
-    kids[2] = sched_exponential_lr(f.opt, 0.9);
-    Scheduler *s = sched_sequential_lr(fresh(&f), 3, kids, (const int64_t[]){5, 25});
-    ck_assert_str_eq(sched_name(s), "SequentialLR");
+    kids[0] = scheduler_linear_lr(f.opt, 0.1, 1.0, 5);
+    kids[1] = scheduler_cosine_annealing_lr(f.opt, 20, 0.002);
+    kids[2] = scheduler_exponential_lr(f.opt, 0.9);
+    Scheduler *s = scheduler_sequential_lr(fresh(&f), 3, kids, (const int64_t[]){5, 25});
+    ck_assert_str_eq(scheduler_name(s), "SequentialLR");
     CHECK_LR(s, f.opt, SEQUENTIAL_LR);
-    sched_free(s); /* frees the children */
+    scheduler_free(s); /* frees the children */
 
     Scheduler *kids2[2];
-    kids2[0] = sched_lambda_lr(fresh(&f), half_lambda, NULL);
-    kids2[1] = sched_step_lr(f.opt, 4, 0.5);
-    s = sched_sequential_lr(f.opt, 2, kids2, (const int64_t[]){10});
+    kids2[0] = scheduler_lambda_lr(fresh(&f), half_lambda, NULL);
+    kids2[1] = scheduler_step_lr(f.opt, 4, 0.5);
+    s = scheduler_sequential_lr(f.opt, 2, kids2, (const int64_t[]){10});
     CHECK_LR(s, f.opt, SEQUENTIAL2_LR);
-    sched_free(s);
+    scheduler_free(s);
 
     /* a OneCycle child's momentum and end-of-schedule check pass through,
      * in its own steps */
     OneCycleArgs a = {.max_lr = 0.5, .total_steps = 40};
     Scheduler *kids3[2];
-    kids3[0] = sched_step_lr(fresh(&f), 100, 0.5);
-    kids3[1] = sched_one_cycle_lr(f.opt, &a);
-    s = sched_sequential_lr(f.opt, 2, kids3, (const int64_t[]){3});
+    kids3[0] = scheduler_step_lr(fresh(&f), 100, 0.5);
+    kids3[1] = scheduler_one_cycle_lr(f.opt, &a);
+    s = scheduler_sequential_lr(f.opt, 2, kids3, (const int64_t[]){3});
     for (int t = 0; t <= 43; t++) {
-        if (t > 0) ck_assert_int_eq(sched_step(s), CT_OK);
+        if (t > 0) ck_assert_int_eq(scheduler_step(s), CT_OK);
         for (int g = 0; g < 2; g++) {
             double base = g ? 0.03 : 0.1;
             assert_close("seq onecycle lr", t, g, optim_get_lr(f.opt, g),
@@ -257,9 +257,9 @@ START_TEST(test_sequential)
                          t < 3 ? 0.95 : ONECYCLE_MOM[g][t - 3]);
         }
     }
-    ck_assert_int_eq(sched_step(s), CT_ERR_STATE);
+    ck_assert_int_eq(scheduler_step(s), CT_ERR_STATE);
     tu_assert_error(CT_ERR_STATE, "step 41 is past total_steps=40");
-    sched_free(s);
+    scheduler_free(s);
     free_fixture(&f);
 }
 END_TEST
@@ -276,10 +276,10 @@ START_TEST(test_cosine_warmup)
                           .cooldown_steps = 5,
                           .min_lr_ratio = 0.1,
                           .warmup_start_lr = 1e-4};
-    Scheduler *s = sched_cosine_warmup(fresh(&f), &a);
-    ck_assert_str_eq(sched_name(s), "CosineLrScheduler");
+    Scheduler *s = scheduler_cosine_warmup(fresh(&f), &a);
+    ck_assert_str_eq(scheduler_name(s), "CosineLrScheduler");
     CHECK_LR(s, f.opt, COS_WARMUP_LR);
-    sched_free(s);
+    scheduler_free(s);
     /* hand-computed points for group 0 (base 0.1, lr_min 0.01):
      *   t=2:  1e-4 + 2 * (0.1 - 1e-4) / 5            = 0.04006
      *   t=5:  base                                   = 0.1
@@ -301,9 +301,9 @@ START_TEST(test_cosine_warmup)
                           .lr_min = 0.001,
                           .warmup_start_ratio = 0.5,
                           .k_decay = 2};
-    s = sched_cosine_warmup(fresh(&f), &b);
+    s = scheduler_cosine_warmup(fresh(&f), &b);
     CHECK_LR(s, f.opt, COS_WARMUP_K2_LR);
-    sched_free(s);
+    scheduler_free(s);
     /* by hand, group 1 (base 0.03):
      *   t=2:  0.015 + 2 * 0.015 / 4                  = 0.0225
      *   t=14: c = 10, D = 20: (c/D)^2 = 1/4, cos(pi/4) = sqrt(2)/2:
@@ -324,15 +324,15 @@ typedef Scheduler *(*MakeSched)(Optimizer *o);
 static Scheduler *make_onecycle(Optimizer *o)
 {
     OneCycleArgs a = {.max_lr = 0.5, .total_steps = 40, .three_phase = true};
-    return sched_one_cycle_lr(o, &a);
+    return scheduler_one_cycle_lr(o, &a);
 }
 
 static Scheduler *make_sequential(Optimizer *o)
 {
     Scheduler *k[2];
-    k[0] = sched_linear_lr(o, 0.1, 1.0, 5);
-    k[1] = sched_cosine_annealing_lr(o, 20, 0.002);
-    return sched_sequential_lr(o, 2, k, (const int64_t[]){5});
+    k[0] = scheduler_linear_lr(o, 0.1, 1.0, 5);
+    k[1] = scheduler_cosine_annealing_lr(o, 20, 0.002);
+    return scheduler_sequential_lr(o, 2, k, (const int64_t[]){5});
 }
 
 static Scheduler *make_cos_warmup(Optimizer *o)
@@ -342,7 +342,7 @@ static Scheduler *make_cos_warmup(Optimizer *o)
                           .cooldown_steps = 5,
                           .lr_min = 1e-3,
                           .k_decay = 1.5};
-    return sched_cosine_warmup(o, &a);
+    return scheduler_cosine_warmup(o, &a);
 }
 
 /* Runs a for k steps, saves, loads into a fresh optimizer + scheduler, and
@@ -351,28 +351,28 @@ static void check_resume(MakeSched make, int k, int n)
 {
     Fixture fa = make_fixture(false), fb = make_fixture(false);
     Scheduler *a = make(fa.opt), *b = make(fb.opt);
-    for (int t = 0; t < k; t++) ck_assert_int_eq(sched_step(a), CT_OK);
+    for (int t = 0; t < k; t++) ck_assert_int_eq(scheduler_step(a), CT_OK);
     CtStateDict *d = ct_state_dict_create();
-    ck_assert_int_eq(sched_state_save(a, d), CT_OK);
+    ck_assert_int_eq(scheduler_state_save(a, d), CT_OK);
     ck_assert_int_eq(ct_state_dict_size(d), 3);
     ck_assert(tensor_item(ct_state_dict_get(d, "step")) == k);
     ck_assert_int_eq(tensor_ndim(ct_state_dict_get(d, "base_lrs.1")), 0);
-    ck_assert_int_eq(sched_state_load(b, d), CT_OK);
+    ck_assert_int_eq(scheduler_state_load(b, d), CT_OK);
     ct_state_dict_free(d);
-    ck_assert_int_eq(sched_step_count(b), k);
+    ck_assert_int_eq(scheduler_step_count(b), k);
     for (int t = k; t <= n; t++) {
         if (t > k) {
-            ck_assert_int_eq(sched_step(a), CT_OK);
-            ck_assert_int_eq(sched_step(b), CT_OK);
+            ck_assert_int_eq(scheduler_step(a), CT_OK);
+            ck_assert_int_eq(scheduler_step(b), CT_OK);
         }
         for (int g = 0; g < 2; g++) {
             ck_assert(optim_get_lr(fa.opt, g) == optim_get_lr(fb.opt, g));
             ck_assert(optim_get_momentum(fa.opt, g) == optim_get_momentum(fb.opt, g));
-            ck_assert(sched_get_last_lr(b, g) == optim_get_lr(fb.opt, g));
+            ck_assert(scheduler_get_last_lr(b, g) == optim_get_lr(fb.opt, g));
         }
     }
-    sched_free(a);
-    sched_free(b);
+    scheduler_free(a);
+    scheduler_free(b);
     free_fixture(&fa);
     free_fixture(&fb);
 }
@@ -393,24 +393,24 @@ END_TEST
 START_TEST(test_state_restores_base)
 {
     Fixture fa = make_fixture(false), fb = make_fixture(false);
-    Scheduler *a = sched_exponential_lr(fa.opt, 0.9);
-    for (int t = 0; t < 6; t++) sched_step(a);
+    Scheduler *a = scheduler_exponential_lr(fa.opt, 0.9);
+    for (int t = 0; t < 6; t++) scheduler_step(a);
     optim_set_lr(fb.opt, 0, 0.7);
-    Scheduler *b = sched_exponential_lr(fb.opt, 0.9);
+    Scheduler *b = scheduler_exponential_lr(fb.opt, 0.9);
     CtStateDict *d = ct_state_dict_create();
-    ck_assert_int_eq(sched_state_save(a, d), CT_OK);
-    ck_assert_int_eq(sched_state_load(b, d), CT_OK);
+    ck_assert_int_eq(scheduler_state_save(a, d), CT_OK);
+    ck_assert_int_eq(scheduler_state_load(b, d), CT_OK);
     assert_close("restored", 6, 0, optim_get_lr(fb.opt, 0), 0.1 * pow(0.9, 6));
-    sched_step(b);
+    scheduler_step(b);
     assert_close("restored", 7, 0, optim_get_lr(fb.opt, 0), 0.1 * pow(0.9, 7));
     /* saving twice into one dict is refused without adding anything */
-    ck_assert_int_eq(sched_state_save(b, d), CT_ERR_INVALID);
+    ck_assert_int_eq(scheduler_state_save(b, d), CT_ERR_INVALID);
     tu_assert_error(CT_ERR_INVALID,
                     "ExponentialLR state save: \"step\" already in the dict");
     ck_assert_int_eq(ct_state_dict_size(d), 3);
     ct_state_dict_free(d);
-    sched_free(a);
-    sched_free(b);
+    scheduler_free(a);
+    scheduler_free(b);
     free_fixture(&fa);
     free_fixture(&fb);
 }
@@ -428,11 +428,11 @@ static void put(CtStateDict *d, const char *name, double v)
 static void check_bad_state(Scheduler *s, Optimizer *o, CtStateDict *d, CtStatus st,
                             const char *needle)
 {
-    int64_t step = sched_step_count(s);
+    int64_t step = scheduler_step_count(s);
     double lr = optim_get_lr(o, 1);
-    ck_assert_int_eq(sched_state_load(s, d), st);
+    ck_assert_int_eq(scheduler_state_load(s, d), st);
     tu_assert_error(st, needle);
-    ck_assert_int_eq(sched_step_count(s), step);
+    ck_assert_int_eq(scheduler_step_count(s), step);
     ck_assert(optim_get_lr(o, 1) == lr);
     ct_state_dict_free(d);
 }
@@ -442,8 +442,8 @@ START_TEST(test_state_bad)
     TU_MEM_BEGIN;
     Fixture f = make_fixture(false);
     OneCycleArgs a = {.max_lr = 0.5, .total_steps = 40};
-    Scheduler *s = sched_one_cycle_lr(fresh(&f), &a);
-    for (int t = 0; t < 5; t++) sched_step(s);
+    Scheduler *s = scheduler_one_cycle_lr(fresh(&f), &a);
+    for (int t = 0; t < 5; t++) scheduler_step(s);
 
     CtStateDict *d = ct_state_dict_create();
     put(d, "step", 3);
@@ -485,9 +485,9 @@ START_TEST(test_state_bad)
     put(d, "base_lrs.1", 0.1);
     check_bad_state(s, f.opt, d, CT_ERR_SHAPE, "\"step\" has 2 elements, expected 1");
 
-    ck_assert_int_eq(sched_state_load(s, NULL), CT_ERR_NULL);
-    tu_assert_error(CT_ERR_NULL, "sched_state_load: state dict is NULL");
-    sched_free(s);
+    ck_assert_int_eq(scheduler_state_load(s, NULL), CT_ERR_NULL);
+    tu_assert_error(CT_ERR_NULL, "scheduler_state_load: state dict is NULL");
+    scheduler_free(s);
     free_fixture(&f);
     TU_MEM_END;
 }
@@ -502,79 +502,79 @@ START_TEST(test_bad_args)
     Optimizer *o = f.opt;
     double lr0 = optim_get_lr(o, 0);
 
-    ck_assert_ptr_null(sched_step_lr(o, 0, 0.5));
+    ck_assert_ptr_null(scheduler_step_lr(o, 0, 0.5));
     tu_assert_error(CT_ERR_INVALID, "StepLR: step_size must be >= 1, got 0");
-    ck_assert_ptr_null(sched_exponential_lr(o, NAN));
+    ck_assert_ptr_null(scheduler_exponential_lr(o, NAN));
     tu_assert_error(CT_ERR_INVALID,
                     "ExponentialLR: gamma must be finite and > 0, got nan");
-    ck_assert_ptr_null(sched_multistep_lr(o, 3, (const int64_t[]){5, 12, 12}, 0.1));
+    ck_assert_ptr_null(scheduler_multistep_lr(o, 3, (const int64_t[]){5, 12, 12}, 0.1));
     tu_assert_error(CT_ERR_INVALID,
                     "MultiStepLR: milestones must be strictly increasing: "
                     "milestones[2]=12 after milestones[1]=12");
-    ck_assert_ptr_null(sched_multistep_lr(o, 2, NULL, 0.1));
+    ck_assert_ptr_null(scheduler_multistep_lr(o, 2, NULL, 0.1));
     tu_assert_error(CT_ERR_INVALID, "MultiStepLR: need n >= 0 milestones");
-    ck_assert_ptr_null(sched_cosine_annealing_lr(o, 0, 0.0));
+    ck_assert_ptr_null(scheduler_cosine_annealing_lr(o, 0, 0.0));
     tu_assert_error(CT_ERR_INVALID, "CosineAnnealingLR: t_max must be >= 1, got 0");
-    ck_assert_ptr_null(sched_cosine_annealing_lr(o, -3, 0.0));
+    ck_assert_ptr_null(scheduler_cosine_annealing_lr(o, -3, 0.0));
     tu_assert_error(CT_ERR_INVALID, "t_max must be >= 1, got -3");
-    ck_assert_ptr_null(sched_linear_lr(o, 0.0, 1.0, 5));
+    ck_assert_ptr_null(scheduler_linear_lr(o, 0.0, 1.0, 5));
     tu_assert_error(CT_ERR_INVALID, "LinearLR: start_factor must be in (0, 1], got 0");
-    ck_assert_ptr_null(sched_linear_lr(o, 0.5, 1.0, 0));
+    ck_assert_ptr_null(scheduler_linear_lr(o, 0.5, 1.0, 0));
     tu_assert_error(CT_ERR_INVALID, "LinearLR: total_iters must be >= 1, got 0");
-    ck_assert_ptr_null(sched_linear_warmup_decay(o, 5, 0));
+    ck_assert_ptr_null(scheduler_linear_warmup_decay(o, 5, 0));
     tu_assert_error(CT_ERR_INVALID, "LinearWarmupDecay: total_steps must be >= 1, got 0");
-    ck_assert_ptr_null(sched_linear_warmup_decay(o, 11, 10));
+    ck_assert_ptr_null(scheduler_linear_warmup_decay(o, 11, 10));
     tu_assert_error(CT_ERR_INVALID,
                     "warmup_steps must be in [0, total_steps=10], got 11");
-    ck_assert_ptr_null(sched_lambda_lr(o, NULL, NULL));
+    ck_assert_ptr_null(scheduler_lambda_lr(o, NULL, NULL));
     tu_assert_error(CT_ERR_NULL, "LambdaLR: fn is NULL");
 
     OneCycleArgs oc = {.max_lr = 0.1, .total_steps = 0};
-    ck_assert_ptr_null(sched_one_cycle_lr(o, &oc));
+    ck_assert_ptr_null(scheduler_one_cycle_lr(o, &oc));
     tu_assert_error(CT_ERR_INVALID, "OneCycleLR: total_steps must be >= 1, got 0");
     oc = (OneCycleArgs){
         .max_lr = 0.1, .total_steps = 10, .pct_start = 0.6, .three_phase = true};
-    ck_assert_ptr_null(sched_one_cycle_lr(o, &oc));
+    ck_assert_ptr_null(scheduler_one_cycle_lr(o, &oc));
     tu_assert_error(
         CT_ERR_INVALID,
         "OneCycleLR: pct_start must be in (0, 0.5] with three_phase, got 0.6");
     oc = (OneCycleArgs){.max_lr = -1, .total_steps = 10};
-    ck_assert_ptr_null(sched_one_cycle_lr(o, &oc));
+    ck_assert_ptr_null(scheduler_one_cycle_lr(o, &oc));
     tu_assert_error(CT_ERR_INVALID, "OneCycleLR: max_lr must be finite and > 0, got -1");
-    ck_assert_ptr_null(sched_one_cycle_lr(o, NULL));
+    ck_assert_ptr_null(scheduler_one_cycle_lr(o, NULL));
     tu_assert_error(CT_ERR_NULL, "OneCycleLR: args is NULL");
 
     CosineWarmupArgs cw = {.total_steps = 0};
-    ck_assert_ptr_null(sched_cosine_warmup(o, &cw));
+    ck_assert_ptr_null(scheduler_cosine_warmup(o, &cw));
     tu_assert_error(CT_ERR_INVALID, "CosineLrScheduler: total_steps must be >= 1, got 0");
     cw = (CosineWarmupArgs){.total_steps = 10, .warmup_steps = 5, .cooldown_steps = 5};
-    ck_assert_ptr_null(sched_cosine_warmup(o, &cw));
+    ck_assert_ptr_null(scheduler_cosine_warmup(o, &cw));
     tu_assert_error(CT_ERR_INVALID, "warmup_steps + cooldown_steps (5 + 5) must be < "
                                     "total_steps (10)");
     cw = (CosineWarmupArgs){.total_steps = 10, .k_decay = -1};
-    ck_assert_ptr_null(sched_cosine_warmup(o, &cw));
+    ck_assert_ptr_null(scheduler_cosine_warmup(o, &cw));
     tu_assert_error(CT_ERR_INVALID, "k_decay must be finite and >= 0");
 
     /* NULL optimizer: a clear error, or the earlier one kept (sticky) */
-    ck_assert_ptr_null(sched_step_lr(NULL, 3, 0.5));
+    ck_assert_ptr_null(scheduler_step_lr(NULL, 3, 0.5));
     tu_assert_error(CT_ERR_NULL, "StepLR: optimizer is NULL");
-    ck_assert_ptr_null(sched_one_cycle_lr(NULL, &oc));
+    ck_assert_ptr_null(scheduler_one_cycle_lr(NULL, &oc));
     tu_assert_error(CT_ERR_NULL, "OneCycleLR: optimizer is NULL");
-    ck_assert_ptr_null(sched_cosine_warmup(NULL, NULL));
+    ck_assert_ptr_null(scheduler_cosine_warmup(NULL, NULL));
     tu_assert_error(CT_ERR_NULL, "CosineLrScheduler: optimizer is NULL");
     ct_error(CT_ERR_OOM, "first failure");
-    ck_assert_ptr_null(sched_exponential_lr(NULL, 0.9));
+    ck_assert_ptr_null(scheduler_exponential_lr(NULL, 0.9));
     tu_assert_error(CT_ERR_OOM, "first failure");
-    ck_assert_int_eq(sched_step(NULL), CT_ERR_NULL);
-    tu_assert_error(CT_ERR_NULL, "sched_step: scheduler is NULL");
+    ck_assert_int_eq(scheduler_step(NULL), CT_ERR_NULL);
+    tu_assert_error(CT_ERR_NULL, "scheduler_step: scheduler is NULL");
 
     /* nothing was written into the optimizer by the failed constructors */
     ck_assert(optim_get_lr(o, 0) == lr0);
 
-    Scheduler *s = sched_step_lr(o, 3, 0.5);
-    ck_assert(isnan(sched_get_last_lr(s, 2)));
+    Scheduler *s = scheduler_step_lr(o, 3, 0.5);
+    ck_assert(isnan(scheduler_get_last_lr(s, 2)));
     tu_assert_error(CT_ERR_INVALID, "StepLR: group 2 out of range [0, 2)");
-    sched_free(s);
+    scheduler_free(s);
     free_fixture(&f);
     TU_MEM_END;
 }
@@ -588,47 +588,49 @@ START_TEST(test_sequential_bad)
     Fixture f = make_fixture(false), g = make_fixture(false);
     Optimizer *o = f.opt;
 
-    ck_assert_ptr_null(sched_sequential_lr(o, 0, NULL, NULL));
+    ck_assert_ptr_null(scheduler_sequential_lr(o, 0, NULL, NULL));
     tu_assert_error(CT_ERR_INVALID, "SequentialLR: needs at least one scheduler, got 0");
 
-    Scheduler *k1[] = {sched_step_lr(o, 3, 0.5), sched_exponential_lr(o, 0.9)};
-    ck_assert_ptr_null(sched_sequential_lr(o, 2, k1, (const int64_t[]){0}));
+    Scheduler *k1[] = {scheduler_step_lr(o, 3, 0.5), scheduler_exponential_lr(o, 0.9)};
+    ck_assert_ptr_null(scheduler_sequential_lr(o, 2, k1, (const int64_t[]){0}));
     tu_assert_error(CT_ERR_INVALID, "milestones must be strictly increasing and >= 1: "
                                     "milestones[0]=0");
 
-    Scheduler *k2[] = {sched_step_lr(o, 3, 0.5), sched_exponential_lr(o, 0.9),
-                       sched_exponential_lr(o, 0.8)};
-    ck_assert_ptr_null(sched_sequential_lr(o, 3, k2, (const int64_t[]){6, 4}));
+    Scheduler *k2[] = {scheduler_step_lr(o, 3, 0.5), scheduler_exponential_lr(o, 0.9),
+                       scheduler_exponential_lr(o, 0.8)};
+    ck_assert_ptr_null(scheduler_sequential_lr(o, 3, k2, (const int64_t[]){6, 4}));
     tu_assert_error(CT_ERR_INVALID, "milestones[1]=4 after a larger or equal one");
 
-    Scheduler *k3[] = {sched_step_lr(o, 3, 0.5), sched_exponential_lr(g.opt, 0.9)};
-    ck_assert_ptr_null(sched_sequential_lr(o, 2, k3, (const int64_t[]){4}));
+    Scheduler *k3[] = {scheduler_step_lr(o, 3, 0.5),
+                       scheduler_exponential_lr(g.opt, 0.9)};
+    ck_assert_ptr_null(scheduler_sequential_lr(o, 2, k3, (const int64_t[]){4}));
     tu_assert_error(CT_ERR_INVALID,
                     "scheduler 1 (ExponentialLR) belongs to a different optimizer");
 
     /* a child that failed to build: its error is kept, the others freed */
-    Scheduler *k4[] = {sched_step_lr(o, 3, 0.5), sched_cosine_annealing_lr(o, 0, 0.0)};
-    ck_assert_ptr_null(sched_sequential_lr(o, 2, k4, (const int64_t[]){4}));
+    Scheduler *k4[] = {scheduler_step_lr(o, 3, 0.5),
+                       scheduler_cosine_annealing_lr(o, 0, 0.0)};
+    ck_assert_ptr_null(scheduler_sequential_lr(o, 2, k4, (const int64_t[]){4}));
     tu_assert_error(CT_ERR_INVALID, "CosineAnnealingLR: t_max must be >= 1, got 0");
 
-    Scheduler *one = sched_step_lr(o, 3, 0.5);
+    Scheduler *one = scheduler_step_lr(o, 3, 0.5);
     Scheduler *k5[] = {one, one};
-    ck_assert_ptr_null(sched_sequential_lr(o, 2, k5, (const int64_t[]){4}));
+    ck_assert_ptr_null(scheduler_sequential_lr(o, 2, k5, (const int64_t[]){4}));
     tu_assert_error(CT_ERR_INVALID, "schedulers 0 and 1 are the same object");
 
-    Scheduler *k6[] = {sched_step_lr(o, 3, 0.5), sched_exponential_lr(o, 0.9)};
-    ck_assert_ptr_null(sched_sequential_lr(o, 2, k6, NULL));
+    Scheduler *k6[] = {scheduler_step_lr(o, 3, 0.5), scheduler_exponential_lr(o, 0.9)};
+    ck_assert_ptr_null(scheduler_sequential_lr(o, 2, k6, NULL));
     tu_assert_error(CT_ERR_INVALID, "2 schedulers need 1 milestones, got NULL");
 
-    Scheduler *k7[] = {sched_step_lr(o, 3, 0.5)};
-    ck_assert_ptr_null(sched_sequential_lr(NULL, 1, k7, NULL));
+    Scheduler *k7[] = {scheduler_step_lr(o, 3, 0.5)};
+    ck_assert_ptr_null(scheduler_sequential_lr(NULL, 1, k7, NULL));
     tu_assert_error(CT_ERR_NULL, "SequentialLR: optimizer is NULL");
 
     /* one child, no milestones: the child alone */
-    Scheduler *k8[] = {sched_exponential_lr(o, 0.93)};
-    Scheduler *s = sched_sequential_lr(o, 1, k8, NULL);
+    Scheduler *k8[] = {scheduler_exponential_lr(o, 0.93)};
+    Scheduler *s = scheduler_sequential_lr(o, 1, k8, NULL);
     CHECK_LR(s, o, EXP_LR);
-    sched_free(s);
+    scheduler_free(s);
     free_fixture(&f);
     free_fixture(&g);
     TU_MEM_END;

@@ -1,5 +1,5 @@
 /* LambdaLR: lr(t) = base * fn(t, ctx). */
-#include "sched_internal.h"
+#include "scheduler_internal.h"
 
 typedef struct LambdaLR {
     Scheduler base;
@@ -13,17 +13,18 @@ static double lambda_lr_at(const Scheduler *s, int64_t t, int g)
     return s->base_lrs[g] * p->fn(t, p->ctx);
 }
 
-static const SchedOps lambda_ops = {.name = "LambdaLR", .lr_at = lambda_lr_at};
+static const SchedulerOps lambda_ops = {.name = "LambdaLR", .lr_at = lambda_lr_at};
 
-Scheduler *sched_lambda_lr(Optimizer *o, double (*fn)(int64_t step, void *ctx), void *ctx)
+Scheduler *scheduler_lambda_lr(Optimizer *o, double (*fn)(int64_t step, void *ctx),
+                               void *ctx)
 {
     if (o && !fn) {
         ct_error(CT_ERR_NULL, "LambdaLR: fn is NULL");
         return NULL;
     }
-    LambdaLR *p = (LambdaLR *)sched_alloc(sizeof *p, &lambda_ops, o, "LambdaLR");
+    LambdaLR *p = (LambdaLR *)scheduler_alloc(sizeof *p, &lambda_ops, o, "LambdaLR");
     if (!p) return NULL;
     p->fn = fn;
     p->ctx = ctx;
-    return sched_start(&p->base);
+    return scheduler_start(&p->base);
 }

@@ -16,7 +16,7 @@
  * also ignores warmup_start_ratio. Both are fixed here. */
 #include <math.h>
 
-#include "sched_internal.h"
+#include "scheduler_internal.h"
 
 typedef struct CosineWarmup {
     Scheduler base;
@@ -41,42 +41,42 @@ static double cw_lr_at(const Scheduler *s, int64_t t, int g)
     return lo + (b - lo) * (1 + cos(M_PI * x)) / 2;
 }
 
-static const SchedOps cw_ops = {.name = "CosineLrScheduler", .lr_at = cw_lr_at};
+static const SchedulerOps cw_ops = {.name = "CosineLrScheduler", .lr_at = cw_lr_at};
 
 /* Records the first bad argument; false when there is one. */
 static bool args_ok(const char *who, const CosineWarmupArgs *a)
 {
     if (a->total_steps < 1)
-        return sched_fail(who, "total_steps must be >= 1, got %lld",
-                          (long long)a->total_steps) != NULL;
+        return scheduler_fail(who, "total_steps must be >= 1, got %lld",
+                              (long long)a->total_steps) != NULL;
     if (a->warmup_steps < 0 || a->cooldown_steps < 0)
-        return sched_fail(
+        return scheduler_fail(
                    who, "warmup_steps (%lld) and cooldown_steps (%lld) must be >= 0",
                    (long long)a->warmup_steps, (long long)a->cooldown_steps) != NULL;
     if (a->warmup_steps + a->cooldown_steps >= a->total_steps)
-        return sched_fail(who,
-                          "warmup_steps + cooldown_steps (%lld + %lld) must be < "
-                          "total_steps (%lld) to leave a cosine phase",
-                          (long long)a->warmup_steps, (long long)a->cooldown_steps,
-                          (long long)a->total_steps) != NULL;
+        return scheduler_fail(who,
+                              "warmup_steps + cooldown_steps (%lld + %lld) must be < "
+                              "total_steps (%lld) to leave a cosine phase",
+                              (long long)a->warmup_steps, (long long)a->cooldown_steps,
+                              (long long)a->total_steps) != NULL;
     if (!(isfinite(a->lr_min) && a->lr_min >= 0 && isfinite(a->warmup_start_lr) &&
           a->warmup_start_lr >= 0))
-        return sched_fail(who,
-                          "lr_min (%g) and warmup_start_lr (%g) must be finite, >= 0",
-                          a->lr_min, a->warmup_start_lr) != NULL;
+        return scheduler_fail(who,
+                              "lr_min (%g) and warmup_start_lr (%g) must be finite, >= 0",
+                              a->lr_min, a->warmup_start_lr) != NULL;
     if (!(a->min_lr_ratio >= 0 && a->min_lr_ratio <= 1 && a->warmup_start_ratio >= 0 &&
           a->warmup_start_ratio <= 1))
-        return sched_fail(who,
-                          "min_lr_ratio (%g) and warmup_start_ratio (%g) must be in "
-                          "[0, 1]",
-                          a->min_lr_ratio, a->warmup_start_ratio) != NULL;
+        return scheduler_fail(who,
+                              "min_lr_ratio (%g) and warmup_start_ratio (%g) must be in "
+                              "[0, 1]",
+                              a->min_lr_ratio, a->warmup_start_ratio) != NULL;
     if (!(isfinite(a->k_decay) && a->k_decay >= 0))
-        return sched_fail(who, "k_decay must be finite and >= 0 (0: 1), got %g",
-                          a->k_decay) != NULL;
+        return scheduler_fail(who, "k_decay must be finite and >= 0 (0: 1), got %g",
+                              a->k_decay) != NULL;
     return true;
 }
 
-Scheduler *sched_cosine_warmup(Optimizer *o, const CosineWarmupArgs *args)
+Scheduler *scheduler_cosine_warmup(Optimizer *o, const CosineWarmupArgs *args)
 {
     const char *who = "CosineLrScheduler";
     if (o && !args) {
@@ -84,10 +84,10 @@ Scheduler *sched_cosine_warmup(Optimizer *o, const CosineWarmupArgs *args)
         return NULL;
     }
     if (o && !args_ok(who, args)) return NULL;
-    CosineWarmup *p = (CosineWarmup *)sched_alloc(sizeof *p, &cw_ops, o, who);
+    CosineWarmup *p = (CosineWarmup *)scheduler_alloc(sizeof *p, &cw_ops, o, who);
     if (!p) return NULL;
     p->a = *args;
     if (p->a.k_decay == 0) p->a.k_decay = 1;
     p->decay = args->total_steps - args->warmup_steps - args->cooldown_steps;
-    return sched_start(&p->base);
+    return scheduler_start(&p->base);
 }

@@ -1,13 +1,13 @@
 /* Scheduler base shared by the LR schedulers (private to optim/).
  *
  * A scheduler is a pure function of the step count: ops->lr_at(s, step, g)
- * gives group g's LR after `step` updates. sched_step only advances the count
+ * gives group g's LR after `step` updates. scheduler_step only advances the count
  * and writes lr_at(count) into the optimizer, so state save/load is just the
  * count (and the base LRs), and a resumed run reproduces an uninterrupted
  * one exactly. PyTorch computes most schedules with chainable recurrences
  * (lr_t from the optimizer's lr_{t-1}); we use their closed forms, which
  * agree to rounding (checked against torch 1.13's step-by-step values in
- * tests/optim/test_sched.c). Unlike torch, an LR changed by hand in the
+ * tests/optim/test_scheduler.c). Unlike torch, an LR changed by hand in the
  * optimizer is overwritten at the next step instead of being chained from.
  *
  * A concrete scheduler embeds Scheduler as its first member:
@@ -18,7 +18,7 @@
 
 #include "ctrainer/optim.h"
 
-typedef struct SchedOps {
+typedef struct SchedulerOps {
     const char *name; /* PyTorch's class name where there is one */
     /* LR of group g after `step` updates (step >= 0). Pure. */
     double (*lr_at)(const Scheduler *s, int64_t step, int g);
@@ -28,15 +28,15 @@ typedef struct SchedOps {
     /* Records an error and returns it when `step` is past the schedule's end
      * (OneCycleLR). NULL: every step is valid. */
     CtStatus (*check_step)(const Scheduler *s, int64_t step);
-    /* Called after sched_state_load replaced base_lrs (SequentialLR passes
+    /* Called after scheduler_state_load replaced base_lrs (SequentialLR passes
      * them on to its children). NULL: nothing to do. */
     void (*rebase)(Scheduler *s);
     /* Frees what the concrete scheduler owns, not s itself. NULL: nothing. */
     void (*destroy)(Scheduler *s);
-} SchedOps;
+} SchedulerOps;
 
 struct Scheduler {
-    const SchedOps *ops;
+    const SchedulerOps *ops;
     Optimizer *opt; /* borrowed */
     int ngroups;
     int64_t step;     /* updates taken */
@@ -48,18 +48,19 @@ struct Scheduler {
  * from `o`: group count and base LRs. `who` names the constructor in errors.
  * A NULL o returns NULL and keeps an earlier error (sticky), else records
  * CT_ERR_NULL. */
-Scheduler *sched_alloc(size_t size, const SchedOps *ops, Optimizer *o, const char *who);
+Scheduler *scheduler_alloc(size_t size, const SchedulerOps *ops, Optimizer *o,
+                           const char *who);
 /* Writes step 0 into the optimizer, as PyTorch does at construction. Returns s,
  * or frees s and returns NULL when step 0 is invalid. */
-Scheduler *sched_start(Scheduler *s);
-/* Frees a scheduler that sched_alloc returned (also a half-filled one). */
-void sched_destroy(Scheduler *s);
+Scheduler *scheduler_start(Scheduler *s);
+/* Frees a scheduler that scheduler_alloc returned (also a half-filled one). */
+void scheduler_destroy(Scheduler *s);
 /* Writes lr_at(step) (and momentum_at(step)) into the optimizer and
  * last_lrs; does not change s->step. Checks the step first. */
-CtStatus sched_apply(Scheduler *s, int64_t step);
+CtStatus scheduler_apply(Scheduler *s, int64_t step);
 
 /* Records a CT_ERR_INVALID error "<who>: <msg>" and returns NULL. */
-Scheduler *sched_fail(const char *who, const char *fmt, ...)
+Scheduler *scheduler_fail(const char *who, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -13,7 +13,7 @@
  * (torch allows it); stepping past T is an error, as in torch. */
 #include <math.h>
 
-#include "sched_internal.h"
+#include "scheduler_internal.h"
 
 typedef struct Phase {
     double end_step;
@@ -78,10 +78,10 @@ static CtStatus onecycle_check(const Scheduler *s, int64_t t)
                     (long long)t, (long long)total);
 }
 
-static const SchedOps onecycle_ops = {.name = "OneCycleLR",
-                                      .lr_at = onecycle_lr_at,
-                                      .momentum_at = onecycle_momentum_at,
-                                      .check_step = onecycle_check};
+static const SchedulerOps onecycle_ops = {.name = "OneCycleLR",
+                                          .lr_at = onecycle_lr_at,
+                                          .momentum_at = onecycle_momentum_at,
+                                          .check_step = onecycle_check};
 
 static double or_default(double v, double dflt)
 {
@@ -94,7 +94,7 @@ static void set_phase(Phase *ph, double end_step, double lr0, double lr1, double
     *ph = (Phase){end_step, lr0, lr1, m0, m1};
 }
 
-Scheduler *sched_one_cycle_lr(Optimizer *o, const OneCycleArgs *args)
+Scheduler *scheduler_one_cycle_lr(Optimizer *o, const OneCycleArgs *args)
 {
     const char *who = "OneCycleLR";
     if (o && !args) {
@@ -109,25 +109,25 @@ Scheduler *sched_one_cycle_lr(Optimizer *o, const OneCycleArgs *args)
     a.max_momentum = or_default(a.max_momentum, 0.95);
     if (o) {
         if (a.total_steps < 1)
-            return sched_fail(who, "total_steps must be >= 1, got %lld",
-                              (long long)a.total_steps);
+            return scheduler_fail(who, "total_steps must be >= 1, got %lld",
+                                  (long long)a.total_steps);
         if (!(isfinite(a.max_lr) && a.max_lr > 0))
-            return sched_fail(who, "max_lr must be finite and > 0, got %g", a.max_lr);
+            return scheduler_fail(who, "max_lr must be finite and > 0, got %g", a.max_lr);
         if (!(a.pct_start > 0 && a.pct_start <= (a.three_phase ? 0.5 : 1.0)))
-            return sched_fail(who, "pct_start must be in (0, %g]%s, got %g",
-                              a.three_phase ? 0.5 : 1.0,
-                              a.three_phase ? " with three_phase" : "", a.pct_start);
+            return scheduler_fail(who, "pct_start must be in (0, %g]%s, got %g",
+                                  a.three_phase ? 0.5 : 1.0,
+                                  a.three_phase ? " with three_phase" : "", a.pct_start);
         if (!(isfinite(a.div_factor) && a.div_factor > 0 &&
               isfinite(a.final_div_factor) && a.final_div_factor > 0))
-            return sched_fail(who,
-                              "div_factor and final_div_factor must be > 0, got %g, %g",
-                              a.div_factor, a.final_div_factor);
+            return scheduler_fail(
+                who, "div_factor and final_div_factor must be > 0, got %g, %g",
+                a.div_factor, a.final_div_factor);
         if (!(a.base_momentum > 0 && a.max_momentum > 0 && a.base_momentum < 1 &&
               a.max_momentum < 1))
-            return sched_fail(who, "momenta must be in (0, 1), got base %g, max %g",
-                              a.base_momentum, a.max_momentum);
+            return scheduler_fail(who, "momenta must be in (0, 1), got base %g, max %g",
+                                  a.base_momentum, a.max_momentum);
     }
-    OneCycle *p = (OneCycle *)sched_alloc(sizeof *p, &onecycle_ops, o, who);
+    OneCycle *p = (OneCycle *)scheduler_alloc(sizeof *p, &onecycle_ops, o, who);
     if (!p) return NULL;
     double T = (double)a.total_steps, pct = a.pct_start;
     double lr0 = a.max_lr / a.div_factor, lr_min = lr0 / a.final_div_factor;
@@ -147,5 +147,5 @@ Scheduler *sched_one_cycle_lr(Optimizer *o, const OneCycleArgs *args)
     /* torch overwrites each group's initial_lr with max_lr / div_factor;
      * SequentialLR hands these base LRs to the schedulers after this one. */
     for (int g = 0; g < p->base.ngroups; g++) p->base.base_lrs[g] = lr0;
-    return sched_start(&p->base);
+    return scheduler_start(&p->base);
 }

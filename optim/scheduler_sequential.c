@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched_internal.h"
+#include "scheduler_internal.h"
 
 typedef struct SeqLR {
     Scheduler base;
@@ -69,17 +69,17 @@ static void seq_rebase(Scheduler *s)
 static void seq_destroy(Scheduler *s)
 {
     SeqLR *p = (SeqLR *)s;
-    for (int i = 0; i < p->n; i++) sched_destroy(p->scheds[i]);
+    for (int i = 0; i < p->n; i++) scheduler_destroy(p->scheds[i]);
     free(p->scheds);
     free(p->milestones);
 }
 
-static const SchedOps seq_ops = {.name = "SequentialLR",
-                                 .lr_at = seq_lr_at,
-                                 .momentum_at = seq_momentum_at,
-                                 .check_step = seq_check,
-                                 .rebase = seq_rebase,
-                                 .destroy = seq_destroy};
+static const SchedulerOps seq_ops = {.name = "SequentialLR",
+                                     .lr_at = seq_lr_at,
+                                     .momentum_at = seq_momentum_at,
+                                     .check_step = seq_check,
+                                     .rebase = seq_rebase,
+                                     .destroy = seq_destroy};
 
 /* Frees the distinct non-NULL schedulers of scheds[0..n) (we own them, also
  * when creation fails). */
@@ -88,7 +88,7 @@ static void free_children(int n, Scheduler *const *scheds)
     for (int i = 0; i < n; i++) {
         bool seen = false;
         for (int j = 0; j < i && !seen; j++) seen = scheds[j] == scheds[i];
-        if (!seen) sched_destroy(scheds[i]);
+        if (!seen) scheduler_destroy(scheds[i]);
     }
 }
 
@@ -99,8 +99,8 @@ static bool args_ok(Optimizer *o, int n, Scheduler *const *scheds,
 {
     const char *who = "SequentialLR";
     if (n < 1 || !scheds)
-        return sched_fail(who, "needs at least one scheduler, got %d%s", n,
-                          scheds ? "" : " (NULL array)") != NULL;
+        return scheduler_fail(who, "needs at least one scheduler, got %d%s", n,
+                              scheds ? "" : " (NULL array)") != NULL;
     for (int i = 0; i < n; i++) {
         if (!scheds[i]) {
             if (ct_last_status() == CT_OK)
@@ -108,23 +108,24 @@ static bool args_ok(Optimizer *o, int n, Scheduler *const *scheds,
             return false;
         }
         if (scheds[i]->opt != o)
-            return sched_fail(who, "scheduler %d (%s) belongs to a different optimizer",
-                              i, scheds[i]->ops->name) != NULL;
+            return scheduler_fail(who,
+                                  "scheduler %d (%s) belongs to a different optimizer", i,
+                                  scheds[i]->ops->name) != NULL;
         for (int j = 0; j < i; j++)
             if (scheds[j] == scheds[i])
-                return sched_fail(who, "schedulers %d and %d are the same object", j,
-                                  i) != NULL;
+                return scheduler_fail(who, "schedulers %d and %d are the same object", j,
+                                      i) != NULL;
     }
     if (n > 1 && !milestones)
-        return sched_fail(who, "%d schedulers need %d milestones, got NULL", n, n - 1) !=
-               NULL;
+        return scheduler_fail(who, "%d schedulers need %d milestones, got NULL", n,
+                              n - 1) != NULL;
     for (int i = 0; i < n - 1; i++) {
         if (milestones[i] < 1 || (i > 0 && milestones[i] <= milestones[i - 1]))
-            return sched_fail(who,
-                              "milestones must be strictly increasing and >= 1: "
-                              "milestones[%d]=%lld%s",
-                              i, (long long)milestones[i],
-                              i > 0 ? " after a larger or equal one" : "") != NULL;
+            return scheduler_fail(who,
+                                  "milestones must be strictly increasing and >= 1: "
+                                  "milestones[%d]=%lld%s",
+                                  i, (long long)milestones[i],
+                                  i > 0 ? " after a larger or equal one" : "") != NULL;
     }
     return true;
 }
@@ -132,12 +133,12 @@ static bool args_ok(Optimizer *o, int n, Scheduler *const *scheds,
 static SeqLR *seq_create(Optimizer *o, int n, Scheduler *const *scheds,
                          const int64_t *milestones)
 {
-    SeqLR *p = (SeqLR *)sched_alloc(sizeof *p, &seq_ops, o, "SequentialLR");
+    SeqLR *p = (SeqLR *)scheduler_alloc(sizeof *p, &seq_ops, o, "SequentialLR");
     if (!p) return NULL;
     p->scheds = calloc((size_t)n, sizeof *p->scheds);
     p->milestones = n > 1 ? malloc((size_t)(n - 1) * sizeof *p->milestones) : NULL;
     if (!p->scheds || (n > 1 && !p->milestones)) {
-        sched_destroy(&p->base); /* n is still 0: children not yet owned */
+        scheduler_destroy(&p->base); /* n is still 0: children not yet owned */
         ct_error(CT_ERR_OOM, "SequentialLR: out of memory");
         return NULL;
     }
@@ -147,8 +148,8 @@ static SeqLR *seq_create(Optimizer *o, int n, Scheduler *const *scheds,
     return p;
 }
 
-Scheduler *sched_sequential_lr(Optimizer *o, int n, Scheduler *const *scheds,
-                               const int64_t *milestones)
+Scheduler *scheduler_sequential_lr(Optimizer *o, int n, Scheduler *const *scheds,
+                                   const int64_t *milestones)
 {
     SeqLR *p = NULL;
     if (!o) {
@@ -164,5 +165,5 @@ Scheduler *sched_sequential_lr(Optimizer *o, int n, Scheduler *const *scheds,
     memcpy(p->base.base_lrs, p->scheds[0]->base_lrs,
            (size_t)p->base.ngroups * sizeof *p->base.base_lrs);
     seq_rebase(&p->base);
-    return sched_start(&p->base);
+    return scheduler_start(&p->base);
 }

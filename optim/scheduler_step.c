@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched_internal.h"
+#include "scheduler_internal.h"
 
 typedef struct StepLR {
     Scheduler base;
@@ -24,26 +24,27 @@ static double step_lr_at(const Scheduler *s, int64_t t, int g)
     return s->base_lrs[g] * pow(p->gamma, (double)(t / p->step_size));
 }
 
-static const SchedOps step_ops = {.name = "StepLR", .lr_at = step_lr_at};
+static const SchedulerOps step_ops = {.name = "StepLR", .lr_at = step_lr_at};
 
 static bool gamma_ok(const char *who, double gamma)
 {
     if (isfinite(gamma) && gamma > 0) return true;
-    sched_fail(who, "gamma must be finite and > 0, got %g", gamma);
+    scheduler_fail(who, "gamma must be finite and > 0, got %g", gamma);
     return false;
 }
 
-Scheduler *sched_step_lr(Optimizer *o, int64_t step_size, double gamma)
+Scheduler *scheduler_step_lr(Optimizer *o, int64_t step_size, double gamma)
 {
     const char *who = "StepLR";
     if (o && step_size < 1)
-        return sched_fail(who, "step_size must be >= 1, got %lld", (long long)step_size);
+        return scheduler_fail(who, "step_size must be >= 1, got %lld",
+                              (long long)step_size);
     if (o && !gamma_ok(who, gamma)) return NULL;
-    StepLR *p = (StepLR *)sched_alloc(sizeof *p, &step_ops, o, who);
+    StepLR *p = (StepLR *)scheduler_alloc(sizeof *p, &step_ops, o, who);
     if (!p) return NULL;
     p->step_size = step_size;
     p->gamma = gamma;
-    return sched_start(&p->base);
+    return scheduler_start(&p->base);
 }
 
 /* ------------------------------------------------------------ MultiStepLR */
@@ -68,45 +69,45 @@ static void multistep_destroy(Scheduler *s)
     free(((MultiStepLR *)s)->milestones);
 }
 
-static const SchedOps multistep_ops = {
+static const SchedulerOps multistep_ops = {
     .name = "MultiStepLR", .lr_at = multistep_lr_at, .destroy = multistep_destroy};
 
-Scheduler *sched_multistep_lr(Optimizer *o, int n, const int64_t *milestones,
-                              double gamma)
+Scheduler *scheduler_multistep_lr(Optimizer *o, int n, const int64_t *milestones,
+                                  double gamma)
 {
     const char *who = "MultiStepLR";
     if (o) {
         if (n < 0 || (n > 0 && !milestones))
-            return sched_fail(who,
-                              "need n >= 0 milestones and a non-NULL array, got n=%d%s",
-                              n, milestones ? "" : " and NULL");
+            return scheduler_fail(
+                who, "need n >= 0 milestones and a non-NULL array, got n=%d%s", n,
+                milestones ? "" : " and NULL");
         for (int i = 0; i < n; i++) {
             if (milestones[i] < 0)
-                return sched_fail(who, "milestone %d is negative (%lld)", i,
-                                  (long long)milestones[i]);
+                return scheduler_fail(who, "milestone %d is negative (%lld)", i,
+                                      (long long)milestones[i]);
             if (i > 0 && milestones[i] <= milestones[i - 1])
-                return sched_fail(who,
-                                  "milestones must be strictly increasing: "
-                                  "milestones[%d]=%lld after milestones[%d]=%lld",
-                                  i, (long long)milestones[i], i - 1,
-                                  (long long)milestones[i - 1]);
+                return scheduler_fail(who,
+                                      "milestones must be strictly increasing: "
+                                      "milestones[%d]=%lld after milestones[%d]=%lld",
+                                      i, (long long)milestones[i], i - 1,
+                                      (long long)milestones[i - 1]);
         }
         if (!gamma_ok(who, gamma)) return NULL;
     }
-    MultiStepLR *p = (MultiStepLR *)sched_alloc(sizeof *p, &multistep_ops, o, who);
+    MultiStepLR *p = (MultiStepLR *)scheduler_alloc(sizeof *p, &multistep_ops, o, who);
     if (!p) return NULL;
     p->n = n;
     p->gamma = gamma;
     if (n > 0) {
         p->milestones = malloc((size_t)n * sizeof *p->milestones);
         if (!p->milestones) {
-            sched_destroy(&p->base);
+            scheduler_destroy(&p->base);
             ct_error(CT_ERR_OOM, "%s: out of memory", who);
             return NULL;
         }
         memcpy(p->milestones, milestones, (size_t)n * sizeof *p->milestones);
     }
-    return sched_start(&p->base);
+    return scheduler_start(&p->base);
 }
 
 /* ---------------------------------------------------------- ExponentialLR */
@@ -121,13 +122,13 @@ static double exp_lr_at(const Scheduler *s, int64_t t, int g)
     return s->base_lrs[g] * pow(((const ExpLR *)s)->gamma, (double)t);
 }
 
-static const SchedOps exp_ops = {.name = "ExponentialLR", .lr_at = exp_lr_at};
+static const SchedulerOps exp_ops = {.name = "ExponentialLR", .lr_at = exp_lr_at};
 
-Scheduler *sched_exponential_lr(Optimizer *o, double gamma)
+Scheduler *scheduler_exponential_lr(Optimizer *o, double gamma)
 {
     if (o && !gamma_ok("ExponentialLR", gamma)) return NULL;
-    ExpLR *p = (ExpLR *)sched_alloc(sizeof *p, &exp_ops, o, "ExponentialLR");
+    ExpLR *p = (ExpLR *)scheduler_alloc(sizeof *p, &exp_ops, o, "ExponentialLR");
     if (!p) return NULL;
     p->gamma = gamma;
-    return sched_start(&p->base);
+    return scheduler_start(&p->base);
 }

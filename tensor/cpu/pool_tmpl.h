@@ -1,0 +1,96 @@
+/* Per-dtype pooling loops; included by pool.c once per dtype with T
+ * (element type: float, double) and SFX (name suffix: f32, f64) defined.
+ * Not a standalone header. */
+
+#define PT_CAT_(a, b) a##_##b
+#define PT_CAT(a, b)  PT_CAT_(a, b)
+#define FN(name)      PT_CAT(name, SFX)
+
+/* Max: NaN wins (propagates); ties go to the first element. */
+static void FN(max_plane)(const CtPool2dParams *p, const T *x, T *y, int64_t *idx)
+{
+    for (int64_t oh = 0; oh < p->oh; oh++)
+        for (int64_t ow = 0; ow < p->ow; ow++) {
+            Window r = window_at(p, oh, ow);
+            int64_t best = r.h0 * p->w + r.w0;
+            T m = -INFINITY;
+            for (int64_t ih = r.h0; ih < r.h1; ih++)
+                for (int64_t iw = r.w0; iw < r.w1; iw++) {
+                    T v = x[ih * p->w + iw];
+                    if (v > m || isnan(v)) {
+                        m = v;
+                        best = ih * p->w + iw;
+                        if (isnan(v)) goto done;
+                    }
+                }
+        done:
+            y[oh * p->ow + ow] = m;
+            if (idx) idx[oh * p->ow + ow] = best;
+        }
+}
+
+static void FN(avg_plane)(const CtPool2dParams *p, const T *x, T *y)
+{
+    for (int64_t oh = 0; oh < p->oh; oh++)
+        for (int64_t ow = 0; ow < p->ow; ow++) {
+            Window r = window_at(p, oh, ow);
+            T s = 0;
+            for (int64_t ih = r.h0; ih < r.h1; ih++)
+                for (int64_t iw = r.w0; iw < r.w1; iw++) s += x[ih * p->w + iw];
+            y[oh * p->ow + ow] = r.div ? s / (T)r.div : 0;
+        }
+}
+
+static void FN(avg_plane_bwd)(const CtPool2dParams *p, const T *gy, T *gx)
+{
+    for (int64_t oh = 0; oh < p->oh; oh++)
+        for (int64_t ow = 0; ow < p->ow; ow++) {
+            Window r = window_at(p, oh, ow);
+            if (!r.div) continue;
+            T g = gy[oh * p->ow + ow] / (T)r.div;
+            for (int64_t ih = r.h0; ih < r.h1; ih++)
+                for (int64_t iw = r.w0; iw < r.w1; iw++) gx[ih * p->w + iw] += g;
+        }
+}
+
+static void FN(pool)(const CtOpCall *c)
+{
+    const CtPool2dParams *p = c->params;
+    const T *x = ct_ptr(c->in[0]);
+    T *y = ct_ptr(c->out[0]);
+    int64_t *idx = c->out[1] ? ct_ptr(c->out[1]) : NULL;
+    const int64_t planes = p->n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;
+#pragma omp parallel for if (planes * hw >= CT_CPU_PAR_MIN)
+    for (int64_t q = 0; q < planes; q++) {
+        if (p->kind == CT_POOL_MAX)
+            FN(max_plane)(p, x + q * hw, y + q * ohw, idx ? idx + q * ohw : NULL);
+        else
+            FN(avg_plane)(p, x + q * hw, y + q * ohw);
+    }
+}
+
+static void FN(pool_bwd)(const CtOpCall *c)
+{
+    const CtPool2dParams *p = c->params;
+    const T *gy = ct_ptr(c->in[0]);
+    const int64_t *idx = c->in[1] ? ct_ptr(c->in[1]) : NULL;
+    T *gx = ct_ptr(c->out[0]);
+    const int64_t planes = p->n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;
+#pragma omp parallel for if (planes * hw >= CT_CPU_PAR_MIN)
+    for (int64_t q = 0; q < planes; q++) {
+        T *g = gx + q * hw;
+        for (int64_t e = 0; e < hw; e++) g[e] = 0;
+        if (p->kind == CT_POOL_MAX)
+            for (int64_t e = 0; e < ohw; e++) g[idx[q * ohw + e]] += gy[q * ohw + e];
+        else
+            FN(avg_plane_bwd)(p, gy + q * ohw, g);
+    }
+}
+
+#undef FN
+#undef PT_CAT
+#undef PT_CAT_
+
+/* the parameters too, so the next instantiation defines them afresh */
+#undef T
+#undef SFX
