@@ -268,6 +268,15 @@ int64_t data_loader_len(const DataLoader *dl)
     return dl->n_batches;
 }
 
+const DataLoaderArgs *data_loader_args(const DataLoader *dl)
+{
+    if (!dl) {
+        ct_error(CT_ERR_NULL, "data_loader_args: NULL loader");
+        return NULL;
+    }
+    return &dl->a;
+}
+
 int64_t data_loader_epoch(const DataLoader *dl)
 {
     return dl ? dl->epoch : -1;
@@ -334,7 +343,7 @@ static CtStatus check_args(const Dataset *ds, const DataLoaderArgs *a)
 
 static CtStatus start_workers(DataLoader *dl)
 {
-    dl->q = dl->nw * (dl->a.prefetch ? dl->a.prefetch : 2);
+    dl->q = dl->nw * dl->a.prefetch;
     dl->slots = calloc((size_t)dl->q, sizeof *dl->slots);
     dl->threads = calloc((size_t)dl->nw, sizeof *dl->threads);
     if (!dl->slots || !dl->threads) {
@@ -359,6 +368,7 @@ DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
     }
     dl->ds = ds;
     dl->a = *args;
+    if (!dl->a.prefetch) dl->a.prefetch = 2;
     int64_t n = data_dataset_len(ds);
     if (args->sampler)
         dl->sampler = args->sampler;

@@ -15,8 +15,9 @@ CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a)
     TrainerRunConfig *rc = &s->rc;
     int world = runtime_world_size(s->rt);
     *rc = (TrainerRunConfig){0};
-    rc->train_dl_args = s->train_dl_args;
-    rc->eval_dl_args = s->eval_dl_args;
+    /* from the loaders the hooks returned, however they were built */
+    if (s->train_dl) rc->train_dl_args = *data_loader_args(s->train_dl);
+    if (s->eval_dl) rc->eval_dl_args = *data_loader_args(s->eval_dl);
     rc->has_eval = s->eval_dl != NULL;
     rc->is_local_process_zero = runtime_is_local_main_process(s->rt);
     rc->is_world_process_zero = runtime_is_main_process(s->rt);
@@ -24,7 +25,7 @@ CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a)
     rc->mixed_precision = runtime_mixed_precision(s->rt);
     rc->num_processes = world;
     if (rc->has_eval) {
-        rc->eval_per_device_batch_size = s->eval_dl_args.batch_size;
+        rc->eval_per_device_batch_size = rc->eval_dl_args.batch_size;
         rc->eval_total_batch_size = rc->eval_per_device_batch_size * world;
     }
     if (!a) { /* an evaluation run: one epoch, no updates */
@@ -35,7 +36,7 @@ CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a)
         return CT_OK;
     }
     int64_t k = a->gradient_accumulation_steps > 0 ? a->gradient_accumulation_steps : 1;
-    rc->train_per_device_batch_size = s->train_dl_args.batch_size;
+    rc->train_per_device_batch_size = rc->train_dl_args.batch_size;
     rc->gradient_accumulation_steps = k;
     rc->gradient_clip_value = a->gradient_clip_value;
     rc->gradient_clip_norm = a->gradient_clip_norm;

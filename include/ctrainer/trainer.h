@@ -229,7 +229,8 @@ typedef struct TrainerRunConfig {
     int64_t num_epochs;
     int64_t train_per_device_batch_size;
     int64_t eval_per_device_batch_size; /* 0 without an eval set */
-    DataLoaderArgs train_dl_args;       /* as the loaders were created */
+    DataLoaderArgs train_dl_args;       /* data_loader_args of the loaders the
+                                           create_*_dataloader hooks returned */
     DataLoaderArgs eval_dl_args;
     bool has_eval;
     int64_t gradient_accumulation_steps;

@@ -796,6 +796,81 @@ START_TEST(loss_fn_and_accessors)
 }
 END_TEST
 
+/* Loaders built by overridden hooks that never call the defaults: the run
+ * config reads their arguments back from the loaders themselves. */
+static DataLoader *own_train_dl(Trainer *t, int64_t bs, const TrainerLoaderArgs *u)
+{
+    const Dataset *const *ds = t->user;
+    return data_loader_create(ds[0],
+                              &(DataLoaderArgs){.batch_size = 5, .drop_last = true});
+}
+static DataLoader *own_eval_dl(Trainer *t, int64_t bs, const TrainerLoaderArgs *u)
+{
+    const Dataset *const *ds = t->user;
+    return data_loader_create(ds[1], &(DataLoaderArgs){.batch_size = 4, .seed = 11});
+}
+
+START_TEST(run_config_from_own_loaders)
+{
+    TU_MEM_BEGIN;
+    CtGenerator g = ct_generator(7, 0);
+    Module *m = nn_linear(2, 1, true, &g);
+    Optimizer *o = optim_sgd_create(m, &(SgdArgs){.lr = 0.1});
+    NnLoss *loss = nn_loss_mse(CT_REDUCTION_MEAN);
+    const Dataset *ds[2] = {regression_dataset(12), regression_dataset(6)};
+    Trainer *t = trainer_create(&(TrainerConfig){
+        .model = m,
+        .loss = loss,
+        .optimizer = o,
+        .no_callbacks = true,
+        .user = ds,
+        .hooks = {.create_train_dataloader = own_train_dl,
+                  .create_eval_dataloader = own_eval_dl},
+    });
+    ck_assert_ptr_nonnull(t);
+    /* 12 samples in batches of 5 with drop_last: 2 batches; k = 2 */
+    ck_assert_int_eq(trainer_train(t, &(TrainArgs){.train_dataset = ds[0],
+                                                   .eval_dataset = ds[1],
+                                                   .num_epochs = 3,
+                                                   .per_device_batch_size = 2,
+                                                   .gradient_accumulation_steps = 2}),
+                     CT_OK);
+    const TrainerRunConfig *rc = trainer_run_config(t);
+    ck_assert_int_eq(rc->train_per_device_batch_size, 5);
+    ck_assert_int_eq(rc->train_total_batch_size, 10);
+    ck_assert_int_eq(rc->num_update_steps_per_epoch, 1);
+    ck_assert_int_eq(rc->max_num_train_steps, 3);
+    ck_assert_int_eq(trainer_global_step(t), 3);
+    ck_assert(rc->train_dl_args.drop_last && !rc->train_dl_args.shuffle);
+    ck_assert_int_eq(rc->eval_per_device_batch_size, 4);
+    ck_assert_int_eq(rc->eval_total_batch_size, 4);
+    ck_assert_uint_eq(rc->eval_dl_args.seed, 11);
+    char *json = trainer_run_config_to_json(rc);
+    ck_assert_ptr_nonnull(json);
+    ck_assert_ptr_nonnull(strstr(json, "\"train_dl_args\": {\"batch_size\": 5, "
+                                       "\"shuffle\": false, \"drop_last\": true"));
+    ck_assert_ptr_nonnull(strstr(json, "\"eval_dl_args\": {\"batch_size\": 4, "
+                                       "\"shuffle\": false, \"drop_last\": false, "
+                                       "\"seed\": 11"));
+    ck_assert_ptr_nonnull(strstr(json, "\"train_per_device_batch_size\": 5"));
+    ck_assert_ptr_nonnull(strstr(json, "\"train_total_batch_size\": 10"));
+    free(json);
+    /* an evaluation run: its batch size is the eval loader's */
+    ck_assert_int_eq(
+        trainer_evaluate(t, &(EvalArgs){.dataset = ds[1], .per_device_batch_size = 2}),
+        CT_OK);
+    ck_assert_int_eq(trainer_run_config(t)->eval_per_device_batch_size, 4);
+    ck_assert_int_eq(trainer_run_config(t)->train_per_device_batch_size, 4);
+    trainer_free(t);
+    optim_free(o);
+    nn_loss_free(loss);
+    nn_module_free(m);
+    data_dataset_free((Dataset *)ds[0]);
+    data_dataset_free((Dataset *)ds[1]);
+    TU_MEM_END;
+}
+END_TEST
+
 /* CTRAINER_LIMIT_BATCHES: trainer_init caps the batches itself (no callback
  * is added); an explicit LimitBatches in the config wins; a bad value fails
  * trainer_init. */
@@ -907,6 +982,7 @@ static Suite *trainer_loop_suite(void)
     tcase_add_test(num, clip_norm_bounds_update);
     tcase_add_test(num, placeholders_one_cycle);
     tcase_add_test(num, loss_fn_and_accessors);
+    tcase_add_test(num, run_config_from_own_loaders);
     suite_add_tcase(s, num);
     TCase *bad = tcase_create("bad_input");
     tcase_add_test(bad, bad_config);
