@@ -490,27 +490,79 @@ END_TEST
 
 /* ------------------------------------------------------------ placeholders */
 
+/* Asserts the last error: status st and message "<fn>: <why>". */
+static void assert_resolve_error(CtStatus st, const char *fn, const char *why)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %s", fn, why);
+    ck_assert_int_eq(ct_last_status(), st);
+    ck_assert_str_eq(ct_last_error(), msg);
+    ct_clear_error();
+}
+
 typedef struct Resolved {
-    double epochs, updates, train_len_x2p1, eval_len;
+    double epochs, updates, train_len_x2p1, train_len_x0p3, constant;
     int64_t total;
-    CtStatus eval_status;
 } Resolved;
 
+/* Records the placeholders, checks the errors of both resolvers inside a run
+ * (identical in form, out left alone), then makes a OneCycle that lasts the
+ * whole run. */
 static Scheduler *make_one_cycle(Trainer *t, Optimizer *o, void *user)
 {
     Resolved *r = user;
-    r->epochs = trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_NUM_EPOCHS});
-    r->updates = trainer_resolve(
-        t, (TrainerValue){.placeholder = TRAINER_NUM_UPDATE_STEPS_PER_EPOCH});
-    r->train_len_x2p1 = trainer_resolve(
-        t,
-        (TrainerValue){.placeholder = TRAINER_TRAIN_DATALOADER_LEN, .mul = 2, .add = 1});
-    r->eval_len =
-        trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_EVAL_DATALOADER_LEN});
-    r->eval_status = ct_last_status();
-    ct_clear_error();
-    r->total = trainer_resolve_product(t, TRAINER_NUM_EPOCHS,
-                                       TRAINER_NUM_UPDATE_STEPS_PER_EPOCH);
+    ck_assert_int_eq(trainer_resolve(t, TRAINER_VALUE(TRAINER_NUM_EPOCHS), &r->epochs),
+                     CT_OK);
+    ck_assert_int_eq(trainer_resolve(t, TRAINER_VALUE(TRAINER_NUM_UPDATE_STEPS_PER_EPOCH),
+                                     &r->updates),
+                     CT_OK);
+    ck_assert_int_eq(trainer_resolve(t, trainer_value(TRAINER_TRAIN_DATALOADER_LEN, 2, 1),
+                                     &r->train_len_x2p1),
+                     CT_OK);
+    /* a constant ignores mul, even 0 */
+    ck_assert_int_eq(
+        trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_CONSTANT, .add = 4.5},
+                        &r->constant),
+        CT_OK);
+    double x = -7;
+    int64_t n = -7;
+    /* mul 0 with a placeholder is an error, not 0 and not 1 */
+    ck_assert_int_eq(
+        trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_NUM_EPOCHS, .add = 3},
+                        &x),
+        CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve",
+                         "TrainerValue.mul is 0 for NUM_EPOCHS: use TRAINER_VALUE(p) "
+                         "for the placeholder itself, or TRAINER_CONSTANT for a "
+                         "constant");
+    /* a literal 0 for a mul that is wanted: an explicit constant */
+    ck_assert_int_eq(
+        trainer_resolve(t, trainer_value(TRAINER_CONSTANT, 0, 0.3), &r->train_len_x0p3),
+        CT_OK);
+    /* no eval set: the same error from both */
+    ck_assert_int_eq(trainer_resolve(t, TRAINER_VALUE(TRAINER_EVAL_DATALOADER_LEN), &x),
+                     CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve",
+                         "EVAL_DATALOADER_LEN: this run has no eval loader");
+    ck_assert_int_eq(
+        trainer_resolve_product(t, TRAINER_NUM_EPOCHS, TRAINER_EVAL_DATALOADER_LEN, &n),
+        CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve_product",
+                         "EVAL_DATALOADER_LEN: this run has no eval loader");
+    ck_assert_int_eq(trainer_resolve(t, TRAINER_VALUE((TrainerPlaceholder)99), &x),
+                     CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve", "unknown placeholder 99");
+    ck_assert_int_eq(
+        trainer_resolve_product(t, (TrainerPlaceholder)99, TRAINER_NUM_EPOCHS, &n),
+        CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve_product",
+                         "unknown placeholder 99");
+    ck_assert_double_eq(x, -7);
+    ck_assert_int_eq(n, -7);
+    ck_assert_int_eq(trainer_resolve_product(t, TRAINER_NUM_EPOCHS,
+                                             TRAINER_NUM_UPDATE_STEPS_PER_EPOCH,
+                                             &r->total),
+                     CT_OK);
     return sched_one_cycle_lr(o, &(OneCycleArgs){.max_lr = 0.1, .total_steps = r->total});
 }
 
@@ -520,9 +572,36 @@ START_TEST(placeholders_one_cycle)
     Dataset *ds = regression_dataset(10);
     Fixture f;
     fixture_init(&f, 0.1, false);
-    ck_assert(isnan(
-        trainer_resolve(&f.rt.base, (TrainerValue){.placeholder = TRAINER_NUM_EPOCHS})));
-    tu_assert_error(CT_ERR_STATE, "only during a run");
+    /* before a run: the same error from both, out left alone */
+    double x = -7;
+    int64_t n = -7;
+    ck_assert_int_eq(trainer_resolve(&f.rt.base, TRAINER_VALUE(TRAINER_NUM_EPOCHS), &x),
+                     CT_ERR_STATE);
+    assert_resolve_error(CT_ERR_STATE, "trainer_resolve",
+                         "placeholders resolve only during a run (e.g. in "
+                         "create_scheduler_fn), once the run config exists");
+    ck_assert_int_eq(trainer_resolve_product(&f.rt.base, TRAINER_NUM_EPOCHS,
+                                             TRAINER_NUM_UPDATE_STEPS_PER_EPOCH, &n),
+                     CT_ERR_STATE);
+    assert_resolve_error(CT_ERR_STATE, "trainer_resolve_product",
+                         "placeholders resolve only during a run (e.g. in "
+                         "create_scheduler_fn), once the run config exists");
+    ck_assert_int_eq(trainer_resolve(NULL, TRAINER_VALUE(TRAINER_NUM_EPOCHS), &x),
+                     CT_ERR_NULL);
+    assert_resolve_error(CT_ERR_NULL, "trainer_resolve", "NULL trainer");
+    ck_assert_int_eq(
+        trainer_resolve_product(NULL, TRAINER_NUM_EPOCHS, TRAINER_NUM_EPOCHS, &n),
+        CT_ERR_NULL);
+    assert_resolve_error(CT_ERR_NULL, "trainer_resolve_product", "NULL trainer");
+    ck_assert_int_eq(trainer_resolve(&f.rt.base, TRAINER_VALUE(TRAINER_NUM_EPOCHS), NULL),
+                     CT_ERR_NULL);
+    assert_resolve_error(CT_ERR_NULL, "trainer_resolve", "NULL out");
+    ck_assert_int_eq(
+        trainer_resolve_product(&f.rt.base, TRAINER_NUM_EPOCHS, TRAINER_NUM_EPOCHS, NULL),
+        CT_ERR_NULL);
+    assert_resolve_error(CT_ERR_NULL, "trainer_resolve_product", "NULL out");
+    ck_assert_double_eq(x, -7);
+    ck_assert_int_eq(n, -7);
     Resolved r = {0};
     /* 5 batches, k = 2: 3 updates per epoch; OneCycle must last exactly 6
      * updates (one more scheduler step would be an error) */
@@ -537,8 +616,8 @@ START_TEST(placeholders_one_cycle)
     ck_assert_double_eq(r.epochs, 2);
     ck_assert_double_eq(r.updates, 3);
     ck_assert_double_eq(r.train_len_x2p1, 11);
-    ck_assert(isnan(r.eval_len));
-    ck_assert_int_eq(r.eval_status, CT_ERR_INVALID);
+    ck_assert_double_eq(r.train_len_x0p3, 0.3);
+    ck_assert_double_eq(r.constant, 4.5);
     ck_assert_int_eq(r.total, 6);
     ck_assert_int_eq(sched_step_count(f.rt.base.scheduler), 6);
     /* the schedule is used up exactly: one more step is past its end */
