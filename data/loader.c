@@ -259,15 +259,6 @@ CtStatus data_loader_status(const DataLoader *dl)
     return dl ? dl->status : CT_ERR_NULL;
 }
 
-int64_t data_loader_len(const DataLoader *dl)
-{
-    if (!dl) {
-        ct_error(CT_ERR_NULL, "data_loader_len: NULL loader");
-        return -1;
-    }
-    return dl->n_batches;
-}
-
 const DataLoaderArgs *data_loader_args(const DataLoader *dl)
 {
     if (!dl) {
@@ -275,6 +266,15 @@ const DataLoaderArgs *data_loader_args(const DataLoader *dl)
         return NULL;
     }
     return &dl->a;
+}
+
+int64_t data_loader_len(const DataLoader *dl)
+{
+    if (!dl) {
+        ct_error(CT_ERR_NULL, "data_loader_len: NULL loader");
+        return -1;
+    }
+    return dl->n_batches;
 }
 
 int64_t data_loader_epoch(const DataLoader *dl)
@@ -368,7 +368,6 @@ DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
     }
     dl->ds = ds;
     dl->a = *args;
-    if (!dl->a.prefetch) dl->a.prefetch = 2;
     int64_t n = data_dataset_len(ds);
     if (args->sampler)
         dl->sampler = args->sampler;
@@ -391,6 +390,7 @@ DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
         if (!dl->order) st = ct_error(CT_ERR_OOM, "data loader: out of memory");
     }
     dl->nw = args->num_workers;
+    if (!dl->a.prefetch) dl->a.prefetch = 2;
     if (st == CT_OK && dl->nw) st = start_workers(dl);
     if (st != CT_OK) {
         char msg[MSG_LEN];
