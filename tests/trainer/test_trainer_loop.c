@@ -892,15 +892,13 @@ static DataLoader *own_eval_dl(Trainer *t, int64_t bs, const TrainerLoaderArgs *
 START_TEST(run_config_from_own_loaders)
 {
     TU_MEM_BEGIN;
-    CtGenerator g = ct_generator(7, 0);
-    Module *m = nn_linear(2, 1, true, &g);
-    Optimizer *o = optim_sgd_create(m, &(SgdArgs){.lr = 0.1});
-    NnLoss *loss = nn_loss_mse(CT_REDUCTION_MEAN);
+    Fixture f; /* for its model, loss and optimizer */
+    fixture_init(&f, 0.1, false);
     const Dataset *ds[2] = {regression_dataset(12), regression_dataset(6)};
     Trainer *t = trainer_create(&(TrainerConfig){
-        .model = m,
-        .loss = loss,
-        .optimizer = o,
+        .model = f.model,
+        .loss = f.loss,
+        .optimizer = f.opt,
         .no_callbacks = true,
         .user = ds,
         .hooks = {.create_train_dataloader = own_train_dl,
@@ -941,9 +939,7 @@ START_TEST(run_config_from_own_loaders)
     ck_assert_int_eq(trainer_run_config(t)->eval_per_device_batch_size, 4);
     ck_assert_int_eq(trainer_run_config(t)->train_per_device_batch_size, 4);
     trainer_free(t);
-    optim_free(o);
-    nn_loss_free(loss);
-    nn_module_free(m);
+    fixture_free(&f);
     data_dataset_free((Dataset *)ds[0]);
     data_dataset_free((Dataset *)ds[1]);
     TU_MEM_END;
