@@ -271,6 +271,15 @@ CtStatus data_loader_status(const DataLoader *dl)
     return dl ? dl->status : CT_ERR_NULL;
 }
 
+const DataLoaderArgs *data_loader_args(const DataLoader *dl)
+{
+    if (!dl) {
+        ct_error(CT_ERR_NULL, "data_loader_args: NULL loader");
+        return NULL;
+    }
+    return &dl->a;
+}
+
 int64_t data_loader_len(const DataLoader *dl)
 {
     if (!dl) {
@@ -365,7 +374,7 @@ static CtStatus check_args(const Dataset *ds, const DataLoaderArgs *a)
 
 static CtStatus start_workers(DataLoader *dl)
 {
-    dl->q = dl->nw * (dl->a.prefetch ? dl->a.prefetch : 2);
+    dl->q = dl->nw * dl->a.prefetch;
     dl->slots = calloc((size_t)dl->q, sizeof *dl->slots);
     dl->threads = calloc((size_t)dl->nw, sizeof *dl->threads);
     if (!dl->slots || !dl->threads) {
@@ -426,6 +435,7 @@ DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
         if (!dl->order) st = ct_error(CT_ERR_OOM, "data loader: out of memory");
     }
     dl->nw = args->num_workers;
+    if (!dl->a.prefetch) dl->a.prefetch = 2;
     if (st == CT_OK && dl->nw) st = start_workers(dl);
     if (st != CT_OK) {
         char msg[MSG_LEN];

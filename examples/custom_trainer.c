@@ -109,44 +109,35 @@ static Callback *batch_verifier_create(int64_t expected_size)
 
 int main(int argc, char **argv)
 {
-    ExampleOptions o = {
-        .data = DATA_FASHION_MNIST_DIR, .epochs = 2, .progress_bar = true};
-    if (!example_parse(argc, argv, &o)) return 2;
+    Example ex = {.name = "custom_trainer", .o = {.epochs = 2}};
+    int rc = example_begin(&ex, argc, argv, true);
+    if (rc) return rc;
 
-    Dataset *full = NULL, *test = NULL, *split[2] = {NULL, NULL};
-    if (!example_load(o.data, &full, &test) ||
-        data_random_split(full, 2, (int64_t[]){55000, 5000}, o.seed, split) != CT_OK) {
-        fprintf(stderr, "custom_trainer: %s\n", ct_last_error());
-        data_dataset_free(test);
-        data_dataset_free(full);
-        return 1;
-    }
-
-    CtGenerator g = ct_generator(o.seed, 0);
-    Module *model = nn_model_mlp(784, 2, (int64_t[]){128, 64}, 10, &g);
-    Optimizer *opt =
-        model ? optim_sgd_create(model, &(SgdArgs){.lr = 0.01, .momentum = 0.9}) : NULL;
-    NnLoss *loss = nn_loss_cross_entropy(NULL); /* the eval loss (default hook) */
-    Callback *cbs[8];
-    int ncb = example_callbacks(cbs, 8, o.limit_batches, o.progress_bar, 1,
-                                (Callback *[]){batch_verifier_create(BATCH_SIZE)});
+    /* BatchVerifier first, then the defaults: a list given in the config
+     * replaces the default one. ex.loss is the eval loss (default hook). */
     SmoothingTrainer st = {.label_smoothing = 0.1};
-    int rc = 1;
-    if (opt && loss && ncb > 0 &&
-        trainer_init(&st.base,
-                     &(TrainerConfig){.model = model,
-                                      .loss = loss,
-                                      .optimizer = opt,
-                                      .callbacks = cbs,
-                                      .n_callbacks = ncb,
-                                      .hooks = {.calculate_train_batch_loss =
-                                                    st_calculate_train_batch_loss}}) ==
-            CT_OK) {
-        Trainer *t = &st.base;
+    Trainer *t = NULL;
+    if (example_mlp(&ex, 0.01)) {
+        Callback *cbs[8];
+        int ncb = example_callbacks(cbs, 8, ex.o.progress_bar, 1,
+                                    (Callback *[]){batch_verifier_create(BATCH_SIZE)});
+        if (ncb > 0 &&
+            trainer_init(
+                &st.base,
+                &(TrainerConfig){.model = ex.model,
+                                 .loss = ex.loss,
+                                 .optimizer = ex.opt,
+                                 .callbacks = cbs,
+                                 .n_callbacks = ncb,
+                                 .hooks = {.calculate_train_batch_loss =
+                                               st_calculate_train_batch_loss}}) == CT_OK)
+            t = &st.base;
+    }
+    if (t && example_trainer_ready(&ex, t) == CT_OK) {
         CtStatus s = trainer_train(
-            t, &(TrainArgs){.train_dataset = split[0],
-                            .eval_dataset = split[1],
-                            .num_epochs = o.epochs,
+            t, &(TrainArgs){.train_dataset = ex.train,
+                            .eval_dataset = ex.val,
+                            .num_epochs = ex.o.epochs,
                             .per_device_batch_size = BATCH_SIZE,
                             .train_dataloader_args =
                                 &(TrainerLoaderArgs){.drop_last = TRAINER_YES},
@@ -158,25 +149,13 @@ int main(int argc, char **argv)
             printf("labels seen in training:");
             for (int c = 0; c < 10; c++) printf(" %lld", (long long)v->label_count[c]);
             printf("\n");
-            s = trainer_evaluate(t, &(EvalArgs){.dataset = test,
-                                                .per_device_batch_size = 64,
-                                                .collate_fn = collate_flat_scaled});
-            rc = example_status(t, s);
+            rc = example_test(&ex, t, 64, collate_flat_scaled);
         }
         if (rc == 0) printf("test accuracy %.2f%%\n", 100.0 * test_accuracy_value(t));
-        trainer_deinit(t);
     } else {
-        if (ncb > 0 && !(opt && loss)) /* trainer_init was not called */
-            for (int i = 0; i < ncb; i++) callback_free(cbs[i]);
-        fprintf(stderr, "custom_trainer: %s\n", ct_last_error());
+        rc = example_fail(&ex);
     }
-
-    nn_loss_free(loss);
-    optim_free(opt);
-    nn_module_free(model);
-    data_dataset_free(split[0]);
-    data_dataset_free(split[1]);
-    data_dataset_free(test);
-    data_dataset_free(full);
+    trainer_deinit(t);
+    example_end(&ex);
     return rc;
 }

@@ -1,8 +1,10 @@
 /* fashion_mnist.h — the plumbing shared by the Trainer examples (train_mnist,
  * train_mnist_metrics_*, train_basicnet, custom_trainer): command-line
- * options, the Fashion-MNIST datasets, the collate functions that turn u8
- * images into model inputs, and a small test-accuracy callback. Each example
- * keeps what it demonstrates in its own file.
+ * options, the Fashion-MNIST datasets and their split, the quickstart MLP,
+ * the collate functions that turn u8 images into model inputs, a small
+ * test-accuracy callback, the options that act on a built trainer, and the
+ * final evaluation. Each example keeps what it demonstrates in its own
+ * file.
  *
  * Header-only (static functions): every example is one program.
  */
@@ -22,7 +24,7 @@
 typedef struct ExampleOptions {
     const char *data;      /* --data DIR: the four IDX files */
     int64_t epochs;        /* --epochs N */
-    int64_t limit_batches; /* --limit-batches N: LimitBatches(N) (0: none) */
+    int64_t limit_batches; /* --limit-batches N: trainer_limit_batches (0: none) */
     uint64_t seed;         /* --seed N: weights and the validation split */
     bool progress_bar;     /* --no-progress-bar turns it off */
 } ExampleOptions;
@@ -196,27 +198,111 @@ static inline double test_accuracy_value(Trainer *t)
     return cb ? ((TestAccuracy *)cb)->value : NAN;
 }
 
-/* --------------------------------------------------------- callbacks */
+/* ----------------------------------------------------------- set-up
+ *
+ * What every Trainer example holds and frees the same way. A main reads:
+ *
+ *     Example ex = {.name = "train_mnist", .o = {.epochs = 8}};
+ *     int rc = example_begin(&ex, argc, argv, true);
+ *     if (rc) return rc;
+ *     ... build a Trainer over ex.model, ex.loss, ex.opt (example_mlp);
+ *         example_trainer_ready; trainer_train; example_test ...
+ *     example_end(&ex);
+ */
 
-/* The callback list of an example: LimitBatches(limit) when limit > 0, the
- * n_first given (e.g. metric callbacks), pytorch-accelerated's defaults, then
- * TestAccuracy. Writes at most cap entries; returns the count or -1 (every
- * callback created so far freed). */
-static inline int example_callbacks(Callback **out, int cap, int64_t limit,
-                                    bool progress_bar, int n_first,
-                                    Callback *const *first)
+typedef struct Example {
+    const char *name;     /* the program, prefixed to set-up errors */
+    ExampleOptions o;     /* defaults in, parsed options out (data NULL:
+                             DATA_FASHION_MNIST_DIR; progress_bar on) */
+    Dataset *full, *test; /* the 60 000 training and 10 000 test images */
+    Dataset *train, *val; /* the seeded 55 000 / 5 000 split of full, or full
+                             itself and NULL without a split */
+    Dataset *split[2];    /* owned halves of the split */
+    Module *model;
+    Optimizer *opt;
+    NnLoss *loss;
+} Example;
+
+/* Prints "<name>: <last error>" and returns the exit status 1. */
+static inline int example_fail(const Example *ex)
+{
+    fprintf(stderr, "%s: %s\n", ex->name, ct_last_error());
+    return 1;
+}
+
+/* Frees what the example holds (after its trainer: it borrows them). */
+static inline void example_end(Example *ex)
+{
+    nn_loss_free(ex->loss);
+    optim_free(ex->opt);
+    nn_module_free(ex->model);
+    data_dataset_free(ex->split[0]);
+    data_dataset_free(ex->split[1]);
+    data_dataset_free(ex->test);
+    data_dataset_free(ex->full);
+    memset(ex, 0, sizeof *ex);
+}
+
+/* Parses the options and loads the data, with the train / validation split
+ * when `split`. Returns 0, or the exit status (2 after the usage, 1 after
+ * the error; nothing left to free). */
+static inline int example_begin(Example *ex, int argc, char **argv, bool split)
+{
+    ex->o.progress_bar = true;
+    if (!example_parse(argc, argv, &ex->o)) return 2;
+    bool ok = example_load(ex->o.data, &ex->full, &ex->test);
+    if (ok && split)
+        ok = data_random_split(ex->full, 2, (int64_t[]){55000, 5000}, ex->o.seed,
+                               ex->split) == CT_OK;
+    if (!ok) {
+        int rc = example_fail(ex);
+        example_end(ex);
+        return rc;
+    }
+    ex->train = split ? ex->split[0] : ex->full;
+    ex->val = ex->split[1];
+    return 0;
+}
+
+/* pytorch-accelerated's quickstart model: the 784-128-64-10 MLP (weights
+ * from --seed), SGD(lr, momentum 0.9), cross entropy. False on failure. */
+static inline bool example_mlp(Example *ex, double lr)
+{
+    CtGenerator g = ct_generator(ex->o.seed, 0);
+    ex->model = nn_model_mlp(784, 2, (int64_t[]){128, 64}, 10, &g);
+    ex->opt = ex->model
+                  ? optim_sgd_create(ex->model, &(SgdArgs){.lr = lr, .momentum = 0.9})
+                  : NULL;
+    ex->loss = ex->opt ? nn_loss_cross_entropy(NULL) : NULL;
+    return ex->loss != NULL;
+}
+
+/* A callback list for examples that put their own callbacks BEFORE the
+ * defaults: the n_first given, then callbacks_default(progress_bar). Writes
+ * at most cap entries; returns the count, or -1 (every callback freed). */
+static inline int example_callbacks(Callback **out, int cap, bool progress_bar,
+                                    int n_first, Callback *const *first)
 {
     int n = 0;
-    if (limit > 0) out[n++] = callback_limit_batches_create(limit);
-    for (int i = 0; i < n_first; i++) out[n++] = first[i];
-    int nd = callbacks_default(out + n, cap - n - 1, progress_bar);
+    for (; n < n_first; n++) out[n] = first[n];
+    int nd = callbacks_default(out + n, cap - n, progress_bar);
     if (nd < 0) {
         for (int i = 0; i < n; i++) callback_free(out[i]);
         return -1;
     }
-    n += nd;
-    out[n++] = test_accuracy_create();
-    return n;
+    return n + nd;
+}
+
+/* The options that act on a built trainer: --limit-batches N caps train and
+ * eval batches (over CTRAINER_LIMIT_BATCHES), --no-progress-bar drops the
+ * default ProgressBar; then TestAccuracy goes last. */
+static inline CtStatus example_trainer_ready(const Example *ex, Trainer *t)
+{
+    if (ex->o.limit_batches > 0)
+        trainer_limit_batches(t, ex->o.limit_batches, ex->o.limit_batches);
+    if (!ex->o.progress_bar)
+        callback_free(callback_list_remove(trainer_callbacks(t), "ProgressBar"));
+    return trainer_add_callback(t, test_accuracy_create());
 }
 
 /* Exit status of an example: non-zero when training failed or TerminateOnNaN
@@ -233,6 +319,16 @@ static inline int example_status(Trainer *t, CtStatus st)
         return 1;
     }
     return 0;
+}
+
+/* trainer_evaluate on the test images; the example's exit status. */
+static inline int example_test(const Example *ex, Trainer *t, int64_t batch_size,
+                               DataCollateFn collate)
+{
+    CtStatus st = trainer_evaluate(t, &(EvalArgs){.dataset = ex->test,
+                                                  .per_device_batch_size = batch_size,
+                                                  .collate_fn = collate});
+    return example_status(t, st);
 }
 
 #endif

@@ -15,67 +15,34 @@
 
 int main(int argc, char **argv)
 {
-    ExampleOptions o = {
-        .data = DATA_FASHION_MNIST_DIR, .epochs = 8, .progress_bar = true};
-    if (!example_parse(argc, argv, &o)) return 2;
+    Example ex = {.name = "train_mnist", .o = {.epochs = 8}};
+    int rc = example_begin(&ex, argc, argv, true);
+    if (rc) return rc;
 
-    Dataset *full = NULL, *test = NULL, *split[2] = {NULL, NULL};
-    if (!example_load(o.data, &full, &test) ||
-        data_random_split(full, 2, (int64_t[]){55000, 5000}, o.seed, split) != CT_OK) {
-        fprintf(stderr, "train_mnist: %s\n", ct_last_error());
-        data_dataset_free(test);
-        data_dataset_free(full);
-        return 1;
-    }
-
-    CtGenerator g = ct_generator(o.seed, 0);
-    Module *model = nn_model_mlp(784, 2, (int64_t[]){128, 64}, 10, &g);
-    Optimizer *opt =
-        model ? optim_sgd_create(model, &(SgdArgs){.lr = 0.001, .momentum = 0.9}) : NULL;
-    NnLoss *loss = nn_loss_cross_entropy(NULL);
-    Callback *cbs[8];
-    int ncb = example_callbacks(cbs, 8, o.limit_batches, o.progress_bar, 0, NULL);
-    Trainer *t = opt && loss && ncb > 0
-                     ? trainer_create(&(TrainerConfig){.model = model,
-                                                       .loss = loss,
-                                                       .optimizer = opt,
-                                                       .callbacks = cbs,
-                                                       .n_callbacks = ncb})
+    /* no callbacks given: the trainer gets the default list */
+    Trainer *t = example_mlp(&ex, 0.001)
+                     ? trainer_create(&(TrainerConfig){
+                           .model = ex.model, .loss = ex.loss, .optimizer = ex.opt})
                      : NULL;
-    int rc = 1;
-    if (t) {
+    if (t && example_trainer_ready(&ex, t) == CT_OK) {
         double t0 = example_now();
-        CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = split[0],
-                                                    .eval_dataset = split[1],
-                                                    .num_epochs = o.epochs,
+        CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = ex.train,
+                                                    .eval_dataset = ex.val,
+                                                    .num_epochs = ex.o.epochs,
                                                     .per_device_batch_size = 32,
                                                     .collate_fn = collate_flat_scaled});
         double t1 = example_now();
         rc = example_status(t, st);
-        if (rc == 0) {
-            st = trainer_evaluate(t, &(EvalArgs){.dataset = test,
-                                                 .per_device_batch_size = 64,
-                                                 .collate_fn = collate_flat_scaled});
-            rc = example_status(t, st);
-        }
+        if (rc == 0) rc = example_test(&ex, t, 64, collate_flat_scaled);
         if (rc == 0) {
             printf("training took %.2f s (%.2f s per epoch, with validation)\n", t1 - t0,
-                   (t1 - t0) / (double)o.epochs);
+                   (t1 - t0) / (double)ex.o.epochs);
             printf("test accuracy %.2f%%\n", 100.0 * test_accuracy_value(t));
         }
     } else {
-        if (ncb > 0 && !(opt && loss)) /* trainer_create was not called */
-            for (int i = 0; i < ncb; i++) callback_free(cbs[i]);
-        fprintf(stderr, "train_mnist: %s\n", ct_last_error());
+        rc = example_fail(&ex);
     }
-
     trainer_free(t);
-    nn_loss_free(loss);
-    optim_free(opt);
-    nn_module_free(model);
-    data_dataset_free(split[0]);
-    data_dataset_free(split[1]);
-    data_dataset_free(test);
-    data_dataset_free(full);
+    example_end(&ex);
     return rc;
 }

@@ -75,44 +75,28 @@ static MetricCollection *classification_metrics(void)
 
 int main(int argc, char **argv)
 {
-    ExampleOptions o = {
-        .data = DATA_FASHION_MNIST_DIR, .epochs = 8, .progress_bar = true};
-    if (!example_parse(argc, argv, &o)) return 2;
+    Example ex = {.name = "train_mnist_metrics_subclass", .o = {.epochs = 8}};
+    int rc = example_begin(&ex, argc, argv, true);
+    if (rc) return rc;
 
-    Dataset *full = NULL, *test = NULL, *split[2] = {NULL, NULL};
-    if (!example_load(o.data, &full, &test) ||
-        data_random_split(full, 2, (int64_t[]){55000, 5000}, o.seed, split) != CT_OK) {
-        fprintf(stderr, "train_mnist_metrics_subclass: %s\n", ct_last_error());
-        data_dataset_free(test);
-        data_dataset_free(full);
-        return 1;
-    }
-
-    CtGenerator g = ct_generator(o.seed, 0);
-    Module *model = nn_model_mlp(784, 2, (int64_t[]){128, 64}, 10, &g);
-    Optimizer *opt =
-        model ? optim_sgd_create(model, &(SgdArgs){.lr = 0.001, .momentum = 0.9}) : NULL;
-    NnLoss *loss = nn_loss_cross_entropy(NULL);
+    /* no callbacks given: the trainer gets the default list */
     MetricsTrainer mt = {.metrics = classification_metrics()};
-    Callback *cbs[8];
-    int ncb = example_callbacks(cbs, 8, o.limit_batches, o.progress_bar, 0, NULL);
-    int rc = 1;
-    if (opt && loss && mt.metrics && ncb > 0 &&
+    Trainer *t = NULL;
+    if (mt.metrics && example_mlp(&ex, 0.001) &&
         trainer_init(&mt.base,
-                     &(TrainerConfig){.model = model,
-                                      .loss = loss,
-                                      .optimizer = opt,
-                                      .callbacks = cbs,
-                                      .n_callbacks = ncb,
+                     &(TrainerConfig){.model = ex.model,
+                                      .loss = ex.loss,
+                                      .optimizer = ex.opt,
                                       .hooks = {.eval_epoch_start = mt_eval_epoch_start,
                                                 .calculate_eval_batch_loss =
                                                     mt_calculate_eval_batch_loss,
                                                 .eval_epoch_end = mt_eval_epoch_end}}) ==
-            CT_OK) {
-        Trainer *t = &mt.base;
-        CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = split[0],
-                                                    .eval_dataset = split[1],
-                                                    .num_epochs = o.epochs,
+            CT_OK)
+        t = &mt.base;
+    if (t && example_trainer_ready(&ex, t) == CT_OK) {
+        CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = ex.train,
+                                                    .eval_dataset = ex.val,
+                                                    .num_epochs = ex.o.epochs,
                                                     .per_device_batch_size = 32,
                                                     .collate_fn = collate_flat_scaled});
         rc = example_status(t, st);
@@ -124,10 +108,7 @@ int main(int argc, char **argv)
             printf("validation accuracy per epoch:");
             for (int64_t i = 0; i < n; i++) printf(" %.4f", acc[i]);
             printf("\n");
-            st = trainer_evaluate(t, &(EvalArgs){.dataset = test,
-                                                 .per_device_batch_size = 64,
-                                                 .collate_fn = collate_flat_scaled});
-            rc = example_status(t, st);
+            rc = example_test(&ex, t, 64, collate_flat_scaled);
         }
         if (rc == 0) {
             RunHistory *h = trainer_run_history(t);
@@ -135,20 +116,11 @@ int main(int argc, char **argv)
                    run_history_latest(h, "precision"), run_history_latest(h, "recall"));
             printf("test accuracy %.2f%%\n", 100.0 * run_history_latest(h, "accuracy"));
         }
-        trainer_deinit(t);
     } else {
-        if (ncb > 0 && (!opt || !loss || !mt.metrics))
-            for (int i = 0; i < ncb; i++) callback_free(cbs[i]);
-        fprintf(stderr, "train_mnist_metrics_subclass: %s\n", ct_last_error());
+        rc = example_fail(&ex);
     }
-
+    trainer_deinit(t);
     metric_collection_free(mt.metrics);
-    nn_loss_free(loss);
-    optim_free(opt);
-    nn_module_free(model);
-    data_dataset_free(split[0]);
-    data_dataset_free(split[1]);
-    data_dataset_free(test);
-    data_dataset_free(full);
+    example_end(&ex);
     return rc;
 }

@@ -48,12 +48,10 @@ static void apply_user_args(DataLoaderArgs *a, const TrainerLoaderArgs *u)
     if (u->prefetch) a->prefetch = u->prefetch;
 }
 
-static DataLoader *create_loader(Trainer *t, const Dataset *ds, DataLoaderArgs a,
-                                 const TrainerLoaderArgs *user, DataLoaderArgs *keep,
-                                 const char *what)
+static DataLoader *create_loader(const Dataset *ds, DataLoaderArgs a,
+                                 const TrainerLoaderArgs *user, const char *what)
 {
     apply_user_args(&a, user);
-    *keep = a;
     if (!ds) {
         ct_error(CT_ERR_STATE, "trainer: no %s dataset to build a loader for", what);
         return NULL;
@@ -71,15 +69,14 @@ DataLoader *trainer_default_create_train_dataloader(Trainer *t, int64_t batch_si
                                                     const TrainerLoaderArgs *user)
 {
     DataLoaderArgs a = HOOK(t, get_default_train_dl_args)(t, batch_size);
-    return create_loader(t, t->state->train_ds, a, user, &t->state->train_dl_args,
-                         "train");
+    return create_loader(t->state->train_ds, a, user, "train");
 }
 
 DataLoader *trainer_default_create_eval_dataloader(Trainer *t, int64_t batch_size,
                                                    const TrainerLoaderArgs *user)
 {
     DataLoaderArgs a = HOOK(t, get_default_eval_dl_args)(t, batch_size);
-    return create_loader(t, t->state->eval_ds, a, user, &t->state->eval_dl_args, "eval");
+    return create_loader(t->state->eval_ds, a, user, "eval");
 }
 
 Scheduler *trainer_default_create_scheduler(Trainer *t)

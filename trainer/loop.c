@@ -21,6 +21,26 @@
         if (trainer_stop_point(t)) return CT_OK;                                         \
     } while (0)
 
+/* ------------------------------------------------ stop points and events */
+
+bool trainer_stop_point(Trainer *t)
+{
+    TrainerState *s = t->state;
+    if (s->stop_agreed) return true;
+    double flag = s->stop_requested ? 1.0 : 0.0;
+    /* the flag reduce cannot fail for a valid runtime; treat failure as "go on" */
+    if (runtime_reduce_f64(s->rt, &flag, 1, RUNTIME_REDUCE_MAX) != CT_OK) return false;
+    if (flag > 0 && !s->stop_requested)
+        trainer_stop(t, "stop requested by another process");
+    s->stop_agreed = flag > 0;
+    return s->stop_agreed;
+}
+
+CtStatus trainer_fire(Trainer *t, CallbackEvent ev, const CallbackEventArgs *args)
+{
+    return callback_list_dispatch(t->state->callbacks, t, ev, args);
+}
+
 CtStatus trainer_record_loss(Trainer *t, const LossTracker *lt, const char *name)
 {
     double v[2] = {lt->total, lt->count};

@@ -15,8 +15,9 @@ CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a)
     TrainerRunConfig *rc = &s->rc;
     int world = runtime_world_size(s->rt);
     *rc = (TrainerRunConfig){0};
-    rc->train_dl_args = s->train_dl_args;
-    rc->eval_dl_args = s->eval_dl_args;
+    /* from the loaders the hooks returned, however they were built */
+    if (s->train_dl) rc->train_dl_args = *data_loader_args(s->train_dl);
+    if (s->eval_dl) rc->eval_dl_args = *data_loader_args(s->eval_dl);
     rc->has_eval = s->eval_dl != NULL;
     rc->is_local_process_zero = runtime_is_local_main_process(s->rt);
     rc->is_world_process_zero = runtime_is_main_process(s->rt);
@@ -24,7 +25,7 @@ CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a)
     rc->mixed_precision = runtime_mixed_precision(s->rt);
     rc->num_processes = world;
     if (rc->has_eval) {
-        rc->eval_per_device_batch_size = s->eval_dl_args.batch_size;
+        rc->eval_per_device_batch_size = rc->eval_dl_args.batch_size;
         rc->eval_total_batch_size = rc->eval_per_device_batch_size * world;
     }
     if (!a) { /* an evaluation run: one epoch, no updates */
@@ -37,7 +38,7 @@ CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a)
     int64_t k = a->gradient_accumulation_steps > 0
                     ? a->gradient_accumulation_steps
                     : runtime_gradient_accumulation_steps(s->rt);
-    rc->train_per_device_batch_size = s->train_dl_args.batch_size;
+    rc->train_per_device_batch_size = rc->train_dl_args.batch_size;
     rc->gradient_accumulation_steps = k;
     rc->gradient_clip_value = a->gradient_clip_value;
     rc->gradient_clip_norm = a->gradient_clip_norm;
@@ -55,49 +56,87 @@ CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a)
     return CT_OK;
 }
 
-static double placeholder_value(const Trainer *t, TrainerPlaceholder p)
+static const char *const placeholder_names[] = {
+    [TRAINER_CONSTANT] = "CONSTANT",
+    [TRAINER_NUM_EPOCHS] = "NUM_EPOCHS",
+    [TRAINER_NUM_UPDATE_STEPS_PER_EPOCH] = "NUM_UPDATE_STEPS_PER_EPOCH",
+    [TRAINER_TRAIN_DATALOADER_LEN] = "TRAIN_DATALOADER_LEN",
+    [TRAINER_EVAL_DATALOADER_LEN] = "EVAL_DATALOADER_LEN",
+};
+
+/* The value of a known placeholder p in this run, or an error named after
+ * `fn` when the run lacks the loader it counts. */
+static CtStatus placeholder_value(const Trainer *t, TrainerPlaceholder p, double *out,
+                                  const char *fn)
 {
     const TrainerState *s = t->state;
+    bool eval = p == TRAINER_EVAL_DATALOADER_LEN;
     switch (p) {
-    case TRAINER_CONSTANT: return 0;
-    case TRAINER_NUM_EPOCHS: return (double)s->rc.num_epochs;
+    case TRAINER_NUM_EPOCHS: *out = (double)s->rc.num_epochs; break;
     case TRAINER_NUM_UPDATE_STEPS_PER_EPOCH:
-        return (double)s->rc.num_update_steps_per_epoch;
+        *out = (double)s->rc.num_update_steps_per_epoch;
+        break;
     case TRAINER_TRAIN_DATALOADER_LEN:
-        if (!s->train_dl) break;
-        return (double)trainer_train_dataloader_len(t);
     case TRAINER_EVAL_DATALOADER_LEN:
-        if (!s->eval_dl) break;
-        return (double)trainer_eval_dataloader_len(t);
-    default:
-        ct_error(CT_ERR_INVALID, "trainer_resolve: unknown placeholder %d", (int)p);
-        return NAN;
+        if (!(eval ? s->eval_dl : s->train_dl))
+            return ct_error(CT_ERR_INVALID, "%s: %s: this run has no %s loader", fn,
+                            placeholder_names[p], eval ? "eval" : "train");
+        *out = (double)(eval ? trainer_eval_dataloader_len(t)
+                             : trainer_train_dataloader_len(t));
+        break;
+    default: *out = 0; break; /* TRAINER_CONSTANT */
     }
-    ct_error(CT_ERR_INVALID, "trainer_resolve: %s: this run has no %s loader",
-             p == TRAINER_EVAL_DATALOADER_LEN ? "EVAL_DATALOADER_LEN"
-                                              : "TRAIN_DATALOADER_LEN",
-             p == TRAINER_EVAL_DATALOADER_LEN ? "eval" : "train");
-    return NAN;
+    return CT_OK;
 }
 
-double trainer_resolve(const Trainer *t, TrainerValue v)
+/* The checks both resolvers make first. */
+static CtStatus check_resolvable(const Trainer *t, const void *out, const char *fn)
 {
-    if (!t || !t->state || !t->state->have_rc) {
-        ct_error(CT_ERR_STATE,
-                 "trainer_resolve: placeholders resolve only during a run "
-                 "(e.g. in create_scheduler_fn), once the run config exists");
-        return NAN;
-    }
-    double p = placeholder_value(t, v.placeholder);
-    return p * (v.mul != 0 ? v.mul : 1) + v.add;
+    if (!t || !out)
+        return ct_error(CT_ERR_NULL, "%s: NULL %s", fn, t ? "out" : "trainer");
+    if (!t->state || !t->state->have_rc)
+        return ct_error(CT_ERR_STATE,
+                        "%s: placeholders resolve only during a run (e.g. in "
+                        "create_scheduler_fn), once the run config exists",
+                        fn);
+    return CT_OK;
 }
 
-int64_t trainer_resolve_product(const Trainer *t, TrainerPlaceholder a,
-                                TrainerPlaceholder b)
+/* v's value; the caller has checked t and out. */
+static CtStatus resolve(const Trainer *t, TrainerValue v, double *out, const char *fn)
 {
-    double x = trainer_resolve(t, (TrainerValue){a, 1, 0});
-    double y = isnan(x) ? NAN : trainer_resolve(t, (TrainerValue){b, 1, 0});
-    return isnan(y) ? -1 : (int64_t)llround(x * y);
+    unsigned p_index = (unsigned)v.placeholder;
+    if (p_index > TRAINER_EVAL_DATALOADER_LEN)
+        return ct_error(CT_ERR_INVALID, "%s: unknown placeholder %d", fn,
+                        (int)v.placeholder);
+    if (v.mul == 0 && v.placeholder != TRAINER_CONSTANT)
+        return ct_error(CT_ERR_INVALID,
+                        "%s: TrainerValue.mul is 0 for %s: use TRAINER_VALUE(p) for "
+                        "the placeholder itself, or TRAINER_CONSTANT for a constant",
+                        fn, placeholder_names[p_index]);
+    double p = 0;
+    CtStatus st = placeholder_value(t, v.placeholder, &p, fn);
+    if (st == CT_OK) *out = p * v.mul + v.add;
+    return st;
+}
+
+CtStatus trainer_resolve(const Trainer *t, TrainerValue v, double *out)
+{
+    static const char fn[] = "trainer_resolve";
+    CtStatus st = check_resolvable(t, out, fn);
+    return st == CT_OK ? resolve(t, v, out, fn) : st;
+}
+
+CtStatus trainer_resolve_product(const Trainer *t, TrainerPlaceholder a,
+                                 TrainerPlaceholder b, int64_t *out)
+{
+    static const char fn[] = "trainer_resolve_product";
+    double x = 0, y = 0;
+    CtStatus st = check_resolvable(t, out, fn);
+    if (st == CT_OK) st = resolve(t, TRAINER_VALUE(a), &x, fn);
+    if (st == CT_OK) st = resolve(t, TRAINER_VALUE(b), &y, fn);
+    if (st == CT_OK) *out = (int64_t)llround(x * y);
+    return st;
 }
 
 static json_t *dl_args_json(const DataLoaderArgs *a)

@@ -1,5 +1,6 @@
-/* Trainer construction, ownership, stopping, callbacks and accessors. The
- * loops are in loop.c, the default hooks in hooks.c. */
+/* Trainer construction, ownership, stop requests, callbacks and accessors.
+ * The loops (with their stop points and event firing) are in loop.c, the
+ * default hooks in hooks.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,25 +173,7 @@ const char *trainer_stop_reason(const Trainer *t)
     return t && t->state ? t->state->stop_reason : "";
 }
 
-bool trainer_stop_point(Trainer *t)
-{
-    TrainerState *s = t->state;
-    if (s->stop_agreed) return true;
-    double flag = s->stop_requested ? 1.0 : 0.0;
-    /* the flag reduce cannot fail for a valid runtime; treat failure as "go on" */
-    if (runtime_reduce_f64(s->rt, &flag, 1, RUNTIME_REDUCE_MAX) != CT_OK) return false;
-    if (flag > 0 && !s->stop_requested)
-        trainer_stop(t, "stop requested by another process");
-    s->stop_agreed = flag > 0;
-    return s->stop_agreed;
-}
-
 /* ------------------------------------------------------------ callbacks */
-
-CtStatus trainer_fire(Trainer *t, CallbackEvent ev, const CallbackEventArgs *args)
-{
-    return callback_list_dispatch(t->state->callbacks, t, ev, args);
-}
 
 CtStatus trainer_add_callback(Trainer *t, Callback *cb)
 {

@@ -25,7 +25,6 @@ struct TrainerState {
     TrainerSchedulerFn scheduler_fn;
     void *scheduler_user;
     DataLoader *train_dl, *eval_dl;
-    DataLoaderArgs train_dl_args, eval_dl_args; /* as last created */
     TrainerRunConfig rc;
     bool have_rc;
     int64_t limit_train, limit_eval; /* 0: no cap */
@@ -45,7 +44,7 @@ struct TrainerState {
 
 /* A stop point: agrees on the stop flag across processes; true when the run
  * must stop (also sets state->stop_agreed). Every process calls it at the
- * same points. */
+ * same points. Defined next to the loops (loop.c), as is trainer_fire. */
 bool trainer_stop_point(Trainer *t);
 /* Fires an event on the trainer's callbacks. */
 CtStatus trainer_fire(Trainer *t, CallbackEvent ev, const CallbackEventArgs *args);

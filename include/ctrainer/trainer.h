@@ -179,19 +179,24 @@ typedef struct TrainerLoaderArgs {
  *
  * Values a scheduler factory needs but that exist only once the run's
  * loaders are built (pytorch-accelerated's TrainerPlaceholderValues). A
- * TrainerValue is placeholder * mul + add, so (P + 1) * 2 is {P, 2, 2}. In
- * a scheduler factory (TrainArgs.create_scheduler_fn):
+ * TrainerValue is placeholder * mul + add, so (P + 1) * 2 is {P, 2, 2}.
+ * TRAINER_VALUE(P) is P itself (mul 1, add 0). In a scheduler factory
+ * (TrainArgs.create_scheduler_fn):
  *
  *     static Scheduler *make_sched(Trainer *t, Optimizer *o, void *user) {
- *         int64_t total = trainer_resolve_product(t, TRAINER_NUM_EPOCHS,
- *                                                 TRAINER_NUM_UPDATE_STEPS_PER_EPOCH);
- *         double step = trainer_resolve(t, (TrainerValue){.placeholder =
- *             TRAINER_NUM_UPDATE_STEPS_PER_EPOCH, .mul = 7});    // "every 7 epochs"
+ *         int64_t total;
+ *         double every_7_epochs;
+ *         if (trainer_resolve_product(t, TRAINER_NUM_EPOCHS,
+ *                                     TRAINER_NUM_UPDATE_STEPS_PER_EPOCH,
+ *                                     &total) != CT_OK ||
+ *             trainer_resolve(t, trainer_value(TRAINER_NUM_UPDATE_STEPS_PER_EPOCH,
+ *                                              7, 0), &every_7_epochs) != CT_OK)
+ *             return NULL; // the trainer reports the recorded error
  *         ...
  *     }
  */
 typedef enum TrainerPlaceholder {
-    TRAINER_CONSTANT = 0,               /* 0: the value is just `add` */
+    TRAINER_CONSTANT = 0,               /* the value is just `add` (mul unused) */
     TRAINER_NUM_EPOCHS,                 /* run_config.num_epochs */
     TRAINER_NUM_UPDATE_STEPS_PER_EPOCH, /* optimizer updates per epoch */
     TRAINER_TRAIN_DATALOADER_LEN,       /* batches per epoch, this process */
@@ -200,19 +205,39 @@ typedef enum TrainerPlaceholder {
 
 typedef struct TrainerValue {
     TrainerPlaceholder placeholder;
-    double mul; /* 0 -> 1 */
+    /* No default: 0 with a placeholder other than TRAINER_CONSTANT is an
+     * error, so a forgotten mul (e.g. (TrainerValue){TRAINER_NUM_EPOCHS})
+     * is reported instead of silently meaning 0 or 1. Use TRAINER_VALUE(p)
+     * or trainer_value(p, mul, add). */
+    double mul;
     double add;
 } TrainerValue;
 
-/* The value for the current run: placeholder * mul + add. NAN with
- * CT_ERR_STATE before the run config exists (outside trainer_train /
- * trainer_evaluate), CT_ERR_INVALID for an eval length without an eval set
- * or an unknown placeholder. */
-double trainer_resolve(const Trainer *t, TrainerValue v);
-/* trainer_resolve of two bare placeholders, multiplied (e.g. the total
- * number of updates, NUM_EPOCHS x NUM_UPDATE_STEPS_PER_EPOCH); -1 on error. */
-int64_t trainer_resolve_product(const Trainer *t, TrainerPlaceholder a,
-                                TrainerPlaceholder b);
+/* placeholder * mul + add */
+static inline TrainerValue trainer_value(TrainerPlaceholder placeholder, double mul,
+                                         double add)
+{
+    return (TrainerValue){.placeholder = placeholder, .mul = mul, .add = add};
+}
+/* The placeholder itself: mul 1, add 0. */
+#define TRAINER_VALUE(placeholder) trainer_value((placeholder), 1, 0)
+
+/* Both resolvers return CT_OK and write the value to *out, or return an
+ * error (recorded, named after the function) and leave *out unchanged:
+ *  - CT_ERR_NULL: t or out is NULL;
+ *  - CT_ERR_STATE: no run config yet (outside trainer_train /
+ *    trainer_evaluate, e.g. before create_scheduler_fn is called);
+ *  - CT_ERR_INVALID: an unknown placeholder, mul 0 with a placeholder, a
+ *    loader length the run does not have (an eval length without an eval
+ *    set, a train length in an evaluation run).
+ *
+ * trainer_resolve: the value of v for the current run, placeholder * mul +
+ * add. */
+CtStatus trainer_resolve(const Trainer *t, TrainerValue v, double *out);
+/* Two bare placeholders multiplied, rounded to an integer: e.g. the total
+ * number of updates, NUM_EPOCHS x NUM_UPDATE_STEPS_PER_EPOCH. */
+CtStatus trainer_resolve_product(const Trainer *t, TrainerPlaceholder a,
+                                 TrainerPlaceholder b, int64_t *out);
 
 /* ============================================================ run config */
 
@@ -229,7 +254,8 @@ typedef struct TrainerRunConfig {
     int64_t num_epochs;
     int64_t train_per_device_batch_size;
     int64_t eval_per_device_batch_size; /* 0 without an eval set */
-    DataLoaderArgs train_dl_args;       /* as the loaders were created */
+    DataLoaderArgs train_dl_args;       /* data_loader_args of the loaders the
+                                           create_*_dataloader hooks returned */
     DataLoaderArgs eval_dl_args;
     bool has_eval;
     int64_t gradient_accumulation_steps;

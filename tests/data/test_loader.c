@@ -97,6 +97,33 @@ START_TEST(test_sequential_batches)
 }
 END_TEST
 
+/* data_loader_args: a copy of the creation arguments, defaults resolved. */
+START_TEST(test_loader_args)
+{
+    TU_MEM_BEGIN;
+    Probe p = probe(10);
+    DataLoaderArgs in = {.batch_size = 3, .drop_last = true, .seed = 9, .num_workers = 1};
+    DataLoader *dl = data_loader_create(&p.base, &in);
+    in.batch_size = 7; /* the loader keeps its own copy */
+    const DataLoaderArgs *a = data_loader_args(dl);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(a->batch_size, 3);
+    ck_assert(a->drop_last);
+    ck_assert(!a->shuffle);
+    ck_assert_uint_eq(a->seed, 9);
+    ck_assert_int_eq(a->num_workers, 1);
+    ck_assert_int_eq(a->prefetch, 2); /* 0 resolved to its default */
+    ck_assert(a->collate == NULL);
+    data_loader_free(dl);
+    dl = data_loader_create(&p.base, &(DataLoaderArgs){.batch_size = 4, .prefetch = 5});
+    ck_assert_int_eq(data_loader_args(dl)->prefetch, 5);
+    data_loader_free(dl);
+    ck_assert_ptr_null(data_loader_args(NULL));
+    tu_assert_error(CT_ERR_NULL, "data_loader_args: NULL loader");
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_shuffle_epochs)
 {
     TU_MEM_BEGIN;
@@ -414,6 +441,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("loader");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_sequential_batches);
+    tcase_add_test(tc, test_loader_args);
     tcase_add_test(tc, test_shuffle_epochs);
     tcase_add_test(tc, test_workers_identical);
     tcase_add_test(tc, test_skip_resume);

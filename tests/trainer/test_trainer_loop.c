@@ -512,29 +512,80 @@ END_TEST
 
 /* ------------------------------------------------------------ placeholders */
 
+/* Asserts the last error: status st and message "<fn>: <why>". */
+static void assert_resolve_error(CtStatus st, const char *fn, const char *why)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %s", fn, why);
+    ck_assert_int_eq(ct_last_status(), st);
+    ck_assert_str_eq(ct_last_error(), msg);
+    ct_clear_error();
+}
+
 typedef struct Resolved {
-    double epochs, updates, train_len_x2p1, eval_len;
+    double epochs, updates, train_len_x2p1, train_len_x0p3, constant;
     int64_t total;
-    CtStatus eval_status;
 } Resolved;
 
+/* Records the placeholders, checks the errors of both resolvers inside a run
+ * (identical in form, out left alone), then makes a OneCycle that lasts the
+ * whole run. */
 static Scheduler *make_one_cycle(Trainer *t, Optimizer *o, void *user)
 {
     Resolved *r = user;
-    r->epochs = trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_NUM_EPOCHS});
-    r->updates = trainer_resolve(
-        t, (TrainerValue){.placeholder = TRAINER_NUM_UPDATE_STEPS_PER_EPOCH});
-    r->train_len_x2p1 = trainer_resolve(
-        t,
-        (TrainerValue){.placeholder = TRAINER_TRAIN_DATALOADER_LEN, .mul = 2, .add = 1});
-    r->eval_len =
-        trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_EVAL_DATALOADER_LEN});
-    r->eval_status = ct_last_status();
-    ct_clear_error();
-    r->total = trainer_resolve_product(t, TRAINER_NUM_EPOCHS,
-                                       TRAINER_NUM_UPDATE_STEPS_PER_EPOCH);
-    return scheduler_one_cycle_lr(
-        o, &(OneCycleArgs){.max_lr = 0.1, .total_steps = r->total});
+    ck_assert_int_eq(trainer_resolve(t, TRAINER_VALUE(TRAINER_NUM_EPOCHS), &r->epochs),
+                     CT_OK);
+    ck_assert_int_eq(trainer_resolve(t, TRAINER_VALUE(TRAINER_NUM_UPDATE_STEPS_PER_EPOCH),
+                                     &r->updates),
+                     CT_OK);
+    ck_assert_int_eq(trainer_resolve(t, trainer_value(TRAINER_TRAIN_DATALOADER_LEN, 2, 1),
+                                     &r->train_len_x2p1),
+                     CT_OK);
+    /* a constant ignores mul, even 0 */
+    ck_assert_int_eq(
+        trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_CONSTANT, .add = 4.5},
+                        &r->constant),
+        CT_OK);
+    double x = -7;
+    int64_t n = -7;
+    /* mul 0 with a placeholder is an error, not 0 and not 1 */
+    ck_assert_int_eq(
+        trainer_resolve(t, (TrainerValue){.placeholder = TRAINER_NUM_EPOCHS, .add = 3},
+                        &x),
+        CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve",
+                         "TrainerValue.mul is 0 for NUM_EPOCHS: use TRAINER_VALUE(p) "
+                         "for the placeholder itself, or TRAINER_CONSTANT for a "
+                         "constant");
+    /* a literal 0 for a mul that is wanted: an explicit constant */
+    ck_assert_int_eq(
+        trainer_resolve(t, trainer_value(TRAINER_CONSTANT, 0, 0.3), &r->train_len_x0p3),
+        CT_OK);
+    /* no eval set: the same error from both */
+    ck_assert_int_eq(trainer_resolve(t, TRAINER_VALUE(TRAINER_EVAL_DATALOADER_LEN), &x),
+                     CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve",
+                         "EVAL_DATALOADER_LEN: this run has no eval loader");
+    ck_assert_int_eq(
+        trainer_resolve_product(t, TRAINER_NUM_EPOCHS, TRAINER_EVAL_DATALOADER_LEN, &n),
+        CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve_product",
+                         "EVAL_DATALOADER_LEN: this run has no eval loader");
+    ck_assert_int_eq(trainer_resolve(t, TRAINER_VALUE((TrainerPlaceholder)99), &x),
+                     CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve", "unknown placeholder 99");
+    ck_assert_int_eq(
+        trainer_resolve_product(t, (TrainerPlaceholder)99, TRAINER_NUM_EPOCHS, &n),
+        CT_ERR_INVALID);
+    assert_resolve_error(CT_ERR_INVALID, "trainer_resolve_product",
+                         "unknown placeholder 99");
+    ck_assert_double_eq(x, -7);
+    ck_assert_int_eq(n, -7);
+    ck_assert_int_eq(trainer_resolve_product(t, TRAINER_NUM_EPOCHS,
+                                             TRAINER_NUM_UPDATE_STEPS_PER_EPOCH,
+                                             &r->total),
+                     CT_OK);
+    return scheduler_one_cycle_lr(o, &(OneCycleArgs){.max_lr = 0.1, .total_steps = r->total});
 }
 
 START_TEST(placeholders_one_cycle)
@@ -543,9 +594,36 @@ START_TEST(placeholders_one_cycle)
     Dataset *ds = regression_dataset(10);
     Fixture f;
     fixture_init(&f, 0.1, false);
-    ck_assert(isnan(
-        trainer_resolve(&f.rt.base, (TrainerValue){.placeholder = TRAINER_NUM_EPOCHS})));
-    tu_assert_error(CT_ERR_STATE, "only during a run");
+    /* before a run: the same error from both, out left alone */
+    double x = -7;
+    int64_t n = -7;
+    ck_assert_int_eq(trainer_resolve(&f.rt.base, TRAINER_VALUE(TRAINER_NUM_EPOCHS), &x),
+                     CT_ERR_STATE);
+    assert_resolve_error(CT_ERR_STATE, "trainer_resolve",
+                         "placeholders resolve only during a run (e.g. in "
+                         "create_scheduler_fn), once the run config exists");
+    ck_assert_int_eq(trainer_resolve_product(&f.rt.base, TRAINER_NUM_EPOCHS,
+                                             TRAINER_NUM_UPDATE_STEPS_PER_EPOCH, &n),
+                     CT_ERR_STATE);
+    assert_resolve_error(CT_ERR_STATE, "trainer_resolve_product",
+                         "placeholders resolve only during a run (e.g. in "
+                         "create_scheduler_fn), once the run config exists");
+    ck_assert_int_eq(trainer_resolve(NULL, TRAINER_VALUE(TRAINER_NUM_EPOCHS), &x),
+                     CT_ERR_NULL);
+    assert_resolve_error(CT_ERR_NULL, "trainer_resolve", "NULL trainer");
+    ck_assert_int_eq(
+        trainer_resolve_product(NULL, TRAINER_NUM_EPOCHS, TRAINER_NUM_EPOCHS, &n),
+        CT_ERR_NULL);
+    assert_resolve_error(CT_ERR_NULL, "trainer_resolve_product", "NULL trainer");
+    ck_assert_int_eq(trainer_resolve(&f.rt.base, TRAINER_VALUE(TRAINER_NUM_EPOCHS), NULL),
+                     CT_ERR_NULL);
+    assert_resolve_error(CT_ERR_NULL, "trainer_resolve", "NULL out");
+    ck_assert_int_eq(
+        trainer_resolve_product(&f.rt.base, TRAINER_NUM_EPOCHS, TRAINER_NUM_EPOCHS, NULL),
+        CT_ERR_NULL);
+    assert_resolve_error(CT_ERR_NULL, "trainer_resolve_product", "NULL out");
+    ck_assert_double_eq(x, -7);
+    ck_assert_int_eq(n, -7);
     Resolved r = {0};
     /* 5 batches, k = 2: 3 updates per epoch; OneCycle must last exactly 6
      * updates (one more scheduler step would be an error) */
@@ -560,8 +638,8 @@ START_TEST(placeholders_one_cycle)
     ck_assert_double_eq(r.epochs, 2);
     ck_assert_double_eq(r.updates, 3);
     ck_assert_double_eq(r.train_len_x2p1, 11);
-    ck_assert(isnan(r.eval_len));
-    ck_assert_int_eq(r.eval_status, CT_ERR_INVALID);
+    ck_assert_double_eq(r.train_len_x0p3, 0.3);
+    ck_assert_double_eq(r.constant, 4.5);
     ck_assert_int_eq(r.total, 6);
     ck_assert_int_eq(scheduler_step_count(f.rt.base.scheduler), 6);
     /* the schedule is used up exactly: one more step is past its end */
@@ -819,6 +897,77 @@ START_TEST(loss_fn_and_accessors)
 }
 END_TEST
 
+/* Loaders built by overridden hooks that never call the defaults: the run
+ * config reads their arguments back from the loaders themselves. */
+static DataLoader *own_train_dl(Trainer *t, int64_t bs, const TrainerLoaderArgs *u)
+{
+    const Dataset *const *ds = t->user;
+    return data_loader_create(ds[0],
+                              &(DataLoaderArgs){.batch_size = 5, .drop_last = true});
+}
+static DataLoader *own_eval_dl(Trainer *t, int64_t bs, const TrainerLoaderArgs *u)
+{
+    const Dataset *const *ds = t->user;
+    return data_loader_create(ds[1], &(DataLoaderArgs){.batch_size = 4, .seed = 11});
+}
+
+START_TEST(run_config_from_own_loaders)
+{
+    TU_MEM_BEGIN;
+    Fixture f; /* for its model, loss and optimizer */
+    fixture_init(&f, 0.1, false);
+    const Dataset *ds[2] = {regression_dataset(12), regression_dataset(6)};
+    Trainer *t = trainer_create(&(TrainerConfig){
+        .model = f.model,
+        .loss = f.loss,
+        .optimizer = f.opt,
+        .no_callbacks = true,
+        .user = ds,
+        .hooks = {.create_train_dataloader = own_train_dl,
+                  .create_eval_dataloader = own_eval_dl},
+    });
+    ck_assert_ptr_nonnull(t);
+    /* 12 samples in batches of 5 with drop_last: 2 batches; k = 2 */
+    ck_assert_int_eq(trainer_train(t, &(TrainArgs){.train_dataset = ds[0],
+                                                   .eval_dataset = ds[1],
+                                                   .num_epochs = 3,
+                                                   .per_device_batch_size = 2,
+                                                   .gradient_accumulation_steps = 2}),
+                     CT_OK);
+    const TrainerRunConfig *rc = trainer_run_config(t);
+    ck_assert_int_eq(rc->train_per_device_batch_size, 5);
+    ck_assert_int_eq(rc->train_total_batch_size, 10);
+    ck_assert_int_eq(rc->num_update_steps_per_epoch, 1);
+    ck_assert_int_eq(rc->max_num_train_steps, 3);
+    ck_assert_int_eq(trainer_global_step(t), 3);
+    ck_assert(rc->train_dl_args.drop_last && !rc->train_dl_args.shuffle);
+    ck_assert_int_eq(rc->eval_per_device_batch_size, 4);
+    ck_assert_int_eq(rc->eval_total_batch_size, 4);
+    ck_assert_uint_eq(rc->eval_dl_args.seed, 11);
+    char *json = trainer_run_config_to_json(rc);
+    ck_assert_ptr_nonnull(json);
+    ck_assert_ptr_nonnull(strstr(json, "\"train_dl_args\": {\"batch_size\": 5, "
+                                       "\"shuffle\": false, \"drop_last\": true"));
+    ck_assert_ptr_nonnull(strstr(json, "\"eval_dl_args\": {\"batch_size\": 4, "
+                                       "\"shuffle\": false, \"drop_last\": false, "
+                                       "\"seed\": 11"));
+    ck_assert_ptr_nonnull(strstr(json, "\"train_per_device_batch_size\": 5"));
+    ck_assert_ptr_nonnull(strstr(json, "\"train_total_batch_size\": 10"));
+    free(json);
+    /* an evaluation run: its batch size is the eval loader's */
+    ck_assert_int_eq(
+        trainer_evaluate(t, &(EvalArgs){.dataset = ds[1], .per_device_batch_size = 2}),
+        CT_OK);
+    ck_assert_int_eq(trainer_run_config(t)->eval_per_device_batch_size, 4);
+    ck_assert_int_eq(trainer_run_config(t)->train_per_device_batch_size, 4);
+    trainer_free(t);
+    fixture_free(&f);
+    data_dataset_free((Dataset *)ds[0]);
+    data_dataset_free((Dataset *)ds[1]);
+    TU_MEM_END;
+}
+END_TEST
+
 /* CTRAINER_LIMIT_BATCHES: trainer_init caps the batches itself (no callback
  * is added); an explicit LimitBatches in the config wins; a bad value fails
  * trainer_init. */
@@ -931,6 +1080,7 @@ static Suite *trainer_loop_suite(void)
     tcase_add_test(num, clip_norm_bounds_update);
     tcase_add_test(num, placeholders_one_cycle);
     tcase_add_test(num, loss_fn_and_accessors);
+    tcase_add_test(num, run_config_from_own_loaders);
     suite_add_tcase(s, num);
     TCase *bad = tcase_create("bad_input");
     tcase_add_test(bad, bad_config);
