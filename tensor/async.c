@@ -11,9 +11,9 @@
  * The guarantee of an asynchronous copy is stream order: the copy is queued
  * on the stream of the device's instance, behind the kernels already queued
  * there and ahead of every kernel queued later (every op on that device runs
- * on that stream). The pinned source of a host-to-device copy may be freed at once:
- * the backend does not hand the block out again before the copy has read
- * it. Writing to the source, or reading the pinned destination of a
+ * on that stream). The pinned source of a host-to-device copy may be freed
+ * at once: the backend does not hand the block out again before the copy
+ * has read it. Writing to the source, or reading the pinned destination of a
  * device-to-host copy, needs ct_device_synchronize first.
  */
 #include <string.h>

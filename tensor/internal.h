@@ -4,7 +4,8 @@
  *   1. validate inputs once (ct_check_* helpers; NULL input -> return NULL
  *      without recording anything, which keeps errors sticky);
  *   2. allocate the output with ct_tensor_new (scope-owned or caller-owned);
- *   3. fill a CtOpCall and ct_dispatch it to the device's backend kernel;
+ *   3. fill a CtOpCall and ct_dispatch it: the device's backend instance
+ *      runs its kernel (tensor/backend.h);
  *   4. if ct_node_new returns a node, save what backward needs.
  * Backward functions compute input gradients with ordinary ops; the engine
  * runs them with grad mode off inside its own scope.
