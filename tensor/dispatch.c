@@ -41,21 +41,26 @@ static const Tensor *call_ref(const CtOpCall *c)
     return c->out[0] ? c->out[0] : c->in[0];
 }
 
+/* Whether call->backend has a kernel that accepts the call. */
+static bool accepts(const CtOpCall *call)
+{
+    const CtBackendIface *f = call->backend->iface;
+    if ((unsigned)call->op >= CT_OP_COUNT || !f->kernels[call->op]) return false;
+    return !f->supports || !f->supports[call->op] || f->supports[call->op](call);
+}
+
 bool ct_backend_supports(const CtBackend *be, const CtOpCall *c)
 {
-    const CtBackendIface *f = be->iface;
-    if ((unsigned)c->op >= CT_OP_COUNT || !f->kernels[c->op]) return false;
-    if (!f->supports || !f->supports[c->op]) return true;
     CtOpCall call = *c; /* the query sees the instance, as the kernel would */
     call.backend = be;
-    return f->supports[c->op](&call);
+    return accepts(&call);
 }
 
 CtStatus ct_backend_run(const CtBackend *be, const CtOpCall *c)
 {
     CtOpCall call = *c;
     call.backend = be;
-    if (!ct_backend_supports(be, &call)) {
+    if (!accepts(&call)) {
         const Tensor *typed = c->in[0] ? c->in[0] : c->out[0];
         char d[16];
         return ct_error(CT_ERR_UNSUPPORTED, "%s: not supported on %s for %s",
