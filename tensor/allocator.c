@@ -1,44 +1,45 @@
-/* Caching allocator: per device, free lists by size class.
+/* Caching allocator: one cache per backend instance (so per device), free
+ * lists by size class.
  *
  * Sizes are rounded up to one of four classes per power of two (at most 25%
  * waste), and freed blocks go back to their class's list instead of to the
  * system, so a training step that repeats the same shapes allocates from the
  * system only in its first iteration. On a failed system allocation the
- * device's cache is emptied and the allocation retried once.
+ * instance's cache is emptied and the allocation retried once.
  */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "internal.h"
 
-#define NBINS            256
-#define MAX_CUDA_DEVICES 16
+#define NBINS 256
 
 typedef struct FreeBlock {
     void *p;
     struct FreeBlock *next;
 } FreeBlock;
 
-typedef struct DevCache {
+struct CtAllocCache {
     pthread_mutex_t mu;
     FreeBlock *bins[NBINS];
     CtAllocStats st;
-} DevCache;
+};
 
-static DevCache caches[1 + MAX_CUDA_DEVICES];
-static pthread_once_t caches_once = PTHREAD_ONCE_INIT;
-
-static void caches_init(void)
+CtAllocCache *ct_alloc_cache_new(void)
 {
-    for (int i = 0; i <= MAX_CUDA_DEVICES; i++) pthread_mutex_init(&caches[i].mu, NULL);
+    CtAllocCache *c = calloc(1, sizeof *c);
+    if (c && pthread_mutex_init(&c->mu, NULL) != 0) {
+        free(c);
+        return NULL;
+    }
+    return c;
 }
 
-static DevCache *cache_for(CtDevice dev)
+void ct_alloc_cache_free(const CtBackend *be)
 {
-    pthread_once(&caches_once, caches_init);
-    if (dev.type == CT_DEVICE_CPU) return &caches[0];
-    if (dev.index < 0 || dev.index >= MAX_CUDA_DEVICES) return NULL;
-    return &caches[1 + dev.index];
+    ct_backend_empty_cache(be);
+    pthread_mutex_destroy(&be->cache->mu);
+    free(be->cache);
 }
 
 /* Rounds n up to its size class; *bin receives the class index. */
@@ -52,11 +53,31 @@ static size_t size_class(size_t n, int *bin)
     return size;
 }
 
-void *ct_device_alloc(CtDevice dev, size_t nbytes)
+/* A block of `size` bytes from the system, emptying the cache and retrying
+ * once on failure; NULL + CT_ERR_OOM. */
+static void *system_alloc(const CtBackend *be, size_t size)
 {
-    DevCache *c = cache_for(dev);
-    const CtBackend *be = ct_backend_for(dev);
-    if (!c || !be) return NULL;
+    void *p = be->iface->alloc(be, size);
+    if (!p) {
+        ct_backend_empty_cache(be);
+        p = be->iface->alloc(be, size);
+    }
+    if (!p) {
+        char d[16];
+        ct_error(CT_ERR_OOM, "allocating %zu bytes on %s failed", size,
+                 ct_device_str(be->device, d));
+        return NULL;
+    }
+    CtAllocCache *c = be->cache;
+    pthread_mutex_lock(&c->mu);
+    c->st.n_allocs++;
+    pthread_mutex_unlock(&c->mu);
+    return p;
+}
+
+void *ct_backend_alloc(const CtBackend *be, size_t nbytes)
+{
+    CtAllocCache *c = be->cache;
     int bin;
     size_t size = size_class(nbytes, &bin);
     void *p = NULL;
@@ -69,22 +90,7 @@ void *ct_device_alloc(CtDevice dev, size_t nbytes)
     }
     pthread_mutex_unlock(&c->mu);
     free(fb);
-    if (!p) {
-        p = be->alloc(dev.index, size);
-        if (!p) {
-            ct_alloc_empty_cache(dev);
-            p = be->alloc(dev.index, size);
-        }
-        if (!p) {
-            char d[16];
-            ct_error(CT_ERR_OOM, "allocating %zu bytes on %s failed", size,
-                     ct_device_str(dev, d));
-            return NULL;
-        }
-        pthread_mutex_lock(&c->mu);
-        c->st.n_allocs++;
-        pthread_mutex_unlock(&c->mu);
-    }
+    if (!p && !(p = system_alloc(be, size))) return NULL;
     pthread_mutex_lock(&c->mu);
     c->st.in_use += size;
     if (c->st.in_use > c->st.peak) c->st.peak = c->st.in_use;
@@ -92,15 +98,15 @@ void *ct_device_alloc(CtDevice dev, size_t nbytes)
     return p;
 }
 
-void ct_device_free(CtDevice dev, void *p, size_t nbytes)
+void ct_backend_free(const CtBackend *be, void *p, size_t nbytes)
 {
     if (!p) return;
-    DevCache *c = cache_for(dev);
+    CtAllocCache *c = be->cache;
     int bin;
     size_t size = size_class(nbytes, &bin);
     FreeBlock *fb = malloc(sizeof *fb);
     if (!fb) { /* cannot cache it: give it back */
-        ct_backend_for(dev)->free(dev.index, p);
+        be->iface->free(be, p);
         pthread_mutex_lock(&c->mu);
         c->st.in_use -= size;
         pthread_mutex_unlock(&c->mu);
@@ -115,17 +121,15 @@ void ct_device_free(CtDevice dev, void *p, size_t nbytes)
     pthread_mutex_unlock(&c->mu);
 }
 
-void ct_alloc_empty_cache(CtDevice dev)
+void ct_backend_empty_cache(const CtBackend *be)
 {
-    DevCache *c = cache_for(dev);
-    const CtBackend *be = ct_backend_for(dev);
-    if (!c || !be) return;
+    CtAllocCache *c = be->cache;
     pthread_mutex_lock(&c->mu);
     for (int b = 0; b < NBINS; b++) {
         FreeBlock *fb = c->bins[b];
         while (fb) {
             FreeBlock *next = fb->next;
-            be->free(dev.index, fb->p);
+            be->iface->free(be, fb->p);
             free(fb);
             fb = next;
         }
@@ -135,22 +139,50 @@ void ct_alloc_empty_cache(CtDevice dev)
     pthread_mutex_unlock(&c->mu);
 }
 
-CtAllocStats ct_alloc_stats(CtDevice dev)
+CtAllocStats ct_backend_alloc_stats(const CtBackend *be)
 {
-    DevCache *c = cache_for(dev);
-    CtAllocStats st = {0};
-    if (!c) return st;
+    CtAllocCache *c = be->cache;
     pthread_mutex_lock(&c->mu);
-    st = c->st;
+    CtAllocStats st = c->st;
     pthread_mutex_unlock(&c->mu);
     return st;
 }
 
+/* ------------------------------------------- by device (public, tensor.c) */
+
+void *ct_device_alloc(CtDevice dev, size_t nbytes)
+{
+    const CtBackend *be = ct_backend_for(dev);
+    return be ? ct_backend_alloc(be, nbytes) : NULL;
+}
+
+void ct_device_free(CtDevice dev, void *p, size_t nbytes)
+{
+    const CtBackend *be = p ? ct_backend_for(dev) : NULL;
+    if (be) ct_backend_free(be, p, nbytes);
+}
+
+/* The functions below report on instances that exist: a device never used
+ * has nothing in use or cached, and asking does not create its context. */
+
+void ct_alloc_empty_cache(CtDevice dev)
+{
+    const CtBackend *be = ct_backend_peek(dev);
+    if (be) ct_backend_empty_cache(be);
+}
+
+CtAllocStats ct_alloc_stats(CtDevice dev)
+{
+    const CtBackend *be = ct_backend_peek(dev);
+    CtAllocStats st = {0};
+    return be ? ct_backend_alloc_stats(be) : st;
+}
+
 void ct_alloc_reset_peak(CtDevice dev)
 {
-    DevCache *c = cache_for(dev);
-    if (!c) return;
-    pthread_mutex_lock(&c->mu);
-    c->st.peak = c->st.in_use;
-    pthread_mutex_unlock(&c->mu);
+    const CtBackend *be = ct_backend_peek(dev);
+    if (!be) return;
+    pthread_mutex_lock(&be->cache->mu);
+    be->cache->st.peak = be->cache->st.in_use;
+    pthread_mutex_unlock(&be->cache->mu);
 }

@@ -1,17 +1,19 @@
 /* Pinned host memory and asynchronous host <-> device copies.
  *
- * Both go through optional backend entries (CtBackend host_alloc, host_free,
- * memcpy_async, synchronize). Only the CUDA backend has them; without a
+ * Both go through optional entries of the backend instance
+ * (CtBackendIface host_alloc, host_free, memcpy_async, synchronize): pinned
+ * memory comes from ct_pinned_backend(), and an asynchronous copy runs on the
+ * stream of the GPU side's instance. Only the CUDA backend has them; without a
  * CUDA device there is no pinned memory, and every function here falls back
  * to the ordinary synchronous path, so callers (the data loader) need no
  * special case for CPU-only builds.
  *
  * The guarantee of an asynchronous copy is stream order: the copy is queued
- * on the device's one stream, behind the kernels already queued there and
- * ahead of every kernel queued later (every op on that device uses the same
- * stream). The pinned source of a host-to-device copy may be freed at once:
- * the backend does not hand the block out again before the copy has read
- * it. Writing to the source, or reading the pinned destination of a
+ * on the stream of the device's instance, behind the kernels already queued
+ * there and ahead of every kernel queued later (every op on that device runs
+ * on that stream). The pinned source of a host-to-device copy may be freed
+ * at once: the backend does not hand the block out again before the copy
+ * has read it. Writing to the source, or reading the pinned destination of a
  * device-to-host copy, needs ct_device_synchronize first.
  */
 #include <string.h>
@@ -27,14 +29,14 @@ static CtStatus async_backward(CtNode *n, Tensor *gout, Tensor **gin)
 Tensor *tensor_empty_pinned(int ndim, const int64_t *shape, CtDType dt)
 {
     const CtBackend *be = ct_pinned_backend();
-    if (!be || !be->host_alloc) return tensor_empty(ndim, shape, dt, ct_cpu());
+    if (!be || !be->iface->host_alloc) return tensor_empty(ndim, shape, dt, ct_cpu());
     if (ndim < 0 || ndim > CT_MAX_DIMS || (ndim > 0 && !shape) ||
         (unsigned)dt >= CT_DTYPE_COUNT)
         return tensor_empty(ndim, shape, dt, ct_cpu()); /* records the error */
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0) return tensor_empty(ndim, shape, dt, ct_cpu());
     size_t nbytes = (size_t)ct_shape_numel(ndim, shape) * ct_dtype_size(dt);
-    void *p = be->host_alloc(nbytes ? nbytes : 1);
+    void *p = be->iface->host_alloc(be, nbytes ? nbytes : 1);
     if (!p) {
         ct_error(CT_ERR_OOM,
                  "tensor_empty_pinned: allocating %zu bytes of pinned memory "
@@ -45,12 +47,18 @@ Tensor *tensor_empty_pinned(int ndim, const int64_t *shape, CtDType dt)
     /* a wrapped storage that owns its block: released through host_free */
     Tensor *t = ct_tensor_wrap(p, ndim, shape, dt, ct_cpu());
     if (!t) {
-        be->host_free(p);
+        be->iface->host_free(be, p);
         return NULL;
     }
     t->storage->external = false;
     t->storage->pinned = true;
     return t;
+}
+
+void ct_pinned_free(void *p)
+{
+    const CtBackend *be = ct_pinned_backend(); /* the one that provided p */
+    if (be) be->iface->host_free(be, p);
 }
 
 bool tensor_is_pinned(const Tensor *t)
@@ -75,8 +83,8 @@ Tensor *tensor_pin_memory(Tensor *t)
     return out;
 }
 
-/* The backend that would run an asynchronous copy of t to dev, or NULL when
- * the copy must take the synchronous path. */
+/* The instance whose stream would run an asynchronous copy of t to dev (the
+ * GPU side's), or NULL when the copy must take the synchronous path. */
 static const CtBackend *async_backend(const Tensor *t, CtDevice dev)
 {
     CtDevice from = t->storage->device;
@@ -85,9 +93,10 @@ static const CtBackend *async_backend(const Tensor *t, CtDevice dev)
         if (!t->storage->pinned || !tensor_is_contiguous(t)) return NULL;
         be = ct_backend_for(dev);
     } else if (from.type == CT_DEVICE_CUDA && dev.type == CT_DEVICE_CPU) {
-        be = ct_pinned_backend();
+        if (!ct_pinned_backend()) return NULL;
+        be = ct_backend_for(from);
     }
-    return be && be->memcpy_async ? be : NULL;
+    return be && be->iface->memcpy_async ? be : NULL;
 }
 
 Tensor *tensor_to_device_async(Tensor *t, CtDevice dev)
@@ -103,7 +112,8 @@ Tensor *tensor_to_device_async(Tensor *t, CtDevice dev)
                             : ct_tensor_new(t->ndim, t->shape, t->dtype, dev);
     size_t n = (size_t)tensor_numel(t) * ct_dtype_size(t->dtype);
     CtStatus st = out ? CT_OK : ct_last_status();
-    if (st == CT_OK && n) st = be->memcpy_async(ct_ptr(out), dev, ct_ptr(src), from, n);
+    if (st == CT_OK && n)
+        st = be->iface->memcpy_async(be, ct_ptr(out), dev, ct_ptr(src), from, n);
     /* src may be freed now: device blocks are reused in stream order, pinned
      * blocks only after the copies that read them */
     tensor_free(src);
@@ -117,5 +127,5 @@ CtStatus ct_device_synchronize(CtDevice dev)
     if (dev.type == CT_DEVICE_CPU) return CT_OK;
     const CtBackend *be = ct_backend_for(dev);
     if (!be) return ct_last_status();
-    return be->synchronize ? be->synchronize(dev.index) : CT_OK;
+    return be->iface->synchronize ? be->iface->synchronize(be) : CT_OK;
 }

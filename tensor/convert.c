@@ -54,10 +54,11 @@ static CtStatus copy_across(Tensor *dst, const Tensor *src)
     CtStatus st = ct_dispatch(&c);
     size_t n = (size_t)tensor_numel(dst) * ct_dtype_size(dst->dtype);
     if (st == CT_OK && tensor_is_contiguous(dst)) {
-        st = be->memcpy(ct_ptr(dst), dd, ct_ptr(tmp), sd, n);
+        st = ct_backend_memcpy(be, ct_ptr(dst), dd, ct_ptr(tmp), sd, n);
     } else if (st == CT_OK) {
         Tensor *tmp2 = ct_tensor_new_persistent(dst->ndim, dst->shape, dst->dtype, dd);
-        st = tmp2 ? be->memcpy(ct_ptr(tmp2), dd, ct_ptr(tmp), sd, n) : ct_last_status();
+        st = tmp2 ? ct_backend_memcpy(be, ct_ptr(tmp2), dd, ct_ptr(tmp), sd, n)
+                  : ct_last_status();
         if (st == CT_OK) {
             CtOpCall c2 = {.op = CT_OP_COPY, .out = {dst}, .in = {tmp2}};
             st = ct_dispatch(&c2);

@@ -57,7 +57,8 @@ Tensor *tensor_from_data(const void *data, int ndim, const int64_t *shape, CtDTy
     if (!t) return NULL;
     size_t n = (size_t)tensor_numel(t) * ct_dtype_size(dt);
     const CtBackend *be = ct_backend_for(dev);
-    if (be->memcpy(t->storage->data, dev, data, ct_cpu(), n) != CT_OK) return NULL;
+    if (ct_backend_memcpy(be, t->storage->data, dev, data, ct_cpu(), n) != CT_OK)
+        return NULL;
     return t;
 }
 

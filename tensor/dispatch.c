@@ -1,18 +1,5 @@
-/* Backend registry and op dispatch. */
+/* Op dispatch through backend instances (tensor/backend.h). */
 #include "internal.h"
-
-#ifdef CTRAINER_HAVE_CUDA
-const CtBackend *ct_cuda_backend(void); /* tensor/cuda/backend.cu */
-#else
-int ct_cuda_device_count(void)
-{
-    return 0;
-}
-bool ct_cuda_initialized(void)
-{
-    return false;
-}
-#endif
 
 const char *ct_op_name(CtOp op)
 {
@@ -49,61 +36,42 @@ const char *ct_op_name(CtOp op)
     return (unsigned)op < CT_OP_COUNT && names[op] ? names[op] : "unknown-op";
 }
 
-const CtBackend *ct_backend_for(CtDevice dev)
-{
-    if (dev.type == CT_DEVICE_CPU) return ct_cpu_backend();
-    char d[16];
-#ifdef CTRAINER_HAVE_CUDA
-    int n = ct_cuda_device_count();
-    if (dev.type == CT_DEVICE_CUDA && dev.index >= 0 && dev.index < n)
-        return ct_cuda_backend();
-    ct_error(CT_ERR_DEVICE, "%s: no such device (%d CUDA device%s visible)",
-             ct_device_str(dev, d), n, n == 1 ? "" : "s");
-#else
-    ct_error(CT_ERR_DEVICE,
-             "%s: ctrainer was built without CUDA (configure with "
-             "-DCTRAINER_CUDA=ON)",
-             ct_device_str(dev, d));
-#endif
-    return NULL;
-}
-
-const CtBackend *ct_pinned_backend(void)
-{
-#ifdef CTRAINER_HAVE_CUDA
-    if (ct_cuda_device_count() > 0) return ct_cuda_backend();
-#endif
-    return NULL;
-}
-
 static const Tensor *call_ref(const CtOpCall *c)
 {
     return c->out[0] ? c->out[0] : c->in[0];
 }
 
-static bool backend_accepts(const CtBackend *be, const CtOpCall *c)
+/* Whether call->backend has a kernel that accepts the call. */
+static bool accepts(const CtOpCall *call)
 {
-    if ((unsigned)c->op >= CT_OP_COUNT || !be->kernels[c->op]) return false;
-    return !be->supports || !be->supports[c->op] || be->supports[c->op](c);
+    const CtBackendIface *f = call->backend->iface;
+    if ((unsigned)call->op >= CT_OP_COUNT || !f->kernels[call->op]) return false;
+    return !f->supports || !f->supports[call->op] || f->supports[call->op](call);
 }
 
-bool ct_backend_supports(CtDevice dev, const CtOpCall *c)
+bool ct_backend_supports(const CtBackend *be, const CtOpCall *c)
 {
-    const CtBackend *be = ct_backend_for(dev);
-    return be && backend_accepts(be, c);
+    CtOpCall call = *c; /* the query sees the instance, as the kernel would */
+    call.backend = be;
+    return accepts(&call);
+}
+
+CtStatus ct_backend_run(const CtBackend *be, const CtOpCall *c)
+{
+    CtOpCall call = *c;
+    call.backend = be;
+    if (!accepts(&call)) {
+        const Tensor *typed = c->in[0] ? c->in[0] : c->out[0];
+        char d[16];
+        return ct_error(CT_ERR_UNSUPPORTED, "%s: not supported on %s for %s",
+                        ct_op_name(c->op), ct_device_str(be->device, d),
+                        ct_dtype_name(typed->dtype));
+    }
+    return be->iface->kernels[c->op](&call);
 }
 
 CtStatus ct_dispatch(const CtOpCall *c)
 {
-    const Tensor *ref = call_ref(c);
-    const CtBackend *be = ct_backend_for(ref->storage->device);
-    if (!be) return ct_last_status();
-    if (!backend_accepts(be, c)) {
-        const Tensor *typed = c->in[0] ? c->in[0] : c->out[0];
-        char d[16];
-        return ct_error(CT_ERR_UNSUPPORTED, "%s: not supported on %s for %s",
-                        ct_op_name(c->op), ct_device_str(ref->storage->device, d),
-                        ct_dtype_name(typed->dtype));
-    }
-    return be->kernels[c->op](c);
+    const CtBackend *be = ct_backend_for(call_ref(c)->storage->device);
+    return be ? ct_backend_run(be, c) : ct_last_status();
 }

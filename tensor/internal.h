@@ -4,7 +4,8 @@
  *   1. validate inputs once (ct_check_* helpers; NULL input -> return NULL
  *      without recording anything, which keeps errors sticky);
  *   2. allocate the output with ct_tensor_new (scope-owned or caller-owned);
- *   3. fill a CtOpCall and ct_dispatch it to the device's backend kernel;
+ *   3. fill a CtOpCall and ct_dispatch it: the device's backend instance
+ *      runs its kernel (tensor/backend.h);
  *   4. if ct_node_new returns a node, save what backward needs.
  * Backward functions compute input gradients with ordinary ops; the engine
  * runs them with grad mode off inside its own scope.
@@ -209,6 +210,9 @@ const char *ct_op_name(CtOp op);
 #define CT_CALL_MAX_OUT 4
 #define CT_CALL_MAX_IN  6
 
+/* A backend instance (tensor/backend.h). */
+typedef struct CtBackend CtBackend;
+
 /* One kernel invocation. All tensors are on one device; the front-end has
  * validated shapes and dtypes. Tensors may be strided unless the op's
  * params header says the kernel requires contiguous operands. */
@@ -217,55 +221,26 @@ typedef struct CtOpCall {
     Tensor *out[CT_CALL_MAX_OUT];
     const Tensor *in[CT_CALL_MAX_IN];
     const void *params;
+    /* The instance running the call: set by ct_dispatch (callers leave it
+     * NULL); kernels take their stream and handles from its context. */
+    const CtBackend *backend;
 } CtOpCall;
 
 typedef CtStatus (*CtKernelFn)(const CtOpCall *c);
 /* Whether a kernel accepts this call (dtypes, layout); NULL = all calls. */
 typedef bool (*CtSupportsFn)(const CtOpCall *c);
 
-typedef struct CtBackend {
-    const char *name;
-    CtDeviceType type;
-    void *(*alloc)(int device, size_t nbytes); /* NULL on failure */
-    void (*free)(int device, void *p);
-    /* Copies n bytes between host and this backend's devices (either side
-     * may be the host); synchronous. */
-    CtStatus (*memcpy)(void *dst, CtDevice ddev, const void *src, CtDevice sdev,
-                       size_t n);
-    /* Optional (NULL on the CPU backend, which then falls back to the
-     * synchronous path); see tensor/async.c.
-     * host_alloc/host_free: page-locked host memory that the device can DMA
-     * from without staging (NULL on failure). host_free must not let the
-     * block be reused before asynchronous copies that read it completed.
-     * memcpy_async: as memcpy, but only enqueued on the device's stream
-     * (ordered with its kernels); the host side must be page-locked.
-     * synchronize: waits for everything queued on the device's stream. */
-    void *(*host_alloc)(size_t nbytes);
-    void (*host_free)(void *p);
-    CtStatus (*memcpy_async)(void *dst, CtDevice ddev, const void *src, CtDevice sdev,
-                             size_t n);
-    CtStatus (*synchronize)(int device);
-    /* CT_OP_COUNT entries each. kernels[op] NULL = op unsupported;
-     * supports[op] NULL = the kernel takes every call of that op. */
-    const CtKernelFn *kernels;
-    const CtSupportsFn *supports;
-} CtBackend;
-
-/* The backend of a device, or NULL (+ error) if not built/available. */
-const CtBackend *ct_backend_for(CtDevice dev);
-const CtBackend *ct_cpu_backend(void);
-/* Runs the call on the device of out[0] (or in[0]). Records
- * "<op>: not supported on <device> for <dtype>" when no kernel fits. */
+/* Runs the call through the backend instance of the device of out[0] (or
+ * in[0]). Records "<op>: not supported on <device> for <dtype>" when no
+ * kernel fits. */
 CtStatus ct_dispatch(const CtOpCall *c);
-/* Whether the backend of `dev` would accept the call. */
-bool ct_backend_supports(CtDevice dev, const CtOpCall *c);
 
-/* Caching allocator (tensor/allocator.c), per device. */
+/* Caching allocator (tensor/allocator.c) of the device's instance. */
 void *ct_device_alloc(CtDevice dev, size_t nbytes);
 void ct_device_free(CtDevice dev, void *p, size_t nbytes);
-/* The backend that provides page-locked host memory (CUDA with a visible
- * device), or NULL (nothing recorded) when there is none. */
-const CtBackend *ct_pinned_backend(void);
+/* Frees a block of page-locked host memory (a pinned storage's data),
+ * through the instance that provided it (tensor/async.c). */
+void ct_pinned_free(void *p);
 
 /* -------------------------------------------------- params of core ops */
 
@@ -354,4 +329,6 @@ typedef struct CtMatmulParams {
 #ifdef __cplusplus
 }
 #endif
+
+#include "backend.h" /* instances, registry, allocator: after CtOpCall */
 #endif

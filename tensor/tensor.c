@@ -143,7 +143,7 @@ static void storage_release(CtStorage *st)
 {
     if (ct_ref_dec(&st->refcount) != 0) return;
     if (st->pinned)
-        ct_pinned_backend()->host_free(st->data);
+        ct_pinned_free(st->data);
     else if (!st->external)
         ct_device_free(st->device, st->data, st->nbytes ? st->nbytes : 1);
     storage_hdr_free(st);

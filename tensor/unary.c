@@ -46,10 +46,11 @@ static Tensor *unary(const char *op, CtUnaryKind kind, Tensor *t, double a, doub
     if (!ct_check_inputs(op, 1, (const Tensor *[]){t})) return NULL;
     CtUnaryParams p = {kind, a, b};
     CtDevice dev = t->storage->device;
-    if (!ct_backend_for(dev)) return NULL;
+    const CtBackend *be = ct_backend_for(dev);
+    if (!be) return NULL;
     /* probe before allocating, so the error names the op, not the kernel */
     CtOpCall c = {.op = CT_OP_UNARY, .out = {t}, .in = {t}, .params = &p};
-    if (!ct_backend_supports(dev, &c)) {
+    if (!ct_backend_supports(be, &c)) {
         char d[96], ds[16];
         ct_error(CT_ERR_UNSUPPORTED, "%s: not supported on %s for %s (input %s)", op,
                  ct_device_str(dev, ds), ct_dtype_name(t->dtype),

@@ -204,6 +204,8 @@ typedef struct CtAllocStats {
     size_t n_allocs; /* calls that reached the system allocator */
 } CtAllocStats;
 
+/* Statistics of dev's cache (each device has its own). A device not used
+ * yet, or one that does not exist, reports zeros; asking records nothing. */
 CtAllocStats ct_alloc_stats(CtDevice dev);
 void ct_alloc_reset_peak(CtDevice dev);
 /* Returns cached blocks of `dev` to the system. */

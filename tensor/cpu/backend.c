@@ -1,4 +1,4 @@
-/* The CPU backend table: host memory and the kernels of tensor/cpu. */
+/* The CPU backend iface: host memory and the kernels of tensor/cpu. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,28 +20,32 @@ static void register_all(void)
         groups[i](kernels, supports);
 }
 
-static void *cpu_alloc(int device, size_t nbytes)
+static void *cpu_alloc(const CtBackend *be, size_t nbytes)
 {
-    (void)device;
+    (void)be;
     return aligned_alloc(64, (nbytes + 63) / 64 * 64);
 }
 
-static void cpu_free(int device, void *p)
+static void cpu_free(const CtBackend *be, void *p)
 {
-    (void)device;
+    (void)be;
     free(p);
 }
 
-static CtStatus cpu_memcpy(void *dst, CtDevice ddev, const void *src, CtDevice sdev,
-                           size_t n)
+static CtStatus cpu_memcpy(const CtBackend *be, void *dst, CtDevice ddev, const void *src,
+                           CtDevice sdev, size_t n)
 {
+    (void)be;
     if (ddev.type != CT_DEVICE_CPU || sdev.type != CT_DEVICE_CPU)
         return ct_error(CT_ERR_DEVICE, "cpu backend: cannot copy to or from a GPU");
     memmove(dst, src, n);
     return CT_OK;
 }
 
-static const CtBackend backend = {
+/* No context: the CPU instance is its allocator cache. No stream either:
+ * kernels run on the calling thread (and the OpenMP pool) and are complete
+ * when they return, so there is nothing asynchronous to wait for. */
+static const CtBackendIface iface = {
     .name = "cpu",
     .type = CT_DEVICE_CPU,
     .alloc = cpu_alloc,
@@ -51,8 +55,8 @@ static const CtBackend backend = {
     .supports = supports,
 };
 
-const CtBackend *ct_cpu_backend(void)
+const CtBackendIface *ct_cpu_iface(void)
 {
     pthread_once(&once, register_all);
-    return &backend;
+    return &iface;
 }

@@ -1,5 +1,6 @@
-/* The CUDA backend: device discovery, per-device contexts, memory, checks,
- * and the kernel table shared by every cuda:N device. */
+/* The CUDA backend: device discovery, the context of each cuda:N instance
+ * (stream, cuBLAS handle, pinned-block cache), memory, checks, and the iface
+ * shared by every cuda:N instance. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ static void count_devices(void)
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) n = 0;
     (void)cudaGetLastError();
-    n_devices = n < CT_CUDA_MAX_DEVICES ? n : CT_CUDA_MAX_DEVICES;
+    n_devices = n < CT_MAX_CUDA_DEVICES ? n : CT_MAX_CUDA_DEVICES;
     __atomic_store_n(&counted, true, __ATOMIC_RELEASE);
 }
 
@@ -81,36 +82,56 @@ extern "C" CtStatus ct_cuda_select_device(int device)
 
 /* ---------------------------------------------------------------- contexts */
 
-static CtCudaCtx contexts[CT_CUDA_MAX_DEVICES];
-static pthread_mutex_t contexts_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static CtStatus ctx_create(CtCudaCtx *c, int device)
+/* The instance's context: its device's stream, made current on this thread. */
+CtStatus ct_cuda_enter(const CtBackend *be, CtCudaCtx **out)
 {
-    cudaStream_t s;
-    CT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    c->device = device;
-    c->stream = s;
-    c->blas = NULL;
-    __atomic_store_n(&c->ready, true, __ATOMIC_RELEASE);
+    CT_RETURN_IF_ERROR(ct_cuda_select_device(be->device.index));
+    *out = (CtCudaCtx *)be->context;
     return CT_OK;
 }
 
-CtStatus ct_cuda_ctx(int device, CtCudaCtx **out)
+/* The context of another CUDA device (a peer copy's other side). */
+static CtStatus enter_device(CtDevice dev, CtCudaCtx **out)
 {
-    if (device < 0 || device >= ct_cuda_device_count())
-        return ct_error(CT_ERR_DEVICE,
-                        "cuda:%d: no such device (%d CUDA devices visible)", device,
-                        ct_cuda_device_count());
-    CT_RETURN_IF_ERROR(ct_cuda_select_device(device));
-    CtCudaCtx *c = &contexts[device];
-    if (!__atomic_load_n(&c->ready, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&contexts_mu);
-        CtStatus st = c->ready ? CT_OK : ctx_create(c, device);
-        pthread_mutex_unlock(&contexts_mu);
-        CT_RETURN_IF_ERROR(st);
+    const CtBackend *be = ct_backend_for(dev);
+    return be ? ct_cuda_enter(be, out) : ct_last_status();
+}
+
+static CtStatus cuda_init(CtBackend *be)
+{
+    CtCudaCtx *c = (CtCudaCtx *)calloc(1, sizeof *c);
+    if (!c)
+        return ct_error(CT_ERR_OOM, "cuda:%d: allocating the device context failed",
+                        be->device.index);
+    cudaStream_t s;
+    CtStatus st = ct_cuda_select_device(be->device.index);
+    if (st == CT_OK)
+        st = CT_CUDA_STATUS(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (st != CT_OK) {
+        free(c);
+        return st;
     }
-    *out = c;
+    c->device = be->device.index;
+    c->stream = s;
+    pthread_mutex_init(&c->mu, NULL);
+    ct_cuda_pinned_init(&c->pinned);
+    be->context = c;
     return CT_OK;
+}
+
+/* Runs at registry shutdown (process exit): failures are recorded, not
+ * acted on. */
+static void cuda_teardown(CtBackend *be)
+{
+    CtCudaCtx *c = (CtCudaCtx *)be->context;
+    (void)ct_cuda_select_device(c->device);
+    ct_cuda_host_empty_cache(c);
+    if (c->blas) (void)CT_CUBLAS_STATUS(cublasDestroy(c->blas));
+    (void)CT_CUDA_STATUS(cudaStreamDestroy(c->stream));
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->pinned.mu);
+    free(c);
+    be->context = NULL;
 }
 
 static CtStatus blas_create(CtCudaCtx *c)
@@ -130,9 +151,9 @@ CtStatus ct_cuda_blas(CtCudaCtx *c, cublasHandle_t *out)
 {
     cublasHandle_t h = __atomic_load_n(&c->blas, __ATOMIC_ACQUIRE);
     if (!h) {
-        pthread_mutex_lock(&contexts_mu);
+        pthread_mutex_lock(&c->mu);
         CtStatus st = c->blas ? CT_OK : blas_create(c);
-        pthread_mutex_unlock(&contexts_mu);
+        pthread_mutex_unlock(&c->mu);
         CT_RETURN_IF_ERROR(st);
         h = c->blas;
     }
@@ -140,14 +161,19 @@ CtStatus ct_cuda_blas(CtCudaCtx *c, cublasHandle_t *out)
     return CT_OK;
 }
 
+extern "C" void *ct_cuda_stream(const CtBackend *be)
+{
+    return ((CtCudaCtx *)be->context)->stream;
+}
+
 /* ------------------------------------------------------------------ memory */
 
 /* The caching allocator (tensor/allocator.c) calls these on a cache miss and
  * records the out-of-memory error itself. */
-static void *cuda_alloc(int device, size_t nbytes)
+static void *cuda_alloc(const CtBackend *be, size_t nbytes)
 {
     void *p = NULL;
-    if (ct_cuda_select_device(device) != CT_OK) return NULL;
+    if (ct_cuda_select_device(be->device.index) != CT_OK) return NULL;
     if (cudaMalloc(&p, nbytes) != cudaSuccess) {
         (void)cudaGetLastError();
         return NULL;
@@ -155,17 +181,18 @@ static void *cuda_alloc(int device, size_t nbytes)
     return p;
 }
 
-static void cuda_free(int device, void *p)
+static void cuda_free(const CtBackend *be, void *p)
 {
-    if (ct_cuda_select_device(device) != CT_OK) return;
+    if (ct_cuda_select_device(be->device.index) != CT_OK) return;
     (void)CT_CUDA_STATUS(cudaFree(p));
 }
 
-/* Copies run on the device's stream, after the kernels already queued there,
- * and are waited for. */
-static CtStatus cuda_memcpy(void *dst, CtDevice ddev, const void *src, CtDevice sdev,
-                            size_t n)
+/* Copies run on the stream of the GPU side's instance, after the kernels
+ * already queued there, and are waited for. */
+static CtStatus cuda_memcpy(const CtBackend *be, void *dst, CtDevice ddev,
+                            const void *src, CtDevice sdev, size_t n)
 {
+    (void)be;
     if (n == 0) return CT_OK;
     bool dgpu = ddev.type == CT_DEVICE_CUDA, sgpu = sdev.type == CT_DEVICE_CUDA;
     if (!dgpu && !sgpu) {
@@ -173,8 +200,8 @@ static CtStatus cuda_memcpy(void *dst, CtDevice ddev, const void *src, CtDevice 
         return CT_OK;
     }
     CtCudaCtx *dc = NULL, *sc = NULL;
-    if (dgpu) CT_RETURN_IF_ERROR(ct_cuda_ctx(ddev.index, &dc));
-    if (sgpu) CT_RETURN_IF_ERROR(ct_cuda_ctx(sdev.index, &sc));
+    if (dgpu) CT_RETURN_IF_ERROR(enter_device(ddev, &dc));
+    if (sgpu) CT_RETURN_IF_ERROR(enter_device(sdev, &sc));
     if (dgpu && sgpu && ddev.index != sdev.index) {
         CT_CUDA_CHECK(cudaStreamSynchronize(dc->stream)); /* dst may still be in use */
         CT_CUDA_CHECK(
@@ -191,28 +218,28 @@ static CtStatus cuda_memcpy(void *dst, CtDevice ddev, const void *src, CtDevice 
     return CT_OK;
 }
 
-/* As cuda_memcpy without the wait: the copy is only queued on the device's
- * stream (the host side is pinned; tensor/async.c checks). Copies between
- * two GPUs take the synchronous path. */
-static CtStatus cuda_memcpy_async(void *dst, CtDevice ddev, const void *src,
-                                  CtDevice sdev, size_t n)
+/* As cuda_memcpy without the wait: the copy is only queued on be's stream
+ * (be is the GPU side's instance; the host side is pinned, tensor/async.c
+ * checks). Copies between two GPUs take the synchronous path. */
+static CtStatus cuda_memcpy_async(const CtBackend *be, void *dst, CtDevice ddev,
+                                  const void *src, CtDevice sdev, size_t n)
 {
     bool dgpu = ddev.type == CT_DEVICE_CUDA, sgpu = sdev.type == CT_DEVICE_CUDA;
     if (n == 0) return CT_OK;
-    if (dgpu == sgpu) return cuda_memcpy(dst, ddev, src, sdev, n);
-    int device = dgpu ? ddev.index : sdev.index;
+    if (dgpu == sgpu) return cuda_memcpy(be, dst, ddev, src, sdev, n);
     CtCudaCtx *c;
-    CT_RETURN_IF_ERROR(ct_cuda_ctx(device, &c));
-    ct_cuda_note_async(device); /* before the copy: pinned frees must wait for it */
+    CT_RETURN_IF_ERROR(ct_cuda_enter(be, &c));
+    /* before the copy: pinned frees must wait for it */
+    __atomic_store_n(&c->async_copies, true, __ATOMIC_RELAXED);
     CT_CUDA_CHECK(cudaMemcpyAsync(
         dst, src, n, dgpu ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, c->stream));
     return CT_OK;
 }
 
-static CtStatus cuda_synchronize(int device)
+static CtStatus cuda_synchronize(const CtBackend *be)
 {
     CtCudaCtx *c;
-    CT_RETURN_IF_ERROR(ct_cuda_ctx(device, &c));
+    CT_RETURN_IF_ERROR(ct_cuda_enter(be, &c));
     CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     return CT_OK;
 }
@@ -264,9 +291,12 @@ static void register_all(void)
     ct_cuda_register_random(kernels, supports);
 }
 
-static const CtBackend backend = {
+/* One iface for every cuda:N; the instance's context tells them apart. */
+static const CtBackendIface iface = {
     "cuda",
     CT_DEVICE_CUDA,
+    cuda_init,
+    cuda_teardown,
     cuda_alloc,
     cuda_free,
     cuda_memcpy,
@@ -278,8 +308,8 @@ static const CtBackend backend = {
     supports,
 };
 
-extern "C" const CtBackend *ct_cuda_backend(void)
+extern "C" const CtBackendIface *ct_cuda_iface(void)
 {
     pthread_once(&table_once, register_all);
-    return &backend;
+    return &iface;
 }

@@ -1,4 +1,4 @@
-/* Private to tensor/cuda: per-device context, strided indexing, kernel
+/* Private to tensor/cuda: the instance context, strided indexing, kernel
  * registration. CUDA sources only. */
 #ifndef CTRAINER_TENSOR_CUDA_COMMON_CUH
 #define CTRAINER_TENSOR_CUDA_COMMON_CUH
@@ -6,37 +6,48 @@
 #include "check.cuh"
 #include "cuda.h"
 
-#define CT_CUDA_MAX_DEVICES 16
+#include <pthread.h>
 
-/* One per device, created on first use and kept for the process. Kernels
- * take the context of out[0]'s device and launch on its stream; there is no
- * other stream state. */
+/* Freed pinned blocks kept for reuse (pinned.cu). */
+typedef struct CtPinnedBlock CtPinnedBlock;
+typedef struct CtPinnedCache {
+    pthread_mutex_t mu;
+    CtPinnedBlock *head;
+    int n;
+} CtPinnedCache;
+
+/* The context of one cuda:N instance (CtBackend.context), made by the
+ * iface's init and freed by its teardown. A kernel takes it from its call
+ * (ct_cuda_call_ctx) and launches on its stream; there is no other stream
+ * state. */
 typedef struct CtCudaCtx {
     int device;
-    cudaStream_t stream; /* non-blocking; every kernel and copy runs on it */
-    cublasHandle_t blas; /* bound to `stream`; NULL until ct_cuda_blas */
-    bool ready;
+    cudaStream_t stream;  /* non-blocking; every kernel and copy runs on it */
+    pthread_mutex_t mu;   /* guards the lazy creation of blas */
+    cublasHandle_t blas;  /* bound to `stream`; NULL until ct_cuda_blas */
+    bool async_copies;    /* atomic: asynchronous copies were queued on stream */
+    CtPinnedCache pinned; /* used on the pinned provider (ct_pinned_backend) */
 } CtCudaCtx;
 
-/* Makes `device` current on this thread and returns its context, creating
- * the stream on first use. */
-CtStatus ct_cuda_ctx(int device, CtCudaCtx **out);
+/* Makes be's device current on this thread and returns be's context. */
+CtStatus ct_cuda_enter(const CtBackend *be, CtCudaCtx **out);
+/* The context of the instance running a call (ct_dispatch sets it). */
+static inline CtStatus ct_cuda_call_ctx(const CtOpCall *call, CtCudaCtx **out)
+{
+    return ct_cuda_enter(call->backend, out);
+}
 /* The context's cuBLAS handle, created on first use. */
 CtStatus ct_cuda_blas(CtCudaCtx *ctx, cublasHandle_t *out);
-/* Context of the device a tensor lives on. */
-static inline CtStatus ct_cuda_ctx_of(const Tensor *t, CtCudaCtx **out)
-{
-    return ct_cuda_ctx(t->storage->device.index, out);
-}
 
-/* Pinned host memory (pinned.cu): the backend's host_alloc/host_free, and
- * emptying its cache (when cudaHostAlloc fails). A block freed
- * while asynchronous copies may read it is reused only after they finish;
- * ct_cuda_note_async(d) marks device d as having such copies. */
-void *ct_cuda_host_alloc(size_t nbytes);
-void ct_cuda_host_free(void *p);
-void ct_cuda_host_empty_cache(void);
-void ct_cuda_note_async(int device);
+/* Pinned host memory (pinned.cu): the iface's host_alloc/host_free, an
+ * empty cache for a new context, and emptying it (when cudaHostAlloc fails,
+ * and at teardown). A block freed while asynchronous copies may read it is
+ * reused only after they finish: it waits for the stream of every instance
+ * whose context has async_copies set. */
+void *ct_cuda_host_alloc(const CtBackend *be, size_t nbytes);
+void ct_cuda_host_free(const CtBackend *be, void *p);
+void ct_cuda_pinned_init(CtPinnedCache *pc);
+void ct_cuda_host_empty_cache(CtCudaCtx *ctx);
 
 /* Kernel table slots, filled by each kernel file. */
 void ct_cuda_register_copy(CtKernelFn *k, CtSupportsFn *s);        /* FILL, COPY */

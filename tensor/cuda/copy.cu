@@ -142,7 +142,7 @@ static CtStatus cuda_copy(const CtOpCall *call)
     Tensor *out = call->out[0];
     const Tensor *in = call->in[0];
     CtCudaCtx *c;
-    CT_RETURN_IF_ERROR(ct_cuda_ctx_of(out, &c));
+    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     CtCudaIndex ix;
     const Tensor *ops[2] = {out, in};
     int64_t n = ct_cuda_index_init(&ix, out->ndim, out->shape, 2, ops);
@@ -215,7 +215,7 @@ static CtStatus cuda_fill(const CtOpCall *call)
     const CtFillParams *p = (const CtFillParams *)call->params;
     Tensor *out = call->out[0];
     CtCudaCtx *c;
-    CT_RETURN_IF_ERROR(ct_cuda_ctx_of(out, &c));
+    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     CtCudaIndex ix;
     const Tensor *ops[1] = {out};
     int64_t n = ct_cuda_index_init(&ix, out->ndim, out->shape, 1, ops);

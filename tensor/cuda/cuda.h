@@ -1,7 +1,7 @@
 /* Private to tensor/: the CUDA backend's C-visible entry points.
  *
  * Only the .cu files of tensor/cuda define these; they exist when the library is built
- * with CTRAINER_HAVE_CUDA. C code (dispatch.c, tests) may include this
+ * with CTRAINER_HAVE_CUDA. C code (registry.c, tests) may include this
  * header; it names no CUDA types.
  */
 #ifndef CTRAINER_TENSOR_CUDA_H
@@ -17,8 +17,9 @@ extern "C" {
  * no recorded error) when there is no driver or no device. */
 int ct_cuda_device_count(void);
 
-/* The backend table shared by every cuda:N device. */
-const CtBackend *ct_cuda_backend(void);
+/* The stream of a cuda:N instance (a cudaStream_t), for tests that check
+ * instances apart. */
+void *ct_cuda_stream(const CtBackend *be);
 
 /* Makes `device` current on this thread (cudaSetDevice). On failure records
  * CT_ERR_BACKEND with the call, file:line and the CUDA error string. */

@@ -111,7 +111,7 @@ static CtStatus cuda_binary(const CtOpCall *call)
     const CtBinaryParams *p = (const CtBinaryParams *)call->params;
     Tensor *out = call->out[0];
     CtCudaCtx *c;
-    CT_RETURN_IF_ERROR(ct_cuda_ctx_of(out, &c));
+    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     CtCudaIndex ix;
     const Tensor *ops[3] = {out, call->in[0], call->in[1]};
     int64_t n = ct_cuda_index_init(&ix, out->ndim, out->shape, 3, ops);

@@ -65,7 +65,7 @@ static CtStatus cuda_matmul(const CtOpCall *call)
     CT_RETURN_IF_ERROR(gemm_setup(p, &g));
     CtCudaCtx *c;
     cublasHandle_t h;
-    CT_RETURN_IF_ERROR(ct_cuda_ctx_of(out, &c));
+    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     CT_RETURN_IF_ERROR(ct_cuda_blas(c, &h));
     switch (out->dtype) {
     case CT_F32: {

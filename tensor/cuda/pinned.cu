@@ -2,11 +2,13 @@
  *
  * cudaHostAlloc is slow and cudaFreeHost synchronises the device, so freed
  * blocks are kept for reuse, as the caching allocator does for device
- * memory. A block may still be read by an asynchronous copy when the host
- * frees it (the loader frees a pinned batch right after queueing its copy),
- * so a freed block carries one event per device that has had asynchronous
- * copies, recorded on that device's stream at the time of the free; the
- * block is handed out again only once those events have completed.
+ * memory. The cache belongs to the context of the instance that provides
+ * pinned memory (ct_pinned_backend: cuda:0). A block may still be read by an
+ * asynchronous copy when the host frees it (the loader frees a pinned batch
+ * right after queueing its copy), so a freed block carries one event per
+ * instance that has had asynchronous copies, recorded on that instance's
+ * stream at the time of the free; the block is handed out again only once
+ * those events have completed.
  *
  * Each block starts with a header that records its size, so host_free needs
  * only the pointer it handed out.
@@ -21,27 +23,24 @@
 #define MAX_CACHED  64   /* cached blocks; beyond, freed at once */
 #define MAX_REUSE_X 2    /* a cached block serves requests >= size/2 */
 
-typedef struct CachedBlock {
+struct CtPinnedBlock {
     void *base;
     size_t size;
     int n_ev;
-    cudaEvent_t ev[CT_CUDA_MAX_DEVICES];
-    struct CachedBlock *next;
-} CachedBlock;
+    cudaEvent_t ev[CT_MAX_CUDA_DEVICES];
+    CtPinnedBlock *next;
+};
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static CachedBlock *cache;
-static int n_cached;
-static unsigned async_devices; /* bit d: device d has had asynchronous copies */
-
-void ct_cuda_note_async(int device)
+void ct_cuda_pinned_init(CtPinnedCache *pc)
 {
-    __atomic_or_fetch(&async_devices, 1u << device, __ATOMIC_RELAXED);
+    pthread_mutex_init(&pc->mu, NULL);
+    pc->head = NULL;
+    pc->n = 0;
 }
 
 /* Whether every event of b has completed (an event that reports an error
  * counts as complete: the copy it guards is not running). */
-static bool block_idle(CachedBlock *b)
+static bool block_idle(CtPinnedBlock *b)
 {
     for (int i = 0; i < b->n_ev; i++) {
         cudaError_t e = cudaEventQuery(b->ev[i]);
@@ -51,40 +50,41 @@ static bool block_idle(CachedBlock *b)
     return true;
 }
 
-static void block_drop_events(CachedBlock *b)
+static void block_drop_events(CtPinnedBlock *b)
 {
     for (int i = 0; i < b->n_ev; i++) (void)cudaEventDestroy(b->ev[i]);
     b->n_ev = 0;
 }
 
 /* Takes an idle cached block of at least `size` bytes (and not much more). */
-static void *take_cached(size_t size)
+static void *take_cached(CtPinnedCache *pc, size_t size)
 {
     void *base = NULL;
-    pthread_mutex_lock(&mu);
-    for (CachedBlock **pp = &cache; *pp; pp = &(*pp)->next) {
-        CachedBlock *b = *pp;
+    pthread_mutex_lock(&pc->mu);
+    for (CtPinnedBlock **pp = &pc->head; *pp; pp = &(*pp)->next) {
+        CtPinnedBlock *b = *pp;
         if (b->size < size || b->size > MAX_REUSE_X * size || !block_idle(b)) continue;
         *pp = b->next;
-        n_cached--;
+        pc->n--;
         base = b->base;
         block_drop_events(b);
         free(b);
         break;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&pc->mu);
     return base;
 }
 
-void *ct_cuda_host_alloc(size_t nbytes)
+void *ct_cuda_host_alloc(const CtBackend *be, size_t nbytes)
 {
+    CtCudaCtx *c = (CtCudaCtx *)be->context;
     size_t size = (nbytes + HEADER + PAGE - 1) / PAGE * PAGE;
-    void *base = take_cached(size);
+    void *base = take_cached(&c->pinned, size);
     if (!base) {
         cudaError_t e = cudaHostAlloc(&base, size, cudaHostAllocPortable);
         if (e != cudaSuccess) { /* give the cache back and retry once */
             (void)cudaGetLastError();
-            ct_cuda_host_empty_cache();
+            ct_cuda_host_empty_cache(c);
             e = cudaHostAlloc(&base, size, cudaHostAllocPortable);
         }
         if (e != cudaSuccess) {
@@ -96,16 +96,18 @@ void *ct_cuda_host_alloc(size_t nbytes)
     return (char *)base + HEADER;
 }
 
-/* Records an event on the stream of every device with asynchronous copies;
- * false if that fails (the block must then not be cached). */
-static bool record_events(CachedBlock *b)
+/* Records an event on the stream of every instance that has had
+ * asynchronous copies; false if that fails (the block must then not be
+ * cached). */
+static bool record_events(CtPinnedBlock *b)
 {
-    unsigned devs = __atomic_load_n(&async_devices, __ATOMIC_RELAXED);
-    for (int d = 0; d < CT_CUDA_MAX_DEVICES; d++) {
-        if (!(devs & (1u << d))) continue;
-        CtCudaCtx *c;
+    int n = ct_cuda_device_count();
+    for (int d = 0; d < n; d++) {
+        const CtBackend *be = ct_backend_peek(ct_cuda(d));
+        CtCudaCtx *c = be ? (CtCudaCtx *)be->context : NULL;
+        if (!c || !__atomic_load_n(&c->async_copies, __ATOMIC_RELAXED)) continue;
         cudaEvent_t ev;
-        if (ct_cuda_ctx(d, &c) != CT_OK) return false;
+        if (ct_cuda_enter(be, &c) != CT_OK) return false;
         if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
             (void)cudaGetLastError();
             return false;
@@ -119,23 +121,24 @@ static bool record_events(CachedBlock *b)
     return true;
 }
 
-void ct_cuda_host_free(void *p)
+void ct_cuda_host_free(const CtBackend *be, void *p)
 {
     if (!p) return;
+    CtPinnedCache *pc = &((CtCudaCtx *)be->context)->pinned;
     void *base = (char *)p - HEADER;
-    CachedBlock *b = (CachedBlock *)calloc(1, sizeof *b);
+    CtPinnedBlock *b = (CtPinnedBlock *)calloc(1, sizeof *b);
     if (b) {
         b->base = base;
         b->size = *(size_t *)base;
         bool ok = record_events(b);
-        pthread_mutex_lock(&mu);
-        if (ok && n_cached < MAX_CACHED) {
-            b->next = cache;
-            cache = b;
-            n_cached++;
+        pthread_mutex_lock(&pc->mu);
+        if (ok && pc->n < MAX_CACHED) {
+            b->next = pc->head;
+            pc->head = b;
+            pc->n++;
             base = NULL; /* kept */
         }
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&pc->mu);
         if (base) {
             block_drop_events(b);
             free(b);
@@ -146,15 +149,16 @@ void ct_cuda_host_free(void *p)
     if (base) (void)CT_CUDA_STATUS(cudaFreeHost(base));
 }
 
-void ct_cuda_host_empty_cache(void)
+void ct_cuda_host_empty_cache(CtCudaCtx *ctx)
 {
-    pthread_mutex_lock(&mu);
-    CachedBlock *b = cache;
-    cache = NULL;
-    n_cached = 0;
-    pthread_mutex_unlock(&mu);
+    CtPinnedCache *pc = &ctx->pinned;
+    pthread_mutex_lock(&pc->mu);
+    CtPinnedBlock *b = pc->head;
+    pc->head = NULL;
+    pc->n = 0;
+    pthread_mutex_unlock(&pc->mu);
     while (b) {
-        CachedBlock *next = b->next;
+        CtPinnedBlock *next = b->next;
         block_drop_events(b);
         (void)CT_CUDA_STATUS(cudaFreeHost(b->base));
         free(b);

@@ -34,7 +34,7 @@ static CtStatus cuda_rng(const CtOpCall *call)
     const CtRngParams *p = (const CtRngParams *)call->params;
     Tensor *out = call->out[0];
     CtCudaCtx *c;
-    CT_RETURN_IF_ERROR(ct_cuda_ctx_of(out, &c));
+    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     int64_t n = tensor_numel(out);
     if (n == 0) return CT_OK;
     bool wide = out->dtype == CT_F64;

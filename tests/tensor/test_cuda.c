@@ -3,7 +3,8 @@
  *
  * Without a device (or without the CUDA backend built) the device tests are
  * skipped with a loud count on stderr, and only the "no device" behaviour is
- * checked. Tolerances: copies, fills and comparisons exact; f32 arithmetic
+ * checked. test_two_gpu_instances needs two GPUs and says so when it has
+ * fewer. Tolerances: copies, fills and comparisons exact; f32 arithmetic
  * 1e-6 relative; f32 matmul 1e-4 relative; f64 1e-12; bf16/f16 matmul 1e-2.
  */
 #include <math.h>
@@ -355,6 +356,68 @@ START_TEST(test_allocator_reuses_blocks)
 }
 END_TEST
 
+/* ------------------------------------------------------------ instances */
+
+START_TEST(test_gpu_instance)
+{
+    GPU_MEM_BEGIN;
+    const CtBackend *be = ct_backend_for(gpu());
+    ck_assert_ptr_nonnull(be);
+    ck_assert_ptr_eq(ct_backend_for(gpu()), be);
+    ck_assert_ptr_ne(be, ct_backend_for(ct_cpu()));
+    ck_assert_str_eq(be->iface->name, "cuda");
+    ck_assert(ct_device_eq(be->device, gpu()));
+    ck_assert_ptr_nonnull(be->context);
+#ifdef CTRAINER_HAVE_CUDA
+    ck_assert_ptr_nonnull(ct_cuda_stream(be)); /* its own stream, not the legacy 0 */
+#endif
+    /* GPU memory is counted on cuda:0's cache only */
+    size_t cpu0 = ct_alloc_stats(ct_cpu()).in_use, gpu0 = ct_alloc_stats(gpu()).in_use;
+    Tensor *t = tensor_empty(1, (const int64_t[]){1000}, CT_F32, gpu());
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(ct_alloc_stats(gpu()).in_use, gpu0 + 4096);
+    ck_assert_uint_eq(ct_alloc_stats(ct_cpu()).in_use, cpu0);
+    tensor_free(t);
+    GPU_MEM_END;
+}
+END_TEST
+
+/* Needs two GPUs; on fewer it says so and checks nothing. */
+START_TEST(test_two_gpu_instances)
+{
+    if (ct_cuda_device_count() < 2) {
+        fprintf(stderr, "*** SKIPPED test_two_gpu_instances: %d CUDA device(s) ***\n",
+                ct_cuda_device_count());
+        return;
+    }
+    const CtBackend *b0 = ct_backend_for(ct_cuda(0)), *b1 = ct_backend_for(ct_cuda(1));
+    ck_assert_ptr_nonnull(b0);
+    ck_assert_ptr_nonnull(b1);
+    ck_assert_ptr_ne(b0, b1);
+    ck_assert_ptr_eq(b0->iface, b1->iface); /* one table, two contexts */
+    ck_assert_ptr_ne(b0->context, b1->context);
+    ck_assert_ptr_ne(b0->cache, b1->cache);
+#ifdef CTRAINER_HAVE_CUDA
+    ck_assert_ptr_ne(ct_cuda_stream(b0), ct_cuda_stream(b1));
+#endif
+    CtScope *s = ct_scope_open();
+    CtAllocStats s0 = ct_alloc_stats(ct_cuda(0)), s1 = ct_alloc_stats(ct_cuda(1));
+    const int64_t shape[1] = {1000};
+    Tensor *c = rand_cpu(CT_F32, 1, shape, 5);
+    Tensor *g1 = tensor_to_device(c, ct_cuda(1));
+    ck_assert_uint_eq(ct_alloc_stats(ct_cuda(0)).in_use, s0.in_use);
+    ck_assert_uint_ge(ct_alloc_stats(ct_cuda(1)).in_use, s1.in_use + 4000);
+    /* kernels run on cuda:1's instance; peer copies reach cuda:0 */
+    Tensor *sum1 = tensor_add(g1, g1);
+    Tensor *sum0 = tensor_to_device(sum1, ct_cuda(0));
+    assert_same(tensor_add(c, c), sum0, 0, 0);
+    ck_assert_int_eq(tensor_device(sum0).index, 0);
+    ct_scope_close(s);
+    ck_assert_uint_eq(ct_alloc_stats(ct_cuda(0)).in_use, s0.in_use);
+    ck_assert_uint_eq(ct_alloc_stats(ct_cuda(1)).in_use, s1.in_use);
+}
+END_TEST
+
 START_TEST(test_error_reporting)
 {
     CtScope *s = ct_scope_open();
@@ -631,6 +694,8 @@ Suite *cuda_suite(void)
         test_matmul_half,
         test_matmul_batched_broadcast,
         test_allocator_reuses_blocks,
+        test_gpu_instance,
+        test_two_gpu_instances,
         test_error_reporting,
         test_rng_matches_cpu,
         test_pinned_round_trip,
