@@ -59,6 +59,12 @@ void *ct_device_alloc(CtDevice dev, size_t nbytes)
     if (!c || !be) return NULL;
     int bin;
     size_t size = size_class(nbytes, &bin);
+    if (ct_alloc_injected()) { /* the test hook of mem.h */
+        char d[16];
+        ct_error(CT_ERR_OOM, "allocating %zu bytes on %s failed (injected)", size,
+                 ct_device_str(dev, d));
+        return NULL;
+    }
     void *p = NULL;
     pthread_mutex_lock(&c->mu);
     FreeBlock *fb = c->bins[bin];

@@ -162,8 +162,10 @@ static Tensor *copy_op(const char *op, Tensor *t, CtDType dt, CtDevice dev,
         return NULL;
     }
     Tensor *out = ct_tensor_new(t->ndim, t->shape, dt, dev);
-    if (!out || tensor_copy_(out, t) != CT_OK) return NULL;
-    ct_node_new(out, op, bw, 1, &t);
+    CtNode *n;
+    if (!out || tensor_copy_(out, t) != CT_OK ||
+        ct_node_new(out, op, bw, 1, &t, &n) != CT_OK)
+        return ct_op_discard(out);
     return out;
 }
 

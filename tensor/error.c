@@ -1,6 +1,7 @@
 /* Thread-local error state (status.h). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ctrainer/status.h"
 
@@ -48,6 +49,24 @@ CtStatus ct_error(CtStatus s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_msg, sizeof last_msg, fmt, ap);
     va_end(ap);
+    last_status = s;
+    return s;
+}
+
+CtStatus ct_error_wrap(CtStatus s, const char *fmt, ...)
+{
+    char inner[sizeof last_msg];
+    memcpy(inner, last_msg, sizeof inner); /* fmt's arguments may point here */
+    if (s == CT_OK) s = last_status != CT_OK ? last_status : CT_ERR_INVALID;
+    va_list ap;
+    va_start(ap, fmt);
+    char ctx[sizeof last_msg];
+    vsnprintf(ctx, sizeof ctx, fmt, ap);
+    va_end(ap);
+    if (inner[0])
+        snprintf(last_msg, sizeof last_msg, "%s: %s", ctx, inner);
+    else
+        memcpy(last_msg, ctx, sizeof last_msg);
     last_status = s;
     return s;
 }

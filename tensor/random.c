@@ -40,7 +40,7 @@ static Tensor *draw(const char *op, CtGenerator *g, int ndim, const int64_t *sha
     if (!out) return NULL;
     CtRngParams p = {kind, a, b, g->seed, g->stream, g->offset};
     CtOpCall c = {.op = CT_OP_RNG, .out = {out}, .params = &p};
-    if (ct_dispatch(&c) != CT_OK) return NULL;
+    if (ct_dispatch(&c) != CT_OK) return ct_op_discard(out);
     g->offset += (uint64_t)blocks_for(kind, dt, tensor_numel(out));
     return out;
 }

@@ -16,7 +16,7 @@ struct CtStateDict {
 
 CtStateDict *ct_state_dict_create(void)
 {
-    CtStateDict *d = calloc(1, sizeof *d);
+    CtStateDict *d = ct_calloc(1, sizeof *d);
     if (!d) ct_error(CT_ERR_OOM, "ct_state_dict_create: out of memory");
     return d;
 }
@@ -44,7 +44,7 @@ CtStatus ct_state_dict_add(CtStateDict *d, const char *name, Tensor *t)
         return ct_error(CT_ERR_INVALID, "ct_state_dict_add: duplicate name \"%s\"", name);
     if (d->n == d->cap) {
         int64_t cap = d->cap ? d->cap * 2 : 16;
-        Entry *items = realloc(d->items, (size_t)cap * sizeof *items);
+        Entry *items = ct_realloc(d->items, (size_t)cap * sizeof *items);
         if (!items) return ct_error(CT_ERR_OOM, "ct_state_dict_add: out of memory");
         d->items = items;
         d->cap = cap;

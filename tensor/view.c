@@ -90,8 +90,8 @@ static Tensor *make_view(const char *op, Tensor *t, int nd, const int64_t *shape
                          const int64_t *stride, int64_t offset, CtBackwardFn bw)
 {
     Tensor *v = ct_tensor_view(t, nd, shape, stride, offset);
-    if (!v) return NULL;
-    CtNode *n = ct_node_new(v, op, bw, 1, &t);
+    CtNode *n;
+    if (!v || ct_node_new(v, op, bw, 1, &t, &n) != CT_OK) return ct_op_discard(v);
     if (n) save_input_shape(n, t);
     return v;
 }
@@ -197,8 +197,9 @@ static CtStatus slice_backward(CtNode *n, Tensor *g, Tensor **gin)
 static Tensor *slice_node(Tensor *t, Tensor *v, const char *op, int d, int64_t start,
                           int64_t end, int64_t step)
 {
-    if (!v) return NULL;
-    CtNode *n = ct_node_new(v, op, slice_backward, 1, &t);
+    CtNode *n;
+    if (!v || ct_node_new(v, op, slice_backward, 1, &t, &n) != CT_OK)
+        return ct_op_discard(v);
     if (n) {
         SliceParams *p = CT_NODE_PARAMS(n, SliceParams);
         p->in.ndim = t->ndim;
@@ -293,8 +294,9 @@ Tensor *tensor_permute(Tensor *t, const int *dims)
         st[i] = t->stride[d];
     }
     Tensor *v = ct_tensor_view(t, t->ndim, sh, st, t->offset);
-    if (!v) return NULL;
-    CtNode *n = ct_node_new(v, "permute", permute_backward, 1, &t);
+    CtNode *n;
+    if (!v || ct_node_new(v, "permute", permute_backward, 1, &t, &n) != CT_OK)
+        return ct_op_discard(v);
     if (n) memcpy(CT_NODE_PARAMS(n, PermuteParams)->dims, norm, sizeof norm);
     return v;
 }
@@ -341,8 +343,9 @@ Tensor *tensor_expand(Tensor *t, int ndim, const int64_t *shape)
     }
     Tensor *v = ct_tensor_view(t, ndim, a->shape, a->stride, a->offset);
     tensor_free(a);
-    if (!v) return NULL;
-    CtNode *n = ct_node_new(v, "expand", expand_backward, 1, &t);
+    CtNode *n;
+    if (!v || ct_node_new(v, "expand", expand_backward, 1, &t, &n) != CT_OK)
+        return ct_op_discard(v);
     if (n) save_input_shape(n, t);
     return v;
 }
