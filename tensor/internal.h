@@ -72,8 +72,9 @@ Tensor *ct_tensor_wrap(void *data, int ndim, const int64_t *shape, CtDType dt,
 /* A detached alias of t (same storage and geometry, no grad_fn), caller-
  * owned and never registered in a scope. */
 Tensor *ct_tensor_alias(const Tensor *t);
-/* A caller-owned alias of src broadcast (stride 0) to shape, or NULL
- * (nothing recorded) when src does not broadcast to it. */
+/* A caller-owned alias of src broadcast (stride 0) to shape, or NULL:
+ * nothing recorded when src does not broadcast to it, CT_ERR_OOM recorded
+ * when out of memory. */
 Tensor *ct_broadcast_alias(const Tensor *src, int ndim, const int64_t *shape);
 /* A caller-owned reference to t when it is contiguous, else to a contiguous
  * copy; never registered in a scope, so kernels' temporary operands are

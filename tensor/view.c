@@ -333,14 +333,15 @@ Tensor *tensor_expand(Tensor *t, int ndim, const int64_t *shape)
         sh[i] = (shape[i] == -1 && j >= 0) ? t->shape[j] : shape[i];
         ok = sh[i] >= 0 && (j < 0 || t->shape[j] == 1 || t->shape[j] == sh[i]);
     }
-    Tensor *a = ok ? ct_broadcast_alias(t, ndim, sh) : NULL;
-    if (!a) {
+    if (!ok) {
         char b1[96], b2[80];
         ct_error(CT_ERR_SHAPE, "expand: cannot expand %s to %s",
                  tensor_describe(t, b1, sizeof b1),
                  ct_shape_str(ndim, shape, b2, sizeof b2));
         return NULL;
     }
+    Tensor *a = ct_broadcast_alias(t, ndim, sh);
+    if (!a) return NULL; /* out of memory, recorded */
     Tensor *v = ct_tensor_view(t, ndim, a->shape, a->stride, a->offset);
     tensor_free(a);
     CtNode *n;
