@@ -113,11 +113,15 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
     if (n && kind == CT_BIN_POW && ct_node_save_output(n, 0, out) != CT_OK)
         return ct_op_discard(out);
     if (n && (kind == CT_BIN_MAX || kind == CT_BIN_MIN)) {
+        /* in a private scope, so it is released with or without the
+         * caller's; the node keeps its own reference */
+        CtScope *s = ct_scope_open();
         bool prev = ct_set_grad_enabled(false);
-        Tensor *wins = kind == CT_BIN_MAX ? tensor_ge(a, b) : tensor_le(a, b);
+        Tensor *wins = !s ? NULL : kind == CT_BIN_MAX ? tensor_ge(a, b) : tensor_le(a, b);
         ct_set_grad_enabled(prev);
+        if (wins) ct_node_save(n, 0, wins);
+        ct_scope_close(s);
         if (!wins) return ct_op_discard(out);
-        ct_node_save(n, 0, wins);
     }
     return out;
 }
