@@ -212,6 +212,98 @@ START_TEST(test_every_allocation_failure_of_every_op)
 }
 END_TEST
 
+/* Forward and backward (seeded with ones) of op k with no scope open. */
+static CtStatus forward_backward(const Inputs *in, size_t k)
+{
+    Tensor *y = ops[k].fn(in);
+    Tensor *g = y ? tensor_ones_like(y) : NULL;
+    CtStatus st = g ? tensor_backward(y, g) : ct_last_status();
+    tensor_free(g);
+    tensor_free(y);
+    return st;
+}
+
+/* The inputs that require grad, and their gradients. */
+enum { N_GRAD_INPUTS = 6 };
+static void grad_inputs(const Inputs *in, Tensor **out)
+{
+    Tensor *ts[N_GRAD_INPUTS] = {in->x, in->w, in->wt, in->b, in->img, in->kern};
+    memcpy(out, ts, sizeof ts);
+}
+
+static void clear_grads(const Inputs *in)
+{
+    Tensor *ts[N_GRAD_INPUTS];
+    grad_inputs(in, ts);
+    for (int i = 0; i < N_GRAD_INPUTS; i++) tensor_set_grad(ts[i], NULL);
+}
+
+/* Gradients bit-identical to ref[] (copies; NULL where none). */
+static bool same_grads(const Inputs *in, Tensor *const *ref)
+{
+    Tensor *ts[N_GRAD_INPUTS];
+    grad_inputs(in, ts);
+    for (int i = 0; i < N_GRAD_INPUTS; i++) {
+        Tensor *g = tensor_grad(ts[i]);
+        if (!g != !ref[i]) return false;
+        if (g && memcmp(tensor_data(g), tensor_data(ref[i]),
+                        (size_t)tensor_numel(g) * ct_dtype_size(tensor_dtype(g))) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* Through backward too: every failure is reported, and a run that reports
+ * none has exactly the gradients of an undisturbed run (no node or gradient
+ * silently skipped). */
+START_TEST(test_every_allocation_failure_through_backward)
+{
+    Inputs in = inputs_create();
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        Tensor *y0 = ops[k].fn(&in);
+        bool differentiable = tensor_requires_grad(y0);
+        tensor_free(y0);
+        if (!differentiable) continue;
+        clear_grads(&in);
+        ck_assert_int_eq(forward_backward(&in, k), CT_OK);
+        Tensor *ts[N_GRAD_INPUTS], *ref[N_GRAD_INPUTS];
+        grad_inputs(&in, ts);
+        for (int i = 0; i < N_GRAD_INPUTS; i++)
+            ref[i] = tensor_retain(tensor_grad(ts[i]));
+        for (int64_t n = 1;; n++) {
+            clear_grads(&in);
+            size_t mem0 = ct_alloc_stats(ct_cpu()).in_use;
+            ct_clear_error();
+            ct_alloc_fail_at(n);
+            CtStatus st = forward_backward(&in, k);
+            int64_t counted = ct_alloc_counted();
+            ct_alloc_fail_at(0);
+            if (st == CT_OK) {
+                ck_assert_msg(same_grads(&in, ref),
+                              "%s, allocation %lld: wrong gradients", ops[k].name,
+                              (long long)n);
+            } else {
+                ck_assert_msg(ct_last_status() == st && ct_last_error()[0],
+                              "%s, allocation %lld: %s without a message", ops[k].name,
+                              (long long)n, ct_status_str(st));
+                clear_grads(&in);
+                ck_assert_msg(ct_alloc_stats(ct_cpu()).in_use == mem0,
+                              "%s, allocation %lld: %zu bytes leaked", ops[k].name,
+                              (long long)n, ct_alloc_stats(ct_cpu()).in_use - mem0);
+            }
+            if (n > counted) {
+                ck_assert_int_eq(st, CT_OK);
+                break;
+            }
+        }
+        for (int i = 0; i < N_GRAD_INPUTS; i++) tensor_free(ref[i]);
+    }
+    clear_grads(&in);
+    inputs_free(&in);
+    ct_clear_error();
+}
+END_TEST
+
 /* ------------------------------------------------------------ ct_error_wrap */
 
 START_TEST(test_error_wrap_prefixes_context)
@@ -280,6 +372,7 @@ int main(void)
     TCase *tc = tcase_create("op_failure");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_every_allocation_failure_of_every_op);
+    tcase_add_test(tc, test_every_allocation_failure_through_backward);
     tcase_add_test(tc, test_error_wrap_prefixes_context);
     tcase_add_test(tc, test_error_wrap_with_itself_and_long_messages);
     tcase_add_test(tc, test_sticky_null_keeps_the_first_error);
