@@ -45,10 +45,13 @@ void ct_clear_error(void)
 
 CtStatus ct_error(CtStatus s, const char *fmt, ...)
 {
+    /* formatted aside: an argument may point into last_msg */
+    char msg[sizeof last_msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(last_msg, msg, sizeof last_msg);
     last_status = s;
     return s;
 }

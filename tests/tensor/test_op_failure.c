@@ -331,6 +331,8 @@ START_TEST(test_error_wrap_with_itself_and_long_messages)
     ct_error_wrap(CT_OK, "[%s]", ct_last_error());
     ck_assert_str_eq(ct_last_error(), "[inner]: inner");
     ck_assert_int_eq(ct_last_status(), CT_ERR_SHAPE);
+    ct_error(CT_ERR_IO, "again: %s", ct_last_error()); /* ct_error too */
+    ck_assert_str_eq(ct_last_error(), "again: [inner]: inner");
 
     char big[3000];
     memset(big, 'x', sizeof big - 1);
