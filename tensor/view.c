@@ -120,10 +120,16 @@ Tensor *tensor_reshape(Tensor *t, int ndim, const int64_t *shape)
     if (!infer_shape("reshape", t, ndim, shape, sh)) return NULL;
     if (view_strides(t, ndim, sh, st))
         return make_view("reshape", t, ndim, sh, st, t->offset, reshape_backward);
+    /* the copy lives in a private scope (the view and its node keep theirs) */
+    CtScope *s = ct_scope_open();
+    if (!s) return NULL;
     Tensor *c = tensor_clone(t);
-    if (!c) return NULL;
     ct_contiguous_strides(ndim, sh, st);
-    return make_view("reshape", c, ndim, sh, st, c->offset, reshape_backward);
+    Tensor *v =
+        c ? make_view("reshape", c, ndim, sh, st, c->offset, reshape_backward) : NULL;
+    tensor_retain(v);
+    ct_scope_close(s);
+    return ct_scope_adopt(v);
 }
 
 Tensor *tensor_flatten(Tensor *t, int start_dim, int end_dim)

@@ -145,6 +145,81 @@ static Tensor *op_expand(const Inputs *in)
     return tensor_expand(in->b, 2, (const int64_t[]){2, 4});
 }
 
+static Tensor *op_mse(const Inputs *in)
+{
+    return tensor_mse_loss(in->x, in->x, CT_REDUCTION_MEAN);
+}
+static Tensor *op_l1(const Inputs *in)
+{
+    return tensor_l1_loss(in->x, in->x, CT_REDUCTION_SUM);
+}
+static Tensor *op_bce(const Inputs *in)
+{
+    return tensor_bce_with_logits(in->x, in->x, NULL, CT_REDUCTION_MEAN);
+}
+static Tensor *op_batch_norm(const Inputs *in)
+{
+    return tensor_batch_norm(in->img, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
+}
+static Tensor *op_avg_pool(const Inputs *in)
+{
+    return tensor_avg_pool2d(in->img, &(CtPool2dArgs){.kernel = {2, 2}});
+}
+static Tensor *op_stack(const Inputs *in)
+{
+    return tensor_stack(2, (Tensor *const[]){in->x, in->x}, 1);
+}
+static Tensor *op_var(const Inputs *in)
+{
+    return tensor_var(in->w, 1, (const int[]){0}, 1, true);
+}
+static Tensor *op_argmax(const Inputs *in)
+{
+    return tensor_argmax(in->w, 1, false);
+}
+static Tensor *op_masked_fill(const Inputs *in)
+{
+    return tensor_masked_fill(in->x, in->cond, 0.5);
+}
+static Tensor *op_dropout(const Inputs *in)
+{
+    CtGenerator g = ct_generator(3, 0);
+    return tensor_dropout(in->x, 0.5, true, &g);
+}
+static Tensor *op_reshape_copy(const Inputs *in)
+{
+    return tensor_reshape(in->idx2t, 1, (const int64_t[]){6});
+}
+static Tensor *op_sum_to(const Inputs *in)
+{
+    return tensor_sum_to(in->w, 1, (const int64_t[]){3});
+}
+
+static Tensor *op_flatten_copy(const Inputs *in)
+{
+    return tensor_flatten(in->idx2t, 0, 1);
+}
+static Tensor *op_adaptive_pool(const Inputs *in)
+{
+    return tensor_adaptive_avg_pool2d(in->img, 2, 3);
+}
+static Tensor *op_select(const Inputs *in)
+{
+    return tensor_select(in->w, 1, 2);
+}
+static Tensor *op_permute(const Inputs *in)
+{
+    return tensor_permute(in->img, (const int[]){0, 2, 3, 1});
+}
+static Tensor *op_nll(const Inputs *in)
+{
+    return tensor_nll_loss(in->x, in->idx, NULL);
+}
+static Tensor *op_clamp(const Inputs *in)
+{
+    return tensor_clamp(in->x, -0.5, 0.5);
+}
+
 static const struct {
     const char *name;
     OpFn fn;
@@ -173,6 +248,24 @@ static const struct {
     {"conv2d", op_conv2d},
     {"max_pool2d", op_max_pool},
     {"expand", op_expand},
+    {"mse_loss", op_mse},
+    {"l1_loss", op_l1},
+    {"bce_with_logits", op_bce},
+    {"batch_norm", op_batch_norm},
+    {"avg_pool2d", op_avg_pool},
+    {"stack", op_stack},
+    {"var", op_var},
+    {"argmax", op_argmax},
+    {"masked_fill", op_masked_fill},
+    {"dropout", op_dropout},
+    {"reshape_copy", op_reshape_copy},
+    {"sum_to", op_sum_to},
+    {"flatten_copy", op_flatten_copy},
+    {"adaptive_avg_pool2d", op_adaptive_pool},
+    {"select", op_select},
+    {"permute", op_permute},
+    {"nll_loss", op_nll},
+    {"clamp", op_clamp},
 };
 
 /* With no scope open (the case where a lost output leaks), fails the op's
