@@ -42,7 +42,9 @@ static CtStatus track(LossTracker *lt, const TrainerBatchOutput *out, const char
                         hook, (long long)out->batch_size);
     /* one host read per step (a device sync on GPUs): callbacks such as
      * TerminateOnNaN read the value anyway */
-    double v = tensor_item(out->loss);
+    double v;
+    CtStatus st = tensor_copy_to_host(out->loss, &v, CT_F64);
+    if (st != CT_OK) return ct_error_wrap(st, "trainer: reading the %s loss", hook);
     lt->total += v * (double)out->batch_size;
     lt->count += (double)out->batch_size;
     return CT_OK;
