@@ -80,12 +80,7 @@ CtStatus data_collate_into(const DataSample *samples, int64_t n, DataBatch *out,
     CtStatus st = CT_OK;
     for (int f = 0; f < nf && st == CT_OK; f++) {
         out->t[f] = stack_field(samples, n, f, pinned, ts);
-        if (!out->t[f]) {
-            char inner[768];
-            snprintf(inner, sizeof inner, "%s", ct_last_error());
-            CtStatus why = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_NULL;
-            st = ct_error(why, "collate: field %d: %s", f, inner);
-        }
+        if (!out->t[f]) st = ct_error_wrap(CT_OK, "collate: field %d", f);
     }
     free(ts);
     out->n = st == CT_OK ? nf : 0;

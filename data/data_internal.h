@@ -34,11 +34,17 @@ CtStatus data_csv_parse(const char *buf, size_t len, const DataCsvArgs *args,
                         DataCsvTable *out);
 void data_csv_table_free(DataCsvTable *t);
 
-/* Applies tr to *t when tr.fn is set; false (error recorded) on failure. */
+/* Applies tr to *t when tr.fn is set; false (error recorded) on failure,
+ * also when the transform returned NULL without recording why. A NULL *t
+ * keeps the error that made it (sticky). */
 static inline bool data_apply(DataTransform tr, Tensor **t, const DataCtx *ctx)
 {
     if (!tr.fn) return true;
+    if (!*t) return false;
+    ct_clear_error(); /* so a status seen below is the transform's */
     *t = tr.fn(*t, ctx, tr.user);
+    if (!*t && ct_last_status() == CT_OK)
+        ct_error(CT_ERR_INVALID, "transform returned NULL without recording an error");
     return *t != NULL;
 }
 

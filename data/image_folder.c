@@ -340,13 +340,10 @@ static CtStatus folder_get(const Dataset *d, int64_t i, const DataCtx *ctx,
                         (long long)i, (long long)f->n);
     Tensor *img = data_image_read(f->paths[i], f->channels);
     if (img && f->transform.fn) {
+        ct_clear_error(); /* a transform may fail without recording why */
         img = f->transform.fn(img, ctx, f->transform.user);
-        if (!img) { /* say which file the transform failed on */
-            char msg[512];
-            CtStatus st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
-            return ct_error(st, "%s: transform failed: %s", f->paths[i], msg);
-        }
+        if (!img) /* say which file the transform failed on */
+            return ct_error_wrap(CT_OK, "%s: transform failed", f->paths[i]);
     }
     Tensor *label = img ? tensor_scalar((double)f->labels[i], CT_I64, ct_cpu()) : NULL;
     if (!label) return ct_last_status();

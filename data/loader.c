@@ -83,18 +83,15 @@ static CtStatus build_batch(const DataLoader *dl, int64_t k, int64_t epoch,
     DataSample *smp = calloc((size_t)n, sizeof *smp);
     CtScope *s = ct_scope_open();
     CtStatus st = CT_OK;
-    if (!smp || !s) {
-        st = CT_ERR_OOM;
-        snprintf(msg, MSG_LEN, "data loader: batch %lld: out of memory", (long long)k);
-    }
+    if (!smp || !s)
+        st = ct_error(CT_ERR_OOM, "data loader: batch %lld: out of memory", (long long)k);
     for (int64_t i = 0; i < n && st == CT_OK; i++) {
         int64_t idx = dl->order[lo + i];
         DataCtx ctx = {dl->a.seed, epoch, idx};
         st = data_dataset_get(dl->ds, idx, &ctx, &smp[i]);
         if (st != CT_OK)
-            snprintf(msg, MSG_LEN,
-                     "data loader: sample %lld (batch %lld, epoch %lld): %s",
-                     (long long)idx, (long long)k, (long long)epoch, ct_last_error());
+            ct_error_wrap(st, "data loader: sample %lld (batch %lld, epoch %lld)",
+                          (long long)idx, (long long)k, (long long)epoch);
     }
     bool gpu = dl->a.device.type != CT_DEVICE_CPU;
     if (st == CT_OK) {
@@ -103,14 +100,16 @@ static CtStatus build_batch(const DataLoader *dl, int64_t k, int64_t epoch,
         if (st == CT_OK && (out->n < 1 || out->n > DATA_MAX_FIELDS))
             st = ct_error(CT_ERR_INVALID, "collate returned %d fields", out->n);
         for (int f = 0; st == CT_OK && f < out->n; f++) {
-            if (out->t[f] && gpu) out->t[f] = to_device(out->t[f], dl->a.device);
             if (!out->t[f])
-                st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_NULL;
+                st = ct_error(CT_ERR_NULL, "collate returned NULL for field %d", f);
+            else if (gpu && !(out->t[f] = to_device(out->t[f], dl->a.device)))
+                st = ct_error_wrap(CT_OK, "moving field %d to the device", f);
         }
         if (st != CT_OK)
-            snprintf(msg, MSG_LEN, "data loader: batch %lld (samples %lld..%lld): %s",
-                     (long long)k, (long long)lo, (long long)hi - 1, ct_last_error());
+            ct_error_wrap(st, "data loader: batch %lld (samples %lld..%lld)",
+                          (long long)k, (long long)lo, (long long)hi - 1);
     }
+    if (st != CT_OK) snprintf(msg, MSG_LEN, "%s", ct_last_error());
     if (st == CT_OK)
         for (int f = 0; f < out->n; f++) tensor_retain(out->t[f]);
     else

@@ -10,13 +10,12 @@
 
 CtStatus nn_error_context(CtStatus st, const char *fmt, ...)
 {
-    char ctx[256], msg[1024];
+    char ctx[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(ctx, sizeof ctx, fmt, ap);
     va_end(ap);
-    snprintf(msg, sizeof msg, "%s", ct_last_error());
-    return ct_error(st, "%s: %s", ctx, msg);
+    return ct_error_wrap(st, "%s", ctx);
 }
 
 const char *nn_format_float(double x, char *buf, size_t n)

@@ -275,10 +275,9 @@ static CtStatus make_buffers(Optimizer *o, unsigned *fresh)
                 Tensor **slot = &o->state[idx * vt->nbuf + b];
                 if (*slot || !vt->uses_buf(o, h, b)) continue;
                 if (!(*slot = optim_new_state(h->params[i])))
-                    st = ct_error(
-                        ct_last_status() == CT_OK ? CT_ERR_OOM : ct_last_status(),
-                        "%s: cannot create state %s for parameter %lld (%s)", vt->name,
-                        vt->buf_names[b], (long long)idx, ct_last_error());
+                    st = ct_error_wrap(CT_OK,
+                                       "%s: cannot create state %s for parameter %lld",
+                                       vt->name, vt->buf_names[b], (long long)idx);
                 else
                     fresh[idx] |= 1u << b;
             }

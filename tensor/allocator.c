@@ -80,6 +80,12 @@ void *ct_backend_alloc(const CtBackend *be, size_t nbytes)
     CtAllocCache *c = be->cache;
     int bin;
     size_t size = size_class(nbytes, &bin);
+    if (ct_alloc_injected()) { /* the test hook of mem.h */
+        char d[16];
+        ct_error(CT_ERR_OOM, "allocating %zu bytes on %s failed (injected)", size,
+                 ct_device_str(be->device, d));
+        return NULL;
+    }
     void *p = NULL;
     pthread_mutex_lock(&c->mu);
     FreeBlock *fb = c->bins[bin];

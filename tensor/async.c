@@ -78,8 +78,10 @@ Tensor *tensor_pin_memory(Tensor *t)
     if (t->storage->pinned && tensor_is_contiguous(t))
         return ct_scope_adopt(tensor_retain(t));
     Tensor *out = tensor_empty_pinned(t->ndim, t->shape, t->dtype);
-    if (!out || tensor_copy_(out, t) != CT_OK) return NULL;
-    ct_node_new(out, "tensor_pin_memory", async_backward, 1, &t);
+    CtNode *n;
+    if (!out || tensor_copy_(out, t) != CT_OK ||
+        ct_node_new(out, "tensor_pin_memory", async_backward, 1, &t, &n) != CT_OK)
+        return ct_op_discard(out);
     return out;
 }
 
@@ -117,8 +119,10 @@ Tensor *tensor_to_device_async(Tensor *t, CtDevice dev)
     /* src may be freed now: device blocks are reused in stream order, pinned
      * blocks only after the copies that read them */
     tensor_free(src);
-    if (st != CT_OK) return NULL; /* out, if any, belongs to the scope */
-    ct_node_new(out, "tensor_to_device_async", async_backward, 1, &t);
+    CtNode *node;
+    if (st != CT_OK ||
+        ct_node_new(out, "tensor_to_device_async", async_backward, 1, &t, &node) != CT_OK)
+        return ct_op_discard(out);
     return out;
 }
 

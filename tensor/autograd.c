@@ -19,18 +19,17 @@ bool ct_grad_enabled(void)
     return !grad_disabled;
 }
 
-CtNode *ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
-                    Tensor *const *in)
+CtStatus ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
+                     Tensor *const *in, CtNode **node)
 {
-    if (!out || grad_disabled) return NULL;
+    *node = NULL;
+    if (!out || grad_disabled) return CT_OK;
     bool any = false;
     for (int i = 0; i < n_in; i++) any |= in[i] && in[i]->requires_grad;
-    if (!any) return NULL;
-    CtNode *n = calloc(1, sizeof *n);
-    if (!n) {
-        ct_error(CT_ERR_OOM, "%s: out of memory recording the autograd node", op);
-        return NULL;
-    }
+    if (!any) return CT_OK;
+    CtNode *n = ct_calloc(1, sizeof *n);
+    if (!n)
+        return ct_error(CT_ERR_OOM, "%s: out of memory recording the autograd node", op);
     n->op = op;
     n->backward = bw;
     n->n_in = n_in;
@@ -40,7 +39,8 @@ CtNode *ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
     }
     out->grad_fn = n;
     out->requires_grad = true;
-    return n;
+    *node = n;
+    return CT_OK;
 }
 
 void ct_node_save(CtNode *n, int i, Tensor *t)
@@ -49,10 +49,11 @@ void ct_node_save(CtNode *n, int i, Tensor *t)
     n->saved[i] = tensor_retain(t);
 }
 
-void ct_node_save_output(CtNode *n, int i, Tensor *out)
+CtStatus ct_node_save_output(CtNode *n, int i, Tensor *out)
 {
     tensor_free(n->saved[i]);
     n->saved[i] = ct_tensor_alias(out);
+    return n->saved[i] ? CT_OK : ct_last_status();
 }
 
 CtStatus tensor_set_requires_grad(Tensor *t, bool on)
@@ -113,7 +114,7 @@ static bool nl_push(NodeList *l, CtNode *n)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
-        CtNode **v = realloc(l->v, cap * sizeof *v);
+        CtNode **v = ct_realloc(l->v, cap * sizeof *v);
         if (!v) return false;
         l->v = v;
         l->cap = cap;

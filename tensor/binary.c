@@ -105,16 +105,23 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
     if (nd < 0) return NULL;
     CtDType dt = kind >= CT_BIN_EQ ? CT_BOOL : a->dtype;
     Tensor *out = ct_tensor_new(nd, shape, dt, a->storage->device);
-    if (!out || run_binary(kind, out, a, b) != CT_OK) return NULL;
+    if (!out || run_binary(kind, out, a, b) != CT_OK) return ct_op_discard(out);
     if (!bw) return out;
-    CtNode *n = ct_node_new(out, op, bw, 2, (Tensor *[]){a, b});
-    if (n && kind == CT_BIN_POW) ct_node_save_output(n, 0, out);
+    CtNode *n;
+    if (ct_node_new(out, op, bw, 2, (Tensor *[]){a, b}, &n) != CT_OK)
+        return ct_op_discard(out);
+    if (n && kind == CT_BIN_POW && ct_node_save_output(n, 0, out) != CT_OK)
+        return ct_op_discard(out);
     if (n && (kind == CT_BIN_MAX || kind == CT_BIN_MIN)) {
+        /* in a private scope, so it is released with or without the
+         * caller's; the node keeps its own reference */
+        CtScope *s = ct_scope_open();
         bool prev = ct_set_grad_enabled(false);
-        Tensor *wins = kind == CT_BIN_MAX ? tensor_ge(a, b) : tensor_le(a, b);
+        Tensor *wins = !s ? NULL : kind == CT_BIN_MAX ? tensor_ge(a, b) : tensor_le(a, b);
         ct_set_grad_enabled(prev);
-        if (!wins) return NULL;
-        ct_node_save(n, 0, wins);
+        if (wins) ct_node_save(n, 0, wins);
+        ct_scope_close(s);
+        if (!wins) return ct_op_discard(out);
     }
     return out;
 }

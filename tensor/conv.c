@@ -13,7 +13,7 @@ static Tensor *conv_forward(const CtConv2dParams *p, Tensor *x, Tensor *w, Tenso
     Tensor *y = ct_tensor_new(4, shape, x->dtype, x->storage->device);
     if (!y) return NULL;
     CtOpCall c = {.op = CT_OP_CONV2D, .out = {y}, .in = {x, w, b}, .params = p};
-    return ct_dispatch(&c) == CT_OK ? y : NULL;
+    return ct_dispatch(&c) == CT_OK ? y : ct_op_discard(y);
 }
 
 /* in: x, w, b (b may be NULL). Gradients come from two kernels: data (gx)
@@ -146,13 +146,13 @@ Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args)
     Tensor *bc = b ? ct_contiguous_ref(b) : NULL;
     Tensor *y = NULL;
     if (xc && wc && (!b || bc)) y = conv_forward(&p, xc, wc, bc);
-    if (y) {
-        CtNode *n = ct_node_new(y, OP, conv2d_backward, 3, (Tensor *[]){x, w, b});
-        if (n) {
-            *CT_NODE_PARAMS(n, CtConv2dParams) = p;
-            ct_node_save(n, 0, xc);
-            ct_node_save(n, 1, wc);
-        }
+    CtNode *n = NULL;
+    if (y && ct_node_new(y, OP, conv2d_backward, 3, (Tensor *[]){x, w, b}, &n) != CT_OK)
+        y = ct_op_discard(y);
+    if (n) {
+        *CT_NODE_PARAMS(n, CtConv2dParams) = p;
+        ct_node_save(n, 0, xc);
+        ct_node_save(n, 1, wc);
     }
     tensor_free(xc);
     tensor_free(wc);

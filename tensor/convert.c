@@ -23,17 +23,25 @@ CtStatus tensor_zero_(Tensor *t)
     return tensor_fill_(t, 0.0);
 }
 
-Tensor *ct_broadcast_alias(const Tensor *src, int ndim, const int64_t *shape)
+/* The strides of src broadcast to shape; false when it does not broadcast. */
+static bool broadcast_strides(const Tensor *src, int ndim, const int64_t *shape,
+                              int64_t *stride)
 {
-    int64_t stride[CT_MAX_DIMS];
     int off = ndim - src->ndim;
-    if (off < 0) return NULL;
+    if (off < 0) return false;
     for (int i = 0; i < ndim; i++) {
         int j = i - off;
         int64_t s = j >= 0 ? src->shape[j] : 1;
-        if (s != shape[i] && s != 1) return NULL;
+        if (s != shape[i] && s != 1) return false;
         stride[i] = (j >= 0 && s == shape[i]) ? src->stride[j] : 0;
     }
+    return true;
+}
+
+Tensor *ct_broadcast_alias(const Tensor *src, int ndim, const int64_t *shape)
+{
+    int64_t stride[CT_MAX_DIMS];
+    if (!broadcast_strides(src, ndim, shape, stride)) return NULL;
     Tensor *a = ct_tensor_alias(src);
     if (!a) return NULL;
     a->ndim = ndim;
@@ -72,13 +80,15 @@ static CtStatus copy_across(Tensor *dst, const Tensor *src)
 CtStatus tensor_copy_(Tensor *dst, const Tensor *src)
 {
     if (!dst || !src) return null_arg("tensor_copy_");
-    Tensor *b = ct_broadcast_alias(src, dst->ndim, dst->shape);
-    if (!b) {
+    int64_t stride[CT_MAX_DIMS];
+    if (!broadcast_strides(src, dst->ndim, dst->shape, stride)) {
         char d1[96], d2[96];
         return ct_error(CT_ERR_SHAPE, "tensor_copy_: cannot copy %s into %s",
                         tensor_describe(src, d1, sizeof d1),
                         tensor_describe(dst, d2, sizeof d2));
     }
+    Tensor *b = ct_broadcast_alias(src, dst->ndim, dst->shape);
+    if (!b) return ct_last_status(); /* out of memory, recorded */
     CtStatus st;
     if (ct_device_eq(src->storage->device, dst->storage->device)) {
         CtOpCall c = {.op = CT_OP_COPY, .out = {dst}, .in = {b}};
@@ -163,8 +173,10 @@ static Tensor *copy_op(const char *op, Tensor *t, CtDType dt, CtDevice dev,
         return NULL;
     }
     Tensor *out = ct_tensor_new(t->ndim, t->shape, dt, dev);
-    if (!out || tensor_copy_(out, t) != CT_OK) return NULL;
-    ct_node_new(out, op, bw, 1, &t);
+    CtNode *n;
+    if (!out || tensor_copy_(out, t) != CT_OK ||
+        ct_node_new(out, op, bw, 1, &t, &n) != CT_OK)
+        return ct_op_discard(out);
     return out;
 }
 

@@ -10,7 +10,7 @@ static CtStatus run_indexed(CtOp op, Tensor *out, Tensor *src, Tensor *index,
                             const void *params)
 {
     Tensor *sc = ct_contiguous_ref(src), *ic = ct_contiguous_ref(index);
-    CtStatus st = ct_last_status();
+    CtStatus st = CT_ERR_OOM; /* recorded by whichever copy failed */
     if (sc && ic) {
         CtOpCall c = {.op = op, .out = {out}, .in = {sc, ic}, .params = params};
         st = ct_dispatch(&c);
@@ -53,8 +53,11 @@ static Tensor *select_rows(const char *op, Tensor *t, int d, Tensor *index, int 
                        .inner = ct_shape_numel(t->ndim - d - 1, t->shape + d + 1),
                        .k = tensor_numel(index)};
     Tensor *out = ct_tensor_new(nd, shape, t->dtype, t->storage->device);
-    if (!out || run_indexed(CT_OP_INDEX_SELECT, out, t, index, &p) != CT_OK) return NULL;
-    CtNode *n = ct_node_new(out, op, index_select_backward, 2, (Tensor *[]){t, index});
+    CtNode *n;
+    if (!out || run_indexed(CT_OP_INDEX_SELECT, out, t, index, &p) != CT_OK ||
+        ct_node_new(out, op, index_select_backward, 2, (Tensor *[]){t, index}, &n) !=
+            CT_OK)
+        return ct_op_discard(out);
     if (n) *CT_NODE_PARAMS(n, CtIndexParams) = p;
     return out;
 }
@@ -129,8 +132,10 @@ Tensor *tensor_gather(Tensor *t, int dim, Tensor *index)
     }
     CtGatherParams p = {.name = op, .dim = d};
     Tensor *out = ct_tensor_new(index->ndim, index->shape, t->dtype, t->storage->device);
-    if (!out || run_indexed(CT_OP_GATHER, out, t, index, &p) != CT_OK) return NULL;
-    CtNode *n = ct_node_new(out, op, gather_backward, 2, (Tensor *[]){t, index});
+    CtNode *n;
+    if (!out || run_indexed(CT_OP_GATHER, out, t, index, &p) != CT_OK ||
+        ct_node_new(out, op, gather_backward, 2, (Tensor *[]){t, index}, &n) != CT_OK)
+        return ct_op_discard(out);
     if (n) *CT_NODE_PARAMS(n, CtGatherParams) = p;
     return out;
 }
@@ -163,11 +168,11 @@ Tensor *tensor_one_hot(Tensor *indices, int64_t num_classes, CtDType dt)
     Tensor *out = ct_tensor_new(indices->ndim + 1, shape, dt, indices->storage->device);
     Tensor *ic = ct_contiguous_ref(indices);
     CtOneHotParams p = {num_classes};
-    CtStatus st = ct_last_status();
+    CtStatus st = CT_ERR_OOM; /* recorded by whichever allocation failed */
     if (out && ic) {
         CtOpCall c = {.op = CT_OP_ONE_HOT, .out = {out}, .in = {ic}, .params = &p};
         st = ct_dispatch(&c);
     }
     tensor_free(ic);
-    return out && ic && st == CT_OK ? out : NULL;
+    return st == CT_OK ? out : ct_op_discard(out);
 }

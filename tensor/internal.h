@@ -6,7 +6,9 @@
  *   2. allocate the output with ct_tensor_new (scope-owned or caller-owned);
  *   3. fill a CtOpCall and ct_dispatch it: the device's backend instance
  *      runs its kernel (tensor/backend.h);
- *   4. if ct_node_new returns a node, save what backward needs.
+ *   4. record the graph node with ct_node_new; if it gives one, save what
+ *      backward needs. On any failure after step 2, return
+ *      ct_op_discard(out): the fresh output is released, scope or not.
  * Backward functions compute input gradients with ordinary ops; the engine
  * runs them with grad mode off inside its own scope.
  */
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "ctrainer/tensor.h"
+#include "mem.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,8 +73,9 @@ Tensor *ct_tensor_wrap(void *data, int ndim, const int64_t *shape, CtDType dt,
 /* A detached alias of t (same storage and geometry, no grad_fn), caller-
  * owned and never registered in a scope. */
 Tensor *ct_tensor_alias(const Tensor *t);
-/* A caller-owned alias of src broadcast (stride 0) to shape, or NULL
- * (nothing recorded) when src does not broadcast to it. */
+/* A caller-owned alias of src broadcast (stride 0) to shape, or NULL:
+ * nothing recorded when src does not broadcast to it, CT_ERR_OOM recorded
+ * when out of memory. */
 Tensor *ct_broadcast_alias(const Tensor *src, int ndim, const int64_t *shape);
 /* A caller-owned reference to t when it is contiguous, else to a contiguous
  * copy; never registered in a scope, so kernels' temporary operands are
@@ -80,6 +84,11 @@ Tensor *ct_contiguous_ref(Tensor *t);
 /* Hands a fresh reference (refcount already counted) to the current scope,
  * or to the caller when no scope is open. Returns t. */
 Tensor *ct_scope_adopt(Tensor *t);
+/* Gives up an op's fresh output on a failure path: freed now when no scope
+ * is open (the caller would never see it) or when it is the current scope's
+ * newest tensor, else left to the scope. Returns NULL, for
+ * `return ct_op_discard(out);`. NULL is a no-op. */
+Tensor *ct_op_discard(Tensor *out);
 
 /* Pointer to element 0 of t (storage data + offset). */
 static inline void *ct_ptr(const Tensor *t)
@@ -153,14 +162,19 @@ struct CtNode {
     int visit;
 };
 
-/* Records a node on `out` when grad mode is on and some input requires grad;
- * returns NULL otherwise (nothing to save then). Inputs may be NULL. */
-CtNode *ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
-                    Tensor *const *in);
+/* Records a node on `out` when grad mode is on and some input requires grad,
+ * into *node; *node = NULL when no node is needed (nothing to save then).
+ * Returns CT_OK, or CT_ERR_OOM (recorded, *node = NULL, out untouched) when
+ * the node cannot be allocated: the op must fail then, never go on without
+ * its node. A NULL out records nothing and returns CT_OK. Inputs may be
+ * NULL. */
+CtStatus ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
+                     Tensor *const *in, CtNode **node);
 /* Keeps a reference to t in n->saved[i]. For the node's own output use
- * ct_node_save_output (a detached alias, to avoid a reference cycle). */
+ * ct_node_save_output (a detached alias, to avoid a reference cycle), which
+ * can fail (CT_ERR_OOM, recorded; the op must fail then). */
 void ct_node_save(CtNode *n, int i, Tensor *t);
-void ct_node_save_output(CtNode *n, int i, Tensor *out);
+CtStatus ct_node_save_output(CtNode *n, int i, Tensor *out);
 /* Typed access to the params block. */
 #define CT_NODE_PARAMS(n, T) ((T *)(void *)(n)->params)
 void ct_node_free(CtNode *n);

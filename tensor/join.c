@@ -41,13 +41,14 @@ static Tensor *region(const Tensor *out, int dim, int64_t start, int64_t len)
 static CtStatus record(Tensor *out, int n, Tensor *const *ts, int dim)
 {
     if (n <= CT_NODE_MAX_IN) {
-        CtNode *node = ct_node_new(out, "cat", cat_backward, n, ts);
+        CtNode *node;
+        CtStatus st = ct_node_new(out, "cat", cat_backward, n, ts, &node);
         if (node) {
             CatParams *p = CT_NODE_PARAMS(node, CatParams);
             p->dim = dim;
             for (int i = 0; i < n; i++) p->sizes[i] = ts[i]->shape[dim];
         }
-        return CT_OK;
+        return st;
     }
     /* split into CT_NODE_MAX_IN groups of consecutive inputs */
     Tensor *groups[CT_NODE_MAX_IN] = {0};
@@ -128,10 +129,10 @@ static Tensor *cat_impl(int n, Tensor *const *ts, int d)
         Tensor *v = region(out, d, start, ts[i]->shape[d]);
         CtStatus st = v ? tensor_copy_(v, ts[i]) : ct_last_status();
         tensor_free(v);
-        if (st != CT_OK) return NULL;
+        if (st != CT_OK) return ct_op_discard(out);
         start += ts[i]->shape[d];
     }
-    return record(out, n, ts, d) == CT_OK ? out : NULL;
+    return record(out, n, ts, d) == CT_OK ? out : ct_op_discard(out);
 }
 
 Tensor *tensor_cat(int n, Tensor *const *ts, int dim)
@@ -153,7 +154,7 @@ Tensor *tensor_stack(int n, Tensor *const *ts, int dim)
     if (!check_given(op, n, ts) || !check_list(op, n, ts, -1)) return NULL;
     int d = ct_norm_dim(op, dim, ts[0]->ndim + 1);
     if (d < 0) return NULL;
-    Tensor **u = malloc((size_t)n * sizeof *u);
+    Tensor **u = ct_malloc((size_t)n * sizeof *u);
     if (!u) {
         ct_error(CT_ERR_OOM, "%s: out of memory", op);
         return NULL;

@@ -137,12 +137,12 @@ Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
     /* persistent until it is complete, so a failure frees it */
     Tensor *out = ct_tensor_new_persistent(x->ndim, shape, x->dtype, x->storage->device);
     if (!out) return NULL;
-    if (linear_run(out, x, w, b, rows) != CT_OK) {
+    CtNode *n;
+    if (linear_run(out, x, w, b, rows) != CT_OK ||
+        ct_node_new(out, op, linear_backward, 3, (Tensor *[]){x, w, b}, &n) != CT_OK) {
         tensor_free(out);
         return NULL;
     }
-    ct_scope_adopt(out);
-    CtNode *n = ct_node_new(out, op, linear_backward, 3, (Tensor *[]){x, w, b});
     if (n) CT_NODE_PARAMS(n, LinearParams)->rows = rows;
-    return out;
+    return ct_scope_adopt(out);
 }

@@ -107,8 +107,10 @@ static Tensor *ce_body(const char *op, Tensor *logits, Tensor *target,
     };
     CtOpCall c = {
         .op = CT_OP_CROSS_ENTROPY, .out = {loss, wsum}, .in = {x, t, w}, .params = &p};
-    if (ct_dispatch(&c) != CT_OK) return NULL;
-    CtNode *n = ct_node_new(loss, op, ce_backward, 1, &x);
+    CtNode *n;
+    if (ct_dispatch(&c) != CT_OK ||
+        ct_node_new(loss, op, ce_backward, 1, &x, &n) != CT_OK)
+        return NULL; /* the caller's scope releases loss */
     if (n) {
         *CT_NODE_PARAMS(n, CtCrossEntropyParams) = p;
         ct_node_save(n, 0, t);

@@ -270,11 +270,11 @@ Tensor *tensor_matmul(Tensor *a, Tensor *b)
     /* persistent until it is complete, so a failure frees it */
     Tensor *out = ct_tensor_new_persistent(nd, shape, a->dtype, a->storage->device);
     if (!out) return NULL;
-    if (matmul_run(out, a, b) != CT_OK) {
+    CtNode *n;
+    if (matmul_run(out, a, b) != CT_OK ||
+        ct_node_new(out, op, matmul_backward, 2, (Tensor *[]){a, b}, &n) != CT_OK) {
         tensor_free(out);
         return NULL;
     }
-    ct_scope_adopt(out);
-    ct_node_new(out, op, matmul_backward, 2, (Tensor *[]){a, b});
-    return out;
+    return ct_scope_adopt(out);
 }

@@ -49,9 +49,11 @@ static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
                       .out = {y, stats, rmean, rvar},
                       .in = {xc, wc, bc},
                       .params = params};
-        if (ct_dispatch(&c) != CT_OK) y = NULL;
+        if (ct_dispatch(&c) != CT_OK) y = ct_op_discard(y);
     }
-    CtNode *n = y ? ct_node_new(y, op, bw, 3, (Tensor *[]){x, weight, bias}) : NULL;
+    CtNode *n;
+    if (ct_node_new(y, op, bw, 3, (Tensor *[]){x, weight, bias}, &n) != CT_OK)
+        y = ct_op_discard(y);
     if (n) {
         memcpy(n->params, params, psize);
         ct_node_save(n, 0, stats);

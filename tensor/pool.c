@@ -45,14 +45,13 @@ static Tensor *pool2d(const char *op, Tensor *x, CtPool2dParams *p)
     Tensor *idx = NULL;
     if (y && need_idx) idx = ct_tensor_new_persistent(4, shape, CT_I64, dev);
     CtOpCall c = {.op = CT_OP_POOL2D, .out = {y, idx}, .in = {xc}, .params = p};
-    if (!y || (need_idx && !idx) || ct_dispatch(&c) != CT_OK) {
-        y = NULL;
-    } else {
-        CtNode *n = ct_node_new(y, op, pool2d_backward, 1, &xc);
-        if (n) {
-            *CT_NODE_PARAMS(n, CtPool2dParams) = *p;
-            if (idx) ct_node_save(n, 0, idx);
-        }
+    CtNode *n = NULL;
+    if (!y || (need_idx && !idx) || ct_dispatch(&c) != CT_OK ||
+        ct_node_new(y, op, pool2d_backward, 1, &xc, &n) != CT_OK) {
+        y = ct_op_discard(y);
+    } else if (n) {
+        *CT_NODE_PARAMS(n, CtPool2dParams) = *p;
+        if (idx) ct_node_save(n, 0, idx);
     }
     tensor_free(idx);
     tensor_free(xc);

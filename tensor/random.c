@@ -40,7 +40,7 @@ static Tensor *draw(const char *op, CtGenerator *g, int ndim, const int64_t *sha
     if (!out) return NULL;
     CtRngParams p = {kind, a, b, g->seed, g->stream, g->offset};
     CtOpCall c = {.op = CT_OP_RNG, .out = {out}, .params = &p};
-    if (ct_dispatch(&c) != CT_OK) return NULL;
+    if (ct_dispatch(&c) != CT_OK) return ct_op_discard(out);
     g->offset += (uint64_t)blocks_for(kind, dt, tensor_numel(out));
     return out;
 }
@@ -127,7 +127,12 @@ Tensor *tensor_dropout(Tensor *x, double p, bool training, CtGenerator *g)
     /* mask holds 0 or 1/(1-p) and does not require grad, so mul's backward
      * is gout * mask */
     double scale = p == 1 ? 0.0 : 1.0 / (1.0 - p);
+    /* the mask lives in a private scope (the node keeps its reference) */
+    CtScope *s = ct_scope_open();
+    if (!s) return NULL;
     Tensor *mask = draw("dropout", g, x->ndim, x->shape, CT_RNG_BERNOULLI, 1 - p, scale,
                         x->dtype, x->storage->device);
-    return tensor_mul(x, mask);
+    Tensor *y = tensor_retain(tensor_mul(x, mask));
+    ct_scope_close(s);
+    return ct_scope_adopt(y);
 }

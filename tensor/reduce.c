@@ -64,8 +64,9 @@ static bool parse_dims(const char *op, const Tensor *t, int ndims, const int *di
 }
 
 /* Runs CT_OP_REDUCE of x into fresh outputs of s's output shape: values in
- * x's dtype and, when idx is given, first-extremum indices (CT_I64). Returns
- * the values (scope-owned), or NULL with the error recorded. */
+ * x's dtype and, when idx is given, first-extremum indices (CT_I64, caller-
+ * owned, never in a scope). Returns the values (scope-owned), or NULL with
+ * the error recorded. */
 static Tensor *run_reduce(const Tensor *x, const Shapes *s, CtReduceKind kind,
                           double scale, Tensor **idx)
 {
@@ -92,11 +93,12 @@ static Tensor *run_reduce(const Tensor *x, const Shapes *s, CtReduceKind kind,
         memcpy(r[k]->shape, s->oshape, sizeof s->oshape);
         ct_contiguous_strides(s->ondim, s->oshape, r[k]->stride);
     }
-    if (idx && !(*idx = ct_scope_adopt(i))) {
-        tensor_free(y);
-        return NULL;
-    }
-    return ct_scope_adopt(y);
+    y = ct_scope_adopt(y);
+    if (idx && y)
+        *idx = i;
+    else
+        tensor_free(i);
+    return y;
 }
 
 static ReduceNode *save_node(CtNode *n, const Tensor *x, const Shapes *s, double scale)
@@ -184,12 +186,14 @@ static Tensor *reduce_op(const char *op, Tensor *t, int ndims, const int *dims,
     CtBackwardFn bw = ext                  ? extremum_backward
                       : kind == CT_RED_VAR ? var_backward
                                            : sum_backward;
-    CtNode *n = ct_node_new(out, op, bw, 1, &t);
+    CtNode *n;
+    CtStatus st = ct_node_new(out, op, bw, 1, &t, &n);
     if (n) {
         save_node(n, t, &s, scale);
         if (idx) ct_node_save(n, 0, idx);
     }
-    return out;
+    tensor_free(idx);
+    return st == CT_OK ? out : ct_op_discard(out);
 }
 
 Tensor *tensor_sum(Tensor *t, int ndims, const int *dims, bool keepdim)
@@ -245,7 +249,6 @@ Tensor *tensor_argmax(Tensor *t, int dim, bool keepdim)
     if (!sc) return NULL;
     Tensor *idx = NULL;
     Tensor *v = run_reduce(t, &s, CT_RED_MAX, 1.0, &idx);
-    if (v) tensor_retain(idx);
     ct_scope_close(sc);
     return v ? ct_scope_adopt(idx) : NULL;
 }
@@ -284,7 +287,8 @@ Tensor *tensor_sum_to(Tensor *t, int ndim, const int64_t *shape)
     s.ondim = ndim;
     if (ndim) memcpy(s.oshape, shape, (size_t)ndim * sizeof *shape);
     Tensor *out = run_reduce(t, &s, CT_RED_SUM, 1.0, NULL);
-    CtNode *n = ct_node_new(out, op, sum_backward, 1, &t);
+    CtNode *n;
+    if (ct_node_new(out, op, sum_backward, 1, &t, &n) != CT_OK) return ct_op_discard(out);
     if (n) save_node(n, t, &s, 1.0);
     return out;
 }

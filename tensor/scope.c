@@ -13,7 +13,7 @@ static _Thread_local CtScope *current;
 
 CtScope *ct_scope_open(void)
 {
-    CtScope *s = calloc(1, sizeof *s);
+    CtScope *s = ct_calloc(1, sizeof *s);
     if (!s) {
         ct_error(CT_ERR_OOM, "ct_scope_open: out of memory");
         return NULL;
@@ -57,7 +57,7 @@ Tensor *ct_scope_adopt(Tensor *t)
     if (!t || !s) return t;
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
-        Tensor **items = realloc(s->items, cap * sizeof *items);
+        Tensor **items = ct_realloc(s->items, cap * sizeof *items);
         if (!items) {
             tensor_free(t);
             ct_error(CT_ERR_OOM, "scope: out of memory registering a tensor");
@@ -68,4 +68,17 @@ Tensor *ct_scope_adopt(Tensor *t)
     }
     s->items[s->n++] = t;
     return t;
+}
+
+Tensor *ct_op_discard(Tensor *out)
+{
+    CtScope *s = current;
+    if (!out) return NULL;
+    if (!s) {
+        tensor_free(out);
+    } else if (s->n && s->items[s->n - 1] == out) {
+        s->n--;
+        tensor_free(out);
+    }
+    return NULL;
 }

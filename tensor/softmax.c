@@ -46,14 +46,14 @@ static Tensor *softmax_op(const char *op, Tensor *t, int dim, bool log_out)
         CtOpCall c = {.op = CT_OP_SOFTMAX, .out = {y}, .in = {x}, .params = &p};
         if (ct_dispatch(&c) != CT_OK) y = NULL;
     }
-    if (y) {
-        CtNode *n = ct_node_new(y, op, softmax_backward, 1, &x);
-        if (n) {
-            *CT_NODE_PARAMS(n, CtSoftmaxParams) = p;
-            ct_node_save_output(n, 0, y);
-        }
-        tensor_retain(y);
+    /* on failure y stays in the scope, which releases it */
+    CtNode *n = NULL;
+    if (y && ct_node_new(y, op, softmax_backward, 1, &x, &n) != CT_OK) y = NULL;
+    if (n) {
+        *CT_NODE_PARAMS(n, CtSoftmaxParams) = p;
+        if (ct_node_save_output(n, 0, y) != CT_OK) y = NULL;
     }
+    tensor_retain(y);
     ct_scope_close(sc);
     return y ? ct_scope_adopt(y) : NULL;
 }

@@ -10,7 +10,7 @@ struct CtStateDict {
 
 CtStateDict *ct_state_dict_create(void)
 {
-    CtStateDict *d = malloc(sizeof *d);
+    CtStateDict *d = ct_malloc(sizeof *d);
     if (!d) {
         ct_error(CT_ERR_OOM, "ct_state_dict_create: out of memory");
         return NULL;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ctrainer/table.h"
+#include "mem.h"
 
 void *ct_table_at(const CtTable *t, int64_t i)
 {
@@ -32,10 +33,10 @@ static CtStatus reserve(CtTable *t)
 {
     if (t->n < t->cap) return CT_OK;
     int64_t cap = t->cap ? 2 * t->cap : 8;
-    char **names = realloc(t->names, (size_t)cap * sizeof *names);
+    char **names = ct_realloc(t->names, (size_t)cap * sizeof *names);
     if (!names) return CT_ERR_OOM;
     t->names = names;
-    void *items = realloc(t->items, (size_t)cap * (t->item_size ? t->item_size : 1));
+    void *items = ct_realloc(t->items, (size_t)cap * (t->item_size ? t->item_size : 1));
     if (!items) return CT_ERR_OOM;
     t->items = items;
     t->cap = cap;

@@ -77,6 +77,7 @@ static void hdr_key_init(void)
 /* A zeroed header of `size` bytes from list l, or from calloc. */
 static void *hdr_get(HdrList *l, size_t size)
 {
+    if (ct_alloc_injected()) return NULL;
     if (!l->n) return calloc(1, size);
     void *p = l->v[--l->n];
     memset(p, 0, size);
@@ -235,8 +236,8 @@ static void wl_push(Worklist *w, Tensor *t)
     if (!t) return;
     if (w->n == w->cap) {
         size_t cap = w->cap * 2;
-        Tensor **v = w->v == w->inline_buf ? malloc(cap * sizeof *v)
-                                           : realloc(w->v, cap * sizeof *v);
+        Tensor **v = w->v == w->inline_buf ? ct_malloc(cap * sizeof *v)
+                                           : ct_realloc(w->v, cap * sizeof *v);
         if (!v) { /* fall back to recursion for this one */
             tensor_free(t);
             return;

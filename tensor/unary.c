@@ -61,11 +61,14 @@ static Tensor *unary(const char *op, CtUnaryKind kind, Tensor *t, double a, doub
     Tensor *out = ct_tensor_new(t->ndim, t->shape, t->dtype, dev);
     if (!out) return NULL;
     c.out[0] = out;
-    if (ct_dispatch(&c) != CT_OK) return NULL;
-    CtNode *n = ct_node_new(out, op, unary_backward, 1, &t);
+    CtNode *n;
+    if (ct_dispatch(&c) != CT_OK ||
+        ct_node_new(out, op, unary_backward, 1, &t, &n) != CT_OK)
+        return ct_op_discard(out);
     if (n) {
         *CT_NODE_PARAMS(n, CtUnaryParams) = p;
-        if (ct_unary_bwd_uses_output(kind)) ct_node_save_output(n, 0, out);
+        if (ct_unary_bwd_uses_output(kind) && ct_node_save_output(n, 0, out) != CT_OK)
+            return ct_op_discard(out);
     }
     return out;
 }

@@ -90,8 +90,8 @@ static Tensor *make_view(const char *op, Tensor *t, int nd, const int64_t *shape
                          const int64_t *stride, int64_t offset, CtBackwardFn bw)
 {
     Tensor *v = ct_tensor_view(t, nd, shape, stride, offset);
-    if (!v) return NULL;
-    CtNode *n = ct_node_new(v, op, bw, 1, &t);
+    CtNode *n;
+    if (!v || ct_node_new(v, op, bw, 1, &t, &n) != CT_OK) return ct_op_discard(v);
     if (n) save_input_shape(n, t);
     return v;
 }
@@ -120,10 +120,16 @@ Tensor *tensor_reshape(Tensor *t, int ndim, const int64_t *shape)
     if (!infer_shape("reshape", t, ndim, shape, sh)) return NULL;
     if (view_strides(t, ndim, sh, st))
         return make_view("reshape", t, ndim, sh, st, t->offset, reshape_backward);
+    /* the copy lives in a private scope (the view and its node keep theirs) */
+    CtScope *s = ct_scope_open();
+    if (!s) return NULL;
     Tensor *c = tensor_clone(t);
-    if (!c) return NULL;
     ct_contiguous_strides(ndim, sh, st);
-    return make_view("reshape", c, ndim, sh, st, c->offset, reshape_backward);
+    Tensor *v =
+        c ? make_view("reshape", c, ndim, sh, st, c->offset, reshape_backward) : NULL;
+    tensor_retain(v);
+    ct_scope_close(s);
+    return ct_scope_adopt(v);
 }
 
 Tensor *tensor_flatten(Tensor *t, int start_dim, int end_dim)
@@ -197,8 +203,9 @@ static CtStatus slice_backward(CtNode *n, Tensor *g, Tensor **gin)
 static Tensor *slice_node(Tensor *t, Tensor *v, const char *op, int d, int64_t start,
                           int64_t end, int64_t step)
 {
-    if (!v) return NULL;
-    CtNode *n = ct_node_new(v, op, slice_backward, 1, &t);
+    CtNode *n;
+    if (!v || ct_node_new(v, op, slice_backward, 1, &t, &n) != CT_OK)
+        return ct_op_discard(v);
     if (n) {
         SliceParams *p = CT_NODE_PARAMS(n, SliceParams);
         p->in.ndim = t->ndim;
@@ -293,8 +300,9 @@ Tensor *tensor_permute(Tensor *t, const int *dims)
         st[i] = t->stride[d];
     }
     Tensor *v = ct_tensor_view(t, t->ndim, sh, st, t->offset);
-    if (!v) return NULL;
-    CtNode *n = ct_node_new(v, "permute", permute_backward, 1, &t);
+    CtNode *n;
+    if (!v || ct_node_new(v, "permute", permute_backward, 1, &t, &n) != CT_OK)
+        return ct_op_discard(v);
     if (n) memcpy(CT_NODE_PARAMS(n, PermuteParams)->dims, norm, sizeof norm);
     return v;
 }
@@ -331,18 +339,20 @@ Tensor *tensor_expand(Tensor *t, int ndim, const int64_t *shape)
         sh[i] = (shape[i] == -1 && j >= 0) ? t->shape[j] : shape[i];
         ok = sh[i] >= 0 && (j < 0 || t->shape[j] == 1 || t->shape[j] == sh[i]);
     }
-    Tensor *a = ok ? ct_broadcast_alias(t, ndim, sh) : NULL;
-    if (!a) {
+    if (!ok) {
         char b1[96], b2[80];
         ct_error(CT_ERR_SHAPE, "expand: cannot expand %s to %s",
                  tensor_describe(t, b1, sizeof b1),
                  ct_shape_str(ndim, shape, b2, sizeof b2));
         return NULL;
     }
+    Tensor *a = ct_broadcast_alias(t, ndim, sh);
+    if (!a) return NULL; /* out of memory, recorded */
     Tensor *v = ct_tensor_view(t, ndim, a->shape, a->stride, a->offset);
     tensor_free(a);
-    if (!v) return NULL;
-    CtNode *n = ct_node_new(v, "expand", expand_backward, 1, &t);
+    CtNode *n;
+    if (!v || ct_node_new(v, "expand", expand_backward, 1, &t, &n) != CT_OK)
+        return ct_op_discard(v);
     if (n) save_input_shape(n, t);
     return v;
 }

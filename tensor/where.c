@@ -62,7 +62,7 @@ static Tensor *select_into(const char *op, const Tensor *cond, const Tensor *a,
         st = ct_dispatch(&c);
     }
     for (int k = 0; k < 3; k++) tensor_free(e[k]);
-    return st == CT_OK ? out : NULL;
+    return st == CT_OK ? out : ct_op_discard(out);
 }
 
 /* gout summed down to x's shape (the reverse of broadcasting). */
@@ -104,7 +104,9 @@ static bool check_cond(const char *op, const char *what, const Tensor *c)
 static Tensor *where_op(const char *op, Tensor *cond, Tensor *a, Tensor *b)
 {
     Tensor *out = select_into(op, cond, a, b);
-    if (out) ct_node_new(out, op, where_backward, 3, (Tensor *[]){cond, a, b});
+    CtNode *n;
+    if (ct_node_new(out, op, where_backward, 3, (Tensor *[]){cond, a, b}, &n) != CT_OK)
+        return ct_op_discard(out);
     return out;
 }
 

@@ -57,11 +57,7 @@ static DataLoader *create_loader(const Dataset *ds, DataLoaderArgs a,
         return NULL;
     }
     DataLoader *dl = data_loader_create(ds, &a);
-    if (!dl) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", ct_last_error());
-        ct_error(ct_last_status(), "trainer: %s loader: %s", what, msg);
-    }
+    if (!dl) ct_error_wrap(CT_OK, "trainer: %s loader", what);
     return dl;
 }
 

@@ -62,7 +62,9 @@ static CtStatus track(LossTracker *lt, const TrainerBatchOutput *out, const char
                         hook, (long long)out->batch_size);
     /* one host read per step (a device sync on GPUs): callbacks such as
      * TerminateOnNaN read the value anyway */
-    double v = tensor_item(out->loss);
+    double v;
+    CtStatus st = tensor_copy_to_host(out->loss, &v, CT_F64);
+    if (st != CT_OK) return ct_error_wrap(st, "trainer: reading the %s loss", hook);
     lt->total += v * (double)out->batch_size;
     lt->count += (double)out->batch_size;
     return CT_OK;
@@ -325,6 +327,17 @@ static CtStatus check_train_args(const Trainer *t, const TrainArgs *a)
 }
 
 /* State shared by trainer_train and trainer_evaluate before the loaders. */
+/* The status of a hook that returned NULL: the error it recorded (the status
+ * is cleared before each such call), or one naming the hook. */
+static CtStatus hook_null(const char *hook)
+{
+    CtStatus st = ct_last_status();
+    return st != CT_OK
+               ? st
+               : ct_error(CT_ERR_INVALID,
+                          "trainer: %s returned NULL without recording an error", hook);
+}
+
 static void begin_run(Trainer *t)
 {
     TrainerState *s = t->state;
@@ -350,25 +363,26 @@ static CtStatus prepare_training(Trainer *t, const TrainArgs *a)
     TRY(runtime_prepare_model(s->rt, t->model));
     TRY(nn_module_zero_grad(t->model)); /* a run starts from clean gradients */
     int64_t bs = a->per_device_batch_size;
+    ct_clear_error();
     s->train_dl = HOOK(t, create_train_dataloader)(t, bs, a->train_dataloader_args);
-    if (!s->train_dl)
-        return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+    if (!s->train_dl) return hook_null("create_train_dataloader");
     if (a->eval_dataset) {
+        ct_clear_error();
         s->eval_dl = HOOK(t, create_eval_dataloader)(t, bs, a->eval_dataloader_args);
-        if (!s->eval_dl)
-            return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+        if (!s->eval_dl) return hook_null("create_eval_dataloader");
     }
     TRY(trainer_make_run_config(t, a));
     if (a->create_scheduler_fn) {
+        ct_clear_error();
         t->scheduler = HOOK(t, create_scheduler)(t);
-        if (!t->scheduler)
-            return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+        if (!t->scheduler) return hook_null("create_scheduler");
     }
     return CT_OK;
 }
 
 CtStatus trainer_train(Trainer *t, const TrainArgs *a)
 {
+    ct_clear_error();
     TRY(check_train_args(t, a));
     begin_run(t);
     TrainerState *s = t->state;
@@ -392,6 +406,7 @@ static CtStatus run_evaluation(Trainer *t)
 
 CtStatus trainer_evaluate(Trainer *t, const EvalArgs *a)
 {
+    ct_clear_error();
     if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_evaluate: NULL trainer");
     TrainerState *s = t->state;
     if (s->running)
@@ -413,10 +428,10 @@ CtStatus trainer_evaluate(Trainer *t, const EvalArgs *a)
     run_history_reset(s->history);
     CtStatus st = runtime_prepare_model(s->rt, t->model);
     if (st == CT_OK) {
+        ct_clear_error();
         s->eval_dl = HOOK(t, create_eval_dataloader)(t, a->per_device_batch_size,
                                                      a->dataloader_args);
-        if (!s->eval_dl)
-            st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_INVALID;
+        if (!s->eval_dl) st = hook_null("create_eval_dataloader");
     }
     if (st == CT_OK) st = trainer_make_run_config(t, NULL);
     if (st == CT_OK) st = run_evaluation(t);

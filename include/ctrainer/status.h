@@ -42,12 +42,27 @@ const char *ct_last_error(void);
 /* The status of the last recorded error on this thread (CT_OK when none). */
 CtStatus ct_last_status(void);
 
-/* Forget the recorded error on this thread. */
+/* Forget the recorded error on this thread. Entry points that start a unit
+ * of work (trainer_train, trainer_evaluate) call it first, and so does code
+ * before calling a hook or transform that may fail without recording why,
+ * so an error the program already handled is never reported as the cause of
+ * a new failure. Tensor ops do not: they keep the first error (sticky). */
 void ct_clear_error(void);
 
-/* Record an error (printf-style) and return `s`, for one-line returns:
+/* Record an error (printf-style) and return `s` (the arguments may point into
+ * ct_last_error()), for one-line returns:
  *     return ct_error(CT_ERR_IO, "open %s: %s", path, strerror(errno)); */
 CtStatus ct_error(CtStatus s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prefix context to the recorded message ("<context>: <message>") and record
+ * status `s`; s == CT_OK keeps the recorded status (CT_ERR_INVALID when none
+ * is recorded). With no message recorded the context alone becomes the
+ * message. The arguments may point into ct_last_error(): the message is
+ * copied before it is rewritten. Over-long results are truncated. Returns the
+ * recorded status:
+ *     if (st != CT_OK) return ct_error_wrap(st, "loading %s", path); */
+CtStatus ct_error_wrap(CtStatus s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus
 }

@@ -59,7 +59,7 @@ static CtStatus geom_init(GatherGeom *g, const Tensor *index, const Tensor *big,
     g->j = index->shape[dim];
     g->inner = ct_shape_numel(nd - dim - 1, index->shape + dim + 1);
     g->dstride = bst[dim];
-    g->inner_off = malloc((size_t)(g->inner + g->outer) * sizeof(int64_t) + 1);
+    g->inner_off = ct_malloc((size_t)(g->inner + g->outer) * sizeof(int64_t) + 1);
     if (!g->inner_off) return ct_error(CT_ERR_OOM, "gather: out of memory");
     g->outer_off = g->inner_off + g->inner;
     for (int64_t q = 0; q < g->inner; q++) {

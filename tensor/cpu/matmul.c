@@ -154,7 +154,7 @@ static CtStatus gemm_bf16(const CtMatmulParams *p, const uint16_t *A, const uint
                           uint16_t *C)
 {
     int64_t mn = p->m * p->n;
-    float *fc = malloc((size_t)(p->batch * mn) * sizeof *fc + 1);
+    float *fc = ct_malloc((size_t)(p->batch * mn) * sizeof *fc + 1);
     if (!fc) return ct_error(CT_ERR_OOM, "matmul: out of memory for bf16 scratch");
     if (p->beta != 0) widen(fc, C, p->batch, mn, p->stride_c);
     const int m = (int)p->m, n = (int)p->n, k = (int)p->k;
@@ -184,7 +184,7 @@ static CtStatus gemm_bf16(const CtMatmulParams *p, const uint16_t *A, const uint
     int64_t mk = p->m * p->k, kn = p->k * p->n, mn = p->m * p->n;
     int64_t na = p->stride_a ? p->batch : 1, nb = p->stride_b ? p->batch : 1;
     size_t n_el = (size_t)(na * mk + nb * kn + p->batch * mn);
-    float *buf = malloc(n_el * sizeof *buf + 1);
+    float *buf = ct_malloc(n_el * sizeof *buf + 1);
     if (!buf) return ct_error(CT_ERR_OOM, "matmul: out of memory for bf16 scratch");
     float *fa = buf, *fb = fa + na * mk, *fc = fb + nb * kn;
     widen(fa, A, na, mk, p->stride_a);

@@ -74,7 +74,7 @@ static CtStatus cpu_layer_norm_bwd(const CtOpCall *c)
     int64_t blk = (p->rows + nblk - 1) / nblk;
     double *part = NULL;
     if (dw || db) {
-        part = malloc((size_t)(nblk * 2 * p->d) * sizeof *part + 1);
+        part = ct_malloc((size_t)(nblk * 2 * p->d) * sizeof *part + 1);
         if (!part) return ct_error(CT_ERR_OOM, "layer_norm_backward: out of memory");
     }
     if (c->in[0]->dtype == CT_F32) {

@@ -210,8 +210,8 @@ static CtStatus drive(const Plan *p, const Typed *ty, int mode, const void *x,
         return CT_OK;
     }
     int64_t ntasks = p->ntiles * nchunks;
-    double *pv = malloc((size_t)ntasks * TW * sizeof *pv);
-    int64_t *pi = malloc((size_t)ntasks * TW * sizeof *pi);
+    double *pv = ct_malloc((size_t)ntasks * TW * sizeof *pv);
+    int64_t *pi = ct_malloc((size_t)ntasks * TW * sizeof *pi);
     if (!pv || !pi) {
         free(pv);
         free(pi);
@@ -259,7 +259,7 @@ static CtStatus cpu_reduce(const CtOpCall *c)
     case CT_RED_VAR: break;
     }
     /* two passes: the mean of each output, then the squared deviations */
-    double *mean = malloc((size_t)(p.kn ? p.kn : 1) * sizeof *mean);
+    double *mean = ct_malloc((size_t)(p.kn ? p.kn : 1) * sizeof *mean);
     if (!mean) return ct_error(CT_ERR_OOM, "var: out of memory");
     CtStatus st =
         drive(&p, ty, M_SUM, ct_ptr(x), NULL, 1.0 / (double)p.rn, NULL, NULL, mean);

@@ -84,6 +84,37 @@ START_TEST(test_tensor_dataset)
 }
 END_TEST
 
+static Tensor *silent_null(Tensor *input, const DataCtx *ctx, void *user)
+{
+    (void)input;
+    (void)ctx;
+    (void)user;
+    return NULL;
+}
+
+/* A transform that fails without recording why is reported as such, not
+ * through an older, already handled error. */
+START_TEST(test_transform_null_is_not_a_stale_error)
+{
+    TU_MEM_BEGIN;
+    Tensor *x, *y;
+    Dataset *d = rows5(&x, &y);
+    Dataset *t = data_transformed_create(d, 0, (DataTransform){.fn = silent_null});
+    ck_assert_ptr_nonnull(t);
+    CtScope *s = ct_scope_open();
+    DataSample smp;
+    ct_error(CT_ERR_IO, "an old, handled error");
+    ck_assert_int_eq(data_dataset_get(t, 1, NULL, &smp), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "transform returned NULL without recording an error");
+    ct_scope_close(s);
+    data_dataset_free(t);
+    data_dataset_free(d);
+    tensor_free(x);
+    tensor_free(y);
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_subset_concat)
 {
     TU_MEM_BEGIN;
@@ -410,6 +441,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_idx_plain_and_gzip);
     tcase_add_test(tc, test_idx_errors);
     tcase_add_test(tc, test_fashion_mnist);
+    tcase_add_test(tc, test_transform_null_is_not_a_stale_error);
     suite_add_tcase(s, tc);
     return s;
 }

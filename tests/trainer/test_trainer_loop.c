@@ -31,6 +31,44 @@ static void assert_trace(Fixture *f, const char *expect)
     ck_assert_str_eq(f->rt.trace, buf);
 }
 
+/* A loader hook that fails without recording why. */
+static DataLoader *silent_null_dl(Trainer *t, int64_t bs, const TrainerLoaderArgs *u)
+{
+    (void)t;
+    (void)bs;
+    (void)u;
+    return NULL;
+}
+
+/* An error provoked and handled before a run is not reported as the cause of
+ * the run's own, unrelated failure. */
+START_TEST(stale_error_is_not_reported)
+{
+    TU_MEM_BEGIN;
+    Fixture f;
+    fixture_init(&f, 0.1, false);
+    Dataset *ds = regression_dataset(4);
+    ck_assert_int_eq(
+        nn_module_load(f.model, "/nonexistent/ctrainer.safetensors", true, NULL),
+        CT_ERR_IO); /* handled: the program goes on */
+    f.rt.base.hooks.create_train_dataloader = silent_null_dl;
+    TrainArgs a = {.train_dataset = ds, .num_epochs = 1, .per_device_batch_size = 2};
+    ck_assert_int_eq(trainer_train(&f.rt.base, &a), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "create_train_dataloader returned NULL");
+    /* a public entry point starts from a clean status */
+    f.rt.base.hooks.create_train_dataloader = trainer_default_create_train_dataloader;
+    ck_assert_int_eq(nn_module_load(f.model, "/nonexistent/x", true, NULL), CT_ERR_IO);
+    ck_assert_int_eq(
+        trainer_evaluate(&f.rt.base,
+                         &(EvalArgs){.dataset = ds, .per_device_batch_size = 2}),
+        CT_OK);
+    ck_assert_int_eq(ct_last_status(), CT_OK);
+    fixture_free(&f);
+    data_dataset_free(ds);
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(plain_run)
 {
     TU_MEM_BEGIN;
@@ -1085,6 +1123,7 @@ static Suite *trainer_loop_suite(void)
     TCase *bad = tcase_create("bad_input");
     tcase_add_test(bad, bad_config);
     tcase_add_test(bad, bad_train_args);
+    tcase_add_test(bad, stale_error_is_not_reported);
     suite_add_tcase(s, bad);
     return s;
 }
