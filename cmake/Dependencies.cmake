@@ -40,13 +40,24 @@ else()
   set(CTRAINER_HAVE_SBGEMM OFF)
 endif()
 
-# MPI (multi-process training; used by the runtime layer).
+# MPI (multi-process training; used by the runtime layer): AUTO builds it
+# when an MPI implementation is found.
 set(CTRAINER_HAVE_MPI OFF)
-if(CTRAINER_MPI)
-  find_package(MPI REQUIRED COMPONENTS C)
-  target_link_libraries(ctrainer_deps INTERFACE MPI::MPI_C)
-  list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_MPI)
-  set(CTRAINER_HAVE_MPI ON)
+if(NOT CTRAINER_MPI STREQUAL "OFF")
+  if(CTRAINER_MPI STREQUAL "ON")
+    find_package(MPI REQUIRED COMPONENTS C)
+  else()
+    find_package(MPI COMPONENTS C)
+  endif()
+  if(MPI_C_FOUND)
+    target_link_libraries(ctrainer_deps INTERFACE MPI::MPI_C)
+    list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_MPI)
+    # consumers (and the multi-process tests) can tell MPI is built in
+    target_compile_definitions(ctrainer_deps INTERFACE CTRAINER_HAVE_MPI)
+    set(CTRAINER_HAVE_MPI ON)
+  else()
+    message(STATUS "ctrainer: MPI not found, building the single-process runtime")
+  endif()
 endif()
 
 # CUDA: AUTO builds the backend when nvcc is found.

@@ -1,13 +1,50 @@
-/* Private to runtime/: the Runtime struct. */
+/* Private to runtime/: the Runtime struct and the process group seam.
+ *
+ * The process group (comm_mpi.c over MPI, comm_none.c without it) moves raw
+ * contiguous host buffers between ranks; collectives.c turns tensors into
+ * buffers and checks that every rank passed the same layout. Every rt_comm_*
+ * call is collective: all ranks call it in the same order. */
 #ifndef CTRAINER_RUNTIME_INTERNAL_H
 #define CTRAINER_RUNTIME_INTERNAL_H
 
 #include "ctrainer/runtime.h"
 
+typedef struct RtComm RtComm; /* the process group; NULL: one process */
+
 struct Runtime {
     int rank, world_size, local_rank, local_world_size;
     CtDevice device;
     uint64_t seed;
+    double timeout_s; /* collective deadline, CTRAINER_COLLECTIVE_TIMEOUT */
+    RtComm *comm;
+    RuntimeCommStats stats;
 };
+
+/* Default CTRAINER_COLLECTIVE_TIMEOUT, seconds. */
+#define RT_DEFAULT_TIMEOUT_S 300.0
+
+/* Was this process started as one of several ranks by an MPI launcher? */
+bool rt_comm_launched(void);
+/* Joins the process group: sets rt's identity (rank, world size, local
+ * rank and size) and rt->comm. */
+CtStatus rt_comm_open(Runtime *rt);
+/* Leaves it (MPI is finalized with the last runtime). NULL comm: no-op. */
+void rt_comm_close(Runtime *rt);
+/* Ends every rank with exit status `code` (MPI_Abort). */
+void rt_comm_abort(Runtime *rt, int code);
+
+/* In place over n elements of dt (f32, f64, i64, i32, u8); MEAN sums (the
+ * caller divides). */
+CtStatus rt_comm_allreduce(Runtime *rt, void *buf, int64_t n, CtDType dt,
+                           RuntimeReduceOp op);
+/* Rank r's `counts[r]` bytes land at recv + sum(counts[0..r)). */
+CtStatus rt_comm_allgatherv(Runtime *rt, const void *send, void *recv,
+                            const int64_t *counts);
+CtStatus rt_comm_bcast(Runtime *rt, void *buf, int64_t bytes, int root);
+CtStatus rt_comm_barrier(Runtime *rt);
+
+/* Sets the OpenMP thread count of a rank: cores / ranks on this machine
+ * (at least 1) unless OMP_NUM_THREADS is set; OpenBLAS stays at 1. */
+void rt_set_rank_threads(int local_world_size);
 
 #endif

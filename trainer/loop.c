@@ -63,10 +63,12 @@ typedef struct StepPlan {
     bool update;
 } StepPlan;
 
-/* The update part of a step: clip once, step, schedule, zero. */
+/* The update part of a step: average the gradients over the processes
+ * (once per update, not per micro-batch), clip once, step, schedule, zero. */
 static CtStatus update(Trainer *t)
 {
     TrainerState *s = t->state;
+    TRY(runtime_reduce_gradients(s->rt, t->model));
     if (s->rc.gradient_clip_value > 0 || s->rc.gradient_clip_norm > 0)
         TRY(HOOK(t, clip_gradients)(t));
     TRY(HOOK(t, optimizer_step)(t));
@@ -310,6 +312,7 @@ static void begin_run(Trainer *t)
     TrainerState *s = t->state;
     trainer_release_run(t);
     s->stop_requested = s->stop_agreed = false;
+    s->stop_error = CT_OK;
     s->stop_reason[0] = '\0';
     s->global_step = 0;
     s->epoch_step = -1;
@@ -355,6 +358,7 @@ CtStatus trainer_train(Trainer *t, const TrainArgs *a)
     s->running = true;
     CtStatus st = prepare_training(t, a);
     if (st == CT_OK) st = run_epochs(t);
+    if (st == CT_OK) st = s->stop_error;
     if (st == CT_OK)
         st = finish_run(t, HOOK(t, training_run_end), CB_ON_TRAINING_RUN_END);
     s->running = false;
@@ -400,6 +404,7 @@ CtStatus trainer_evaluate(Trainer *t, const EvalArgs *a)
     }
     if (st == CT_OK) st = trainer_make_run_config(t, NULL);
     if (st == CT_OK) st = run_evaluation(t);
+    if (st == CT_OK) st = s->stop_error;
     if (st == CT_OK)
         st = finish_run(t, HOOK(t, evaluation_run_end), CB_ON_EVALUATION_RUN_END);
     s->running = false;

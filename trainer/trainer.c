@@ -186,8 +186,13 @@ bool trainer_stop_point(Trainer *t)
     TrainerState *s = t->state;
     if (s->stop_agreed) return true;
     double flag = s->stop_requested ? 1.0 : 0.0;
-    /* the flag reduce cannot fail for a valid runtime; treat failure as "go on" */
-    if (runtime_reduce_f64(s->rt, &flag, 1, RUNTIME_REDUCE_MAX) != CT_OK) return false;
+    /* the reduce fails when the processes cannot agree (a rank died): unwind
+     * as for a stop, and end the run with that error */
+    CtStatus st = runtime_reduce_f64(s->rt, &flag, 1, RUNTIME_REDUCE_MAX);
+    if (st != CT_OK) {
+        s->stop_error = st;
+        return s->stop_agreed = true;
+    }
     if (flag > 0 && !s->stop_requested)
         trainer_stop(t, "stop requested by another process");
     s->stop_agreed = flag > 0;

@@ -1,0 +1,285 @@
+/* The process group over MPI: one duplicate of MPI_COMM_WORLD per runtime,
+ * errors returned (MPI_ERRORS_RETURN) rather than aborting, and every
+ * collective nonblocking and polled against a deadline, so a rank that died
+ * or stopped calling collectives turns into an error on the others instead
+ * of a hang. MPI is initialised by the first runtime of a process started by
+ * an MPI launcher and finalized by the last one (unless the program had
+ * initialised it itself). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm_mpi.h"
+
+struct RtComm {
+    MPI_Comm comm;
+    bool broken; /* a collective failed: its request may still be pending */
+};
+
+/* Every MPI call goes through MPI_CHECK: evaluated once, the call's text,
+ * file and line recorded with MPI's own message on failure. */
+#define MPI_CHECK(call) mpi_check((call), #call, __FILE__, __LINE__)
+#define MPI_TRY(call)                                                                    \
+    do {                                                                                 \
+        CtStatus mpi_st_ = MPI_CHECK(call);                                              \
+        if (mpi_st_ != CT_OK) return mpi_st_;                                            \
+    } while (0)
+
+static CtStatus mpi_check(int rc, const char *call, const char *file, int line)
+{
+    if (rc == MPI_SUCCESS) return CT_OK;
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return ct_error(CT_ERR_BACKEND, "rank %d: %s failed (%s:%d): %s", rank, call, file,
+                    line, msg);
+}
+
+/* How many runtimes hold MPI, and whether ctrainer initialised it. */
+static int g_refs;
+static bool g_owns_mpi;
+
+static const char *get_env(const char *name)
+{
+    return getenv(name);
+}
+
+bool rt_comm_launched(void)
+{
+    return rt_mpi_env_launched(get_env);
+}
+
+static CtStatus init_mpi(void)
+{
+    int inited = 0, finalized = 0;
+    MPI_TRY(MPI_Initialized(&inited));
+    MPI_TRY(MPI_Finalized(&finalized));
+    if (finalized)
+        return ct_error(CT_ERR_STATE, "runtime: MPI was already finalized in this "
+                                      "process; it cannot be started again");
+    if (!inited) {
+        int provided = 0;
+        MPI_TRY(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+        g_owns_mpi = true;
+    }
+    /* the world communicator too: an error comes back as a status */
+    return MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+}
+
+/* Ranks on this machine: the shared-memory split of the world. */
+static CtStatus local_identity(Runtime *rt)
+{
+    MPI_Comm node;
+    MPI_TRY(MPI_Comm_split_type(rt->comm->comm, MPI_COMM_TYPE_SHARED, rt->rank,
+                                MPI_INFO_NULL, &node));
+    CtStatus st = MPI_CHECK(MPI_Comm_rank(node, &rt->local_rank));
+    if (st == CT_OK) st = MPI_CHECK(MPI_Comm_size(node, &rt->local_world_size));
+    MPI_Comm_free(&node);
+    return st;
+}
+
+/* RANK / WORLD_SIZE exported by another launcher must agree with MPI. */
+static CtStatus check_env_identity(const Runtime *rt)
+{
+    const char *names[] = {"RANK", "WORLD_SIZE"};
+    int mine[] = {rt->rank, rt->world_size};
+    for (int i = 0; i < 2; i++) {
+        const char *s = getenv(names[i]);
+        if (s && *s && atoi(s) != mine[i])
+            return ct_error(CT_ERR_INVALID,
+                            "runtime: %s=%s but MPI says %d (rank %d of %d); unset %s "
+                            "or launch with one launcher",
+                            names[i], s, mine[i], rt->rank, rt->world_size, names[i]);
+    }
+    return CT_OK;
+}
+
+static CtStatus open_comm(Runtime *rt)
+{
+    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &rt->comm->comm));
+    MPI_TRY(MPI_Comm_set_errhandler(rt->comm->comm, MPI_ERRORS_RETURN));
+    MPI_TRY(MPI_Comm_rank(rt->comm->comm, &rt->rank));
+    MPI_TRY(MPI_Comm_size(rt->comm->comm, &rt->world_size));
+    CtStatus st = local_identity(rt);
+    return st == CT_OK ? check_env_identity(rt) : st;
+}
+
+CtStatus rt_comm_open(Runtime *rt)
+{
+    CtStatus st = init_mpi();
+    if (st != CT_OK) return st;
+    rt->comm = calloc(1, sizeof *rt->comm);
+    if (!rt->comm) return ct_error(CT_ERR_OOM, "runtime: out of memory");
+    rt->comm->comm = MPI_COMM_NULL;
+    g_refs++;
+    st = open_comm(rt);
+    if (st != CT_OK) rt_comm_close(rt);
+    return st;
+}
+
+void rt_comm_close(Runtime *rt)
+{
+    RtComm *c = rt->comm;
+    if (!c) return;
+    bool broken = c->broken;
+    if (!broken && c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
+    free(c);
+    rt->comm = NULL;
+    /* after a failed collective MPI_Finalize could wait forever for the
+     * ranks that are gone: leave it to process exit (the launcher then ends
+     * the job) */
+    if (--g_refs == 0 && g_owns_mpi && !broken) {
+        MPI_Finalize();
+        g_owns_mpi = false;
+    }
+}
+
+void rt_comm_abort(Runtime *rt, int code)
+{
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+/* --------------------------------------------------------------- waiting */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Polls req until it completes or rt->timeout_s passes. Spins briefly, then
+ * sleeps between polls so waiting ranks leave the cores to working ones. */
+static CtStatus wait_req(Runtime *rt, MPI_Request *req, const char *what)
+{
+    double start = now_s();
+    for (long polls = 0;; polls++) {
+        int done = 0;
+        CtStatus st = MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
+        if (st != CT_OK) {
+            rt->comm->broken = true;
+            return st;
+        }
+        if (done) return CT_OK;
+        if (polls > 1000) {
+            if (now_s() - start > rt->timeout_s) {
+                rt->comm->broken = true;
+                return ct_error(CT_ERR_BACKEND,
+                                "rank %d: %s did not complete within %g s "
+                                "(CTRAINER_COLLECTIVE_TIMEOUT): another rank died, "
+                                "failed, or stopped calling the same collectives",
+                                rt->rank, what, rt->timeout_s);
+            }
+            nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
+        }
+    }
+}
+
+static CtStatus usable(Runtime *rt, const char *what)
+{
+    if (rt->comm->broken)
+        return ct_error(CT_ERR_STATE,
+                        "rank %d: %s after an earlier collective failed: the process "
+                        "group is broken",
+                        rt->rank, what);
+    return CT_OK;
+}
+
+static void count(Runtime *rt, int64_t bytes, double start)
+{
+    rt->stats.calls++;
+    rt->stats.bytes += bytes;
+    rt->stats.seconds += now_s() - start;
+}
+
+/* ----------------------------------------------------------- collectives */
+
+/* Large buffers go in chunks of at most INT_MAX elements (MPI's counts are
+ * ints). */
+CtStatus rt_comm_allreduce(Runtime *rt, void *buf, int64_t n, CtDType dt,
+                           RuntimeReduceOp op)
+{
+    CtStatus st = usable(rt, "all-reduce");
+    if (st != CT_OK) return st;
+    MPI_Datatype type = rt_mpi_datatype(dt);
+    if (type == MPI_DATATYPE_NULL || rt_mpi_op(op) == MPI_OP_NULL)
+        return ct_error(CT_ERR_DTYPE,
+                        "rank %d: all-reduce of %s (op %d) is not supported", rt->rank,
+                        ct_dtype_name(dt), (int)op);
+    double start = now_s();
+    size_t es = ct_dtype_size(dt);
+    for (int64_t off = 0; off < n; off += INT_MAX) {
+        int chunk = (int)(n - off < INT_MAX ? n - off : INT_MAX);
+        MPI_Request req;
+        MPI_TRY(MPI_Iallreduce(MPI_IN_PLACE, (char *)buf + (size_t)off * es, chunk, type,
+                               rt_mpi_op(op), rt->comm->comm, &req));
+        st = wait_req(rt, &req, "all-reduce");
+        if (st != CT_OK) return st;
+    }
+    count(rt, n * (int64_t)es, start);
+    return CT_OK;
+}
+
+CtStatus rt_comm_allgatherv(Runtime *rt, const void *send, void *recv,
+                            const int64_t *counts)
+{
+    CtStatus st = usable(rt, "gather");
+    if (st != CT_OK) return st;
+    int w = rt->world_size;
+    int *cnt = malloc(2 * sizeof(int) * (size_t)w);
+    if (!cnt) return ct_error(CT_ERR_OOM, "rank %d: gather: out of memory", rt->rank);
+    int *displ = cnt + w;
+    int64_t total = 0;
+    for (int r = 0; r < w; r++) {
+        cnt[r] = (int)counts[r];
+        displ[r] = (int)total;
+        total += counts[r];
+    }
+    if (total > INT_MAX) {
+        free(cnt);
+        return ct_error(CT_ERR_UNSUPPORTED,
+                        "rank %d: gather of %lld bytes: at most %d bytes in one gather",
+                        rt->rank, (long long)total, INT_MAX);
+    }
+    double start = now_s();
+    MPI_Request req;
+    st = MPI_CHECK(MPI_Iallgatherv(send, cnt[rt->rank], MPI_BYTE, recv, cnt, displ,
+                                   MPI_BYTE, rt->comm->comm, &req));
+    free(cnt);
+    if (st == CT_OK) st = wait_req(rt, &req, "gather");
+    if (st == CT_OK) count(rt, total, start);
+    return st;
+}
+
+CtStatus rt_comm_bcast(Runtime *rt, void *buf, int64_t bytes, int root)
+{
+    CtStatus st = usable(rt, "broadcast");
+    if (st != CT_OK) return st;
+    double start = now_s();
+    for (int64_t off = 0; off < bytes; off += INT_MAX) {
+        int chunk = (int)(bytes - off < INT_MAX ? bytes - off : INT_MAX);
+        MPI_Request req;
+        MPI_TRY(
+            MPI_Ibcast((char *)buf + off, chunk, MPI_BYTE, root, rt->comm->comm, &req));
+        st = wait_req(rt, &req, "broadcast");
+        if (st != CT_OK) return st;
+    }
+    count(rt, bytes, start);
+    return CT_OK;
+}
+
+CtStatus rt_comm_barrier(Runtime *rt)
+{
+    CtStatus st = usable(rt, "barrier");
+    if (st != CT_OK) return st;
+    double start = now_s();
+    MPI_Request req;
+    MPI_TRY(MPI_Ibarrier(rt->comm->comm, &req));
+    st = wait_req(rt, &req, "barrier");
+    if (st == CT_OK) count(rt, 0, start);
+    return st;
+}
