@@ -3,17 +3,23 @@
  * With several, each collective first agrees on the layout (every rank
  * gathers every rank's dtype and shape, so a mismatch is the same error on
  * all ranks rather than a hang or garbage), then moves the bytes through
- * the process group. The argument checks are the same either way, so code
- * that is wrong for N processes fails on one too. */
+ * the process group: MPI for host tensors, NCCL for CUDA tensors. The
+ * argument checks are the same either way, so code that is wrong for N
+ * processes fails on one too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime_internal.h"
 
+/* Collective results are detached: their tensor ops run with autograd off
+ * (tensor_detach would leave an extra view to free when no scope is open). */
 static Tensor *detached_copy(Tensor *t)
 {
-    return tensor_clone(tensor_detach(t));
+    bool grad = ct_set_grad_enabled(false);
+    Tensor *r = tensor_clone(t);
+    ct_set_grad_enabled(grad);
+    return r;
 }
 
 CtStatus runtime_barrier(Runtime *rt)
@@ -87,13 +93,9 @@ static CtStatus agree_layout(Runtime *rt, const char *fn, Tensor *t, int64_t *di
     return st;
 }
 
-static CtStatus check_cpu(Runtime *rt, const char *fn, const Tensor *t)
+static bool on_cuda(const Tensor *t)
 {
-    if (tensor_device(t).type == CT_DEVICE_CPU) return CT_OK;
-    return ct_error(CT_ERR_UNSUPPORTED,
-                    "%s: rank %d: collectives on CUDA tensors go through NCCL, which "
-                    "this build does not have; move the tensor to the CPU first",
-                    fn, rt->rank);
+    return tensor_device(t).type == CT_DEVICE_CUDA;
 }
 
 /* ---------------------------------------------------------------- gather */
@@ -126,13 +128,13 @@ static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_di
         return NULL;
     }
     Tensor *src = NULL, *out = NULL;
-    /* the device is part of the layout: every rank agrees before refusing */
-    if (agree_layout(rt, fn, t, bytes) != CT_OK || check_cpu(rt, fn, t) != CT_OK)
-        goto done;
+    if (agree_layout(rt, fn, t, bytes) != CT_OK) goto done;
     int64_t rows = 0, row_bytes = (int64_t)ct_dtype_size(tensor_dtype(t));
     for (int d = 1; d < tensor_ndim(t); d++) row_bytes *= tensor_size(t, d);
     const int64_t rows0 = bytes[0]; /* bytes[] holds row counts until scaled */
+    bool equal = true;
     for (int r = 0; r < w; r++) {
+        equal = equal && bytes[r] == rows0;
         if (equal_dim0 && bytes[r] != rows0) {
             ct_error(CT_ERR_SHAPE,
                      "%s: rank 0 has %lld rows, rank %d has %lld: dim 0 must be equal "
@@ -143,15 +145,28 @@ static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_di
         rows += bytes[r];
         bytes[r] *= row_bytes;
     }
-    src = tensor_contiguous(tensor_detach(t));
+    /* CUDA tensors of equal sizes go through NCCL; differing sizes through
+     * the host (NCCL has no variable-size gather) */
+    bool nccl = on_cuda(t) && equal;
+    bool grad = ct_set_grad_enabled(false);
+    src = nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
+    ct_set_grad_enabled(grad);
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, tensor_shape(t), sizeof(int64_t) * (size_t)tensor_ndim(t));
     shape[0] = rows;
-    out = src ? tensor_empty(tensor_ndim(t), shape, tensor_dtype(t), ct_cpu()) : NULL;
-    if (out &&
-        rt_comm_allgatherv(rt, tensor_data(src), tensor_data(out), bytes) != CT_OK) {
+    out = src ? tensor_empty(tensor_ndim(t), shape, tensor_dtype(t), tensor_device(src))
+              : NULL;
+    CtStatus st =
+        !out   ? CT_ERR_OOM
+        : nccl ? rt_nccl_allgather(rt, tensor_data(src), tensor_data(out), bytes[0])
+               : rt_comm_allgatherv(rt, tensor_data(src), tensor_data(out), bytes);
+    if (st != CT_OK) {
         tensor_free(out);
         out = NULL;
+    } else if (on_cuda(t) && !nccl) {
+        Tensor *host = out;
+        out = tensor_to_device(host, tensor_device(t));
+        tensor_free(host);
     }
 done:
     tensor_free(src);
@@ -180,13 +195,14 @@ Tensor *runtime_gather_padded(Runtime *rt, Tensor *t, double pad_value)
 
 /* ---------------------------------------------------------------- reduce */
 
-/* In place over a contiguous host tensor of f32/f64/i64/i32/u8. */
+/* In place over a contiguous tensor: NCCL for CUDA tensors, MPI for host
+ * ones (f32/f64/i64/i32/u8; MEAN divides after the sum). */
 static CtStatus reduce_in_place(Runtime *rt, Tensor *r, RuntimeReduceOp op)
 {
-    CtStatus st =
-        rt_comm_allreduce(rt, tensor_data(r), tensor_numel(r), tensor_dtype(r), op);
-    if (st != CT_OK || op != RUNTIME_REDUCE_MEAN) return st;
     int64_t n = tensor_numel(r);
+    if (on_cuda(r)) return rt_nccl_allreduce(rt, tensor_data(r), n, tensor_dtype(r), op);
+    CtStatus st = rt_comm_allreduce(rt, tensor_data(r), n, tensor_dtype(r), op);
+    if (st != CT_OK || op != RUNTIME_REDUCE_MEAN) return st;
     double inv = 1.0 / rt->world_size;
     if (tensor_dtype(r) == CT_F64)
         for (double *p = tensor_data(r); n--; p++) *p *= inv;
@@ -197,13 +213,13 @@ static CtStatus reduce_in_place(Runtime *rt, Tensor *r, RuntimeReduceOp op)
 
 static Tensor *reduce_tensor(Runtime *rt, Tensor *t, RuntimeReduceOp op)
 {
-    CtStatus st = agree_layout(rt, "runtime_reduce", t, NULL);
-    if (st == CT_OK) st = check_cpu(rt, "runtime_reduce", t);
-    if (st != CT_OK) return NULL;
-    /* bf16 / f16 have no MPI arithmetic: reduced in f32 */
+    if (agree_layout(rt, "runtime_reduce", t, NULL) != CT_OK) return NULL;
+    /* bf16 / f16 have no MPI arithmetic: reduced in f32 on the host */
     CtDType dt = tensor_dtype(t);
-    bool half = dt == CT_BF16 || dt == CT_F16;
-    Tensor *r = half ? tensor_cast(tensor_detach(t), CT_F32) : detached_copy(t);
+    bool half = (dt == CT_BF16 || dt == CT_F16) && !on_cuda(t);
+    bool grad = ct_set_grad_enabled(false);
+    Tensor *r = half ? tensor_cast(t, CT_F32) : tensor_clone(t);
+    ct_set_grad_enabled(grad);
     if (!r) return NULL;
     if (reduce_in_place(rt, r, op) != CT_OK) {
         tensor_free(r);
@@ -268,8 +284,6 @@ CtStatus runtime_reduce_gradients(Runtime *rt, Module *m)
         return ct_error(CT_ERR_STATE,
                         "runtime_reduce_gradients: the model has no packed "
                         "gradient block (call runtime_prepare_model first)");
-    CtStatus st = check_cpu(rt, "runtime_reduce_gradients", g);
-    if (st != CT_OK) return st;
     if (tensor_dtype(g) != CT_F32 && tensor_dtype(g) != CT_F64)
         return ct_error(CT_ERR_DTYPE,
                         "runtime_reduce_gradients: %s gradients (f32 or f64 "
@@ -296,8 +310,8 @@ CtStatus runtime_broadcast(Runtime *rt, Tensor *t, int root)
                                         "(it is overwritten in place)");
     if (rt->world_size == 1) return CT_OK;
     CtStatus st = agree_layout(rt, "runtime_broadcast", t, NULL);
-    if (st == CT_OK) st = check_cpu(rt, "runtime_broadcast", t);
     if (st != CT_OK) return st;
-    return rt_comm_bcast(rt, tensor_data(t),
-                         tensor_numel(t) * (int64_t)ct_dtype_size(tensor_dtype(t)), root);
+    int64_t bytes = tensor_numel(t) * (int64_t)ct_dtype_size(tensor_dtype(t));
+    return on_cuda(t) ? rt_nccl_bcast(rt, tensor_data(t), bytes, root)
+                      : rt_comm_bcast(rt, tensor_data(t), bytes, root);
 }

@@ -112,6 +112,7 @@ Runtime *runtime_create(const RuntimeArgs *args)
 void runtime_free(Runtime *rt)
 {
     if (!rt) return;
+    rt_nccl_close(rt);
     rt_comm_close(rt);
     free(rt);
 }

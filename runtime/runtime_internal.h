@@ -10,6 +10,7 @@
 #include "ctrainer/runtime.h"
 
 typedef struct RtComm RtComm; /* the process group; NULL: one process */
+typedef struct RtNccl RtNccl; /* NCCL communicator; NULL until a CUDA collective */
 
 struct Runtime {
     int rank, world_size, local_rank, local_world_size;
@@ -17,6 +18,7 @@ struct Runtime {
     uint64_t seed;
     double timeout_s; /* collective deadline, CTRAINER_COLLECTIVE_TIMEOUT */
     RtComm *comm;
+    RtNccl *nccl;
     RuntimeCommStats stats;
 };
 
@@ -42,6 +44,14 @@ CtStatus rt_comm_allgatherv(Runtime *rt, const void *send, void *recv,
                             const int64_t *counts);
 CtStatus rt_comm_bcast(Runtime *rt, void *buf, int64_t bytes, int root);
 CtStatus rt_comm_barrier(Runtime *rt);
+
+/* The same for device buffers of CUDA tensors, over NCCL (comm_nccl.c;
+ * CT_ERR_UNSUPPORTED in builds without NCCL). Gathers take equal sizes. */
+CtStatus rt_nccl_allreduce(Runtime *rt, void *buf, int64_t n, CtDType dt,
+                           RuntimeReduceOp op);
+CtStatus rt_nccl_bcast(Runtime *rt, void *buf, int64_t bytes, int root);
+CtStatus rt_nccl_allgather(Runtime *rt, const void *send, void *recv, int64_t bytes);
+void rt_nccl_close(Runtime *rt);
 
 /* Sets the OpenMP thread count of a rank: cores / ranks on this machine
  * (at least 1) unless OMP_NUM_THREADS is set; OpenBLAS stays at 1. */

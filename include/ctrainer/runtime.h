@@ -18,6 +18,12 @@
  * without MPI, CTRAINER_MPI=OFF) is refused with CT_ERR_UNSUPPORTED instead
  * of silently training N copies.
  *
+ * Devices. Collectives on CPU tensors go over MPI; on CUDA tensors over
+ * NCCL (one GPU per process: device local_rank; the NCCL communicator is
+ * created on the first CUDA collective, its unique id broadcast over MPI).
+ * A build without NCCL refuses CUDA tensors in collectives with
+ * CT_ERR_UNSUPPORTED.
+ *
  * Threads. With several ranks on one machine, each rank runs
  * cores / ranks-on-this-machine OpenMP threads (at least 1; a rank the
  * launcher bound to a subset of the cores uses that subset), set
@@ -167,8 +173,8 @@ Tensor *runtime_reduce(Runtime *rt, Tensor *t, RuntimeReduceOp op);
  * totals and for agreeing on a stop request (MAX of a 0/1 flag). */
 CtStatus runtime_reduce_f64(Runtime *rt, double *values, int n, RuntimeReduceOp op);
 
-/* t (contiguous, on the CPU) overwritten in place by root's values on every
- * process. Same dtype and shape everywhere. */
+/* t (contiguous) overwritten in place by root's values on every process.
+ * Same dtype, shape and device type everywhere. */
 CtStatus runtime_broadcast(Runtime *rt, Tensor *t, int root);
 
 /* Gradient averaging for data parallelism: the model's packed gradient
