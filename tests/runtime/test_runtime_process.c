@@ -8,6 +8,7 @@
 
 #include "ctrainer/ctrainer.h"
 #include "runtime/comm_mpi.h"
+#include "runtime/comm_nccl.h"
 #include "runtime/runtime_internal.h"
 #include "testutil.h"
 
@@ -166,6 +167,34 @@ START_TEST(mpi_launch_detection)
 END_TEST
 #endif
 
+#ifdef CTRAINER_HAVE_NCCL
+START_TEST(nccl_type_mapping)
+{
+    const CtDType dts[] = {CT_F32, CT_F64, CT_BF16, CT_F16,
+                           CT_I64, CT_I32, CT_U8,   CT_BOOL};
+    const ncclDataType_t want[] = {ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat16,
+                                   ncclInt64,   ncclInt32,   ncclUint8,    ncclUint8};
+    for (int i = 0; i < 8; i++) {
+        ncclDataType_t got;
+        ck_assert(rt_nccl_datatype(dts[i], &got));
+        ck_assert_int_eq(got, want[i]);
+    }
+    ncclDataType_t none;
+    ck_assert(!rt_nccl_datatype(CT_DTYPE_COUNT, &none));
+    const RuntimeReduceOp ops[] = {RUNTIME_REDUCE_SUM, RUNTIME_REDUCE_MEAN,
+                                   RUNTIME_REDUCE_MAX, RUNTIME_REDUCE_MIN};
+    const ncclRedOp_t nops[] = {ncclSum, ncclAvg, ncclMax, ncclMin};
+    for (int i = 0; i < 4; i++) {
+        ncclRedOp_t got;
+        ck_assert(rt_nccl_op(ops[i], &got));
+        ck_assert_int_eq(got, nops[i]);
+    }
+    ncclRedOp_t bad;
+    ck_assert(!rt_nccl_op((RuntimeReduceOp)9, &bad));
+}
+END_TEST
+#endif
+
 int main(void)
 {
     Suite *s = suite_create("runtime_process");
@@ -179,6 +208,9 @@ int main(void)
 #ifdef CTRAINER_HAVE_MPI
     tcase_add_test(tc, mpi_type_mapping);
     tcase_add_test(tc, mpi_launch_detection);
+#endif
+#ifdef CTRAINER_HAVE_NCCL
+    tcase_add_test(tc, nccl_type_mapping);
 #endif
     suite_add_tcase(s, tc);
     return tu_run(s);
