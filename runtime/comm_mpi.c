@@ -3,8 +3,9 @@
  * collective nonblocking and polled against a deadline, so a rank that died
  * or stopped calling collectives turns into an error on the others instead
  * of a hang. MPI is initialised by the first runtime of a process started by
- * an MPI launcher and finalized by the last one (unless the program had
- * initialised it itself). */
+ * an MPI launcher (unless the program did) and finalized at process exit:
+ * MPI cannot be initialised twice, and a program may create and free
+ * runtimes (trainers) one after another. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,9 +40,17 @@ static CtStatus mpi_check(int rc, const char *call, const char *file, int line)
                     line, msg);
 }
 
-/* How many runtimes hold MPI, and whether ctrainer initialised it. */
-static int g_refs;
-static bool g_owns_mpi;
+/* A collective of some runtime failed: MPI_Finalize could wait forever for
+ * the ranks that are gone, so process exit skips it (the launcher then ends
+ * the job). */
+static bool g_broken;
+
+static void finalize_at_exit(void)
+{
+    int finalized = 1;
+    if (!g_broken && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
+        MPI_Finalize();
+}
 
 static const char *get_env(const char *name)
 {
@@ -64,7 +73,7 @@ static CtStatus init_mpi(void)
     if (!inited) {
         int provided = 0;
         MPI_TRY(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
-        g_owns_mpi = true;
+        atexit(finalize_at_exit);
     }
     /* the world communicator too: an error comes back as a status */
     return MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -115,7 +124,6 @@ CtStatus rt_comm_open(Runtime *rt)
     rt->comm = calloc(1, sizeof *rt->comm);
     if (!rt->comm) return ct_error(CT_ERR_OOM, "runtime: out of memory");
     rt->comm->comm = MPI_COMM_NULL;
-    g_refs++;
     st = open_comm(rt);
     if (st != CT_OK) rt_comm_close(rt);
     return st;
@@ -125,17 +133,9 @@ void rt_comm_close(Runtime *rt)
 {
     RtComm *c = rt->comm;
     if (!c) return;
-    bool broken = c->broken;
-    if (!broken && c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
+    if (!c->broken && c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
     free(c);
     rt->comm = NULL;
-    /* after a failed collective MPI_Finalize could wait forever for the
-     * ranks that are gone: leave it to process exit (the launcher then ends
-     * the job) */
-    if (--g_refs == 0 && g_owns_mpi && !broken) {
-        MPI_Finalize();
-        g_owns_mpi = false;
-    }
 }
 
 void rt_comm_abort(Runtime *rt, int code)
@@ -161,13 +161,13 @@ static CtStatus wait_req(Runtime *rt, MPI_Request *req, const char *what)
         int done = 0;
         CtStatus st = MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
         if (st != CT_OK) {
-            rt->comm->broken = true;
+            rt->comm->broken = g_broken = true;
             return st;
         }
         if (done) return CT_OK;
         if (polls > 1000) {
             if (now_s() - start > rt->timeout_s) {
-                rt->comm->broken = true;
+                rt->comm->broken = g_broken = true;
                 return ct_error(CT_ERR_BACKEND,
                                 "rank %d: %s did not complete within %g s "
                                 "(CTRAINER_COLLECTIVE_TIMEOUT): another rank died, "

@@ -30,7 +30,7 @@ bool rt_comm_launched(void);
 /* Joins the process group: sets rt's identity (rank, world size, local
  * rank and size) and rt->comm. */
 CtStatus rt_comm_open(Runtime *rt);
-/* Leaves it (MPI is finalized with the last runtime). NULL comm: no-op. */
+/* Leaves it (MPI itself is finalized at process exit). NULL comm: no-op. */
 void rt_comm_close(Runtime *rt);
 /* Ends every rank with exit status `code` (MPI_Abort). */
 void rt_comm_abort(Runtime *rt, int code);

@@ -34,7 +34,7 @@
  * (default 300) for the other ranks, then fails with CT_ERR_BACKEND naming
  * this rank: a rank that died or failed never leaves the others hanging.
  * After a failed collective the process group is broken: later collectives
- * fail at once, and runtime_free leaves MPI to process exit. A program ends a
+ * fail at once, and MPI is not finalized at exit. A program ends a
  * failed distributed run with runtime_abort, which ends every rank (mpirun
  * ends the job when one rank exits non-zero or dies too).
  *
@@ -71,16 +71,17 @@ typedef struct RuntimeArgs {
 /* A runtime for this process. args NULL means defaults (CPU, seed 42).
  * Under an MPI launcher it joins the process group (collective: every rank
  * creates its runtime; the first runtime of the process initialises MPI
- * unless the program did). Otherwise it reads RANK, WORLD_SIZE, LOCAL_RANK
+ * unless the program did, and registers MPI_Finalize to run at exit). Otherwise it reads RANK, WORLD_SIZE, LOCAL_RANK
  * and LOCAL_WORLD_SIZE from the environment when they are set: malformed
  * values are CT_ERR_INVALID naming the variable, a world size above 1
  * without MPI is CT_ERR_UNSUPPORTED. CTRAINER_COLLECTIVE_TIMEOUT (seconds,
  * > 0) sets the collective deadline. Returns NULL with the error recorded
  * on failure. */
 Runtime *runtime_create(const RuntimeArgs *args);
-/* Leaves the process group; the last runtime of the process finalizes MPI
- * if runtime_create initialised it (not after a failed collective: see
- * Faults above). NULL is a no-op. */
+/* Leaves the process group. MPI itself, when runtime_create initialised it,
+ * is finalized at process exit (not after a failed collective: see Faults
+ * above), so runtimes can be created and freed one after another. NULL is
+ * a no-op. */
 void runtime_free(Runtime *rt);
 /* Ends a failed run on every rank: prints "ctrainer: rank R of N failed:
  * <status>: <last error>" to stderr and, when distributed, aborts every rank

@@ -247,5 +247,13 @@ int main(void)
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
     runtime_free(rt);
+    /* a second runtime after the first was freed (a second trainer) */
+    rt = runtime_create(NULL);
+    double one = 1;
+    if (!rt || runtime_reduce_f64(rt, &one, 1, RUNTIME_REDUCE_SUM) != CT_OK || one != W) {
+        fprintf(stderr, "rank %d: second runtime: %s\n", R, ct_last_error());
+        rc = 1;
+    }
+    runtime_free(rt);
     return rc;
 }
