@@ -10,6 +10,9 @@
  *                            run with runtime_abort
  *   mpi_trainer timeout      rank 1 stalls for 4 s; rank 0's collective gives
  *                            up after CTRAINER_COLLECTIVE_TIMEOUT and aborts
+ *   mpi_trainer return       as error, but every rank just returns 1 from main
+ *                            (no runtime_abort): rank 0 gives up after
+ *                            CTRAINER_COLLECTIVE_TIMEOUT
  *
  * Each rank's data is its shard by hand: rows r, r + W, r + 2W, ... of one
  * table, so batch k of all ranks together is batch k of size W*B of the
@@ -191,7 +194,7 @@ static CtStatus loss_with_action(Trainer *t, const DataBatch *b, TrainerBatchOut
         if (!strcmp(g_mode, "stop")) trainer_stop(t, "rank 1 asked to stop");
         if (!strcmp(g_mode, "kill")) raise(SIGKILL);
         if (!strcmp(g_mode, "timeout")) sleep(4);
-        if (!strcmp(g_mode, "error"))
+        if (!strcmp(g_mode, "error") || !strcmp(g_mode, "return"))
             return ct_error(CT_ERR_INVALID, "injected failure at step 5");
     }
     return trainer_default_calculate_train_batch_loss(t, b, out);
@@ -246,13 +249,19 @@ int main(int argc, char **argv)
         equivalence(1);
         equivalence(2);
     } else if (!strcmp(mode, "stop") || !strcmp(mode, "kill") || !strcmp(mode, "error") ||
-               !strcmp(mode, "timeout")) {
+               !strcmp(mode, "timeout") || !strcmp(mode, "return")) {
         CtStatus st = run_with_action(mode);
+        if (st != CT_OK && !strcmp(mode, "return")) {
+            fprintf(stderr, "rank %d: %s\n", R, ct_last_error());
+            runtime_free(rt);
+            return 1;
+        }
         if (st != CT_OK) return runtime_abort(rt, st);
         EXPECT(!strcmp(mode, "stop"), "mode %s: the run should not have ended well",
                mode);
     } else {
-        fprintf(stderr, "usage: %s equivalence|stop|kill|error|timeout\n", argv[0]);
+        fprintf(stderr, "usage: %s equivalence|stop|kill|error|timeout|return\n",
+                argv[0]);
         failures++;
     }
     runtime_free(rt);
