@@ -71,12 +71,12 @@ typedef struct RuntimeArgs {
 /* A runtime for this process. args NULL means defaults (CPU, seed 42).
  * Under an MPI launcher it joins the process group (collective: every rank
  * creates its runtime; the first runtime of the process initialises MPI
- * unless the program did, and registers MPI_Finalize to run at exit). Otherwise it reads RANK, WORLD_SIZE, LOCAL_RANK
- * and LOCAL_WORLD_SIZE from the environment when they are set: malformed
- * values are CT_ERR_INVALID naming the variable, a world size above 1
- * without MPI is CT_ERR_UNSUPPORTED. CTRAINER_COLLECTIVE_TIMEOUT (seconds,
- * > 0) sets the collective deadline. Returns NULL with the error recorded
- * on failure. */
+ * unless the program did, and registers MPI_Finalize to run at exit).
+ * Otherwise it reads RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE from
+ * the environment when they are set: malformed values are CT_ERR_INVALID
+ * naming the variable, a world size above 1 without MPI is
+ * CT_ERR_UNSUPPORTED. CTRAINER_COLLECTIVE_TIMEOUT (seconds, > 0) sets the
+ * collective deadline. Returns NULL with the error recorded on failure. */
 Runtime *runtime_create(const RuntimeArgs *args);
 /* Leaves the process group. MPI itself, when runtime_create initialised it,
  * is finalized at process exit (not after a failed collective: see Faults
