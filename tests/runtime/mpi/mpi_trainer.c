@@ -83,6 +83,40 @@ static DataLoader *plain_loader(Trainer *t, int64_t bs, const TrainerLoaderArgs 
     return data_loader_create(t->user, &(DataLoaderArgs){.batch_size = bs});
 }
 
+/* A trainer over this rank's shard of `rows` table rows, with the MLP
+ * initialised from `seed` and the given hooks (the plain loader added). */
+typedef struct Run {
+    Dataset *shard;
+    Module *m;
+    Optimizer *o;
+    NnLoss *mse;
+    Trainer *t;
+} Run;
+
+static Run run_open(int64_t rows, uint64_t seed, TrainerHooks hooks)
+{
+    Run r = {.shard = table(rows, R, W), .m = mlp(seed)};
+    r.o = sgd(r.m);
+    r.mse = nn_loss_mse(CT_REDUCTION_MEAN);
+    hooks.create_train_dataloader = plain_loader;
+    r.t = trainer_create(&(TrainerConfig){.model = r.m,
+                                          .loss = r.mse,
+                                          .optimizer = r.o,
+                                          .runtime = rt,
+                                          .user = r.shard,
+                                          .hooks = hooks});
+    return r;
+}
+
+static void run_close(Run *r)
+{
+    trainer_free(r->t);
+    nn_loss_free(r->mse);
+    optim_free(r->o);
+    nn_module_free(r->m);
+    data_dataset_free(r->shard);
+}
+
 /* --------------------------------------------------------- equivalence */
 
 /* One process, batch W*B, accumulation k, written out by hand: the
@@ -117,19 +151,12 @@ static double reference_run(Module *m, int64_t n, int64_t k)
 static void equivalence(int64_t k)
 {
     int64_t n = (int64_t)W * B * UPDATES * k;
-    Dataset *shard = table(n, R, W);
-    Module *m = mlp(7 + 100 * (uint64_t)R); /* prepare broadcasts rank 0's */
-    Optimizer *o = sgd(m);
-    NnLoss *mse = nn_loss_mse(CT_REDUCTION_MEAN);
-    Trainer *t = trainer_create(
-        &(TrainerConfig){.model = m,
-                         .loss = mse,
-                         .optimizer = o,
-                         .runtime = rt,
-                         .user = shard,
-                         .hooks = {.create_train_dataloader = plain_loader}});
+    /* different initial weights per rank: prepare broadcasts rank 0's */
+    Run run = run_open(n, 7 + 100 * (uint64_t)R, (TrainerHooks){0});
+    Trainer *t = run.t;
+    Module *m = run.m;
     RuntimeCommStats before = runtime_comm_stats(rt);
-    CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = shard,
+    CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = run.shard,
                                                 .num_epochs = 1,
                                                 .per_device_batch_size = B,
                                                 .gradient_accumulation_steps = k});
@@ -176,11 +203,7 @@ static void equivalence(int64_t k)
         nn_module_free(ref);
     }
     tensor_free(p0);
-    trainer_free(t);
-    nn_loss_free(mse);
-    optim_free(o);
-    nn_module_free(m);
-    data_dataset_free(shard);
+    run_close(&run);
 }
 
 /* ---------------------------------------------------- stop and faults */
@@ -204,19 +227,10 @@ static CtStatus loss_with_action(Trainer *t, const DataBatch *b, TrainerBatchOut
 static CtStatus run_with_action(const char *mode)
 {
     g_mode = mode;
-    Dataset *shard = table((int64_t)W * B * 40, R, W);
-    Module *m = mlp(7);
-    Optimizer *o = sgd(m);
-    NnLoss *mse = nn_loss_mse(CT_REDUCTION_MEAN);
-    Trainer *t = trainer_create(
-        &(TrainerConfig){.model = m,
-                         .loss = mse,
-                         .optimizer = o,
-                         .runtime = rt,
-                         .user = shard,
-                         .hooks = {.create_train_dataloader = plain_loader,
-                                   .calculate_train_batch_loss = loss_with_action}});
-    CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = shard,
+    Run run = run_open((int64_t)W * B * 40, 7,
+                       (TrainerHooks){.calculate_train_batch_loss = loss_with_action});
+    Trainer *t = run.t;
+    CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = run.shard,
                                                 .num_epochs = 2,
                                                 .per_device_batch_size = B});
     if (st == CT_OK) {
@@ -231,11 +245,7 @@ static CtStatus run_with_action(const char *mode)
         EXPECT(!strcmp(trainer_stop_reason(t), want), "stop reason '%s'",
                trainer_stop_reason(t));
     }
-    trainer_free(t);
-    nn_loss_free(mse);
-    optim_free(o);
-    nn_module_free(m);
-    data_dataset_free(shard);
+    run_close(&run);
     return st;
 }
 
