@@ -35,8 +35,12 @@
  * this rank: a rank that died or failed never leaves the others hanging.
  * After a failed collective the process group is broken: later collectives
  * fail at once, and MPI is not finalized at exit. A program ends a
- * failed distributed run with runtime_abort, which ends every rank (mpirun
- * ends the job when one rank exits non-zero or dies too).
+ * failed distributed run with runtime_abort, which ends every rank at once
+ * (mpirun also ends the job when a rank dies or exits non-zero). A rank
+ * that only returns from main after a failure waits in MPI_Finalize at exit
+ * until the others' collectives time out: bounded, but slow. Under Open
+ * MPI's mpirun, when one rank is killed the others are killed within
+ * seconds.
  *
  * Ownership: a Runtime is created with runtime_create and freed with
  * runtime_free. Tensors the collectives return are owned like op results
