@@ -5,7 +5,12 @@
  * of a hang. MPI is initialised by the first runtime of a process started by
  * an MPI launcher (unless the program did) and finalized at process exit:
  * MPI cannot be initialised twice, and a program may create and free
- * runtimes (trainers) one after another. */
+ * runtimes (trainers) one after another.
+ *
+ * A build without MPI (CTRAINER_MPI=OFF, or no MPI found) has the
+ * single-process group at the end of this file: runtime_create refuses
+ * WORLD_SIZE > 1 before any of it could be reached with several ranks. */
+#ifdef CTRAINER_HAVE_MPI
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +18,43 @@
 #include <time.h>
 
 #include "comm_mpi.h"
+
+/* ------------------------------------------------------- type mapping */
+
+MPI_Datatype rt_mpi_datatype(CtDType dt)
+{
+    switch (dt) {
+    case CT_F32: return MPI_FLOAT;
+    case CT_F64: return MPI_DOUBLE;
+    case CT_I64: return MPI_INT64_T;
+    case CT_I32: return MPI_INT32_T;
+    case CT_U8:
+    case CT_BOOL: return MPI_UINT8_T;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+MPI_Op rt_mpi_op(RuntimeReduceOp op)
+{
+    switch (op) {
+    case RUNTIME_REDUCE_SUM:
+    case RUNTIME_REDUCE_MEAN: return MPI_SUM;
+    case RUNTIME_REDUCE_MAX: return MPI_MAX;
+    case RUNTIME_REDUCE_MIN: return MPI_MIN;
+    default: return MPI_OP_NULL;
+    }
+}
+
+bool rt_mpi_env_launched(const char *(*get)(const char *name))
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                       "MV2_COMM_WORLD_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *s = get(vars[i]);
+        if (s && atoi(s) > 1) return true;
+    }
+    return false;
+}
 
 struct RtComm {
     MPI_Comm comm;
@@ -283,3 +325,45 @@ CtStatus rt_comm_barrier(Runtime *rt)
     if (st == CT_OK) count(rt, 0, start);
     return st;
 }
+
+#else /* no MPI: one process */
+
+#include "runtime_internal.h"
+
+static CtStatus no_mpi(const char *what)
+{
+    return ct_error(CT_ERR_UNSUPPORTED,
+                    "runtime: %s needs several processes, and this build of ctrainer "
+                    "has no MPI (rebuild with CTRAINER_MPI=ON)",
+                    what);
+}
+
+bool rt_comm_launched(void)
+{
+    return false;
+}
+CtStatus rt_comm_open(Runtime *rt)
+{
+    return no_mpi("joining a process group");
+}
+void rt_comm_close(Runtime *rt) {}
+void rt_comm_abort(Runtime *rt, int code) {}
+CtStatus rt_comm_allreduce(Runtime *rt, void *buf, int64_t n, CtDType dt,
+                           RuntimeReduceOp op)
+{
+    return no_mpi("all-reduce");
+}
+CtStatus rt_comm_allgatherv(Runtime *rt, const void *send, void *recv,
+                            const int64_t *counts)
+{
+    return no_mpi("gather");
+}
+CtStatus rt_comm_bcast(Runtime *rt, void *buf, int64_t bytes, int root)
+{
+    return no_mpi("broadcast");
+}
+CtStatus rt_comm_barrier(Runtime *rt)
+{
+    return no_mpi("barrier");
+}
+#endif

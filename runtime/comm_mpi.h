@@ -1,5 +1,5 @@
-/* Private to runtime/ (and its tests): how ctrainer's types map onto MPI's.
- * Pure functions, no communication. */
+/* Private to runtime/ (and its tests): how ctrainer's types map onto MPI's
+ * (comm_mpi.c). Pure functions, no communication. */
 #ifndef CTRAINER_COMM_MPI_H
 #define CTRAINER_COMM_MPI_H
 #ifdef CTRAINER_HAVE_MPI

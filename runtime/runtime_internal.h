@@ -1,6 +1,6 @@
 /* Private to runtime/: the Runtime struct and the process group seam.
  *
- * The process group (comm_mpi.c over MPI, comm_none.c without it) moves raw
+ * The process group (comm_mpi.c: over MPI, or one process without it) moves raw
  * contiguous host buffers between ranks; collectives.c turns tensors into
  * buffers and checks that every rank passed the same layout. Every rt_comm_*
  * call is collective: all ranks call it in the same order. */
