@@ -49,13 +49,24 @@ if(CTRAINER_MPIEXEC)
   list(APPEND CTRAINER_DEFINITIONS "CTRAINER_MPIEXEC=\"${CTRAINER_MPIEXEC}\"")
 endif()
 
-# MPI (multi-process training; used by the runtime layer).
+# MPI (multi-process training; used by the runtime layer): AUTO builds it
+# when an MPI implementation is found.
 set(CTRAINER_HAVE_MPI OFF)
-if(CTRAINER_MPI)
-  find_package(MPI REQUIRED COMPONENTS C)
-  target_link_libraries(ctrainer_deps INTERFACE MPI::MPI_C)
-  list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_MPI)
-  set(CTRAINER_HAVE_MPI ON)
+if(NOT CTRAINER_MPI STREQUAL "OFF")
+  if(CTRAINER_MPI STREQUAL "ON")
+    find_package(MPI REQUIRED COMPONENTS C)
+  else()
+    find_package(MPI COMPONENTS C)
+  endif()
+  if(MPI_C_FOUND)
+    target_link_libraries(ctrainer_deps INTERFACE MPI::MPI_C)
+    list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_MPI)
+    # consumers (and the multi-process tests) can tell MPI is built in
+    target_compile_definitions(ctrainer_deps INTERFACE CTRAINER_HAVE_MPI)
+    set(CTRAINER_HAVE_MPI ON)
+  else()
+    message(STATUS "ctrainer: MPI not found, building the single-process runtime")
+  endif()
 endif()
 
 # CUDA: AUTO builds the backend when nvcc is found.
@@ -86,5 +97,27 @@ if(NOT CTRAINER_CUDA STREQUAL "OFF")
     message(FATAL_ERROR "CTRAINER_CUDA=ON but no CUDA compiler (nvcc) was found")
   else()
     message(STATUS "ctrainer: nvcc not found, building without the CUDA backend")
+  endif()
+endif()
+
+# NCCL: the collectives of CUDA tensors, with CUDA and MPI (the unique id
+# travels over MPI). Optional: without it CUDA tensors are refused by the
+# collectives at run time.
+set(CTRAINER_HAVE_NCCL OFF)
+if(CTRAINER_HAVE_CUDA AND CTRAINER_HAVE_MPI)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/include
+    PATH_SUFFIXES include)
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib
+    /usr/local/cuda/lib64 /usr/local/lib)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    target_include_directories(ctrainer_deps INTERFACE ${NCCL_INCLUDE_DIR})
+    target_link_libraries(ctrainer_deps INTERFACE ${NCCL_LIBRARY})
+    list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_NCCL)
+    target_compile_definitions(ctrainer_deps INTERFACE CTRAINER_HAVE_NCCL)
+    set(CTRAINER_HAVE_NCCL ON)
+  else()
+    message(STATUS "ctrainer: NCCL (nccl.h, libnccl) not found: collectives of CUDA "
+      "tensors will be refused at run time; set NCCL_INCLUDE_DIR and NCCL_LIBRARY to "
+      "point at it")
   endif()
 endif()

@@ -309,10 +309,8 @@ static inline CtStatus example_trainer_ready(const Example *ex, Trainer *t)
  * stopped it. */
 static inline int example_status(Trainer *t, CtStatus st)
 {
-    if (st != CT_OK) {
-        fprintf(stderr, "error: %s\n", ct_last_error());
-        return 1;
-    }
+    /* names the failed rank and, when distributed, ends every rank */
+    if (st != CT_OK) return runtime_abort(trainer_runtime(t), st);
     Callback *nan = callback_list_find(trainer_callbacks(t), "TerminateOnNaN");
     if (callback_terminate_on_nan_triggered(nan)) {
         fprintf(stderr, "stopped: %s\n", trainer_stop_reason(t));

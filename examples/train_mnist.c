@@ -35,9 +35,12 @@ int main(int argc, char **argv)
         rc = example_status(t, st);
         if (rc == 0) rc = example_test(&ex, t, 64, collate_flat_scaled);
         if (rc == 0) {
-            printf("training took %.2f s (%.2f s per epoch, with validation)\n", t1 - t0,
-                   (t1 - t0) / (double)ex.o.epochs);
-            printf("test accuracy %.2f%%\n", 100.0 * test_accuracy_value(t));
+            /* once per run, by the main process */
+            Runtime *rt = trainer_runtime(t);
+            runtime_print(rt,
+                          "training took %.2f s (%.2f s per epoch, with validation)\n",
+                          t1 - t0, (t1 - t0) / (double)ex.o.epochs);
+            runtime_print(rt, "test accuracy %.2f%%\n", 100.0 * test_accuracy_value(t));
         }
     } else {
         rc = example_fail(&ex);

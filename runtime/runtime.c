@@ -1,5 +1,5 @@
 /* The runtime: process identity from the environment, the device, seeding
- * and main-process printing. Single-process build: see runtime.h. */
+ * and main-process printing. The process group itself is in comm_*.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,8 @@ static CtStatus env_int(const char *name, int dflt, int lo, int *out)
     return CT_OK;
 }
 
-static CtStatus read_ranks(Runtime *rt)
+/* Identity from another launcher's environment (or none: one process). */
+static CtStatus read_env_ranks(Runtime *rt)
 {
     CtStatus st = env_int("WORLD_SIZE", 1, 1, &rt->world_size);
     if (st == CT_OK) st = env_int("RANK", 0, 0, &rt->rank);
@@ -38,12 +39,58 @@ static CtStatus read_ranks(Runtime *rt)
         return ct_error(CT_ERR_INVALID, "runtime: RANK=%d is not below WORLD_SIZE=%d",
                         rt->rank, rt->world_size);
     if (rt->world_size > 1)
-        return ct_error(
-            CT_ERR_UNSUPPORTED,
-            "runtime: WORLD_SIZE=%d but this build of ctrainer is single-process "
-            "(no MPI/NCCL backend); run one process or rebuild with "
-            "CTRAINER_MPI=ON",
-            rt->world_size);
+        return ct_error(CT_ERR_UNSUPPORTED,
+                        "runtime: WORLD_SIZE=%d but %s; start the ranks with "
+                        "`ctrainer launch` or mpirun",
+                        rt->world_size,
+#ifdef CTRAINER_HAVE_MPI
+                        "the process was not started by an MPI launcher, and "
+                        "ctrainer's process group is MPI"
+#else
+                        "this build of ctrainer is single-process (no MPI); "
+                        "rebuild with CTRAINER_MPI=ON and"
+#endif
+        );
+    return CT_OK;
+}
+
+static CtStatus read_timeout(Runtime *rt)
+{
+    rt->timeout_s = RT_DEFAULT_TIMEOUT_S;
+    const char *s = getenv("CTRAINER_COLLECTIVE_TIMEOUT");
+    if (!s || !*s) return CT_OK;
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (*end || !(v > 0) || v > 1e9)
+        return ct_error(CT_ERR_INVALID,
+                        "runtime: environment variable CTRAINER_COLLECTIVE_TIMEOUT='%s' "
+                        "is not a number of seconds > 0",
+                        s);
+    rt->timeout_s = v;
+    return CT_OK;
+}
+
+static CtStatus join(Runtime *rt)
+{
+    CtStatus st = read_timeout(rt);
+    if (st != CT_OK) return st;
+    if (!rt_comm_launched()) return read_env_ranks(rt);
+    st = rt_comm_open(rt);
+    if (st == CT_OK) rt_set_rank_threads(rt->local_world_size);
+    return st;
+}
+
+static CtStatus pick_device(Runtime *rt, bool use_cuda)
+{
+    if (!use_cuda) return CT_OK;
+    int n = ct_cuda_device_count();
+    if (n <= rt->local_rank)
+        return ct_error(CT_ERR_DEVICE,
+                        "runtime: use_cuda asks for CUDA device %d (local rank) but %d "
+                        "CUDA device(s) are usable%s",
+                        rt->local_rank, n,
+                        n == 0 ? " (no GPU, or the CUDA backend is not built)" : "");
+    rt->device = ct_cuda(rt->local_rank);
     return CT_OK;
 }
 
@@ -69,29 +116,36 @@ Runtime *runtime_create(const RuntimeArgs *args)
     snprintf(rt->mixed_precision, sizeof rt->mixed_precision, "%s", set.mixed_precision);
     rt->gradient_accumulation_steps = set.gradient_accumulation_steps;
     rt->device = ct_cpu();
-    if (read_ranks(rt) != CT_OK) {
-        free(rt);
+    if (join(rt) != CT_OK || pick_device(rt, use_cuda) != CT_OK) {
+        runtime_free(rt);
         return NULL;
-    }
-    if (use_cuda) {
-        int n = ct_cuda_device_count();
-        if (n <= rt->local_rank) {
-            ct_error(CT_ERR_DEVICE,
-                     "runtime: use_cuda asks for CUDA device %d (local rank) but %d CUDA "
-                     "device(s) are usable%s",
-                     rt->local_rank, n,
-                     n == 0 ? " (no GPU, or the CUDA backend is not built)" : "");
-            free(rt);
-            return NULL;
-        }
-        rt->device = ct_cuda(rt->local_rank);
     }
     return rt;
 }
 
 void runtime_free(Runtime *rt)
 {
+    if (!rt) return;
+    rt_nccl_close(rt);
+    rt_comm_close(rt);
     free(rt);
+}
+
+int runtime_abort(Runtime *rt, CtStatus st)
+{
+    if (rt)
+        fprintf(stderr, "ctrainer: rank %d of %d failed: %s: %s\n", rt->rank,
+                rt->world_size, ct_status_str(st), ct_last_error());
+    else
+        fprintf(stderr, "ctrainer: failed: %s: %s\n", ct_status_str(st), ct_last_error());
+    fflush(stderr);
+    if (rt && rt->comm) rt_comm_abort(rt, 1);
+    return 1;
+}
+
+RuntimeCommStats runtime_comm_stats(const Runtime *rt)
+{
+    return rt ? rt->stats : (RuntimeCommStats){0};
 }
 
 int runtime_rank(const Runtime *rt)
@@ -140,7 +194,16 @@ CtStatus runtime_prepare_model(Runtime *rt, Module *m)
     if (!rt || !m)
         return ct_error(CT_ERR_NULL, "runtime_prepare_model: NULL %s",
                         rt ? "module" : "runtime");
-    return nn_module_to(m, rt->device);
+    CtStatus st = nn_module_to(m, rt->device);
+    if (st != CT_OK || rt->world_size == 1) return st;
+    Tensor *params = nn_module_param_block(m);
+    if (params) st = runtime_broadcast(rt, params, 0);
+    CtStateDict *bufs = st == CT_OK ? nn_module_buffers(m) : NULL;
+    if (st == CT_OK && !bufs) return ct_last_status();
+    for (int64_t i = 0; st == CT_OK && i < ct_state_dict_size(bufs); i++)
+        st = runtime_broadcast(rt, ct_state_dict_tensor(bufs, i), 0);
+    ct_state_dict_free(bufs);
+    return st;
 }
 
 Tensor *runtime_to_device(Runtime *rt, Tensor *t)

@@ -1,8 +1,16 @@
-/* Private to runtime/: the Runtime struct. */
+/* Private to runtime/: the Runtime struct and the process group seam.
+ *
+ * The process group (comm_mpi.c: over MPI, or one process without it) moves raw
+ * contiguous host buffers between ranks; collectives.c turns tensors into
+ * buffers and checks that every rank passed the same layout. Every rt_comm_*
+ * call is collective: all ranks call it in the same order. */
 #ifndef CTRAINER_RUNTIME_INTERNAL_H
 #define CTRAINER_RUNTIME_INTERNAL_H
 
 #include "ctrainer/runtime.h"
+
+typedef struct RtComm RtComm; /* the process group; NULL: one process */
+typedef struct RtNccl RtNccl; /* NCCL communicator; NULL until a CUDA collective */
 
 struct Runtime {
     int rank, world_size, local_rank, local_world_size;
@@ -10,6 +18,45 @@ struct Runtime {
     uint64_t seed;
     char mixed_precision[8]; /* "no", "bf16" or "fp16" */
     int gradient_accumulation_steps;
+    double timeout_s; /* collective deadline, CTRAINER_COLLECTIVE_TIMEOUT */
+    RtComm *comm;
+    RtNccl *nccl;
+    RuntimeCommStats stats;
 };
+
+/* Default CTRAINER_COLLECTIVE_TIMEOUT, seconds. */
+#define RT_DEFAULT_TIMEOUT_S 300.0
+
+/* Was this process started as one of several ranks by an MPI launcher? */
+bool rt_comm_launched(void);
+/* Joins the process group: sets rt's identity (rank, world size, local
+ * rank and size) and rt->comm. */
+CtStatus rt_comm_open(Runtime *rt);
+/* Leaves it (MPI itself is finalized at process exit). NULL comm: no-op. */
+void rt_comm_close(Runtime *rt);
+/* Ends every rank with exit status `code` (MPI_Abort). */
+void rt_comm_abort(Runtime *rt, int code);
+
+/* In place over n elements of dt (f32, f64, i64, i32, u8); MEAN sums (the
+ * caller divides). */
+CtStatus rt_comm_allreduce(Runtime *rt, void *buf, int64_t n, CtDType dt,
+                           RuntimeReduceOp op);
+/* Rank r's `counts[r]` bytes land at recv + sum(counts[0..r)). */
+CtStatus rt_comm_allgatherv(Runtime *rt, const void *send, void *recv,
+                            const int64_t *counts);
+CtStatus rt_comm_bcast(Runtime *rt, void *buf, int64_t bytes, int root);
+CtStatus rt_comm_barrier(Runtime *rt);
+
+/* The same for device buffers of CUDA tensors, over NCCL (comm_nccl.c;
+ * CT_ERR_UNSUPPORTED in builds without NCCL). Gathers take equal sizes. */
+CtStatus rt_nccl_allreduce(Runtime *rt, void *buf, int64_t n, CtDType dt,
+                           RuntimeReduceOp op);
+CtStatus rt_nccl_bcast(Runtime *rt, void *buf, int64_t bytes, int root);
+CtStatus rt_nccl_allgather(Runtime *rt, const void *send, void *recv, int64_t bytes);
+void rt_nccl_close(Runtime *rt);
+
+/* Sets the OpenMP thread count of a rank: cores / ranks on this machine
+ * (at least 1) unless OMP_NUM_THREADS is set; OpenBLAS stays at 1. */
+void rt_set_rank_threads(int local_world_size);
 
 #endif

@@ -28,8 +28,13 @@ bool trainer_stop_point(Trainer *t)
     TrainerState *s = t->state;
     if (s->stop_agreed) return true;
     double flag = s->stop_requested ? 1.0 : 0.0;
-    /* the flag reduce cannot fail for a valid runtime; treat failure as "go on" */
-    if (runtime_reduce_f64(s->rt, &flag, 1, RUNTIME_REDUCE_MAX) != CT_OK) return false;
+    /* the reduce fails when the processes cannot agree (a rank died): unwind
+     * as for a stop, and end the run with that error */
+    CtStatus st = runtime_reduce_f64(s->rt, &flag, 1, RUNTIME_REDUCE_MAX);
+    if (st != CT_OK) {
+        s->stop_error = st;
+        return s->stop_agreed = true;
+    }
     if (flag > 0 && !s->stop_requested)
         trainer_stop(t, "stop requested by another process");
     s->stop_agreed = flag > 0;
@@ -85,10 +90,12 @@ typedef struct StepPlan {
     bool update;
 } StepPlan;
 
-/* The update part of a step: clip once, step, schedule, zero. */
+/* The update part of a step: average the gradients over the processes
+ * (once per update, not per micro-batch), clip once, step, schedule, zero. */
 static CtStatus update(Trainer *t)
 {
     TrainerState *s = t->state;
+    TRY(runtime_reduce_gradients(s->rt, t->model));
     if (s->rc.gradient_clip_value > 0 || s->rc.gradient_clip_norm > 0)
         TRY(HOOK(t, clip_gradients)(t));
     TRY(HOOK(t, optimizer_step)(t));
@@ -343,6 +350,7 @@ static void begin_run(Trainer *t)
     TrainerState *s = t->state;
     trainer_release_run(t);
     s->stop_requested = s->stop_agreed = false;
+    s->stop_error = CT_OK;
     s->stop_reason[0] = '\0';
     s->global_step = 0;
     s->epoch_step = -1;
@@ -389,6 +397,7 @@ CtStatus trainer_train(Trainer *t, const TrainArgs *a)
     s->running = true;
     CtStatus st = prepare_training(t, a);
     if (st == CT_OK) st = run_epochs(t);
+    if (st == CT_OK) st = s->stop_error;
     if (st == CT_OK)
         st = finish_run(t, HOOK(t, training_run_end), CB_ON_TRAINING_RUN_END);
     s->running = false;
@@ -435,6 +444,7 @@ CtStatus trainer_evaluate(Trainer *t, const EvalArgs *a)
     }
     if (st == CT_OK) st = trainer_make_run_config(t, NULL);
     if (st == CT_OK) st = run_evaluation(t);
+    if (st == CT_OK) st = s->stop_error;
     if (st == CT_OK)
         st = finish_run(t, HOOK(t, evaluation_run_end), CB_ON_EVALUATION_RUN_END);
     s->running = false;

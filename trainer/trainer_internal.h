@@ -37,14 +37,18 @@ struct TrainerState {
     /* stopping: requested on this process / agreed by all processes */
     bool stop_requested, stop_agreed;
     char stop_reason[256];
+    /* the stop agreement itself failed (a collective across processes): the
+     * run unwinds as for a stop and ends with this error */
+    CtStatus stop_error;
 };
 
 /* The hook to call: the user's, or the default. */
 #define HOOK(t, name) ((t)->hooks.name ? (t)->hooks.name : trainer_default_##name)
 
 /* A stop point: agrees on the stop flag across processes; true when the run
- * must stop (also sets state->stop_agreed). Every process calls it at the
- * same points. Defined next to the loops (loop.c), as is trainer_fire. */
+ * must stop (also sets state->stop_agreed; and state->stop_error when the
+ * agreement failed). Every process calls it at the same points. Defined
+ * next to the loops (loop.c), as is trainer_fire. */
 bool trainer_stop_point(Trainer *t);
 /* Fires an event on the trainer's callbacks. */
 CtStatus trainer_fire(Trainer *t, CallbackEvent ev, const CallbackEventArgs *args);

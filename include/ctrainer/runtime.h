@@ -7,13 +7,40 @@
  * that involves more than one process, so a training program written
  * against it runs unchanged on one process or many.
  *
- * This build is single-process: world size 1, rank 0, and the collectives
- * are local (a gather is a copy, a reduce is a copy, a barrier returns at
- * once). The contracts below are the distributed ones; a multi-process
- * build (MPI/NCCL) fills them in without changing callers. When the
- * environment says the program was started as one of several ranks
- * (WORLD_SIZE > 1) and no multi-process backend is built, runtime_create
- * fails with CT_ERR_UNSUPPORTED instead of silently training N copies.
+ * Processes. A program started by an MPI launcher as one of several ranks
+ * (`ctrainer launch`, `mpirun -np N`) joins the process group over MPI:
+ * rank and world size come from MPI, the local rank and size from the ranks
+ * sharing this machine. A program started alone never initialises MPI, and
+ * runs as world size 1 with local collectives (a gather is a copy, a reduce
+ * a copy, a barrier returns at once). RANK / WORLD_SIZE / LOCAL_RANK /
+ * LOCAL_WORLD_SIZE from other launchers are read too; under MPI they must
+ * agree with it. WORLD_SIZE > 1 without an MPI launcher (or in a build
+ * without MPI, CTRAINER_MPI=OFF) is refused with CT_ERR_UNSUPPORTED instead
+ * of silently training N copies.
+ *
+ * Devices. Collectives on CPU tensors go over MPI; on CUDA tensors over
+ * NCCL (one GPU per process: device local_rank; the NCCL communicator is
+ * created on the first CUDA collective, its unique id broadcast over MPI).
+ * A build without NCCL refuses CUDA tensors in collectives with
+ * CT_ERR_UNSUPPORTED.
+ *
+ * Threads. With several ranks on one machine, each rank runs
+ * cores / ranks-on-this-machine OpenMP threads (at least 1; a rank the
+ * launcher bound to a subset of the cores uses that subset), set
+ * with omp_set_num_threads at runtime_create, unless OMP_NUM_THREADS is set.
+ * OpenBLAS always runs single-threaded inside the library's one pool.
+ *
+ * Faults. Every collective waits at most CTRAINER_COLLECTIVE_TIMEOUT seconds
+ * (default 300) for the other ranks, then fails with CT_ERR_BACKEND naming
+ * this rank: a rank that died or failed never leaves the others hanging.
+ * After a failed collective the process group is broken: later collectives
+ * fail at once, and MPI is not finalized at exit. A program ends a
+ * failed distributed run with runtime_abort, which ends every rank at once
+ * (mpirun also ends the job when a rank dies or exits non-zero). A rank
+ * that only returns from main after a failure waits in MPI_Finalize at exit
+ * until the others' collectives time out: bounded, but slow. Under Open
+ * MPI's mpirun, when one rank is killed the others are killed within
+ * seconds.
  *
  * Ownership: a Runtime is created with runtime_create and freed with
  * runtime_free. Tensors the collectives return are owned like op results
@@ -59,18 +86,31 @@ typedef struct RuntimeArgs {
 } RuntimeArgs;
 
 /* A runtime for this process. args NULL means defaults (CPU, seed 42).
- * Reads RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE from the
- * environment when they are set (as torchrun and `ctrainer launch` set
- * them): malformed values are CT_ERR_INVALID naming the variable, and a
- * world size above 1 is CT_ERR_UNSUPPORTED in this single-process build.
- * The run settings come from args, then the CTRAINER_* environment, then
- * the defaults (runtime_settings_resolve); a malformed CTRAINER_* value is
- * CT_ERR_INVALID naming the variable. The config file is not read here:
- * `ctrainer launch` reads it and passes its values through the
- * environment. Returns NULL with the error recorded on failure. */
+ * Under an MPI launcher it joins the process group (collective: every rank
+ * creates its runtime; the first runtime of the process initialises MPI
+ * unless the program did, and registers MPI_Finalize to run at exit).
+ * Otherwise it reads RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE from
+ * the environment when they are set: malformed values are CT_ERR_INVALID
+ * naming the variable, a world size above 1 without MPI is
+ * CT_ERR_UNSUPPORTED. CTRAINER_COLLECTIVE_TIMEOUT (seconds, > 0) sets the
+ * collective deadline. The run settings come from args, then the CTRAINER_*
+ * environment, then the defaults (runtime_settings_resolve); a malformed
+ * CTRAINER_* value is CT_ERR_INVALID naming the variable. The config file is
+ * not read here: `ctrainer launch` reads it and passes its values through
+ * the environment. Returns NULL with the error recorded on failure. */
 Runtime *runtime_create(const RuntimeArgs *args);
-/* NULL is a no-op. */
+/* Leaves the process group. MPI itself, when runtime_create initialised it,
+ * is finalized at process exit (not after a failed collective: see Faults
+ * above), so runtimes can be created and freed one after another. NULL is
+ * a no-op. */
 void runtime_free(Runtime *rt);
+/* Ends a failed run on every rank: prints "ctrainer: rank R of N failed:
+ * <status>: <last error>" to stderr and, when distributed, aborts every rank
+ * with exit status 1 (MPI_Abort; this call does not return). With one
+ * process it only prints and returns 1, so `return runtime_abort(rt, st);`
+ * from main ends the program the same way everywhere. NULL rt prints
+ * without a rank. */
+int runtime_abort(Runtime *rt, CtStatus st);
 
 /* Process identity. rank in [0, world_size); local_rank is the rank within
  * this machine. */
@@ -96,7 +136,9 @@ int runtime_gradient_accumulation_steps(const Runtime *rt);
 /* ------------------------------------------------------------ placement */
 
 /* Moves the model's parameters, gradients and buffers to the runtime's
- * device (nn_module_to, which also packs them). Idempotent. */
+ * device (nn_module_to, which also packs them), then, with several
+ * processes, broadcasts the parameters and buffers from rank 0 so every
+ * process starts from the same model. Idempotent; collective. */
 CtStatus runtime_prepare_model(Runtime *rt, Module *m);
 /* t on the runtime's device: tensor_contiguous(t) (t itself, with a new
  * reference in the open scope, when contiguous) when it is already there,
@@ -164,6 +206,36 @@ Tensor *runtime_reduce(Runtime *rt, Tensor *t, RuntimeReduceOp op);
 /* The same for n host doubles, in place: what the trainer uses for loss
  * totals and for agreeing on a stop request (MAX of a 0/1 flag). */
 CtStatus runtime_reduce_f64(Runtime *rt, double *values, int n, RuntimeReduceOp op);
+
+/* t (contiguous) overwritten in place by root's values on every process.
+ * Same dtype, shape and device type everywhere. */
+CtStatus runtime_broadcast(Runtime *rt, Tensor *t, int root);
+
+/* Gradient averaging for data parallelism: the model's packed gradient
+ * block (runtime_prepare_model packs it) replaced by its mean over the
+ * processes, in one all-reduce. The Trainer calls it once per optimizer
+ * update, never on the micro-batches of an accumulation window. A no-op
+ * with one process. */
+CtStatus runtime_reduce_gradients(Runtime *rt, Module *m);
+
+/* "Main process first": code between begin and end runs on the main
+ * process, then on the others together (downloading or preprocessing a
+ * dataset once, then reading the cache). Every process calls both:
+ *
+ *     runtime_main_process_first_begin(rt);   // others wait here
+ *     ds = load_or_build_cache(path);
+ *     runtime_main_process_first_end(rt);     // the main process releases them
+ */
+CtStatus runtime_main_process_first_begin(Runtime *rt);
+CtStatus runtime_main_process_first_end(Runtime *rt);
+
+/* What the collectives of this runtime moved so far: calls, bytes of
+ * payload per process, and seconds spent in them (waiting included). */
+typedef struct RuntimeCommStats {
+    int64_t calls, bytes;
+    double seconds;
+} RuntimeCommStats;
+RuntimeCommStats runtime_comm_stats(const Runtime *rt);
 
 /* ---------------------------------------------------------------- output */
 

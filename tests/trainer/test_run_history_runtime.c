@@ -148,8 +148,8 @@ START_TEST(runtime_environment)
 {
     setenv("WORLD_SIZE", "2", 1);
     ck_assert_ptr_null(runtime_create(NULL));
-    tu_assert_error(CT_ERR_UNSUPPORTED, "WORLD_SIZE=2 but this build of ctrainer is "
-                                        "single-process");
+    /* the reason depends on the build (tests/runtime checks both) */
+    tu_assert_error(CT_ERR_UNSUPPORTED, "WORLD_SIZE=2 but ");
     setenv("WORLD_SIZE", "x", 1);
     ck_assert_ptr_null(runtime_create(NULL));
     tu_assert_error(CT_ERR_INVALID, "WORLD_SIZE='x' is not an integer");
