@@ -32,6 +32,13 @@ bool cb_improved(double cur, double best, bool greater_is_better);
  * naming the path on failure (the temp file is removed). */
 CtStatus cb_write_file_atomic(const char *path, const char *data, size_t n);
 
+/* Callback state for checkpoints: a 0-d f64 entry (counters fit exactly
+ * below 2^53). get: CT_ERR_INVALID naming the callback type and entry when
+ * it is missing or not a single f64. */
+CtStatus cb_state_put(CtStateDict *out, const char *name, double v);
+CtStatus cb_state_get(const CtStateDict *in, const char *type, const char *name,
+                      double *v);
+
 /* A growable string for building file contents. */
 typedef struct CbBuf {
     char *data;
