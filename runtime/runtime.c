@@ -54,6 +54,7 @@ Runtime *runtime_create(const RuntimeArgs *args)
         return NULL;
     }
     rt->seed = a.seed ? a.seed : RUNTIME_DEFAULT_SEED;
+    rt->deterministic = a.deterministic;
     rt->device = ct_cpu();
     if (read_ranks(rt) != CT_OK) {
         free(rt);
@@ -136,6 +137,12 @@ uint64_t runtime_base_seed(const Runtime *rt)
 {
     return rt->seed;
 }
+
+bool runtime_deterministic(const Runtime *rt)
+{
+    return rt && rt->deterministic;
+}
+
 uint64_t runtime_seed(const Runtime *rt, uint64_t base)
 {
     return base + (uint64_t)rt->rank;

@@ -8,6 +8,7 @@ struct Runtime {
     int rank, world_size, local_rank, local_world_size;
     CtDevice device;
     uint64_t seed;
+    bool deterministic;
 };
 
 #endif

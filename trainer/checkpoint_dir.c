@@ -59,6 +59,33 @@ static CtStatus list_checkpoints(const char *root, long long **out, int *n)
     return st;
 }
 
+/* checkpoint_<n>.tmp-<pid>, checkpoint_<n>.old-<pid>, latest.tmp-<pid>:
+ * left by a save that was killed. */
+static bool is_leftover(const char *name)
+{
+    if (strncmp(name, CKPT_LATEST ".tmp-", strlen(CKPT_LATEST) + 5) == 0) return true;
+    return strncmp(name, CKPT_PREFIX, strlen(CKPT_PREFIX)) == 0 &&
+           (strstr(name, ".tmp-") || strstr(name, ".old-"));
+}
+
+/* Removes the leftovers of killed saves. */
+static CtStatus remove_leftovers(const char *root)
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return ct_error(CT_ERR_IO, "checkpoint: cannot list %s: %s", root,
+                        strerror(errno));
+    CtStatus st = CT_OK;
+    for (struct dirent *e; st == CT_OK && (e = readdir(d));) {
+        if (!is_leftover(e->d_name)) continue;
+        char *path = ckpt_join(root, e->d_name);
+        st = path ? ckpt_remove_tree(path) : ct_last_status();
+        free(path);
+    }
+    closedir(d);
+    return st;
+}
+
 static CtStatus rotate(const char *root, int total_limit)
 {
     long long *idx = NULL;
@@ -107,6 +134,7 @@ CtStatus trainer_save_checkpoint(Trainer *t, const char *root, int total_limit)
         st = ckpt_write_file_atomic(latest, text, (size_t)len);
     }
     if (st == CT_OK && main && total_limit > 0) st = rotate(root, total_limit);
+    if (st == CT_OK && main) st = remove_leftovers(root);
     free(latest);
     return st;
 }

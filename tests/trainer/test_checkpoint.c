@@ -392,6 +392,11 @@ START_TEST(sigkill_during_saves_leaves_a_loadable_latest)
         ck_assert_msg(st == CT_OK, "round %d: %s", round, ct_last_error());
         free(latest);
     }
+    /* the next save clears what the killed ones left; rotation keeps 2 */
+    ck_assert_int_eq(trainer_save_checkpoint(a.t, dir, 2), CT_OK);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "test $(ls '%s' | wc -l) -eq 3", dir);
+    ck_assert_int_eq(system(cmd), 0);
     run_free(&a);
     remove_dir(dir);
 }
