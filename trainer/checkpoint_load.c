@@ -204,8 +204,10 @@ static CtStatus apply(Trainer *t, Loaded *l, int64_t epoch, int64_t batch, int64
     LossTracker lt;
     CtStatus st = nn_module_load_state_dict(t->model, l->model, true, NULL);
     if (st == CT_OK) st = optim_state_load(t->optimizer, l->optimizer);
-    if (st == CT_OK && t->scheduler && l->scheduler)
-        st = sched_state_load(t->scheduler, l->scheduler);
+    /* outside a run t->scheduler is the last run's: the next run makes a
+     * new one, which gets the state then */
+    Scheduler *sched = s->running ? t->scheduler : NULL;
+    if (st == CT_OK && sched && l->scheduler) st = sched_state_load(sched, l->scheduler);
     if (st == CT_OK) st = ckpt_apply_rank_state(t, l->rank, &lt, l->rank_file);
     if (st == CT_OK) st = ckpt_apply_history(s->history, l->trainer, epoch);
     if (st != CT_OK) return ckpt_wrap(st, "checkpoint %s", l->dir);
@@ -215,9 +217,9 @@ static CtStatus apply(Trainer *t, Loaded *l, int64_t epoch, int64_t batch, int64
                                 .batch = batch,
                                 .global_step = step,
                                 .train_loss = lt,
-                                .scheduler = t->scheduler ? NULL : l->scheduler,
+                                .scheduler = sched ? NULL : l->scheduler,
                                 .callbacks = l->callbacks};
-    if (!t->scheduler) l->scheduler = NULL; /* moved */
+    if (!sched) l->scheduler = NULL; /* moved */
     l->callbacks = NULL;
     s->pos_epoch = epoch;
     s->pos_batch = batch;
@@ -278,7 +280,7 @@ static CtStatus load_checked(Trainer *t, Loaded *l)
     if (st == CT_OK) st = check_model(t, l);
     if (st == CT_OK) st = check_optimizer(t, l);
     if (st == CT_OK) st = check_callbacks(t, l);
-    if (st == CT_OK && t->scheduler && !l->scheduler)
+    if (st == CT_OK && t->state->running && t->scheduler && !l->scheduler)
         st = ct_error(CT_ERR_INVALID,
                       "checkpoint %s: the run has a scheduler, the checkpoint none "
                       "(mismatched scheduler)",

@@ -247,6 +247,42 @@ START_TEST(resume_at_epoch_end_continues_remaining_epochs)
 }
 END_TEST
 
+/* trainer_load_state before trainer_train (no resume_from): the next run
+ * continues at the checkpoint, with its scheduler state, after a run that
+ * left a scheduler of its own behind. */
+START_TEST(load_state_then_train_resumes)
+{
+    char dir[64];
+    temp_dir(dir, sizeof dir);
+    float pa[N_PARAMS], pb[N_PARAMS];
+    Run a, b1, b2;
+    run_init(&a, 1, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&a, 2, 0, NULL, NULL), CT_OK);
+    run_params(&a, pa);
+    run_init(&b1, 1, 16,
+             callback_checkpoint_create(
+                 &(CheckpointArgs){.dir = dir, .every_n_updates = 4, .no_at_end = true}),
+             stopper(21));
+    ck_assert_int_eq(run_train(&b1, 2, 0, NULL, NULL), CT_OK);
+    run_init(&b2, 5, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&b2, 1, 0, NULL, NULL), CT_OK);
+    char *latest = trainer_latest_checkpoint(dir);
+    ck_assert_ptr_nonnull(strstr(latest, "checkpoint_4")); /* update 20 */
+    ck_assert_int_eq(trainer_load_state(b2.t, latest), CT_OK);
+    free(latest);
+    ck_assert_int_eq(run_train(&b2, 2, 0, NULL, NULL), CT_OK);
+    run_params(&b2, pb);
+    ck_assert_mem_eq(pa, pb, sizeof pa);
+    ck_assert_double_eq(sched_get_last_lr(b2.t->scheduler, 0),
+                        sched_get_last_lr(a.t->scheduler, 0));
+    assert_same_history(a.t, b2.t, "train_loss_epoch");
+    run_free(&a);
+    run_free(&b1);
+    run_free(&b2);
+    remove_dir(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------ damaged checkpoints */
 
 static void write_bytes(const char *path, const char *data, size_t n, bool truncate)
@@ -441,6 +477,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, resume_mid_epoch_bitwise_with_workers);
     tcase_add_test(tc, resume_at_epoch_end_continues_remaining_epochs);
+    tcase_add_test(tc, load_state_then_train_resumes);
     tcase_add_test(tc, damaged_checkpoints_are_clear_errors);
     tcase_add_test(tc, mismatched_checkpoints_change_nothing);
     tcase_add_test(tc, sigkill_during_saves_leaves_a_loadable_latest);
