@@ -132,10 +132,11 @@ void cb_buf_free(CbBuf *b)
 
 CtStatus cb_state_put(CtStateDict *out, const char *name, double v)
 {
+    CtScope *sc = ct_scope_open(); /* inside a step's scope or not */
+    if (!sc) return ct_error(CT_ERR_OOM, "callback state: out of memory");
     Tensor *x = tensor_from_data(&v, 0, NULL, CT_F64, ct_cpu());
-    if (!x) return ct_last_status();
-    CtStatus st = ct_state_dict_add(out, name, x);
-    tensor_free(x);
+    CtStatus st = x ? ct_state_dict_add(out, name, x) : ct_last_status();
+    ct_scope_close(sc);
     return st;
 }
 

@@ -7,22 +7,27 @@
 
 #include "checkpoint_internal.h"
 
+/* A new host tensor from data, added to d. Its own scope releases the
+ * creation reference (the dict keeps one), inside a step's scope or not. */
+static CtStatus add_data(CtStateDict *d, const char *name, const void *data, int ndim,
+                         const int64_t *shape, CtDType dt)
+{
+    CtScope *sc = ct_scope_open();
+    if (!sc) return ct_error(CT_ERR_OOM, "checkpoint: out of memory");
+    Tensor *x = tensor_from_data(data, ndim, shape, dt, ct_cpu());
+    CtStatus st = x ? ct_state_dict_add(d, name, x) : ct_last_status();
+    ct_scope_close(sc);
+    return st;
+}
+
 CtStatus ckpt_add_i64(CtStateDict *d, const char *name, int64_t v)
 {
-    Tensor *x = tensor_from_data(&v, 0, NULL, CT_I64, ct_cpu());
-    if (!x) return ct_last_status();
-    CtStatus st = ct_state_dict_add(d, name, x);
-    tensor_free(x);
-    return st;
+    return add_data(d, name, &v, 0, NULL, CT_I64);
 }
 
 CtStatus ckpt_add_f64(CtStateDict *d, const char *name, const double *v, int64_t n)
 {
-    Tensor *x = tensor_from_data(v, n < 0 ? 0 : 1, (int64_t[]){n}, CT_F64, ct_cpu());
-    if (!x) return ct_last_status();
-    CtStatus st = ct_state_dict_add(d, name, x);
-    tensor_free(x);
-    return st;
+    return add_data(d, name, v, n < 0 ? 0 : 1, (int64_t[]){n}, CT_F64);
 }
 
 CtStatus ckpt_get_i64(const CtStateDict *d, const char *name, const char *file,
@@ -51,14 +56,20 @@ CtStateDict *ckpt_clone_dict(const CtStateDict *d)
 {
     CtStateDict *c = ct_state_dict_create();
     bool grad = ct_set_grad_enabled(false);
-    for (int64_t i = 0; c && d && i < ct_state_dict_size(d); i++) {
+    CtScope *sc = ct_scope_open(); /* the dict keeps its own references */
+    for (int64_t i = 0; c && sc && d && i < ct_state_dict_size(d); i++) {
         Tensor *x = tensor_clone(ct_state_dict_tensor(d, i));
         CtStatus st = x ? ct_state_dict_add(c, ct_state_dict_name(d, i), x) : CT_ERR_OOM;
-        tensor_free(x);
         if (st != CT_OK) {
             ct_state_dict_free(c);
             c = NULL;
         }
+    }
+    if (sc)
+        ct_scope_close(sc);
+    else {
+        ct_state_dict_free(c);
+        c = NULL;
     }
     ct_set_grad_enabled(grad);
     if (!c && ct_last_status() == CT_OK)
@@ -134,11 +145,7 @@ static CtStatus save_generator(const char *name, CtGenerator *g, void *ctx)
     snprintf(key, sizeof key, "rng.%s", name);
     int64_t v[3];
     memcpy(v, (uint64_t[]){g->seed, g->stream, g->offset}, sizeof v);
-    Tensor *x = tensor_from_data(v, 1, (int64_t[]){3}, CT_I64, ct_cpu());
-    if (!x) return ct_last_status();
-    CtStatus st = ct_state_dict_add(ctx, key, x);
-    tensor_free(x);
-    return st;
+    return add_data(ctx, key, v, 1, (int64_t[]){3}, CT_I64);
 }
 
 CtStatus ckpt_rank_state(const Trainer *t, CtStateDict *out)
