@@ -30,26 +30,30 @@ CtStatus ckpt_add_f64(CtStateDict *d, const char *name, const double *v, int64_t
     return add_data(d, name, v, n < 0 ? 0 : 1, (int64_t[]){n}, CT_F64);
 }
 
+/* A single-element entry of dtype dt, copied to out (8 bytes). */
+static CtStatus get_scalar(const CtStateDict *d, const char *name, const char *file,
+                           CtDType dt, void *out)
+{
+    Tensor *x = ct_state_dict_get(d, name);
+    if (!x || tensor_dtype(x) != dt || tensor_numel(x) != 1)
+        return ct_error(CT_ERR_FORMAT, "checkpoint file %s: entry '%s' %s", file, name,
+                        !x             ? "is missing"
+                        : dt == CT_I64 ? "is not a single int64"
+                                       : "is not a single float64");
+    memcpy(out, tensor_data(x), 8);
+    return CT_OK;
+}
+
 CtStatus ckpt_get_i64(const CtStateDict *d, const char *name, const char *file,
                       int64_t *v)
 {
-    Tensor *x = ct_state_dict_get(d, name);
-    if (!x || tensor_dtype(x) != CT_I64 || tensor_numel(x) != 1)
-        return ct_error(CT_ERR_FORMAT, "checkpoint file %s: entry '%s' %s", file, name,
-                        x ? "is not a single int64" : "is missing");
-    *v = *(const int64_t *)tensor_data(x);
-    return CT_OK;
+    return get_scalar(d, name, file, CT_I64, v);
 }
 
 static CtStatus get_f64(const CtStateDict *d, const char *name, const char *file,
                         double *v)
 {
-    Tensor *x = ct_state_dict_get(d, name);
-    if (!x || tensor_dtype(x) != CT_F64 || tensor_numel(x) != 1)
-        return ct_error(CT_ERR_FORMAT, "checkpoint file %s: entry '%s' %s", file, name,
-                        x ? "is not a single float64" : "is missing");
-    *v = *(const double *)tensor_data(x);
-    return CT_OK;
+    return get_scalar(d, name, file, CT_F64, v);
 }
 
 CtStateDict *ckpt_clone_dict(const CtStateDict *d)

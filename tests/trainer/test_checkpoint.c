@@ -169,6 +169,38 @@ static void assert_same_history(Trainer *a, Trainer *b, const char *metric)
     ck_assert_mem_eq(va, vb, (size_t)na * sizeof *va);
 }
 
+/* The uninterrupted run the resumed ones are compared with. */
+static void reference_run(Run *a, int64_t epochs, int workers)
+{
+    run_init(a, 1, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(a, epochs, workers, NULL, NULL), CT_OK);
+}
+
+/* b ended exactly as a: the same parameter bits, update count, LR and
+ * epoch losses. */
+static void assert_same_run(const Run *a, const Run *b)
+{
+    float pa[N_PARAMS], pb[N_PARAMS];
+    run_params(a, pa);
+    run_params(b, pb);
+    for (int i = 0; i < N_PARAMS; i++) ck_assert(isfinite(pa[i]));
+    ck_assert_mem_eq(pa, pb, sizeof pa);
+    ck_assert_int_eq(trainer_global_step(b->t), trainer_global_step(a->t));
+    /* a loaded StepLR recomputes its LR in closed form (base * gamma^k),
+     * which may differ from the chained products in the last bit */
+    ck_assert_double_eq_tol(sched_get_last_lr(b->t->scheduler, 0),
+                            sched_get_last_lr(a->t->scheduler, 0), 1e-15);
+    assert_same_history(a->t, b->t, "train_loss_epoch");
+}
+
+static void free_runs(Run *a, Run *b1, Run *b2, const char *dir)
+{
+    run_free(a);
+    run_free(b1);
+    run_free(b2);
+    remove_dir(dir);
+}
+
 /* 13 batches per epoch; checkpoints every 5 updates; stopped at update 18
  * (epoch 2, batch 5); resumed from the update-15 checkpoint (epoch 2,
  * batch 2) in a trainer whose model starts from other weights. */
@@ -176,13 +208,8 @@ START_TEST(resume_mid_epoch_bitwise_with_workers)
 {
     char dir[64];
     temp_dir(dir, sizeof dir);
-    float pa[N_PARAMS], pb[N_PARAMS];
     Run a, b1, b2;
-    run_init(&a, 1, 16, NULL, NULL);
-    ck_assert_int_eq(run_train(&a, 3, 2, NULL, NULL), CT_OK);
-    run_params(&a, pa);
-    for (int i = 0; i < N_PARAMS; i++) ck_assert(isfinite(pa[i]));
-
+    reference_run(&a, 3, 2);
     run_init(&b1, 1, 16,
              callback_checkpoint_create(
                  &(CheckpointArgs){.dir = dir, .every_n_updates = 5, .no_at_end = true}),
@@ -197,14 +224,7 @@ START_TEST(resume_mid_epoch_bitwise_with_workers)
              NULL);
     CtStatus st = run_train(&b2, 3, 2, "latest", dir);
     ck_assert_msg(st == CT_OK, "%s", ct_last_error());
-    run_params(&b2, pb);
-    ck_assert_mem_eq(pa, pb, sizeof pa);
-    ck_assert_int_eq(trainer_global_step(b2.t), trainer_global_step(a.t));
-    /* a loaded StepLR recomputes its LR in closed form (base * gamma^k),
-     * which may differ from the chained products in the last bit */
-    ck_assert_double_eq_tol(sched_get_last_lr(b2.t->scheduler, 0),
-                            sched_get_last_lr(a.t->scheduler, 0), 1e-15);
-    assert_same_history(a.t, b2.t, "train_loss_epoch");
+    assert_same_run(&a, &b2);
     assert_same_history(a.t, b2.t, "eval_loss_epoch");
     Callback *ea = callback_list_find(trainer_callbacks(a.t), "EarlyStopping");
     Callback *eb = callback_list_find(trainer_callbacks(b2.t), "EarlyStopping");
@@ -217,10 +237,7 @@ START_TEST(resume_mid_epoch_bitwise_with_workers)
     char *latest = trainer_latest_checkpoint(dir);
     ck_assert_ptr_nonnull(strstr(latest, "checkpoint_3"));
     free(latest);
-    run_free(&a);
-    run_free(&b1);
-    run_free(&b2);
-    remove_dir(dir);
+    free_runs(&a, &b1, &b2, dir);
 }
 END_TEST
 
@@ -229,23 +246,15 @@ START_TEST(resume_at_epoch_end_continues_remaining_epochs)
 {
     char dir[64];
     temp_dir(dir, sizeof dir);
-    float pa[N_PARAMS], pb[N_PARAMS];
     Run a, b1, b2;
-    run_init(&a, 1, 16, NULL, NULL);
-    ck_assert_int_eq(run_train(&a, 2, 0, NULL, NULL), CT_OK);
-    run_params(&a, pa);
+    reference_run(&a, 2, 0);
     run_init(&b1, 1, 16, callback_checkpoint_create(&(CheckpointArgs){.dir = dir}), NULL);
     ck_assert_int_eq(run_train(&b1, 1, 0, NULL, NULL), CT_OK);
     run_init(&b2, 5, 16, NULL, NULL);
     ck_assert_int_eq(run_train(&b2, 2, 0, "latest", dir), CT_OK);
-    run_params(&b2, pb);
-    ck_assert_mem_eq(pa, pb, sizeof pa);
+    assert_same_run(&a, &b2);
     ck_assert_int_eq(run_history_current_epoch(trainer_run_history(b2.t)), 3);
-    assert_same_history(a.t, b2.t, "train_loss_epoch");
-    run_free(&a);
-    run_free(&b1);
-    run_free(&b2);
-    remove_dir(dir);
+    free_runs(&a, &b1, &b2, dir);
 }
 END_TEST
 
@@ -256,11 +265,8 @@ START_TEST(load_state_then_train_resumes)
 {
     char dir[64];
     temp_dir(dir, sizeof dir);
-    float pa[N_PARAMS], pb[N_PARAMS];
     Run a, b1, b2;
-    run_init(&a, 1, 16, NULL, NULL);
-    ck_assert_int_eq(run_train(&a, 2, 0, NULL, NULL), CT_OK);
-    run_params(&a, pa);
+    reference_run(&a, 2, 0);
     run_init(&b1, 1, 16,
              callback_checkpoint_create(
                  &(CheckpointArgs){.dir = dir, .every_n_updates = 4, .no_at_end = true}),
@@ -273,17 +279,8 @@ START_TEST(load_state_then_train_resumes)
     ck_assert_int_eq(trainer_load_state(b2.t, latest), CT_OK);
     free(latest);
     ck_assert_int_eq(run_train(&b2, 2, 0, NULL, NULL), CT_OK);
-    run_params(&b2, pb);
-    ck_assert_mem_eq(pa, pb, sizeof pa);
-    /* a loaded StepLR recomputes its LR in closed form (base * gamma^k),
-     * which may differ from the chained products in the last bit */
-    ck_assert_double_eq_tol(sched_get_last_lr(b2.t->scheduler, 0),
-                            sched_get_last_lr(a.t->scheduler, 0), 1e-15);
-    assert_same_history(a.t, b2.t, "train_loss_epoch");
-    run_free(&a);
-    run_free(&b1);
-    run_free(&b2);
-    remove_dir(dir);
+    assert_same_run(&a, &b2);
+    free_runs(&a, &b1, &b2, dir);
 }
 END_TEST
 
