@@ -81,8 +81,8 @@ static Scheduler *make_sched(Trainer *t, Optimizer *o, void *user)
     return sched_step_lr(o, 5, 0.9);
 }
 
-static void run_init(Run *r, uint64_t init_seed, int hidden, Callback *extra1,
-                     Callback *extra2)
+/* extra: callbacks after EarlyStopping (n of them). */
+static void run_init_with(Run *r, uint64_t init_seed, int hidden, int n, Callback **extra)
 {
     r->init = ct_generator(init_seed, 0);
     r->drop = ct_generator(7, 1);
@@ -95,10 +95,10 @@ static void run_init(Run *r, uint64_t init_seed, int hidden, Callback *extra1,
         &(AdamArgs){
             .lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01});
     r->loss = nn_loss_mse(CT_REDUCTION_MEAN);
-    Callback *cbs[3] = {callback_early_stopping_create(
-                            &(EarlyStoppingArgs){.patience = 100, .threshold = 1e-9}),
-                        extra1, extra2};
-    int n = 1 + (extra1 != NULL) + (extra2 != NULL);
+    Callback *cbs[8] = {callback_early_stopping_create(
+        &(EarlyStoppingArgs){.patience = 100, .threshold = 1e-9})};
+    for (int i = 0; i < n; i++) cbs[1 + i] = extra[i];
+    n += 1;
     r->t = trainer_create(&(TrainerConfig){.model = r->model,
                                            .loss = r->loss,
                                            .optimizer = r->opt,
@@ -107,6 +107,14 @@ static void run_init(Run *r, uint64_t init_seed, int hidden, Callback *extra1,
     ck_assert_msg(r->t != NULL, "%s", ct_last_error());
     r->train = make_dataset(N_TRAIN, 0);
     r->eval = make_dataset(40, 3);
+}
+
+static void run_init(Run *r, uint64_t init_seed, int hidden, Callback *extra1,
+                     Callback *extra2)
+{
+    Callback *extra[2] = {extra1, extra2};
+    run_init_with(r, init_seed, hidden, (extra1 != NULL) + (extra2 != NULL),
+                  extra1 ? extra : extra + 1);
 }
 
 static CtStatus run_train(Run *r, int64_t epochs, int workers, const char *resume,
@@ -280,6 +288,64 @@ START_TEST(load_state_then_train_resumes)
     free(latest);
     ck_assert_int_eq(run_train(&b2, 2, 0, NULL, NULL), CT_OK);
     assert_same_run(&a, &b2);
+    free_runs(&a, &b1, &b2, dir);
+}
+END_TEST
+
+/* ModelEma (every step) and SaveBestModel state survive a mid-epoch resume:
+ * the EMA weights, its update count and the best values end the same. */
+static void ema_run(Run *r, uint64_t seed, const char *best_path, int n_more,
+                    Callback **more)
+{
+    Callback *cbs[4] = {
+        callback_model_ema_create(
+            &(ModelEmaArgs){.decay = 0.9, .update_every_step = true}),
+        callback_save_best_model_create(&(SaveBestModelArgs){.save_path = best_path})};
+    for (int i = 0; i < n_more; i++) cbs[2 + i] = more[i];
+    run_init_with(r, seed, 16, 2 + n_more, cbs);
+}
+
+START_TEST(resume_restores_ema_and_best_model_state)
+{
+    char dir[64], best_a[128], best_b[128];
+    temp_dir(dir, sizeof dir);
+    snprintf(best_a, sizeof best_a, "%s/best_a.safetensors", dir);
+    snprintf(best_b, sizeof best_b, "%s/best_b.safetensors", dir);
+    char *root = malloc(strlen(dir) + 8);
+    sprintf(root, "%s/ckpt", dir);
+    Run a, b1, b2;
+    ema_run(&a, 1, best_a, 0, NULL);
+    ck_assert_int_eq(run_train(&a, 2, 0, NULL, NULL), CT_OK);
+    ema_run(&b1, 1, best_b, 2,
+            (Callback *[]){callback_checkpoint_create(&(CheckpointArgs){
+                               .dir = root, .every_n_updates = 4, .no_at_end = true}),
+                           stopper(22)});
+    ck_assert_int_eq(run_train(&b1, 2, 0, NULL, NULL), CT_OK);
+    ema_run(&b2, 3, best_b, 0, NULL);
+    CtStatus st = run_train(&b2, 2, 0, "latest", root);
+    ck_assert_msg(st == CT_OK, "%s", ct_last_error());
+    assert_same_run(&a, &b2);
+    Callback *ea = callback_list_find(trainer_callbacks(a.t), "ModelEma");
+    Callback *eb = callback_list_find(trainer_callbacks(b2.t), "ModelEma");
+    ck_assert_int_eq(callback_model_ema_num_updates(ea), 26);
+    ck_assert_int_eq(callback_model_ema_num_updates(eb), 26);
+    const CtStateDict *da = callback_model_ema_state(ea),
+                      *db = callback_model_ema_state(eb);
+    ck_assert_int_eq(ct_state_dict_size(da), ct_state_dict_size(db));
+    for (int64_t i = 0; i < ct_state_dict_size(da); i++) {
+        Tensor *x = ct_state_dict_tensor(da, i), *y = ct_state_dict_tensor(db, i);
+        ck_assert_int_eq(tensor_numel(x), tensor_numel(y));
+        ck_assert_mem_eq(tensor_data(x), tensor_data(y),
+                         (size_t)tensor_numel(x) * sizeof(float));
+    }
+    Callback *sa = callback_list_find(trainer_callbacks(a.t), "SaveBestModel");
+    Callback *sb = callback_list_find(trainer_callbacks(b2.t), "SaveBestModel");
+    ck_assert(isfinite(callback_save_best_model_best(sa)));
+    ck_assert_double_eq(callback_save_best_model_best(sa),
+                        callback_save_best_model_best(sb));
+    ck_assert_int_eq(callback_save_best_model_num_saves(sa),
+                     callback_save_best_model_num_saves(sb));
+    free(root);
     free_runs(&a, &b1, &b2, dir);
 }
 END_TEST
@@ -479,6 +545,7 @@ static Suite *suite(void)
     tcase_add_test(tc, resume_mid_epoch_bitwise_with_workers);
     tcase_add_test(tc, resume_at_epoch_end_continues_remaining_epochs);
     tcase_add_test(tc, load_state_then_train_resumes);
+    tcase_add_test(tc, resume_restores_ema_and_best_model_state);
     tcase_add_test(tc, damaged_checkpoints_are_clear_errors);
     tcase_add_test(tc, mismatched_checkpoints_change_nothing);
     tcase_add_test(tc, sigkill_during_saves_leaves_a_loadable_latest);
