@@ -46,6 +46,10 @@ CtStatus ckpt_wrap(CtStatus st, const char *fmt, ...)
 
 /* Appends the trainer's counters and run history (trainer_state file). */
 CtStatus ckpt_trainer_state(const Trainer *t, CtStateDict *out);
+/* The train loader of the current run (t->state->train_dl, not NULL) has
+ * the seed, batch size and length the checkpoint's trainer_state records
+ * (nothing to check for one saved outside a training run). */
+CtStatus ckpt_check_loader(const Trainer *t, const CtStateDict *d, const char *dir);
 /* Restores the run history from a trainer_state dict, at `epoch`. */
 CtStatus ckpt_apply_history(RunHistory *h, const CtStateDict *d, int64_t epoch);
 /* Appends this process's RNG states and partial epoch loss. */

@@ -218,9 +218,11 @@ static CtStatus apply(Trainer *t, Loaded *l, int64_t epoch, int64_t batch, int64
                                 .global_step = step,
                                 .train_loss = lt,
                                 .scheduler = sched ? NULL : l->scheduler,
-                                .callbacks = l->callbacks};
+                                .callbacks = l->callbacks,
+                                .trainer = l->trainer};
+    snprintf(s->resume.dir, sizeof s->resume.dir, "%s", l->dir);
     if (!sched) l->scheduler = NULL; /* moved */
-    l->callbacks = NULL;
+    l->callbacks = l->trainer = NULL;
     s->pos_epoch = epoch;
     s->pos_batch = batch;
     s->pos_loss = lt;
@@ -280,6 +282,8 @@ static CtStatus load_checked(Trainer *t, Loaded *l)
     if (st == CT_OK) st = check_model(t, l);
     if (st == CT_OK) st = check_optimizer(t, l);
     if (st == CT_OK) st = check_callbacks(t, l);
+    if (st == CT_OK && t->state->running && t->state->train_dl)
+        st = ckpt_check_loader(t, l->trainer, l->dir);
     if (st == CT_OK && t->state->running && t->scheduler && !l->scheduler)
         st = ct_error(CT_ERR_INVALID,
                       "checkpoint %s: the run has a scheduler, the checkpoint none "

@@ -11,6 +11,7 @@ void trainer_resume_clear(Trainer *t)
     TrainerResume *r = &t->state->resume;
     ct_state_dict_free(r->scheduler);
     ct_state_dict_free(r->callbacks);
+    ct_state_dict_free(r->trainer);
     *r = (TrainerResume){0};
 }
 
@@ -41,12 +42,14 @@ CtStatus trainer_resume_prepare(Trainer *t, const TrainArgs *a)
         if (st != CT_OK) return st;
     }
     if (!s->resume.pending) return CT_OK;
+    CtStatus st = ckpt_check_loader(t, s->resume.trainer, s->resume.dir);
+    if (st != CT_OK) return st;
     if (s->resume.scheduler && !t->scheduler)
         return ct_error(CT_ERR_INVALID,
                         "trainer_train: the checkpoint has a scheduler "
                         "state, the run no scheduler (create_scheduler_fn)");
     if (s->resume.scheduler) {
-        CtStatus st = sched_state_load(t->scheduler, s->resume.scheduler);
+        st = sched_state_load(t->scheduler, s->resume.scheduler);
         if (st != CT_OK) return st;
         ct_state_dict_free(s->resume.scheduler);
         s->resume.scheduler = NULL;

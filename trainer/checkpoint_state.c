@@ -89,6 +89,15 @@ CtStatus ckpt_trainer_state(const Trainer *t, CtStateDict *out)
     CtStatus st = ckpt_add_i64(out, "global_step", s->global_step);
     if (st == CT_OK) st = ckpt_add_i64(out, "epoch", s->pos_epoch);
     if (st == CT_OK) st = ckpt_add_i64(out, "batch", s->pos_batch);
+    if (s->train_dl) { /* what the position means: the same epochs of batches */
+        int64_t seed;
+        memcpy(&seed, &s->train_dl_args.seed, sizeof seed);
+        if (st == CT_OK) st = ckpt_add_i64(out, "loader.seed", seed);
+        if (st == CT_OK)
+            st = ckpt_add_i64(out, "loader.batch_size", s->train_dl_args.batch_size);
+        if (st == CT_OK)
+            st = ckpt_add_i64(out, "loader.batches", data_loader_len(s->train_dl));
+    }
     const RunHistory *h = s->history;
     char name[RUN_HISTORY_MAX_NAME + 16];
     for (int i = 0; st == CT_OK && i < run_history_num_metrics(h); i++) {
@@ -99,6 +108,29 @@ CtStatus ckpt_trainer_state(const Trainer *t, CtStateDict *out)
         st = ckpt_add_f64(out, name, v, n);
     }
     return st;
+}
+
+CtStatus ckpt_check_loader(const Trainer *t, const CtStateDict *d, const char *dir)
+{
+    const TrainerState *s = t->state;
+    int64_t v[3];
+    const char *names[3] = {"loader.seed", "loader.batch_size", "loader.batches"};
+    for (int i = 0; i < 3; i++)
+        if (get_scalar(d, names[i], CKPT_TRAINER, CT_I64, &v[i]) != CT_OK) {
+            ct_clear_error();
+            return CT_OK; /* saved outside a training run: nothing to compare */
+        }
+    int64_t seed;
+    memcpy(&seed, &s->train_dl_args.seed, sizeof seed);
+    int64_t now[3] = {seed, s->train_dl_args.batch_size, data_loader_len(s->train_dl)};
+    for (int i = 0; i < 3; i++)
+        if (v[i] != now[i])
+            return ct_error(CT_ERR_INVALID,
+                            "checkpoint %s: the train loader differs: %s %lld in the "
+                            "checkpoint, %lld in this run (the saved position would not "
+                            "continue the same batches)",
+                            dir, names[i] + 7, (long long)v[i], (long long)now[i]);
+    return CT_OK;
 }
 
 /* Restores the run history from "history.<metric>" entries, at `epoch`. */

@@ -20,6 +20,8 @@ typedef struct TrainerResume {
     LossTracker train_loss; /* the partial epoch's loss so far */
     CtStateDict *scheduler; /* applied once the run's scheduler exists */
     CtStateDict *callbacks; /* applied after on_training_run_start */
+    CtStateDict *trainer;   /* its trainer_state, to check the run's loader */
+    char dir[512];          /* the checkpoint, for messages */
 } TrainerResume;
 
 struct TrainerState {

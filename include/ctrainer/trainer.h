@@ -489,7 +489,8 @@ CtStatus trainer_save_state(Trainer *t, const char *dir);
  * shapes, dtypes) and optimizer (parameter groups, buffers) before anything
  * changes; a failure leaves the trainer as it was. Errors name the file: a
  * missing, truncated or corrupt file (SHA-256 mismatch), another format
- * version, a mismatched model, optimizer, scheduler or callback list. The
+ * version, a mismatched model, optimizer, scheduler or callback list, and
+ * in a run, a train loader of another seed, batch size or length. The
  * model, optimizer, RNG states and run history are applied at once; the
  * position, the scheduler state (when no run is active) and the callback
  * states are applied by the next trainer_train, which resumes there. */

@@ -445,6 +445,23 @@ START_TEST(mismatched_checkpoints_change_nothing)
     assert_load_fails(&other, ckpt, "checkpoint");
     run_free(&other);
 
+    /* a run whose train loader has another batch size: the saved position
+     * would not continue the same batches */
+    run_init(&other, 2, 16, NULL, NULL);
+    float before[N_PARAMS], after[N_PARAMS];
+    run_params(&other, before);
+    st = trainer_train(
+        other.t, &(TrainArgs){.train_dataset = other.train,
+                              .num_epochs = 2,
+                              .per_device_batch_size = 8,
+                              .create_scheduler_fn = make_sched,
+                              .train_dataloader_args = &(TrainerLoaderArgs){.seed = 11},
+                              .resume_from = ckpt});
+    tu_assert_error(st, "the train loader differs: batch_size 16 in the checkpoint, 8");
+    run_params(&other, after);
+    ck_assert_mem_eq(before, after, sizeof before);
+    run_free(&other);
+
     /* a callback state the trainer cannot take */
     run_init(&other, 2, 16, NULL, NULL);
     callback_free(callback_list_remove(trainer_callbacks(other.t), "EarlyStopping"));
