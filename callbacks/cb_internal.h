@@ -29,6 +29,13 @@ bool cb_is_main(const Trainer *t);
 /* cur is strictly better than best (NAN best: always). */
 bool cb_improved(double cur, double best, bool greater_is_better);
 
+/* Callback state for checkpoints: a 0-d f64 entry (counters fit exactly
+ * below 2^53). get: CT_ERR_INVALID naming the callback type and entry when
+ * it is missing or not a single f64. */
+CtStatus cb_state_put(CtStateDict *out, const char *name, double v);
+CtStatus cb_state_get(const CtStateDict *in, const char *type, const char *name,
+                      double *v);
+
 /* A growable string for building file contents. */
 typedef struct CbBuf {
     char *data;

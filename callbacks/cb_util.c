@@ -75,3 +75,24 @@ void cb_buf_free(CbBuf *b)
     free(b->data);
     *b = (CbBuf){0};
 }
+
+CtStatus cb_state_put(CtStateDict *out, const char *name, double v)
+{
+    CtScope *sc = ct_scope_open(); /* inside a step's scope or not */
+    if (!sc) return ct_error(CT_ERR_OOM, "callback state: out of memory");
+    Tensor *x = tensor_from_data(&v, 0, NULL, CT_F64, ct_cpu());
+    CtStatus st = x ? ct_state_dict_add(out, name, x) : ct_last_status();
+    ct_scope_close(sc);
+    return st;
+}
+
+CtStatus cb_state_get(const CtStateDict *in, const char *type, const char *name,
+                      double *v)
+{
+    Tensor *x = ct_state_dict_get(in, name);
+    if (!x || tensor_dtype(x) != CT_F64 || tensor_numel(x) != 1)
+        return ct_error(CT_ERR_INVALID, "%s: state entry '%s' %s", type, name,
+                        x ? "is not a single float64" : "is missing");
+    *v = *(const double *)tensor_data(x);
+    return CT_OK;
+}

@@ -62,8 +62,31 @@ static CtStatus es_epoch_end(Callback *cb, Trainer *t)
     return CT_OK;
 }
 
+static CtStatus es_state_save(Callback *cb, Trainer *t, CtStateDict *out)
+{
+    (void)t;
+    const EarlyStopping *e = (const EarlyStopping *)cb;
+    CtStatus st = cb_state_put(out, "counter", e->counter);
+    return st == CT_OK ? cb_state_put(out, "best", e->best) : st;
+}
+
+static CtStatus es_state_load(Callback *cb, Trainer *t, const CtStateDict *in)
+{
+    (void)t;
+    EarlyStopping *e = (EarlyStopping *)cb;
+    double counter, best;
+    CtStatus st = cb_state_get(in, "EarlyStopping", "counter", &counter);
+    if (st == CT_OK) st = cb_state_get(in, "EarlyStopping", "best", &best);
+    if (st != CT_OK) return st;
+    e->counter = (int)counter;
+    e->best = best;
+    return CT_OK;
+}
+
 static const CallbackVtable early_stopping_vt = {
     .type = "EarlyStopping",
+    .state_save = es_state_save,
+    .state_load = es_state_load,
     .free = es_free,
     .on_training_run_start = es_run_start,
     .on_training_run_epoch_end = es_epoch_end,

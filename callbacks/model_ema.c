@@ -253,8 +253,59 @@ static CtStatus me_epoch_end(Callback *cb, Trainer *t)
     return st != CT_OK ? st : st2;
 }
 
+/* The EMA weights ("ema.<name>"), the update count, the step of the last
+ * update and the best EMA metric. */
+static CtStatus me_state_save(Callback *cb, Trainer *t, CtStateDict *out)
+{
+    (void)t;
+    const ModelEma *e = (const ModelEma *)cb;
+    CtStatus st = cb_state_put(out, "updates", (double)e->updates);
+    if (st == CT_OK) st = cb_state_put(out, "last_step", (double)e->last_step);
+    if (st == CT_OK) st = cb_state_put(out, "best", e->best);
+    char key[512];
+    for (int64_t i = 0; st == CT_OK && e->all && i < ct_state_dict_size(e->all); i++) {
+        snprintf(key, sizeof key, "ema.%s", ct_state_dict_name(e->all, i));
+        st = ct_state_dict_add(out, key, ct_state_dict_tensor(e->all, i));
+    }
+    return st;
+}
+
+static CtStatus me_state_load(Callback *cb, Trainer *t, const CtStateDict *in)
+{
+    (void)t;
+    ModelEma *e = (ModelEma *)cb;
+    double updates, last_step, best;
+    CtStatus st = cb_state_get(in, "ModelEma", "updates", &updates);
+    if (st == CT_OK) st = cb_state_get(in, "ModelEma", "last_step", &last_step);
+    if (st == CT_OK) st = cb_state_get(in, "ModelEma", "best", &best);
+    if (st != CT_OK) return st;
+    int64_t n = e->all ? ct_state_dict_size(e->all) : 0;
+    if (ct_state_dict_size(in) != n + 3)
+        return ct_error(CT_ERR_INVALID,
+                        "ModelEma: the state has %lld EMA tensors, the "
+                        "model %lld",
+                        (long long)ct_state_dict_size(in) - 3, (long long)n);
+    char key[512];
+    for (int pass = 0; pass < 2; pass++) /* check all, then copy */
+        for (int64_t i = 0; i < n; i++) {
+            snprintf(key, sizeof key, "ema.%s", ct_state_dict_name(e->all, i));
+            Tensor *src = ct_state_dict_get(in, key),
+                   *dst = ct_state_dict_tensor(e->all, i);
+            if (!src || tensor_numel(src) != tensor_numel(dst))
+                return ct_error(CT_ERR_INVALID, "ModelEma: state entry '%s' %s", key,
+                                src ? "differs in size from the model's" : "is missing");
+            if (pass == 1 && (st = tensor_copy_(dst, src)) != CT_OK) return st;
+        }
+    e->updates = (int64_t)updates;
+    e->last_step = (int64_t)last_step;
+    e->best = best;
+    return CT_OK;
+}
+
 static const CallbackVtable model_ema_vt = {
     .type = "ModelEma",
+    .state_save = me_state_save,
+    .state_load = me_state_load,
     .free = me_free,
     .on_training_run_start = me_run_start,
     .on_train_step_start = me_step_start,

@@ -146,8 +146,31 @@ static CtStatus sb_run_end(Callback *cb, Trainer *t)
     return st;
 }
 
+static CtStatus sb_state_save(Callback *cb, Trainer *t, CtStateDict *out)
+{
+    (void)t;
+    const SaveBest *s = (const SaveBest *)cb;
+    CtStatus st = cb_state_put(out, "best", s->best);
+    return st == CT_OK ? cb_state_put(out, "saves", (double)s->saves) : st;
+}
+
+static CtStatus sb_state_load(Callback *cb, Trainer *t, const CtStateDict *in)
+{
+    (void)t;
+    SaveBest *s = (SaveBest *)cb;
+    double best, saves;
+    CtStatus st = cb_state_get(in, "SaveBestModel", "best", &best);
+    if (st == CT_OK) st = cb_state_get(in, "SaveBestModel", "saves", &saves);
+    if (st != CT_OK) return st;
+    s->best = best;
+    s->saves = (int64_t)saves;
+    return CT_OK;
+}
+
 static const CallbackVtable save_best_vt = {
     .type = "SaveBestModel",
+    .state_save = sb_state_save,
+    .state_load = sb_state_load,
     .free = sb_free,
     .on_training_run_start = sb_run_start,
     .on_training_run_epoch_end = sb_epoch_end,

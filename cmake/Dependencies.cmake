@@ -10,6 +10,7 @@ find_package(Threads REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 set(OPENBLAS_TARGET PkgConfig::OPENBLAS)
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)  # safetensors headers
+pkg_check_modules(CRYPTO REQUIRED IMPORTED_TARGET libcrypto) # checkpoint SHA-256
 pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)       # image datasets
 pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
 find_package(ZLIB REQUIRED)                                  # gzip'd IDX files
@@ -18,7 +19,7 @@ pkg_check_modules(YAML REQUIRED IMPORTED_TARGET yaml-0.1)    # config error line
 
 add_library(ctrainer_deps INTERFACE)
 target_link_libraries(ctrainer_deps INTERFACE ${OPENBLAS_TARGET} PkgConfig::JANSSON
-  PkgConfig::PNG PkgConfig::JPEG ZLIB::ZLIB PkgConfig::CYAML PkgConfig::YAML OpenMP::OpenMP_C
+  PkgConfig::CRYPTO PkgConfig::PNG PkgConfig::JPEG ZLIB::ZLIB PkgConfig::CYAML PkgConfig::YAML OpenMP::OpenMP_C
   Threads::Threads m)
 set(CTRAINER_DEFINITIONS "")
 

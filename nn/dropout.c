@@ -39,3 +39,8 @@ Module *nn_dropout(double p, CtGenerator *g)
     d->g = g;
     return &d->base;
 }
+
+CtGenerator *nn_module_generator(const Module *m)
+{
+    return m && m->vt == &dropout_vt ? ((const Dropout *)m)->g : NULL;
+}

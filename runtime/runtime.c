@@ -115,6 +115,7 @@ Runtime *runtime_create(const RuntimeArgs *args)
     rt->seed = set.seed;
     snprintf(rt->mixed_precision, sizeof rt->mixed_precision, "%s", set.mixed_precision);
     rt->gradient_accumulation_steps = set.gradient_accumulation_steps;
+    rt->deterministic = args && args->deterministic;
     rt->device = ct_cpu();
     if (join(rt) != CT_OK || pick_device(rt, use_cuda) != CT_OK) {
         runtime_free(rt);
@@ -217,6 +218,12 @@ uint64_t runtime_base_seed(const Runtime *rt)
 {
     return rt->seed;
 }
+
+bool runtime_deterministic(const Runtime *rt)
+{
+    return rt && rt->deterministic;
+}
+
 uint64_t runtime_seed(const Runtime *rt, uint64_t base)
 {
     return base + (uint64_t)rt->rank;

@@ -22,6 +22,7 @@ struct Runtime {
     RtComm *comm;
     RtNccl *nccl;
     RuntimeCommStats stats;
+    bool deterministic;
 };
 
 /* Default CTRAINER_COLLECTIVE_TIMEOUT, seconds. */

@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin         # multi-process training
   zlib1g-dev                         # gzip'd datasets (IDX)
   libjansson-dev                     # safetensors JSON headers
+  libssl-dev                         # libcrypto: checkpoint SHA-256
   libpng-dev libjpeg-dev             # image datasets
   clang libomp-dev libclang-rt-14-dev # fuzz targets (CTRAINER_FUZZ, libFuzzer runtime)
   dataset-fashion-mnist              # the main job's data

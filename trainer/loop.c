@@ -134,11 +134,16 @@ static CtStatus train_epoch(Trainer *t, bool *reached_max)
     TrainerState *s = t->state;
     TRY_STOP(t, HOOK(t, train_epoch_start)(t));
     s->train_loss = (LossTracker){0};
+    int64_t first = trainer_resume_epoch_start(t); /* > 0: resumed mid-epoch */
+    s->pos_epoch = run_history_current_epoch(s->history);
+    s->pos_batch = first;
+    s->pos_loss = s->train_loss;
     TRY_STOP(t, trainer_fire(t, CB_ON_TRAIN_EPOCH_START, NULL));
     /* the shuffle order is a function of (seed, epoch) */
-    TRY(data_loader_set_epoch(s->train_dl, run_history_current_epoch(s->history) - 1));
+    TRY(data_loader_set_epoch(s->train_dl, s->pos_epoch - 1));
+    if (first > 0) TRY(data_loader_skip(s->train_dl, first));
     int64_t n = trainer_train_dataloader_len(t), k = s->rc.gradient_accumulation_steps;
-    for (int64_t step = 0; step < n; step++) {
+    for (int64_t step = first; step < n; step++) {
         DataBatch batch;
         CtStatus st = CT_OK;
         if (!next_batch(s->train_dl, &batch, &st)) {
@@ -156,6 +161,8 @@ static CtStatus train_epoch(Trainer *t, bool *reached_max)
         s->epoch_step = -1;
         ct_scope_close(scope);
         if (st != CT_OK || s->stop_agreed) return st;
+        s->pos_batch = step + 1;
+        s->pos_loss = s->train_loss;
         if (p.update && s->max_steps_set && s->global_step >= s->rc.max_num_train_steps) {
             *reached_max = true;
             break;
@@ -259,7 +266,9 @@ static CtStatus run_epochs(Trainer *t)
     TrainerState *s = t->state;
     TRY_STOP(t, HOOK(t, training_run_start)(t));
     TRY_STOP(t, trainer_fire(t, CB_ON_TRAINING_RUN_START, NULL));
-    for (int64_t e = 0; e < s->rc.num_epochs; e++) {
+    int64_t first = 0; /* a resumed run continues its remaining epochs */
+    TRY(trainer_resume_run_start(t, &first));
+    for (int64_t e = first; e < s->rc.num_epochs; e++) {
         bool reached = false;
         TRY(train_epoch(t, &reached));
         if (s->stop_agreed) return CT_OK;
@@ -267,6 +276,9 @@ static CtStatus run_epochs(Trainer *t)
             TRY(eval_epoch(t, false, "eval_loss_epoch"));
             if (s->stop_agreed) return CT_OK;
         }
+        s->pos_epoch = run_history_current_epoch(s->history) + 1; /* epoch done */
+        s->pos_batch = 0;
+        s->pos_loss = (LossTracker){0};
         TRY_STOP(t, HOOK(t, training_run_epoch_end)(t));
         TRY_STOP(t, trainer_fire(t, CB_ON_TRAINING_RUN_EPOCH_END, NULL));
         run_history_increment_epoch(s->history);
@@ -367,7 +379,8 @@ static CtStatus prepare_training(Trainer *t, const TrainArgs *a)
     s->scheduler_fn = a->create_scheduler_fn;
     s->scheduler_user = a->scheduler_user;
     s->max_steps_set = a->max_num_train_steps > 0;
-    if (a->reset_run_history != TRAINER_NO) run_history_reset(s->history);
+    if (a->reset_run_history != TRAINER_NO && !s->resume.pending)
+        run_history_reset(s->history);
     TRY(runtime_prepare_model(s->rt, t->model));
     TRY(nn_module_zero_grad(t->model)); /* a run starts from clean gradients */
     int64_t bs = a->per_device_batch_size;
@@ -385,7 +398,7 @@ static CtStatus prepare_training(Trainer *t, const TrainArgs *a)
         t->scheduler = HOOK(t, create_scheduler)(t);
         if (!t->scheduler) return hook_null("create_scheduler");
     }
-    return CT_OK;
+    return trainer_resume_prepare(t, a);
 }
 
 CtStatus trainer_train(Trainer *t, const TrainArgs *a)
@@ -400,6 +413,7 @@ CtStatus trainer_train(Trainer *t, const TrainArgs *a)
     if (st == CT_OK) st = s->stop_error;
     if (st == CT_OK)
         st = finish_run(t, HOOK(t, training_run_end), CB_ON_TRAINING_RUN_END);
+    trainer_resume_clear(t);
     s->running = false;
     return st;
 }

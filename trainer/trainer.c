@@ -91,6 +91,7 @@ CtStatus trainer_init_exact(Trainer *t, const TrainerConfig *cfg)
     s->epoch_step = -1;
     s->callbacks = callback_list_create();
     s->history = run_history_create();
+    s->pos_epoch = 1;
     if (!s->callbacks || !s->history) {
         free_config_callbacks(cfg);
         trainer_deinit(t);
@@ -126,6 +127,7 @@ void trainer_deinit(Trainer *t)
     if (!t || !t->state) return;
     TrainerState *s = t->state;
     trainer_release_run(t);
+    trainer_resume_clear(t);
     callback_list_free(s->callbacks);
     run_history_free(s->history);
     if (s->own_rt) runtime_free(s->rt);

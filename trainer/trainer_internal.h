@@ -11,6 +11,19 @@ typedef struct LossTracker {
     double count; /* samples */
 } LossTracker;
 
+/* A loaded checkpoint's position and the parts applied once a run reaches
+ * them (trainer_load_state; consumed by the next trainer_train). */
+typedef struct TrainerResume {
+    bool pending;
+    int64_t epoch, batch; /* 1-based epoch, next batch of that epoch */
+    int64_t global_step;
+    LossTracker train_loss; /* the partial epoch's loss so far */
+    CtStateDict *scheduler; /* applied once the run's scheduler exists */
+    CtStateDict *callbacks; /* applied after on_training_run_start */
+    CtStateDict *trainer;   /* its trainer_state, to check the run's loader */
+    char dir[512];          /* the checkpoint, for messages */
+} TrainerResume;
+
 struct TrainerState {
     Runtime *rt;
     bool own_rt;
@@ -33,6 +46,10 @@ struct TrainerState {
     int64_t epoch_step;              /* -1 outside a step */
     bool in_eval;
     LossTracker train_loss, eval_loss;
+    /* where a checkpoint saved now resumes: 1-based epoch and next batch */
+    int64_t pos_epoch, pos_batch;
+    LossTracker pos_loss; /* the epoch's loss up to pos_batch */
+    TrainerResume resume;
 
     /* stopping: requested on this process / agreed by all processes */
     bool stop_requested, stop_agreed;
@@ -58,5 +75,16 @@ CtStatus trainer_record_loss(Trainer *t, const LossTracker *lt, const char *name
 void trainer_release_run(Trainer *t);
 /* Builds state->rc for a training (train_dl set) or evaluation run. */
 CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a);
+
+/* Resume (checkpoint_resume.c). Called by trainer_train: after the
+ * scheduler exists (loads TrainArgs.resume_from, applies a pending
+ * scheduler state and the counters); after on_training_run_start (callback
+ * states; returns the run epoch index to start from); at a train epoch's
+ * start (the batch to continue from, restoring the partial epoch loss);
+ * and at the end of the run (drops what was not consumed). */
+CtStatus trainer_resume_prepare(Trainer *t, const TrainArgs *a);
+CtStatus trainer_resume_run_start(Trainer *t, int64_t *first_epoch);
+int64_t trainer_resume_epoch_start(Trainer *t);
+void trainer_resume_clear(Trainer *t);
 
 #endif

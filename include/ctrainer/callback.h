@@ -88,6 +88,17 @@ typedef struct CallbackVtable {
     /* A custom named event (trainer_callback_event). payload is whatever the
      * caller passed (borrowed for the call). */
     CtStatus (*custom)(Callback *cb, Trainer *t, const char *event, void *payload);
+
+    /* Optional state for training-state checkpoints (trainer_save_state).
+     * state_save appends the callback's state to `out` as named tensors
+     * (0-d tensors for scalars; live tensors are fine, they are written
+     * before the call returns); names are the callback's own, the
+     * checkpoint stores them as "<type>.<name>". state_load gets back
+     * exactly those entries when a run resumes, AFTER on_training_run_start
+     * (which may reset the callback); it must check them all before changing
+     * anything and report a mismatch as an error. NULL: no state. */
+    CtStatus (*state_save)(Callback *cb, Trainer *t, CtStateDict *out);
+    CtStatus (*state_load)(Callback *cb, Trainer *t, const CtStateDict *in);
 } CallbackVtable;
 
 struct Callback {

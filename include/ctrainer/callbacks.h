@@ -267,6 +267,31 @@ typedef struct MetricsLoggerArgs {
  * run that starts at epoch 1 starts new files. */
 Callback *callback_metrics_logger_create(const MetricsLoggerArgs *args);
 
+/* -------------------------------------------------------- Checkpoint */
+
+typedef struct CheckpointArgs {
+    const char *dir;         /* required: the checkpoint root */
+    int64_t every_n_updates; /* > 0: every n optimizer updates (mid-epoch) */
+    bool every_epoch;        /* after every epoch (after its evaluation) */
+    int total_limit;         /* keep the last K checkpoints (0: all) */
+    bool no_at_end;          /* default: also save at the end of the run */
+} CheckpointArgs;
+
+/* Type "Checkpoint": training-state checkpoints (trainer_save_checkpoint
+ * into dir: checkpoint_<n> directories, the `latest` pointer, rotation),
+ * for a run resumed with TrainArgs.resume_from = "latest" and
+ * .checkpoint_dir = dir. every_n_updates saves at the start of the step
+ * after every n-th optimizer update (the position is then exact: the
+ * resumed run continues with that step); every_epoch at
+ * on_training_run_epoch_end; at the end of the run (on_training_run_end)
+ * unless nothing ran since the last save. Put it LAST in the callback list,
+ * so the callbacks before it have handled the event whose state it saves.
+ * Every process calls it (each writes its own random_states file).
+ * Errors: NULL/empty dir, every_n_updates or total_limit < 0. */
+Callback *callback_checkpoint_create(const CheckpointArgs *args);
+/* Checkpoints written by this callback so far (0 for another callback). */
+int64_t callback_checkpoint_num_saves(const Callback *cb);
+
 /* ------------------------------------------------------ default list */
 
 #define CALLBACKS_DEFAULT_MAX 5

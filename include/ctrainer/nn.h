@@ -175,6 +175,9 @@ Module *nn_embedding(int64_t num_embeddings, int64_t embedding_dim, CtGenerator 
 /* g is borrowed (it must outlive the module) and advanced by each draw; it
  * may be NULL only when p == 0. */
 Module *nn_dropout(double p, CtGenerator *g);
+/* The generator m draws from in forward (a Dropout's), or NULL for modules
+ * that draw nothing. Training-state checkpoints save and restore it. */
+CtGenerator *nn_module_generator(const Module *m);
 Module *nn_relu(void);
 Module *nn_gelu(CtGeluApprox approx);
 Module *nn_silu(void);

@@ -83,6 +83,20 @@ typedef struct RuntimeArgs {
     const char *mixed_precision;
     /* >= 1 (0 -> CTRAINER_GRADIENT_ACCUMULATION_STEPS, else 1). */
     int gradient_accumulation_steps;
+    /* Bitwise-reproducible kernels only (torch.use_deterministic_algorithms).
+     * The CPU backend is deterministic whatever this says: one seed gives
+     * the same bits for any OMP_NUM_THREADS and any loader num_workers
+     * (tested with 1, 2 and 3 threads and 0 and 2 workers). On CUDA
+     * the paths that are not deterministic by default are: scatter/index
+     * adds and embedding backward through atomicAdd, cuBLAS(Lt) split-K and
+     * stream-K GEMM heuristics, cuDNN autotuned convolution algorithms
+     * (backward data/filter), and NCCL all-reduce across different
+     * topologies. With deterministic set, the CUDA backend must choose the
+     * deterministic variants (sorted segment reductions instead of atomics,
+     * a fixed GEMM algorithm without split-K, cuDNN's deterministic
+     * algorithms, cudnn benchmark off) or report CT_ERR_UNSUPPORTED for an
+     * op that has none. */
+    bool deterministic;
 } RuntimeArgs;
 
 /* A runtime for this process. args NULL means defaults (CPU, seed 42).
@@ -150,6 +164,9 @@ Tensor *runtime_to_device(Runtime *rt, Tensor *t);
 
 /* The base seed of the run (RuntimeArgs.seed, or 42). */
 uint64_t runtime_base_seed(const Runtime *rt);
+/* RuntimeArgs.deterministic: backends must use bitwise-reproducible
+ * kernels only. */
+bool runtime_deterministic(const Runtime *rt);
 /* A per-process seed: base + rank, the convention of accelerate's
  * set_seed(device_specific=True), so augmentation and dropout streams
  * differ between processes while the run stays reproducible. Use the base

@@ -455,6 +455,16 @@ typedef struct TrainArgs {
     /* DEFAULT/YES: clear the run history first (epoch 1); NO: continue its
      * epochs and metrics (progressive resizing, gradual unfreezing). */
     TrainerFlag reset_run_history;
+    /* Resume from a training-state checkpoint (trainer_load_state, after the
+     * loaders and the scheduler exist): a checkpoint directory, or "latest"
+     * for the one checkpoint_dir's `latest` pointer names. The run
+     * continues at the checkpoint's epoch and batch (the remaining epochs of
+     * num_epochs, not all of them again) with its history, counters, RNG
+     * states and callback states. NULL/"": a fresh run. */
+    const char *resume_from;
+    /* The checkpoint root "latest" is looked up in (trainer_save_checkpoint
+     * writes there; CheckpointArgs.dir of the checkpoint callback). */
+    const char *checkpoint_dir;
 } TrainArgs;
 
 /* Runs training (see the top of this file). Returns CT_OK also when the run
@@ -479,6 +489,49 @@ typedef struct EvalArgs {
  * "evaluation_loss"), H:evaluation_run_end E:on_evaluation_run_end. A stop
  * request ends the epoch early and fires on_stop_training_error. */
 CtStatus trainer_evaluate(Trainer *t, const EvalArgs *args);
+
+/* ------------------------------------------------- training-state checkpoints
+ *
+ * trainer_save_state writes everything an exact resume needs into `dir`
+ * (docs/checkpoints.md has the layout): the model and the optimizer state
+ * keyed by parameter name (safetensors), the scheduler, the trainer's
+ * counters and run history, the position (epoch, next batch), every
+ * process's RNG states (the model's generators; the loaders' order is a
+ * function of (seed, epoch), so their position is the batch index) and
+ * every callback's state (CallbackVtable.state_save), plus manifest.json
+ * with the format version, the library version and each file's SHA-256.
+ * The write is atomic: a temporary directory next to `dir`, every file and
+ * the directory fsynced, renamed to `dir` (an existing one is replaced),
+ * the parent fsynced; on failure nothing is left behind. Called from a
+ * callback, the position is exact at on_train_step_start (before the step
+ * at an update boundary: gradients of a partial accumulation window are not
+ * saved), at on_training_run_epoch_end, at on_training_run_end and outside a
+ * run. Only the main process writes the model, optimizer, scheduler,
+ * trainer and callback files; every process writes random_states_<rank>.
+ * Errors: I/O (naming the path), a failing state_save. */
+CtStatus trainer_save_state(Trainer *t, const char *dir);
+
+/* Loads a checkpoint, all or nothing: the manifest and every file's hash
+ * are verified, every file parsed and checked against the model (names,
+ * shapes, dtypes) and optimizer (parameter groups, buffers) before anything
+ * changes; a failure leaves the trainer as it was. Errors name the file: a
+ * missing, truncated or corrupt file (SHA-256 mismatch), another format
+ * version, a mismatched model, optimizer, scheduler or callback list, and
+ * in a run, a train loader of another seed, batch size or length. The
+ * model, optimizer, RNG states and run history are applied at once; the
+ * position, the scheduler state (when no run is active) and the callback
+ * states are applied by the next trainer_train, which resumes there. */
+CtStatus trainer_load_state(Trainer *t, const char *dir);
+
+/* Saves into root/checkpoint_<n> (n one above the highest there; root is
+ * created when missing), then points root/latest at it (a one-line file
+ * written atomically, the last step: a crash at any moment leaves the
+ * previous latest loadable), then removes the oldest checkpoint_<i>
+ * beyond total_limit (0: keep all). */
+CtStatus trainer_save_checkpoint(Trainer *t, const char *root, int total_limit);
+/* root/<the name in root/latest>, malloc'd (free()); NULL with CT_ERR_IO
+ * when root has no latest pointer, CT_ERR_FORMAT when it is malformed. */
+char *trainer_latest_checkpoint(const char *root);
 
 /* ------------------------------------------------------------- stopping
  *

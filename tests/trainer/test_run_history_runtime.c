@@ -161,6 +161,10 @@ START_TEST(runtime_environment)
     unsetenv("WORLD_SIZE");
     Runtime *rt = runtime_create(&(RuntimeArgs){.seed = 5});
     ck_assert_uint_eq(runtime_base_seed(rt), 5);
+    ck_assert(!runtime_deterministic(rt));
+    runtime_free(rt);
+    rt = runtime_create(&(RuntimeArgs){.deterministic = true});
+    ck_assert(runtime_deterministic(rt));
     runtime_free(rt);
     if (ct_cuda_device_count() == 0) {
         ck_assert_ptr_null(runtime_create(&(RuntimeArgs){.use_cuda = true}));

@@ -1,0 +1,578 @@
+/* Training-state checkpoints: bitwise resume in the middle of an epoch
+ * (with loader workers, dropout, a scheduler and stateful callbacks),
+ * all-or-nothing loading of damaged and mismatched checkpoints, SIGKILL
+ * during saves, and reproducibility over thread and worker counts. */
+#include <fcntl.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ctrainer/ctrainer.h"
+#include "testutil.h"
+
+#define N_TRAIN  200
+#define N_FEAT   8
+#define N_PARAMS (N_FEAT * 16 + 16 + 16 + 1)
+
+/* A regression set: y = sum_j sin(i * (j + 1)) / (j + 1) of its features. */
+static Dataset *make_dataset(int64_t n, unsigned seed)
+{
+    double *x = malloc((size_t)(n * N_FEAT) * sizeof *x),
+           *y = malloc((size_t)n * sizeof *y);
+    for (int64_t i = 0; i < n; i++) {
+        y[i] = 0;
+        for (int j = 0; j < N_FEAT; j++) {
+            x[i * N_FEAT + j] = sin((double)(i * (j + 1) + seed));
+            y[i] += x[i * N_FEAT + j] / (j + 1);
+        }
+    }
+    Tensor *tx = tu_tensor(CT_F32, 2, (int64_t[]){n, N_FEAT}, x);
+    Tensor *ty = tu_tensor(CT_F32, 2, (int64_t[]){n, 1}, y);
+    Dataset *ds = data_tensor_dataset_create(2, (Tensor *[]){tx, ty});
+    tensor_free(tx);
+    tensor_free(ty);
+    free(x);
+    free(y);
+    return ds;
+}
+
+/* Stops the run at the start of the step after update `at`. */
+typedef struct Stopper {
+    Callback base;
+    int64_t at;
+} Stopper;
+
+static CtStatus stopper_step_start(Callback *cb, Trainer *t)
+{
+    if (trainer_global_step(t) == ((Stopper *)cb)->at) trainer_stop(t, "test stop");
+    return CT_OK;
+}
+static const CallbackVtable stopper_vt = {.type = "Stopper",
+                                          .on_train_step_start = stopper_step_start};
+
+static Callback *stopper(int64_t at)
+{
+    Stopper *s = calloc(1, sizeof *s);
+    s->base.vt = &stopper_vt;
+    s->at = at;
+    return &s->base;
+}
+
+/* A model (Linear 8-16, ReLU, Dropout 0.2, Linear 16-1), AdamW, a StepLR
+ * scheduler, EarlyStopping and optional checkpointing / stopping. */
+typedef struct Run {
+    CtGenerator init, drop;
+    Module *model;
+    Optimizer *opt;
+    NnLoss *loss;
+    Trainer *t;
+    Dataset *train, *eval;
+} Run;
+
+static Scheduler *make_sched(Trainer *t, Optimizer *o, void *user)
+{
+    (void)t, (void)user;
+    return sched_step_lr(o, 5, 0.9);
+}
+
+/* extra: callbacks after EarlyStopping (n of them). */
+static void run_init_with(Run *r, uint64_t init_seed, int hidden, int n, Callback **extra)
+{
+    r->init = ct_generator(init_seed, 0);
+    r->drop = ct_generator(7, 1);
+    r->model = nn_sequential(4, (Module *[]){nn_linear(N_FEAT, hidden, true, &r->init),
+                                             nn_relu(), nn_dropout(0.2, &r->drop),
+                                             nn_linear(hidden, 1, true, &r->init)});
+    ck_assert_ptr_nonnull(r->model);
+    r->opt = optim_adamw_create(
+        r->model,
+        &(AdamArgs){
+            .lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01});
+    r->loss = nn_loss_mse(CT_REDUCTION_MEAN);
+    Callback *cbs[8] = {callback_early_stopping_create(
+        &(EarlyStoppingArgs){.patience = 100, .threshold = 1e-9})};
+    for (int i = 0; i < n; i++) cbs[1 + i] = extra[i];
+    n += 1;
+    r->t = trainer_create(&(TrainerConfig){.model = r->model,
+                                           .loss = r->loss,
+                                           .optimizer = r->opt,
+                                           .callbacks = cbs,
+                                           .n_callbacks = n});
+    ck_assert_msg(r->t != NULL, "%s", ct_last_error());
+    r->train = make_dataset(N_TRAIN, 0);
+    r->eval = make_dataset(40, 3);
+}
+
+static void run_init(Run *r, uint64_t init_seed, int hidden, Callback *extra1,
+                     Callback *extra2)
+{
+    Callback *extra[2] = {extra1, extra2};
+    run_init_with(r, init_seed, hidden, (extra1 != NULL) + (extra2 != NULL),
+                  extra1 ? extra : extra + 1);
+}
+
+static CtStatus run_train(Run *r, int64_t epochs, int workers, const char *resume,
+                          const char *dir)
+{
+    TrainerLoaderArgs la = {.num_workers = workers, .seed = 11};
+    return trainer_train(r->t, &(TrainArgs){.train_dataset = r->train,
+                                            .eval_dataset = r->eval,
+                                            .num_epochs = epochs,
+                                            .per_device_batch_size = 16,
+                                            .create_scheduler_fn = make_sched,
+                                            .train_dataloader_args = &la,
+                                            .resume_from = resume,
+                                            .checkpoint_dir = dir});
+}
+
+static void run_params(const Run *r, float *out)
+{
+    CtStateDict *d = nn_module_parameters(r->model);
+    int64_t k = 0;
+    for (int64_t i = 0; i < ct_state_dict_size(d); i++) {
+        Tensor *x = ct_state_dict_tensor(d, i);
+        tensor_copy_to_host(x, out + k, CT_F32);
+        k += tensor_numel(x);
+    }
+    ck_assert_int_eq(k, N_PARAMS);
+    ct_state_dict_free(d);
+}
+
+static void run_free(Run *r)
+{
+    trainer_free(r->t);
+    nn_loss_free(r->loss);
+    optim_free(r->opt);
+    nn_module_free(r->model);
+    data_dataset_free(r->train);
+    data_dataset_free(r->eval);
+}
+
+static void temp_dir(char *buf, size_t n)
+{
+    snprintf(buf, n, "/tmp/ctrainer_ckpt_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void assert_same_history(Trainer *a, Trainer *b, const char *metric)
+{
+    int64_t na = 0, nb = 0;
+    const double *va = run_history_values(trainer_run_history(a), metric, &na);
+    const double *vb = run_history_values(trainer_run_history(b), metric, &nb);
+    ck_assert_int_eq(na, nb);
+    ck_assert_int_gt(na, 0);
+    ck_assert_mem_eq(va, vb, (size_t)na * sizeof *va);
+}
+
+/* The uninterrupted run the resumed ones are compared with. */
+static void reference_run(Run *a, int64_t epochs, int workers)
+{
+    run_init(a, 1, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(a, epochs, workers, NULL, NULL), CT_OK);
+}
+
+/* b ended exactly as a: the same parameter bits, update count, LR and
+ * epoch losses. */
+static void assert_same_run(const Run *a, const Run *b)
+{
+    float pa[N_PARAMS], pb[N_PARAMS];
+    run_params(a, pa);
+    run_params(b, pb);
+    for (int i = 0; i < N_PARAMS; i++) ck_assert(isfinite(pa[i]));
+    ck_assert_mem_eq(pa, pb, sizeof pa);
+    ck_assert_int_eq(trainer_global_step(b->t), trainer_global_step(a->t));
+    /* a loaded StepLR recomputes its LR in closed form (base * gamma^k),
+     * which may differ from the chained products in the last bit */
+    ck_assert_double_eq_tol(sched_get_last_lr(b->t->scheduler, 0),
+                            sched_get_last_lr(a->t->scheduler, 0), 1e-15);
+    assert_same_history(a->t, b->t, "train_loss_epoch");
+}
+
+static void free_runs(Run *a, Run *b1, Run *b2, const char *dir)
+{
+    run_free(a);
+    run_free(b1);
+    run_free(b2);
+    remove_dir(dir);
+}
+
+/* 13 batches per epoch; checkpoints every 5 updates; stopped at update 18
+ * (epoch 2, batch 5); resumed from the update-15 checkpoint (epoch 2,
+ * batch 2) in a trainer whose model starts from other weights. */
+START_TEST(resume_mid_epoch_bitwise_with_workers)
+{
+    char dir[64];
+    temp_dir(dir, sizeof dir);
+    Run a, b1, b2;
+    reference_run(&a, 3, 2);
+    run_init(&b1, 1, 16,
+             callback_checkpoint_create(
+                 &(CheckpointArgs){.dir = dir, .every_n_updates = 5, .no_at_end = true}),
+             stopper(18));
+    ck_assert_int_eq(run_train(&b1, 3, 2, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_global_step(b1.t), 18);
+    ck_assert_int_eq(callback_checkpoint_num_saves(
+                         callback_list_find(trainer_callbacks(b1.t), "Checkpoint")),
+                     3);
+
+    run_init(&b2, 99, 16, callback_checkpoint_create(&(CheckpointArgs){.dir = dir}),
+             NULL);
+    CtStatus st = run_train(&b2, 3, 2, "latest", dir);
+    ck_assert_msg(st == CT_OK, "%s", ct_last_error());
+    assert_same_run(&a, &b2);
+    assert_same_history(a.t, b2.t, "eval_loss_epoch");
+    Callback *ea = callback_list_find(trainer_callbacks(a.t), "EarlyStopping");
+    Callback *eb = callback_list_find(trainer_callbacks(b2.t), "EarlyStopping");
+    ck_assert(isfinite(callback_early_stopping_best(ea)));
+    ck_assert_double_eq(callback_early_stopping_best(ea),
+                        callback_early_stopping_best(eb));
+    ck_assert_int_eq(callback_early_stopping_counter(ea),
+                     callback_early_stopping_counter(eb));
+    /* the at-end checkpoint of the resumed run is the newest */
+    char *latest = trainer_latest_checkpoint(dir);
+    ck_assert_ptr_nonnull(strstr(latest, "checkpoint_3"));
+    free(latest);
+    free_runs(&a, &b1, &b2, dir);
+}
+END_TEST
+
+/* Saved after epoch 1, resumed for 2 epochs: the same as 2 epochs. */
+START_TEST(resume_at_epoch_end_continues_remaining_epochs)
+{
+    char dir[64];
+    temp_dir(dir, sizeof dir);
+    Run a, b1, b2;
+    reference_run(&a, 2, 0);
+    run_init(&b1, 1, 16, callback_checkpoint_create(&(CheckpointArgs){.dir = dir}), NULL);
+    ck_assert_int_eq(run_train(&b1, 1, 0, NULL, NULL), CT_OK);
+    run_init(&b2, 5, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&b2, 2, 0, "latest", dir), CT_OK);
+    assert_same_run(&a, &b2);
+    ck_assert_int_eq(run_history_current_epoch(trainer_run_history(b2.t)), 3);
+    free_runs(&a, &b1, &b2, dir);
+}
+END_TEST
+
+/* trainer_load_state before trainer_train (no resume_from): the next run
+ * continues at the checkpoint, with its scheduler state, after a run that
+ * left a scheduler of its own behind. */
+START_TEST(load_state_then_train_resumes)
+{
+    char dir[64];
+    temp_dir(dir, sizeof dir);
+    Run a, b1, b2;
+    reference_run(&a, 2, 0);
+    run_init(&b1, 1, 16,
+             callback_checkpoint_create(
+                 &(CheckpointArgs){.dir = dir, .every_n_updates = 4, .no_at_end = true}),
+             stopper(21));
+    ck_assert_int_eq(run_train(&b1, 2, 0, NULL, NULL), CT_OK);
+    run_init(&b2, 5, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&b2, 1, 0, NULL, NULL), CT_OK);
+    char *latest = trainer_latest_checkpoint(dir);
+    ck_assert_ptr_nonnull(strstr(latest, "checkpoint_4")); /* update 20 */
+    ck_assert_int_eq(trainer_load_state(b2.t, latest), CT_OK);
+    free(latest);
+    ck_assert_int_eq(run_train(&b2, 2, 0, NULL, NULL), CT_OK);
+    assert_same_run(&a, &b2);
+    free_runs(&a, &b1, &b2, dir);
+}
+END_TEST
+
+/* ModelEma (every step) and SaveBestModel state survive a mid-epoch resume:
+ * the EMA weights, its update count and the best values end the same. */
+static void ema_run(Run *r, uint64_t seed, const char *best_path, int n_more,
+                    Callback **more)
+{
+    Callback *cbs[4] = {
+        callback_model_ema_create(
+            &(ModelEmaArgs){.decay = 0.9, .update_every_step = true}),
+        callback_save_best_model_create(&(SaveBestModelArgs){.save_path = best_path})};
+    for (int i = 0; i < n_more; i++) cbs[2 + i] = more[i];
+    run_init_with(r, seed, 16, 2 + n_more, cbs);
+}
+
+START_TEST(resume_restores_ema_and_best_model_state)
+{
+    char dir[64], best_a[128], best_b[128];
+    temp_dir(dir, sizeof dir);
+    snprintf(best_a, sizeof best_a, "%s/best_a.safetensors", dir);
+    snprintf(best_b, sizeof best_b, "%s/best_b.safetensors", dir);
+    char *root = malloc(strlen(dir) + 8);
+    sprintf(root, "%s/ckpt", dir);
+    Run a, b1, b2;
+    ema_run(&a, 1, best_a, 0, NULL);
+    ck_assert_int_eq(run_train(&a, 2, 0, NULL, NULL), CT_OK);
+    ema_run(&b1, 1, best_b, 2,
+            (Callback *[]){callback_checkpoint_create(&(CheckpointArgs){
+                               .dir = root, .every_n_updates = 4, .no_at_end = true}),
+                           stopper(22)});
+    ck_assert_int_eq(run_train(&b1, 2, 0, NULL, NULL), CT_OK);
+    ema_run(&b2, 3, best_b, 0, NULL);
+    CtStatus st = run_train(&b2, 2, 0, "latest", root);
+    ck_assert_msg(st == CT_OK, "%s", ct_last_error());
+    assert_same_run(&a, &b2);
+    Callback *ea = callback_list_find(trainer_callbacks(a.t), "ModelEma");
+    Callback *eb = callback_list_find(trainer_callbacks(b2.t), "ModelEma");
+    ck_assert_int_eq(callback_model_ema_num_updates(ea), 26);
+    ck_assert_int_eq(callback_model_ema_num_updates(eb), 26);
+    const CtStateDict *da = callback_model_ema_state(ea),
+                      *db = callback_model_ema_state(eb);
+    ck_assert_int_eq(ct_state_dict_size(da), ct_state_dict_size(db));
+    for (int64_t i = 0; i < ct_state_dict_size(da); i++) {
+        Tensor *x = ct_state_dict_tensor(da, i), *y = ct_state_dict_tensor(db, i);
+        ck_assert_int_eq(tensor_numel(x), tensor_numel(y));
+        ck_assert_mem_eq(tensor_data(x), tensor_data(y),
+                         (size_t)tensor_numel(x) * sizeof(float));
+    }
+    Callback *sa = callback_list_find(trainer_callbacks(a.t), "SaveBestModel");
+    Callback *sb = callback_list_find(trainer_callbacks(b2.t), "SaveBestModel");
+    ck_assert(isfinite(callback_save_best_model_best(sa)));
+    ck_assert_double_eq(callback_save_best_model_best(sa),
+                        callback_save_best_model_best(sb));
+    ck_assert_int_eq(callback_save_best_model_num_saves(sa),
+                     callback_save_best_model_num_saves(sb));
+    free(root);
+    free_runs(&a, &b1, &b2, dir);
+}
+END_TEST
+
+/* ------------------------------------------------------ damaged checkpoints */
+
+static void write_bytes(const char *path, const char *data, size_t n, bool truncate)
+{
+    int fd = open(path, O_WRONLY | (truncate ? O_TRUNC : 0));
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, data, n), (ssize_t)n);
+    close(fd);
+}
+
+/* A failed load leaves the parameters as they were. */
+static void assert_load_fails(Run *r, const char *ckpt, const char *needle)
+{
+    float before[N_PARAMS], after[N_PARAMS];
+    run_params(r, before);
+    CtStatus st = trainer_load_state(r->t, ckpt);
+    tu_assert_error(st, needle);
+    run_params(r, after);
+    ck_assert_mem_eq(before, after, sizeof before);
+}
+
+START_TEST(damaged_checkpoints_are_clear_errors)
+{
+    char dir[64], ckpt[128], path[256];
+    temp_dir(dir, sizeof dir);
+    snprintf(ckpt, sizeof ckpt, "%s/state", dir);
+    Run a, b;
+    run_init(&a, 1, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&a, 1, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_save_state(a.t, ckpt), CT_OK);
+    run_init(&b, 2, 16, NULL, NULL);
+
+    snprintf(path, sizeof path, "%s/model.safetensors", ckpt);
+    write_bytes(path, "\x7f", 1, false); /* flip the first byte */
+    assert_load_fails(&b, ckpt, "model.safetensors is corrupt");
+    ck_assert_int_eq(trainer_save_state(a.t, ckpt), CT_OK); /* replaces it */
+
+    snprintf(path, sizeof path, "%s/optimizer.safetensors", ckpt);
+    write_bytes(path, "", 0, true);
+    assert_load_fails(&b, ckpt, "optimizer.safetensors is corrupt");
+    ck_assert_int_eq(trainer_save_state(a.t, ckpt), CT_OK);
+
+    snprintf(path, sizeof path, "%s/random_states_0.safetensors", ckpt);
+    ck_assert_int_eq(unlink(path), 0);
+    assert_load_fails(&b, ckpt, "random_states_0.safetensors is missing");
+    ck_assert_int_eq(trainer_save_state(a.t, ckpt), CT_OK);
+
+    snprintf(path, sizeof path, "%s/manifest.json", ckpt);
+    write_bytes(path, "{\"format\":", 10, true);
+    assert_load_fails(&b, ckpt, "manifest.json: invalid JSON");
+    ck_assert_int_eq(unlink(path), 0);
+    assert_load_fails(&b, ckpt, "no manifest");
+    ck_assert_int_eq(trainer_save_state(a.t, ckpt), CT_OK);
+
+    assert_load_fails(&b, dir, "no manifest");
+    snprintf(path, sizeof path, "%s/none", dir);
+    assert_load_fails(&b, path, "no manifest");
+
+    /* the undamaged checkpoint loads */
+    ck_assert_int_eq(trainer_load_state(b.t, ckpt), CT_OK);
+    float pa[N_PARAMS], pb[N_PARAMS];
+    run_params(&a, pa);
+    run_params(&b, pb);
+    ck_assert_mem_eq(pa, pb, sizeof pa);
+    run_free(&a);
+    run_free(&b);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(mismatched_checkpoints_change_nothing)
+{
+    char dir[64], ckpt[128];
+    temp_dir(dir, sizeof dir);
+    snprintf(ckpt, sizeof ckpt, "%s/state", dir);
+    Run a, other;
+    run_init(&a, 1, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&a, 1, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_save_state(a.t, ckpt), CT_OK);
+
+    /* another width: the model check refuses before anything changes */
+    run_init(&other, 2, 12, NULL, NULL);
+    CtStatus st = trainer_load_state(other.t, ckpt);
+    tu_assert_error(st, "model.safetensors: '0.weight' differs in shape");
+    run_free(&other);
+
+    /* the same model with SGD: the model is loaded first, the optimizer
+     * then fails, and the model is put back */
+    run_init(&other, 2, 16, NULL, NULL);
+    optim_free(other.opt);
+    other.opt = optim_sgd_create(other.model, &(SgdArgs){.lr = 0.1, .momentum = 0.9});
+    other.t->optimizer = other.opt;
+    assert_load_fails(&other, ckpt, "checkpoint");
+    run_free(&other);
+
+    /* a run whose train loader has another batch size: the saved position
+     * would not continue the same batches */
+    run_init(&other, 2, 16, NULL, NULL);
+    float before[N_PARAMS], after[N_PARAMS];
+    run_params(&other, before);
+    st = trainer_train(
+        other.t, &(TrainArgs){.train_dataset = other.train,
+                              .num_epochs = 2,
+                              .per_device_batch_size = 8,
+                              .create_scheduler_fn = make_sched,
+                              .train_dataloader_args = &(TrainerLoaderArgs){.seed = 11},
+                              .resume_from = ckpt});
+    tu_assert_error(st, "the train loader differs: batch_size 16 in the checkpoint, 8");
+    run_params(&other, after);
+    ck_assert_mem_eq(before, after, sizeof before);
+    run_free(&other);
+
+    /* a callback state the trainer cannot take */
+    run_init(&other, 2, 16, NULL, NULL);
+    callback_free(callback_list_remove(trainer_callbacks(other.t), "EarlyStopping"));
+    ck_assert_int_eq(trainer_save_state(other.t, ckpt), CT_OK);
+    run_free(&other);
+    run_init(&other, 2, 16, NULL, NULL);
+    ck_assert_int_eq(trainer_save_state(other.t, ckpt), CT_OK);
+    run_free(&other);
+    run_init(&other, 2, 16, NULL, NULL);
+    callback_free(callback_list_remove(trainer_callbacks(other.t), "EarlyStopping"));
+    assert_load_fails(&other, ckpt,
+                      "callback 'EarlyStopping', which this trainer does not have");
+    run_free(&other);
+
+    run_free(&a);
+    remove_dir(dir);
+}
+END_TEST
+
+/* ------------------------------------------------------------ SIGKILL */
+
+/* A child saves checkpoints in a loop and is killed at a varying moment;
+ * the latest pointer always names a complete, loadable checkpoint. */
+START_TEST(sigkill_during_saves_leaves_a_loadable_latest)
+{
+    char dir[64];
+    temp_dir(dir, sizeof dir);
+    Run a;
+    run_init(&a, 1, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&a, 1, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_save_checkpoint(a.t, dir, 2), CT_OK);
+    for (int round = 0; round < 8; round++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+            for (;;)
+                if (trainer_save_checkpoint(a.t, dir, 2) != CT_OK) _exit(3);
+        }
+        usleep(2000 + 1700 * round);
+        ck_assert_int_eq(kill(pid, SIGKILL), 0);
+        int status = 0;
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFSIGNALED(status));
+        char *latest = trainer_latest_checkpoint(dir);
+        ck_assert_msg(latest != NULL, "%s", ct_last_error());
+        CtStatus st = trainer_load_state(a.t, latest);
+        ck_assert_msg(st == CT_OK, "round %d: %s", round, ct_last_error());
+        free(latest);
+    }
+    /* the next save clears what the killed ones left; rotation keeps 2 */
+    ck_assert_int_eq(trainer_save_checkpoint(a.t, dir, 2), CT_OK);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "test $(ls '%s' | wc -l) -eq 3", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    run_free(&a);
+    remove_dir(dir);
+}
+END_TEST
+
+/* ---------------------------------------------------- reproducibility */
+
+START_TEST(same_seed_same_bits_over_threads_and_workers)
+{
+    float p[4][N_PARAMS];
+    int threads[4] = {1, 2, 1, 2}, workers[4] = {0, 0, 2, 2};
+    int saved = omp_get_max_threads();
+    for (int i = 0; i < 4; i++) {
+        omp_set_num_threads(threads[i]);
+        Run r;
+        run_init(&r, 1, 16, NULL, NULL);
+        ck_assert_int_eq(run_train(&r, 2, workers[i], NULL, NULL), CT_OK);
+        run_params(&r, p[i]);
+        run_free(&r);
+    }
+    omp_set_num_threads(saved);
+    for (int i = 1; i < 4; i++) ck_assert_mem_eq(p[0], p[i], sizeof p[0]);
+}
+END_TEST
+
+START_TEST(checkpoint_callback_bad_args)
+{
+    ck_assert_ptr_null(callback_checkpoint_create(&(CheckpointArgs){0}));
+    tu_assert_error(ct_last_status(), "CheckpointArgs.dir is required");
+    ck_assert_ptr_null(
+        callback_checkpoint_create(&(CheckpointArgs){.dir = "x", .every_n_updates = -1}));
+    tu_assert_error(ct_last_status(), "must be >= 0");
+    ck_assert_ptr_null(trainer_latest_checkpoint("/nonexistent/ckpt"));
+    tu_assert_error(ct_last_status(), "no checkpoint in /nonexistent/ckpt");
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("checkpoint");
+    TCase *tc = tcase_create("checkpoint");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, resume_mid_epoch_bitwise_with_workers);
+    tcase_add_test(tc, resume_at_epoch_end_continues_remaining_epochs);
+    tcase_add_test(tc, load_state_then_train_resumes);
+    tcase_add_test(tc, resume_restores_ema_and_best_model_state);
+    tcase_add_test(tc, damaged_checkpoints_are_clear_errors);
+    tcase_add_test(tc, mismatched_checkpoints_change_nothing);
+    tcase_add_test(tc, sigkill_during_saves_leaves_a_loadable_latest);
+    tcase_add_test(tc, same_seed_same_bits_over_threads_and_workers);
+    tcase_add_test(tc, checkpoint_callback_bad_args);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}

@@ -1,0 +1,75 @@
+/* Private to trainer/: training-state checkpoints (trainer_save_state,
+ * trainer_load_state) and their files. The layout is in docs/checkpoints.md. */
+#ifndef CTRAINER_CHECKPOINT_INTERNAL_H
+#define CTRAINER_CHECKPOINT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "trainer_internal.h"
+
+#define CKPT_FORMAT         "ctrainer-checkpoint"
+#define CKPT_FORMAT_VERSION 1
+#define CKPT_MANIFEST       "manifest.json"
+#define CKPT_MODEL          "model.safetensors"
+#define CKPT_OPTIMIZER      "optimizer.safetensors"
+#define CKPT_SCHEDULER      "scheduler.safetensors"
+#define CKPT_TRAINER        "trainer_state.safetensors"
+#define CKPT_CALLBACKS      "callbacks.safetensors"
+/* Reserved for the loss scaler of fp16 training: written only when a scaler
+ * exists, so adding one needs no format change. */
+#define CKPT_SCALER "scaler.safetensors"
+/* random_states_<rank>.safetensors: one per process (RNG states and the
+ * process's partial epoch loss). */
+#define CKPT_RANK_FMT "random_states_%d.safetensors"
+
+/* ---- files (checkpoint_files.c); errors name the path ---- */
+
+/* dir + "/" + name, malloc'd (NULL on OOM, error recorded). */
+char *ckpt_join(const char *dir, const char *name);
+/* The directory part of path ("." without a slash), malloc'd. */
+char *ckpt_parent(const char *path);
+CtStatus ckpt_fsync_path(const char *path);
+/* The whole file, NUL-terminated, malloc'd into *data. */
+CtStatus ckpt_read_file(const char *path, char **data, size_t *n);
+/* 64 lowercase hex digits and a NUL. */
+CtStatus ckpt_sha256_file(const char *path, char hex[65]);
+/* temp file in the same directory, fsync, rename, fsync of the directory. */
+CtStatus ckpt_write_file_atomic(const char *path, const void *data, size_t n);
+CtStatus ckpt_remove_tree(const char *dir);
+bool ckpt_exists(const char *path);
+/* Records "<context>: <the current message>" with status st; returns st. */
+CtStatus ckpt_wrap(CtStatus st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- state (checkpoint_state.c) ---- */
+
+/* Appends the trainer's counters and run history (trainer_state file). */
+CtStatus ckpt_trainer_state(const Trainer *t, CtStateDict *out);
+/* The train loader of the current run (t->state->train_dl, not NULL) has
+ * the seed, batch size and length the checkpoint's trainer_state records
+ * (nothing to check for one saved outside a training run). */
+CtStatus ckpt_check_loader(const Trainer *t, const CtStateDict *d, const char *dir);
+/* Restores the run history from a trainer_state dict, at `epoch`. */
+CtStatus ckpt_apply_history(RunHistory *h, const CtStateDict *d, int64_t epoch);
+/* Appends this process's RNG states and partial epoch loss. */
+CtStatus ckpt_rank_state(const Trainer *t, CtStateDict *out);
+/* Appends every callback's state (entries "<type>.<name>"). */
+CtStatus ckpt_callback_state(Trainer *t, CtStateDict *out);
+/* Applies a rank-state dict (generators, loss tracker into *lt). Validates
+ * everything before changing anything. */
+CtStatus ckpt_apply_rank_state(Trainer *t, const CtStateDict *d, LossTracker *lt,
+                               const char *file);
+/* Applies callback states (the built-ins reset at on_training_run_start, so
+ * a resumed run calls this after that event). */
+CtStatus ckpt_apply_callback_state(Trainer *t, const CtStateDict *d);
+/* Deep copy (tensors cloned). */
+CtStateDict *ckpt_clone_dict(const CtStateDict *d);
+/* An i64 0-d entry. */
+CtStatus ckpt_add_i64(CtStateDict *d, const char *name, int64_t v);
+CtStatus ckpt_add_f64(CtStateDict *d, const char *name, const double *v, int64_t n);
+/* Reads an i64 0-d entry; error naming file and entry when absent or not. */
+CtStatus ckpt_get_i64(const CtStateDict *d, const char *name, const char *file,
+                      int64_t *v);
+
+#endif

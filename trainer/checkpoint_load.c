@@ -1,0 +1,319 @@
+/* trainer_load_state: all or nothing. The manifest and every file's SHA-256
+ * are verified and every file parsed and checked against the trainer's
+ * model and optimizer before anything changes; what is applied is
+ * snapshotted first and put back should a later part fail. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint_internal.h"
+
+typedef struct Loaded {
+    const char *dir;
+    CtStateDict *model, *optimizer, *scheduler, *trainer, *rank, *callbacks;
+    char rank_file[64];
+} Loaded;
+
+static void loaded_free(Loaded *l)
+{
+    ct_state_dict_free(l->model);
+    ct_state_dict_free(l->optimizer);
+    ct_state_dict_free(l->scheduler);
+    ct_state_dict_free(l->trainer);
+    ct_state_dict_free(l->rank);
+    ct_state_dict_free(l->callbacks);
+}
+
+/* Checks the manifest's format and every listed file's hash. */
+static CtStatus verify_manifest(const char *dir, json_t *root, const char *mpath)
+{
+    const char *format = json_string_value(json_object_get(root, "format"));
+    json_t *ver = json_object_get(root, "format_version");
+    json_t *files = json_object_get(root, "files");
+    if (!format || strcmp(format, CKPT_FORMAT) != 0 || !json_is_integer(ver) ||
+        !json_is_object(files))
+        return ct_error(CT_ERR_FORMAT,
+                        "checkpoint %s: not a ctrainer checkpoint manifest (format, "
+                        "format_version and files expected)",
+                        mpath);
+    if (json_integer_value(ver) != CKPT_FORMAT_VERSION)
+        return ct_error(CT_ERR_FORMAT,
+                        "checkpoint %s: format_version %lld, this library reads %d",
+                        mpath, (long long)json_integer_value(ver), CKPT_FORMAT_VERSION);
+    const char *name;
+    json_t *entry;
+    json_object_foreach(files, name, entry)
+    {
+        const char *want = json_string_value(json_object_get(entry, "sha256"));
+        if (!want || strlen(want) != 64 || strchr(name, '/') || name[0] == '.')
+            return ct_error(CT_ERR_FORMAT, "checkpoint %s: bad entry for file '%s'",
+                            mpath, name);
+        char *path = ckpt_join(dir, name), hex[65];
+        if (!path) return ct_last_status();
+        CtStatus st =
+            ckpt_exists(path)
+                ? ckpt_sha256_file(path, hex)
+                : ct_error(CT_ERR_IO, "checkpoint %s: file %s is missing", dir, path);
+        if (st == CT_OK && strcmp(hex, want) != 0)
+            st = ct_error(CT_ERR_FORMAT,
+                          "checkpoint %s: file %s is corrupt (SHA-256 %.12s..., manifest "
+                          "says %.12s...)",
+                          dir, path, hex, want);
+        free(path);
+        if (st != CT_OK) return st;
+    }
+    if (json_object_get(files, CKPT_SCALER))
+        return ct_error(CT_ERR_UNSUPPORTED,
+                        "checkpoint %s: it holds a loss scaler state (%s), which this "
+                        "trainer cannot restore",
+                        dir, CKPT_SCALER);
+    return CT_OK;
+}
+
+/* Loads dir/name when the manifest lists it; *d stays NULL otherwise (an
+ * error when required). */
+static CtStatus load_file(const char *dir, json_t *files, const char *name, bool required,
+                          CtStateDict **d)
+{
+    if (!json_object_get(files, name))
+        return required ? ct_error(CT_ERR_FORMAT,
+                                   "checkpoint %s: the manifest lists no %s (incomplete "
+                                   "checkpoint)",
+                                   dir, name)
+                        : CT_OK;
+    char *path = ckpt_join(dir, name);
+    if (!path) return ct_last_status();
+    *d = nn_safetensors_load(path, ct_cpu());
+    free(path);
+    return *d ? CT_OK : ct_last_status();
+}
+
+static CtStatus read_all(Loaded *l, const char *dir)
+{
+    char *mpath = ckpt_join(dir, CKPT_MANIFEST), *text = NULL;
+    size_t n = 0;
+    if (!mpath) return ct_last_status();
+    CtStatus st = ckpt_exists(mpath)
+                      ? ckpt_read_file(mpath, &text, &n)
+                      : ct_error(CT_ERR_IO, "checkpoint %s: no manifest (%s is missing)",
+                                 dir, mpath);
+    json_error_t jerr;
+    json_t *root = st == CT_OK ? json_loadb(text, n, 0, &jerr) : NULL;
+    if (st == CT_OK && !root)
+        st = ct_error(CT_ERR_FORMAT, "checkpoint %s: invalid JSON at line %d: %s", mpath,
+                      jerr.line, jerr.text);
+    if (st == CT_OK) st = verify_manifest(dir, root, mpath);
+    json_t *files = root ? json_object_get(root, "files") : NULL;
+    if (st == CT_OK) st = load_file(dir, files, CKPT_MODEL, true, &l->model);
+    if (st == CT_OK) st = load_file(dir, files, CKPT_OPTIMIZER, true, &l->optimizer);
+    if (st == CT_OK) st = load_file(dir, files, CKPT_SCHEDULER, false, &l->scheduler);
+    if (st == CT_OK) st = load_file(dir, files, CKPT_TRAINER, true, &l->trainer);
+    if (st == CT_OK) st = load_file(dir, files, l->rank_file, true, &l->rank);
+    if (st == CT_OK) st = load_file(dir, files, CKPT_CALLBACKS, false, &l->callbacks);
+    json_decref(root);
+    free(text);
+    free(mpath);
+    return st;
+}
+
+static bool same_tensor_kind(const Tensor *a, const Tensor *b)
+{
+    if (tensor_dtype(a) != tensor_dtype(b) || tensor_ndim(a) != tensor_ndim(b))
+        return false;
+    for (int i = 0; i < tensor_ndim(a); i++)
+        if (tensor_shape(a)[i] != tensor_shape(b)[i]) return false;
+    return true;
+}
+
+/* The model file must hold exactly the model's names, shapes and dtypes. */
+static CtStatus check_model(const Trainer *t, const Loaded *l)
+{
+    CtStateDict *own = nn_module_state_dict(t->model);
+    if (!own) return ct_last_status();
+    CtStatus st = CT_OK;
+    for (int64_t i = 0; st == CT_OK && i < ct_state_dict_size(own); i++) {
+        const char *name = ct_state_dict_name(own, i);
+        Tensor *x = ct_state_dict_get(l->model, name);
+        if (!x)
+            st = ct_error(CT_ERR_INVALID,
+                          "checkpoint %s: %s has no '%s' (the checkpoint is of another "
+                          "model)",
+                          l->dir, CKPT_MODEL, name);
+        else if (!same_tensor_kind(x, ct_state_dict_tensor(own, i)))
+            st = ct_error(CT_ERR_SHAPE,
+                          "checkpoint %s: %s: '%s' differs in shape or dtype from the "
+                          "model's (the checkpoint is of another model)",
+                          l->dir, CKPT_MODEL, name);
+    }
+    if (st == CT_OK && ct_state_dict_size(own) != ct_state_dict_size(l->model))
+        st =
+            ct_error(CT_ERR_INVALID,
+                     "checkpoint %s: %s has %lld entries, the model %lld (the checkpoint "
+                     "is of another model)",
+                     l->dir, CKPT_MODEL, (long long)ct_state_dict_size(l->model),
+                     (long long)ct_state_dict_size(own));
+    ct_state_dict_free(own);
+    return st;
+}
+
+static CtStatus check_optimizer(const Trainer *t, const Loaded *l)
+{
+    int groups = 0;
+    char name[64];
+    for (;; groups++) {
+        snprintf(name, sizeof name, "param_groups.%d.params", groups);
+        if (!ct_state_dict_get(l->optimizer, name)) break;
+    }
+    if (groups != optim_num_groups(t->optimizer))
+        return ct_error(CT_ERR_INVALID,
+                        "checkpoint %s: %s has %d parameter groups, the optimizer %d "
+                        "(mismatched optimizer)",
+                        l->dir, CKPT_OPTIMIZER, groups, optim_num_groups(t->optimizer));
+    return CT_OK;
+}
+
+static CtStatus check_callbacks(Trainer *t, const Loaded *l)
+{
+    CallbackList *cl = trainer_callbacks(t);
+    for (int64_t i = 0; l->callbacks && i < ct_state_dict_size(l->callbacks); i++) {
+        const char *name = ct_state_dict_name(l->callbacks, i);
+        const char *dot = strchr(name, '.');
+        char type[256];
+        snprintf(type, sizeof type, "%.*s", dot ? (int)(dot - name) : 0, name);
+        Callback *cb = callback_list_find(cl, type);
+        if (!cb || !cb->vt->state_load)
+            return ct_error(CT_ERR_INVALID,
+                            "checkpoint %s: %s holds state of callback '%s', which this "
+                            "trainer %s",
+                            l->dir, CKPT_CALLBACKS, type,
+                            cb ? "cannot restore (no state_load)" : "does not have");
+    }
+    return CT_OK;
+}
+
+/* What apply() changes, to put back on failure. */
+typedef struct Snapshot {
+    CtStateDict *model, *optimizer, *trainer, *rank;
+    int64_t pos_epoch, pos_batch;
+} Snapshot;
+
+static CtStatus apply(Trainer *t, Loaded *l, int64_t epoch, int64_t batch, int64_t step)
+{
+    TrainerState *s = t->state;
+    LossTracker lt;
+    CtStatus st = nn_module_load_state_dict(t->model, l->model, true, NULL);
+    if (st == CT_OK) st = optim_state_load(t->optimizer, l->optimizer);
+    /* outside a run t->scheduler is the last run's: the next run makes a
+     * new one, which gets the state then */
+    Scheduler *sched = s->running ? t->scheduler : NULL;
+    if (st == CT_OK && sched && l->scheduler) st = sched_state_load(sched, l->scheduler);
+    if (st == CT_OK) st = ckpt_apply_rank_state(t, l->rank, &lt, l->rank_file);
+    if (st == CT_OK) st = ckpt_apply_history(s->history, l->trainer, epoch);
+    if (st != CT_OK) return ckpt_wrap(st, "checkpoint %s", l->dir);
+    trainer_resume_clear(t);
+    s->resume = (TrainerResume){.pending = true,
+                                .epoch = epoch,
+                                .batch = batch,
+                                .global_step = step,
+                                .train_loss = lt,
+                                .scheduler = sched ? NULL : l->scheduler,
+                                .callbacks = l->callbacks,
+                                .trainer = l->trainer};
+    snprintf(s->resume.dir, sizeof s->resume.dir, "%s", l->dir);
+    if (!sched) l->scheduler = NULL; /* moved */
+    l->callbacks = l->trainer = NULL;
+    s->pos_epoch = epoch;
+    s->pos_batch = batch;
+    s->pos_loss = lt;
+    return CT_OK;
+}
+
+static CtStatus take_snapshot(Trainer *t, Snapshot *sn)
+{
+    CtStateDict *live = nn_module_state_dict(t->model);
+    sn->model = live ? ckpt_clone_dict(live) : NULL;
+    ct_state_dict_free(live);
+    live = ct_state_dict_create();
+    if (live && optim_state_save(t->optimizer, live) == CT_OK)
+        sn->optimizer = ckpt_clone_dict(live);
+    ct_state_dict_free(live);
+    sn->trainer = ct_state_dict_create();
+    sn->rank = ct_state_dict_create();
+    bool ok = sn->model && sn->optimizer && sn->trainer && sn->rank &&
+              ckpt_trainer_state(t, sn->trainer) == CT_OK &&
+              ckpt_rank_state(t, sn->rank) == CT_OK;
+    sn->pos_epoch = t->state->pos_epoch;
+    sn->pos_batch = t->state->pos_batch;
+    return ok ? CT_OK : ct_error(CT_ERR_OOM, "trainer_load_state: out of memory");
+}
+
+static void restore_snapshot(Trainer *t, const Snapshot *sn)
+{
+    TrainerState *s = t->state;
+    LossTracker lt;
+    nn_module_load_state_dict(t->model, sn->model, true, NULL);
+    optim_state_load(t->optimizer, sn->optimizer);
+    if (ckpt_apply_rank_state(t, sn->rank, &lt, "(snapshot)") == CT_OK) s->pos_loss = lt;
+    ckpt_apply_history(s->history, sn->trainer, run_history_current_epoch(s->history));
+    s->pos_epoch = sn->pos_epoch;
+    s->pos_batch = sn->pos_batch;
+}
+
+static void snapshot_free(Snapshot *sn)
+{
+    ct_state_dict_free(sn->model);
+    ct_state_dict_free(sn->optimizer);
+    ct_state_dict_free(sn->trainer);
+    ct_state_dict_free(sn->rank);
+}
+
+static CtStatus load_checked(Trainer *t, Loaded *l)
+{
+    CtStatus st = read_all(l, l->dir);
+    int64_t epoch = 0, batch = 0, step = 0;
+    if (st == CT_OK) st = ckpt_get_i64(l->trainer, "epoch", CKPT_TRAINER, &epoch);
+    if (st == CT_OK) st = ckpt_get_i64(l->trainer, "batch", CKPT_TRAINER, &batch);
+    if (st == CT_OK) st = ckpt_get_i64(l->trainer, "global_step", CKPT_TRAINER, &step);
+    if (st == CT_OK && (epoch < 1 || batch < 0 || step < 0))
+        st = ct_error(CT_ERR_FORMAT,
+                      "checkpoint %s: %s: bad position (epoch %lld, batch %lld)", l->dir,
+                      CKPT_TRAINER, (long long)epoch, (long long)batch);
+    if (st == CT_OK) st = check_model(t, l);
+    if (st == CT_OK) st = check_optimizer(t, l);
+    if (st == CT_OK) st = check_callbacks(t, l);
+    if (st == CT_OK && t->state->running && t->state->train_dl)
+        st = ckpt_check_loader(t, l->trainer, l->dir);
+    if (st == CT_OK && t->state->running && t->scheduler && !l->scheduler)
+        st = ct_error(CT_ERR_INVALID,
+                      "checkpoint %s: the run has a scheduler, the checkpoint none "
+                      "(mismatched scheduler)",
+                      l->dir);
+    if (st != CT_OK) return st;
+    Snapshot sn = {0};
+    st = take_snapshot(t, &sn);
+    if (st == CT_OK) {
+        st = apply(t, l, epoch, batch, step);
+        if (st != CT_OK) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            restore_snapshot(t, &sn);
+            ct_error(st, "%s", msg);
+        }
+    }
+    snapshot_free(&sn);
+    return st;
+}
+
+CtStatus trainer_load_state(Trainer *t, const char *dir)
+{
+    if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_load_state: NULL trainer");
+    if (!dir || !*dir) return ct_error(CT_ERR_NULL, "trainer_load_state: NULL/empty dir");
+    ct_clear_error();
+    Loaded l = {.dir = dir};
+    snprintf(l.rank_file, sizeof l.rank_file, CKPT_RANK_FMT,
+             runtime_rank(trainer_runtime(t)));
+    CtStatus st = load_checked(t, &l);
+    loaded_free(&l);
+    return st;
+}

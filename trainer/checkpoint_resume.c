@@ -1,0 +1,82 @@
+/* Resuming a run from a loaded checkpoint: the counters, the scheduler once
+ * it exists, the callbacks after on_training_run_start, and the batch the
+ * first resumed epoch continues from (data_loader_skip). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint_internal.h"
+
+void trainer_resume_clear(Trainer *t)
+{
+    TrainerResume *r = &t->state->resume;
+    ct_state_dict_free(r->scheduler);
+    ct_state_dict_free(r->callbacks);
+    ct_state_dict_free(r->trainer);
+    *r = (TrainerResume){0};
+}
+
+/* The directory TrainArgs.resume_from names ("latest": the checkpoint_dir's
+ * latest pointer), malloc'd. */
+static char *resume_dir(const TrainArgs *a)
+{
+    if (strcmp(a->resume_from, "latest") != 0) {
+        char *d = strdup(a->resume_from);
+        if (!d) ct_error(CT_ERR_OOM, "trainer_train: out of memory");
+        return d;
+    }
+    if (!a->checkpoint_dir) {
+        ct_error(CT_ERR_INVALID, "trainer_train: resume_from \"latest\" needs "
+                                 "TrainArgs.checkpoint_dir (where `latest` is)");
+        return NULL;
+    }
+    return trainer_latest_checkpoint(a->checkpoint_dir);
+}
+
+CtStatus trainer_resume_prepare(Trainer *t, const TrainArgs *a)
+{
+    TrainerState *s = t->state;
+    if (a->resume_from && *a->resume_from) {
+        char *dir = resume_dir(a);
+        CtStatus st = dir ? trainer_load_state(t, dir) : ct_last_status();
+        free(dir);
+        if (st != CT_OK) return st;
+    }
+    if (!s->resume.pending) return CT_OK;
+    CtStatus st = ckpt_check_loader(t, s->resume.trainer, s->resume.dir);
+    if (st != CT_OK) return st;
+    if (s->resume.scheduler && !t->scheduler)
+        return ct_error(CT_ERR_INVALID,
+                        "trainer_train: the checkpoint has a scheduler "
+                        "state, the run no scheduler (create_scheduler_fn)");
+    if (s->resume.scheduler) {
+        st = sched_state_load(t->scheduler, s->resume.scheduler);
+        if (st != CT_OK) return st;
+        ct_state_dict_free(s->resume.scheduler);
+        s->resume.scheduler = NULL;
+    }
+    s->global_step = s->resume.global_step;
+    return CT_OK;
+}
+
+CtStatus trainer_resume_run_start(Trainer *t, int64_t *first_epoch)
+{
+    TrainerResume *r = &t->state->resume;
+    *first_epoch = 0;
+    if (!r->pending) return CT_OK;
+    if (r->callbacks) {
+        CtStatus st = ckpt_apply_callback_state(t, r->callbacks);
+        if (st != CT_OK) return st;
+    }
+    *first_epoch = r->epoch - 1;
+    return CT_OK;
+}
+
+int64_t trainer_resume_epoch_start(Trainer *t)
+{
+    TrainerState *s = t->state;
+    if (!s->resume.pending) return 0;
+    int64_t batch = s->resume.batch;
+    s->train_loss = s->resume.train_loss;
+    trainer_resume_clear(t);
+    return batch;
+}
