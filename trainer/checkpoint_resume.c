@@ -49,7 +49,7 @@ CtStatus trainer_resume_prepare(Trainer *t, const TrainArgs *a)
                         "trainer_train: the checkpoint has a scheduler "
                         "state, the run no scheduler (create_scheduler_fn)");
     if (s->resume.scheduler) {
-        st = sched_state_load(t->scheduler, s->resume.scheduler);
+        st = scheduler_state_load(t->scheduler, s->resume.scheduler);
         if (st != CT_OK) return st;
         ct_state_dict_free(s->resume.scheduler);
         s->resume.scheduler = NULL;

@@ -57,7 +57,7 @@ static CtStatus fill_optimizer(Trainer *t, CtStateDict *out)
 }
 static CtStatus fill_scheduler(Trainer *t, CtStateDict *out)
 {
-    return t->scheduler ? sched_state_save(t->scheduler, out) : CT_OK;
+    return t->scheduler ? scheduler_state_save(t->scheduler, out) : CT_OK;
 }
 static CtStatus fill_trainer(Trainer *t, CtStateDict *out)
 {

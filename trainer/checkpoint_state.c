@@ -90,11 +90,11 @@ CtStatus ckpt_trainer_state(const Trainer *t, CtStateDict *out)
     if (st == CT_OK) st = ckpt_add_i64(out, "epoch", s->pos_epoch);
     if (st == CT_OK) st = ckpt_add_i64(out, "batch", s->pos_batch);
     if (s->train_dl) { /* what the position means: the same epochs of batches */
+        const DataLoaderArgs *a = data_loader_args(s->train_dl);
         int64_t seed;
-        memcpy(&seed, &s->train_dl_args.seed, sizeof seed);
+        memcpy(&seed, &a->seed, sizeof seed);
         if (st == CT_OK) st = ckpt_add_i64(out, "loader.seed", seed);
-        if (st == CT_OK)
-            st = ckpt_add_i64(out, "loader.batch_size", s->train_dl_args.batch_size);
+        if (st == CT_OK) st = ckpt_add_i64(out, "loader.batch_size", a->batch_size);
         if (st == CT_OK)
             st = ckpt_add_i64(out, "loader.batches", data_loader_len(s->train_dl));
     }
@@ -120,9 +120,10 @@ CtStatus ckpt_check_loader(const Trainer *t, const CtStateDict *d, const char *d
             ct_clear_error();
             return CT_OK; /* saved outside a training run: nothing to compare */
         }
+    const DataLoaderArgs *a = data_loader_args(s->train_dl);
     int64_t seed;
-    memcpy(&seed, &s->train_dl_args.seed, sizeof seed);
-    int64_t now[3] = {seed, s->train_dl_args.batch_size, data_loader_len(s->train_dl)};
+    memcpy(&seed, &a->seed, sizeof seed);
+    int64_t now[3] = {seed, a->batch_size, data_loader_len(s->train_dl)};
     for (int i = 0; i < 3; i++)
         if (v[i] != now[i])
             return ct_error(CT_ERR_INVALID,

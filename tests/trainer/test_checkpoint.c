@@ -78,7 +78,7 @@ typedef struct Run {
 static Scheduler *make_sched(Trainer *t, Optimizer *o, void *user)
 {
     (void)t, (void)user;
-    return sched_step_lr(o, 5, 0.9);
+    return scheduler_step_lr(o, 5, 0.9);
 }
 
 /* extra: callbacks after EarlyStopping (n of them). */
@@ -196,8 +196,8 @@ static void assert_same_run(const Run *a, const Run *b)
     ck_assert_int_eq(trainer_global_step(b->t), trainer_global_step(a->t));
     /* a loaded StepLR recomputes its LR in closed form (base * gamma^k),
      * which may differ from the chained products in the last bit */
-    ck_assert_double_eq_tol(sched_get_last_lr(b->t->scheduler, 0),
-                            sched_get_last_lr(a->t->scheduler, 0), 1e-15);
+    ck_assert_double_eq_tol(scheduler_get_last_lr(b->t->scheduler, 0),
+                            scheduler_get_last_lr(a->t->scheduler, 0), 1e-15);
     assert_same_history(a->t, b->t, "train_loss_epoch");
 }
 
