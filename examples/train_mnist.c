@@ -74,20 +74,21 @@ int main(int argc, char **argv)
     if (ready == CT_OK && co.dir) /* last, so it saves what the others have done */
         ready = trainer_add_callback(
             t, callback_checkpoint_create(&(CheckpointArgs){.dir = co.dir,
-                                                             .every_n_updates = co.every,
-                                                             .every_epoch = co.every == 0,
-                                                             .total_limit = 3}));
+                                                            .every_n_updates = co.every,
+                                                            .every_epoch = co.every == 0,
+                                                            .total_limit = 3}));
     if (ready == CT_OK) {
         double t0 = example_now();
-        CtStatus st = trainer_train(
-            t, &(TrainArgs){.train_dataset = ex.train,
-                            .eval_dataset = ex.val,
-                            .num_epochs = ex.o.epochs,
-                            .per_device_batch_size = 32,
-                            .collate_fn = collate_flat_scaled,
-                            .train_dataloader_args = &(TrainerLoaderArgs){.seed = ex.o.seed},
-                            .resume_from = co.resume_from,
-                            .checkpoint_dir = co.dir});
+        CtStatus st =
+            trainer_train(t, &(TrainArgs){.train_dataset = ex.train,
+                                          .eval_dataset = ex.val,
+                                          .num_epochs = ex.o.epochs,
+                                          .per_device_batch_size = 32,
+                                          .collate_fn = collate_flat_scaled,
+                                          .train_dataloader_args =
+                                              &(TrainerLoaderArgs){.seed = ex.o.seed},
+                                          .resume_from = co.resume_from,
+                                          .checkpoint_dir = co.dir});
         double t1 = example_now();
         rc = example_status(t, st);
         if (rc == 0 && co.save_model && runtime_is_main_process(trainer_runtime(t)) &&

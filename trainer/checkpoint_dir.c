@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "checkpoint_internal.h"
+#include "ctrainer/io.h"
 
 #define CKPT_PREFIX "checkpoint_"
 #define CKPT_LATEST "latest"
@@ -131,7 +132,7 @@ CtStatus trainer_save_checkpoint(Trainer *t, const char *root, int total_limit)
     if (st == CT_OK && main) {
         char text[80];
         int len = snprintf(text, sizeof text, "%s\n", name);
-        st = ckpt_write_file_atomic(latest, text, (size_t)len);
+        st = ct_write_file_atomic(latest, text, (size_t)len);
     }
     if (st == CT_OK && main && total_limit > 0) st = rotate(root, total_limit);
     if (st == CT_OK && main) st = remove_leftovers(root);

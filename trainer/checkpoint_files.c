@@ -116,42 +116,6 @@ CtStatus ckpt_sha256_file(const char *path, char hex[65])
     return st;
 }
 
-CtStatus ckpt_write_file_atomic(const char *path, const void *data, size_t n)
-{
-    size_t plen = strlen(path) + 32;
-    char *tmp = malloc(plen);
-    if (!tmp) return ct_error(CT_ERR_OOM, "checkpoint: out of memory");
-    snprintf(tmp, plen, "%s.tmp-%ld", path, (long)getpid());
-    CtStatus st = CT_OK;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        st = ct_error(CT_ERR_IO, "checkpoint: create %s: %s", tmp, strerror(errno));
-    const char *p = data;
-    while (st == CT_OK && n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0)
-            st = ct_error(CT_ERR_IO, "checkpoint: write %s: %s", tmp, strerror(errno));
-        else
-            p += w, n -= (size_t)w;
-    }
-    if (st == CT_OK && fsync(fd) != 0)
-        st = ct_error(CT_ERR_IO, "checkpoint: fsync %s: %s", tmp, strerror(errno));
-    if (fd >= 0 && close(fd) != 0 && st == CT_OK)
-        st = ct_error(CT_ERR_IO, "checkpoint: close %s: %s", tmp, strerror(errno));
-    if (st == CT_OK && rename(tmp, path) != 0)
-        st = ct_error(CT_ERR_IO, "checkpoint: rename %s to %s: %s", tmp, path,
-                      strerror(errno));
-    if (st != CT_OK) unlink(tmp);
-    free(tmp);
-    if (st != CT_OK) return st;
-    char *parent = ckpt_parent(path);
-    if (!parent) return ct_last_status();
-    st = ckpt_fsync_path(parent);
-    free(parent);
-    return st;
-}
-
 static int remove_entry(const char *path, const struct stat *sb, int flag,
                         struct FTW *ftw)
 {
@@ -175,15 +139,4 @@ bool ckpt_exists(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0;
-}
-
-CtStatus ckpt_wrap(CtStatus st, const char *fmt, ...)
-{
-    char cause[1024], ctx[1024];
-    snprintf(cause, sizeof cause, "%s", ct_last_error());
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ctx, sizeof ctx, fmt, ap);
-    va_end(ap);
-    return ct_error(st, "%s: %s", ctx, cause);
 }

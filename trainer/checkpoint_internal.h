@@ -34,13 +34,8 @@ CtStatus ckpt_fsync_path(const char *path);
 CtStatus ckpt_read_file(const char *path, char **data, size_t *n);
 /* 64 lowercase hex digits and a NUL. */
 CtStatus ckpt_sha256_file(const char *path, char hex[65]);
-/* temp file in the same directory, fsync, rename, fsync of the directory. */
-CtStatus ckpt_write_file_atomic(const char *path, const void *data, size_t n);
 CtStatus ckpt_remove_tree(const char *dir);
 bool ckpt_exists(const char *path);
-/* Records "<context>: <the current message>" with status st; returns st. */
-CtStatus ckpt_wrap(CtStatus st, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 /* ---- state (checkpoint_state.c) ---- */
 

@@ -207,10 +207,11 @@ static CtStatus apply(Trainer *t, Loaded *l, int64_t epoch, int64_t batch, int64
     /* outside a run t->scheduler is the last run's: the next run makes a
      * new one, which gets the state then */
     Scheduler *sched = s->running ? t->scheduler : NULL;
-    if (st == CT_OK && sched && l->scheduler) st = scheduler_state_load(sched, l->scheduler);
+    if (st == CT_OK && sched && l->scheduler)
+        st = scheduler_state_load(sched, l->scheduler);
     if (st == CT_OK) st = ckpt_apply_rank_state(t, l->rank, &lt, l->rank_file);
     if (st == CT_OK) st = ckpt_apply_history(s->history, l->trainer, epoch);
-    if (st != CT_OK) return ckpt_wrap(st, "checkpoint %s", l->dir);
+    if (st != CT_OK) return ct_error_wrap(st, "checkpoint %s", l->dir);
     trainer_resume_clear(t);
     s->resume = (TrainerResume){.pending = true,
                                 .epoch = epoch,

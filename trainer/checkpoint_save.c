@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "checkpoint_internal.h"
+#include "ctrainer/io.h"
 
 #ifndef CTRAINER_VERSION
 #define CTRAINER_VERSION "unknown"
@@ -95,7 +96,7 @@ static CtStatus write_manifest(Trainer *t, const char *dir, const Written *w)
     if (st != CT_OK) return st;
     if (!text) return ct_error(CT_ERR_OOM, "checkpoint: out of memory");
     char *path = ckpt_join(dir, CKPT_MANIFEST);
-    st = path ? ckpt_write_file_atomic(path, text, strlen(text)) : ct_last_status();
+    st = path ? ct_write_file_atomic(path, text, strlen(text)) : ct_last_status();
     free(path);
     free(text);
     return st;
@@ -163,7 +164,7 @@ CtStatus trainer_save_state(Trainer *t, const char *dir)
     if (st == CT_OK) st = write_all(t, tmp);
     if (st == CT_OK) st = put_in_place(tmp, dir);
     if (st != CT_OK) {
-        st = ckpt_wrap(st, "trainer_save_state %s", dir);
+        st = ct_error_wrap(st, "trainer_save_state %s", dir);
         ckpt_remove_tree(tmp);
     }
     free(tmp);

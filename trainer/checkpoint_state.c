@@ -252,8 +252,8 @@ CtStatus ckpt_callback_state(Trainer *t, CtStateDict *out)
             st = ct_state_dict_add(out, key, ct_state_dict_tensor(own, j));
         }
         if (st != CT_OK && cb->vt->state_save)
-            st = ckpt_wrap(st, "checkpoint: saving the state of callback %s",
-                           callback_type(cb));
+            st = ct_error_wrap(st, "checkpoint: saving the state of callback %s",
+                               callback_type(cb));
         ct_state_dict_free(own);
     }
     return st;
@@ -286,8 +286,8 @@ CtStatus ckpt_apply_callback_state(Trainer *t, const CtStateDict *d)
         if (!own) return ct_error(CT_ERR_OOM, "checkpoint: out of memory");
         if (ct_state_dict_size(own) > 0) st = cb->vt->state_load(cb, t, own);
         if (st != CT_OK)
-            st = ckpt_wrap(st, "checkpoint: restoring the state of callback %s",
-                           callback_type(cb));
+            st = ct_error_wrap(st, "checkpoint: restoring the state of callback %s",
+                               callback_type(cb));
         ct_state_dict_free(own);
     }
     return st;
