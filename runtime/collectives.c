@@ -98,6 +98,16 @@ static bool on_cuda(const Tensor *t)
     return tensor_device(t).type == CT_DEVICE_CUDA;
 }
 
+/* Hands `own`, a reference the caller holds outside any scope, over as op
+ * results are owned: to the open scope, or to the caller when none is open
+ * (tensor_contiguous of a contiguous tensor is a new reference there). */
+static Tensor *as_result(Tensor *own)
+{
+    Tensor *r = tensor_contiguous(own);
+    tensor_free(own);
+    return r;
+}
+
 /* ---------------------------------------------------------------- gather */
 
 static bool check_gather(const char *fn, Runtime *rt, Tensor *t)
@@ -127,7 +137,8 @@ static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_di
         ct_error(CT_ERR_OOM, "%s: out of memory", fn);
         return NULL;
     }
-    Tensor *src = NULL, *out = NULL;
+    Tensor *out = NULL;
+    CtScope *scope = NULL; /* the temporaries, released however this ends */
     if (agree_layout(rt, fn, t, bytes) != CT_OK) goto done;
     int64_t rows = 0, row_bytes = (int64_t)ct_dtype_size(tensor_dtype(t));
     for (int d = 1; d < tensor_ndim(t); d++) row_bytes *= tensor_size(t, d);
@@ -145,33 +156,32 @@ static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_di
         rows += bytes[r];
         bytes[r] *= row_bytes;
     }
+    scope = ct_scope_open();
+    if (!scope) {
+        ct_error(CT_ERR_OOM, "%s: out of memory", fn);
+        goto done;
+    }
     /* CUDA tensors of equal sizes go through NCCL; differing sizes through
      * the host (NCCL has no variable-size gather) */
     bool nccl = on_cuda(t) && equal;
     bool grad = ct_set_grad_enabled(false);
-    src = nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
-    ct_set_grad_enabled(grad);
+    Tensor *src = nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, tensor_shape(t), sizeof(int64_t) * (size_t)tensor_ndim(t));
     shape[0] = rows;
-    out = src ? tensor_empty(tensor_ndim(t), shape, tensor_dtype(t), tensor_device(src))
-              : NULL;
+    Tensor *all =
+        src ? tensor_empty(tensor_ndim(t), shape, tensor_dtype(t), tensor_device(src)) : NULL;
     CtStatus st =
-        !out   ? CT_ERR_OOM
-        : nccl ? rt_nccl_allgather(rt, tensor_data(src), tensor_data(out), bytes[0])
-               : rt_comm_allgatherv(rt, tensor_data(src), tensor_data(out), bytes);
-    if (st != CT_OK) {
-        tensor_free(out);
-        out = NULL;
-    } else if (on_cuda(t) && !nccl) {
-        Tensor *host = out;
-        out = tensor_to_device(host, tensor_device(t));
-        tensor_free(host);
-    }
+        !all   ? CT_ERR_OOM
+        : nccl ? rt_nccl_allgather(rt, tensor_data(src), tensor_data(all), bytes[0])
+               : rt_comm_allgatherv(rt, tensor_data(src), tensor_data(all), bytes);
+    if (st == CT_OK && on_cuda(t) && !nccl) all = tensor_to_device(all, tensor_device(t));
+    ct_set_grad_enabled(grad);
+    if (st == CT_OK && all) out = tensor_retain(all);
 done:
-    tensor_free(src);
+    if (scope) ct_scope_close(scope);
     free(bytes);
-    return out;
+    return out ? as_result(out) : NULL;
 }
 
 Tensor *runtime_gather(Runtime *rt, Tensor *t)
@@ -214,21 +224,22 @@ static CtStatus reduce_in_place(Runtime *rt, Tensor *r, RuntimeReduceOp op)
 static Tensor *reduce_tensor(Runtime *rt, Tensor *t, RuntimeReduceOp op)
 {
     if (agree_layout(rt, "runtime_reduce", t, NULL) != CT_OK) return NULL;
+    CtScope *scope = ct_scope_open(); /* the temporaries */
+    if (!scope) {
+        ct_error(CT_ERR_OOM, "runtime_reduce: out of memory");
+        return NULL;
+    }
     /* bf16 / f16 have no MPI arithmetic: reduced in f32 on the host */
     CtDType dt = tensor_dtype(t);
     bool half = (dt == CT_BF16 || dt == CT_F16) && !on_cuda(t);
     bool grad = ct_set_grad_enabled(false);
     Tensor *r = half ? tensor_cast(t, CT_F32) : tensor_clone(t);
+    if (r && reduce_in_place(rt, r, op) != CT_OK) r = NULL;
+    if (r && half) r = tensor_cast(r, dt);
     ct_set_grad_enabled(grad);
-    if (!r) return NULL;
-    if (reduce_in_place(rt, r, op) != CT_OK) {
-        tensor_free(r);
-        return NULL;
-    }
-    if (!half) return r;
-    Tensor *back = tensor_cast(r, dt);
-    tensor_free(r);
-    return back;
+    Tensor *out = r ? tensor_retain(r) : NULL;
+    ct_scope_close(scope);
+    return out ? as_result(out) : NULL;
 }
 
 static CtStatus check_op(const char *fn, RuntimeReduceOp op)

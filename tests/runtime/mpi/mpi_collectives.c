@@ -128,6 +128,29 @@ START_TEST(gather_padded_differing_sizes)
 }
 END_TEST
 
+/* Inside a scope (as in a trainer step) the results belong to the scope and
+ * the inputs keep their references: nothing is freed twice. */
+START_TEST(collectives_inside_a_scope)
+{
+    Tensor *t = tu_tensor(CT_F32, 2, (int64_t[]){R + 1, 2}, (double[]){1, 2, 3, 4, 5, 6});
+    CtScope *s = ct_scope_open();
+    Tensor *g = runtime_gather_padded(rt, t, 0);
+    Tensor *row = tensor_slice(t, 0, 0, 1, 1); /* the same shape on every rank */
+    Tensor *e = runtime_gather(rt, row);
+    Tensor *m = runtime_reduce(rt, row, RUNTIME_REDUCE_MAX);
+    Tensor *h = runtime_reduce(rt, tensor_cast(row, CT_BF16), RUNTIME_REDUCE_SUM);
+    Tensor *f = runtime_gather_for_metrics(rt, t, R);
+    tu_assert_shape(g, 2, W * (W + 1) / 2, 2);
+    tu_assert_shape(e, 2, W, 2);
+    tu_assert_shape(f, 2, W, 2); /* one real row per rank */
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(h);
+    ct_scope_close(s);
+    ck_assert_int_eq(tensor_shape(t)[0], R + 1); /* t is still ours */
+    tensor_free(t);
+}
+END_TEST
+
 START_TEST(gather_unequal_dim0_is_an_error_everywhere)
 {
     Tensor *t = tu_tensor(CT_F32, 1, (int64_t[]){R + 1}, (double[]){1, 2, 3});
@@ -244,6 +267,7 @@ int main(void)
     tcase_add_test(tc, main_process_first_orders);
     tcase_add_test(tc, prepare_and_gradient_mean);
     tcase_add_test(tc, stats_count_collectives);
+    tcase_add_test(tc, collectives_inside_a_scope);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
     runtime_free(rt);
