@@ -166,9 +166,14 @@ Dataset *data_fashion_mnist_create(const DataFashionMnistArgs *args);
  * the value must be an integer) or f32 0-d (.regression). Fields are
  * separated by the delimiter, surrounding spaces are ignored, blank lines
  * are skipped, "\r\n" line ends are accepted; quoting is not supported.
+ * A gzip'd file (e.g. "train.csv.gz") is decompressed while reading. The
+ * first line read (after skip_rows) fixes the column count.
  * Errors name path:line:column (column = 1-based character position of
- * the field): ragged rows, fields that are not numbers, non-integer or
- * out-of-range labels, an unknown label name, a file with no data rows. */
+ * the field): a first data row whose field count differs from the line
+ * before it (e.g. a metadata line "N,M,name_a,name_b" taken as the header:
+ * "line 1 has 4 fields, line 2 has 14"), ragged rows, fields that are not
+ * numbers, non-integer or out-of-range labels, an unknown label name, a
+ * file with no data rows. */
 typedef enum DataCsvHeader {
     DATA_CSV_HEADER_AUTO = 0, /* the first line is a header if any of its
                                  fields is not a number */
@@ -182,6 +187,8 @@ typedef struct DataCsvArgs {
     int label_column;       /* label column by index; negative counts from the end
                                (-1: last); default 0, the first column */
     DataCsvHeader header;   /* default AUTO */
+    int64_t skip_rows;      /* leading lines (blank or not) ignored before the
+                               header or first row; default 0 */
     char delimiter;         /* 0: ',' */
     bool regression;        /* labels as f32 instead of i64 */
     int64_t num_classes;    /* > 0 (classification): labels must be in [0, num_classes) */
