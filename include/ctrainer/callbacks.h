@@ -2,9 +2,9 @@
  *
  * Progress, metric logging, moving modules to the device, NaN termination,
  * early stopping, best-model saving, EMA, batch limits, step-based
- * evaluation and metric files, written against the public callback
- * interface (callback.h) and trainer API (trainer.h) only, so each one is
- * also an example to copy for your own callbacks.
+ * evaluation, metric files and TensorBoard event files, written against the public
+ * callback interface (callback.h) and trainer API (trainer.h) only, so each one is also
+ * an example to copy for your own callbacks.
  */
 #ifndef CTRAINER_CALLBACKS_H
 #define CTRAINER_CALLBACKS_H
@@ -266,6 +266,38 @@ typedef struct MetricsLoggerArgs {
  * rename) after each row, so a reader never sees a partial file; a training
  * run that starts at epoch 1 starts new files. */
 Callback *callback_metrics_logger_create(const MetricsLoggerArgs *args);
+
+/* ------------------------------------------------------- TensorBoard */
+
+typedef struct TensorBoardArgs {
+    const char *log_dir;       /* required; created (with parents) if missing */
+    int64_t log_every_n_steps; /* step scalars every this many train steps (0 -> 50) */
+} TensorBoardArgs;
+
+/* Type "TensorBoard": scalars in a TensorBoard event file, written by the
+ * main process to log_dir/events.out.tfevents.<unix time>.<host>.<pid>
+ * (opened at the first training or evaluation run; later runs of the same
+ * callback append to it; `tensorboard --logdir log_dir` shows it live).
+ * Scalars (32-bit floats, as TensorBoard stores them):
+ *   every log_every_n_steps train steps, at step = train steps seen so far
+ *   (micro-batches, counted over all runs of this callback):
+ *     train/loss             the step's batch loss (TrainerBatchOutput.loss)
+ *     train/lr               the learning rate of parameter group 0
+ *     train/samples_per_sec  samples since the previous step log / seconds
+ *   after each epoch (on_training_run_epoch_end), at step = the epoch:
+ *     epoch/<metric>         every run-history metric with a new value that
+ *                            epoch (train_loss_epoch, eval_loss_epoch, ...)
+ *     epoch/lr               the learning rate of parameter group 0
+ *     epoch/samples_per_sec  the train epoch's samples / its seconds
+ *   after trainer_evaluate: evaluation/<metric> at step = the epoch.
+ * The file is TFRecord-framed (masked CRC-32C) tensorflow.Event messages,
+ * flushed after every event. Errors: a missing log_dir or a negative
+ * log_every_n_steps (at creation); a directory or file that cannot be
+ * created or written (CT_ERR_IO from the run). */
+Callback *callback_tensorboard_create(const TensorBoardArgs *args);
+/* The event file's path (borrowed), or NULL before the first run, for
+ * another type, or on a process that is not the main one. */
+const char *callback_tensorboard_path(const Callback *cb);
 
 /* ------------------------------------------------------ default list */
 
