@@ -51,10 +51,11 @@ typedef struct ProgressBarArgs {
 
 /* Type "ProgressBar": one bar per train and eval epoch ("train 1", "eval 1",
  * "eval (intermediate)", "evaluation") showing count/total batches,
- * percentage, rate (it/s), ETA and the running sample-weighted mean of the
- * batch losses, e.g.
- *     train 1 [#######.............]  7/20  35% | 41.2 it/s eta 0:00 | loss 0.6931
- * The bar ends with a newline at the end of its epoch. args NULL: defaults. */
+ * percentage, rates (batches/s and samples/s, TrainerBatchOutput.batch_size
+ * summed), ETA and the running sample-weighted mean of the batch losses, e.g.
+ *     train 1 [#######.............]  7/20  35% | 41.2 it/s 1318 samples/s eta 0:00 |
+ * loss 0.6931 The bar ends with a newline at the end of its epoch. args NULL: defaults.
+ */
 Callback *callback_progress_bar_create(const ProgressBarArgs *args);
 
 /* ----------------------------------------------------- PrintProgress */
