@@ -5,16 +5,7 @@
 # usage: plot_test.sh CTRAINER
 set -u
 ctrainer=$1
-dir=$(mktemp -d /tmp/ct_plot_XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-fails=0
-
-check() { # check NAME CONDITION...
-    name=$1
-    shift
-    if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
-}
-has() { grep -q -- "$1" "$dir/out"; }
+. "$(dirname "$0")/checks.sh"
 
 # svg_series FILE: "name:points" per polyline, from the parsed document
 svg_series() {
