@@ -34,9 +34,10 @@ flags=$(pkg-config --cflags --libs ctrainer)
 echo "pkg-config: $flags"
 cc ${CFLAGS:-} -o "$tmp/consumer_pc" "$src/main.c" $flags ${LDFLAGS:-}
 LD_LIBRARY_PATH="$prefix/lib" "$tmp/consumer_pc"
-# static: the archive first, then the private dependencies
+# static: the archive first, then the private dependencies (--as-needed
+# drops -lctrainer, which the archive already satisfied)
 cc ${CFLAGS:-} -o "$tmp/consumer_pc_static" "$src/main.c" $(pkg-config --cflags ctrainer) \
-  "$prefix/lib/libctrainer.a" $(pkg-config --static --libs ctrainer) ${LDFLAGS:-}
+  "$prefix/lib/libctrainer.a" ${LDFLAGS:-} -Wl,--as-needed $(pkg-config --static --libs ctrainer)
 ! ldd "$tmp/consumer_pc_static" | grep -q libctrainer ||
   { echo "FAIL: the static consumer needs libctrainer.so"; exit 1; }
 "$tmp/consumer_pc_static"

@@ -76,10 +76,8 @@ int main(int argc, char **argv)
         xs[2 * i + 1] = (float)((i % 3) * 0.5 - 0.5);
         ys[i] = 1.5f * xs[2 * i] - 2.0f * xs[2 * i + 1] + 0.25f;
     }
-    Tensor *x =
-        tensor_retain(tensor_from_data(xs, 2, (int64_t[]){20, 2}, CT_F32, ct_cpu()));
-    Tensor *y =
-        tensor_retain(tensor_from_data(ys, 2, (int64_t[]){20, 1}, CT_F32, ct_cpu()));
+    Tensor *x = tensor_from_data(xs, 2, (int64_t[]){20, 2}, CT_F32, ct_cpu());
+    Tensor *y = tensor_from_data(ys, 2, (int64_t[]){20, 1}, CT_F32, ct_cpu());
     Dataset *train = data_tensor_dataset_create(2, (Tensor *[]){x, y});
     Dataset *eval = data_subset_create(train, 6, (int64_t[]){0, 3, 5, 9, 12, 17});
     snprintf(path, sizeof path, "%s/logs", argv[1]);
