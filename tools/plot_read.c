@@ -101,21 +101,25 @@ static CtStatus read_jsonl(const char *path, char *text, PlotData *d)
 {
     CtStatus st = CT_OK;
     int line = 0;
-    for (char *l; st == CT_OK && (l = next_line(&text));)
-        if (++line, l[strspn(l, " \t")]) st = read_jsonl_line(path, line, l, d);
+    for (char *l; st == CT_OK && (l = next_line(&text));) {
+        line++;
+        if (l[strspn(l, " \t")]) st = read_jsonl_line(path, line, l, d); /* not blank */
+    }
     return st;
 }
 
-/* The header's column names, split in place at the commas. */
+/* Splits a CSV line in place at the commas into cells[0..n); returns n, or
+ * cap + 1 when the line has more than cap fields. */
 static int split(char *s, char **cells, int cap)
 {
     int n = 0;
-    for (char *c = s; c && n < cap; n++) {
+    char *c = s;
+    for (; c && n < cap; n++) {
         cells[n] = c;
         c = strchr(c, ',');
         if (c) *c++ = '\0';
     }
-    return n;
+    return c ? cap + 1 : n;
 }
 
 #define PLOT_MAX_COLUMNS 256
@@ -125,6 +129,9 @@ static CtStatus read_csv(const char *path, char *text, PlotData *d)
     char *head[PLOT_MAX_COLUMNS], *cells[PLOT_MAX_COLUMNS];
     char *h = next_line(&text);
     int nh = h ? split(h, head, PLOT_MAX_COLUMNS) : 0;
+    if (nh > PLOT_MAX_COLUMNS)
+        return ct_error(CT_ERR_FORMAT, "%s:1: more than %d columns", path,
+                        PLOT_MAX_COLUMNS);
     if (nh < 1 || strcmp(head[0], "epoch") != 0)
         return ct_error(CT_ERR_FORMAT, "%s:1: the header does not start with \"epoch\"",
                         path);
