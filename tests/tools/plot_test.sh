@@ -60,6 +60,9 @@ check "a bad cell fails at its line" has "bad.csv:3: loss is not a number: 'x'"
 printf 'epoch,loss\n1,\n' >"$dir/empty.csv"
 "$ctrainer" plot "$dir/empty.csv" -o "$dir/c.svg" >"$dir/out" 2>&1
 check "no values fails" has "empty.csv: no metric values to plot"
+{ printf epoch; seq -f ',m%g' 300 | tr -d '\n'; echo; } >"$dir/wide.csv"
+"$ctrainer" plot "$dir/wide.csv" -o "$dir/c.svg" >"$dir/out" 2>&1
+check "a CSV too wide fails" has "wide.csv:1: more than 256 columns"
 "$ctrainer" plot "$dir/run.txt" -o "$dir/c.svg" >"$dir/out" 2>&1
 check "another extension fails" has "unknown format: expected a MetricsLogger .jsonl or .csv"
 check "nothing written on failure" test ! -e "$dir/c.svg"
