@@ -1,6 +1,6 @@
 # Writes the linker version script of the shared library: every function
 # declared in the public headers is global, everything else local.
-# Usage: cmake -DHEADERS="a.h;b.h" -DOUT=file.map -P ExportMap.cmake
+# Usage: cmake -DHEADERS="a.h;b.h" [-DEXTRA="f;g"] -DOUT=file.map -P ExportMap.cmake
 # A declaration is a line that starts in column 0 with a type (not a
 # typedef, static inline definition, preprocessor line or brace) and names
 # a function: the first identifier followed by "(".
@@ -19,6 +19,9 @@ foreach(h IN LISTS HEADERS)
     endif()
   endforeach()
 endforeach()
+# EXTRA: internal functions another shipped binary needs from the shared
+# library (e.g. a module it loads at run time)
+list(APPEND names ${EXTRA})
 list(REMOVE_DUPLICATES names)
 list(SORT names)
 list(LENGTH names n)

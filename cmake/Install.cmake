@@ -8,9 +8,13 @@ include(CMakePackageConfigHelpers)
 
 # ---------------------------------------------------------------- exports
 file(GLOB CTRAINER_PUBLIC_HEADERS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/include/ctrainer/*.h)
+# Internal functions to export as well: set CTRAINER_EXTRA_EXPORTS before
+# this file is included (a run-time loaded module calling back into the
+# library needs its entry points visible).
 set(CTRAINER_EXPORT_MAP ${PROJECT_BINARY_DIR}/ctrainer.map)
 add_custom_command(OUTPUT ${CTRAINER_EXPORT_MAP}
-  COMMAND ${CMAKE_COMMAND} "-DHEADERS=${CTRAINER_PUBLIC_HEADERS}" -DOUT=${CTRAINER_EXPORT_MAP}
+  COMMAND ${CMAKE_COMMAND} "-DHEADERS=${CTRAINER_PUBLIC_HEADERS}"
+    "-DEXTRA=${CTRAINER_EXTRA_EXPORTS}" -DOUT=${CTRAINER_EXPORT_MAP}
     -P ${PROJECT_SOURCE_DIR}/cmake/ExportMap.cmake
   DEPENDS ${CTRAINER_PUBLIC_HEADERS} ${PROJECT_SOURCE_DIR}/cmake/ExportMap.cmake
   COMMENT "Listing the public API for the shared library's version script"
