@@ -34,6 +34,59 @@ endforeach()
 # ---------------------------------------------------------------- install
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ctrainer
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+# ------------------------------------------------------- dependencies
+# What ctrainer_deps links, described for the package config (which finds
+# it again) and for pkg-config. A pkg-config module is named by the prefix
+# given to pkg_check_modules (cmake/Dependencies.cmake): a new one must be
+# added to this table, or configuring stops here.
+set(CTRAINER_PC_MODULE_OPENBLAS openblas)
+set(CTRAINER_PC_MODULE_JANSSON jansson)
+set(CTRAINER_PC_MODULE_CRYPTO libcrypto)
+set(CTRAINER_PC_MODULE_PNG libpng)
+set(CTRAINER_PC_MODULE_JPEG libjpeg)
+set(CTRAINER_PC_MODULE_CYAML libcyaml)
+set(CTRAINER_PC_MODULE_YAML yaml-0.1)
+set(CTRAINER_PKG_MODULES "")      # VAR:module, for the package config
+set(CTRAINER_PC_REQUIRES "zlib")  # pkg-config Requires.private
+set(CTRAINER_PC_LIBS_PRIVATE "")  # pkg-config Libs.private
+get_target_property(deps ctrainer_deps INTERFACE_LINK_LIBRARIES)
+foreach(dep IN LISTS deps)
+  if(dep MATCHES "^PkgConfig::(.+)$")
+    set(module "${CTRAINER_PC_MODULE_${CMAKE_MATCH_1}}")
+    if(NOT module)
+      message(FATAL_ERROR "cmake/Install.cmake: add the pkg-config module of ${dep} "
+        "(set(CTRAINER_PC_MODULE_${CMAKE_MATCH_1} <module>))")
+    endif()
+    list(APPEND CTRAINER_PKG_MODULES "${CMAKE_MATCH_1}:${module}")
+    string(APPEND CTRAINER_PC_REQUIRES " ${module}")
+  elseif(dep STREQUAL "OpenMP::OpenMP_C")
+    string(APPEND CTRAINER_PC_LIBS_PRIVATE " ${OpenMP_C_FLAGS}")
+  elseif(dep STREQUAL "Threads::Threads")
+    string(APPEND CTRAINER_PC_LIBS_PRIVATE " -lpthread")
+  elseif(dep STREQUAL "MPI::MPI_C")
+    foreach(lib IN LISTS MPI_C_LIBRARIES)
+      string(APPEND CTRAINER_PC_LIBS_PRIVATE " ${lib}")
+    endforeach()
+  elseif(dep MATCHES "^CUDA::(.+)$")
+    string(APPEND CTRAINER_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -l${CMAKE_MATCH_1}")
+  elseif(dep STREQUAL "m")
+    string(APPEND CTRAINER_PC_LIBS_PRIVATE " -lm")
+  elseif(IS_ABSOLUTE "${dep}") # e.g. libnccl
+    string(APPEND CTRAINER_PC_LIBS_PRIVATE " ${dep}")
+  elseif(NOT dep STREQUAL "ZLIB::ZLIB")
+    message(FATAL_ERROR "cmake/Install.cmake: describe the dependency ${dep} for the "
+      "installed package")
+  endif()
+endforeach()
+# compile definitions consumers see (CTRAINER_HAVE_CUDA, ...)
+set(CTRAINER_PC_CFLAGS "")
+get_target_property(defs ctrainer_deps INTERFACE_COMPILE_DEFINITIONS)
+foreach(def IN LISTS defs)
+  if(def)
+    string(APPEND CTRAINER_PC_CFLAGS " -D${def}")
+  endif()
+endforeach()
+
 install(TARGETS ctrainer_static ctrainer_shared ctrainer_deps EXPORT ctrainerTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -48,10 +101,6 @@ install(FILES ${PROJECT_BINARY_DIR}/ctrainerConfig.cmake
   ${PROJECT_BINARY_DIR}/ctrainerConfigVersion.cmake DESTINATION ${CTRAINER_CMAKE_DIR})
 
 # pkg-config: relocatable (paths relative to the .pc file)
-set(CTRAINER_PC_REQUIRES "openblas jansson libpng libjpeg zlib libcyaml yaml-0.1")
-if(CTRAINER_HAVE_MPI)
-  string(APPEND CTRAINER_PC_REQUIRES " ompi-c")
-endif()
 file(RELATIVE_PATH CTRAINER_PC_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
 string(REGEX REPLACE "/$" "" CTRAINER_PC_PREFIX "${CTRAINER_PC_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ctrainer.pc.in ${PROJECT_BINARY_DIR}/ctrainer.pc @ONLY)
