@@ -13,7 +13,7 @@
 typedef struct SavedBar {
     bool active;
     char label[48];
-    int64_t count, total;
+    int64_t count, total, samples;
     double loss_sum, loss_n, t_start;
     int64_t last_bucket;
 } SavedBar;
@@ -27,8 +27,8 @@ typedef struct ProgressBar {
     /* the current bar */
     bool active, tty;
     char label[48];
-    int64_t count, total;
-    double loss_sum, loss_n; /* sample-weighted running loss */
+    int64_t count, total, samples; /* batches and samples so far */
+    double loss_sum, loss_n;       /* sample-weighted running loss */
     double t_start, t_last_draw;
     int64_t last_bucket; /* LINES: last printed line_percent bucket */
     SavedBar saved;      /* the train bar during an intermediate eval */
@@ -59,6 +59,7 @@ static void draw(ProgressBar *p, bool final)
     FILE *f = cb_out(p->out);
     double el = now_s() - p->t_start;
     double rate = el > 0 ? (double)p->count / el : 0;
+    double srate = el > 0 ? (double)p->samples / el : 0;
     char eta[32];
     fmt_time(eta, sizeof eta, rate > 0 ? (double)(p->total - p->count) / rate : NAN);
     int pct = p->total > 0 ? (int)(100 * p->count / p->total) : 0;
@@ -70,12 +71,13 @@ static void draw(ProgressBar *p, bool final)
         int fill = p->total > 0 ? (int)(BAR_WIDTH * p->count / p->total) : 0;
         for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < fill ? '#' : '.';
         bar[BAR_WIDTH] = '\0';
-        fprintf(f, "\r%s [%s] %lld/%lld %3d%% | %.1f it/s eta %s%s\x1b[K", p->label, bar,
-                (long long)p->count, (long long)p->total, pct, rate, eta, loss);
+        fprintf(f, "\r%s [%s] %lld/%lld %3d%% | %.1f it/s %.0f samples/s eta %s%s\x1b[K",
+                p->label, bar, (long long)p->count, (long long)p->total, pct, rate, srate,
+                eta, loss);
         if (final) fputc('\n', f);
     } else {
-        fprintf(f, "%s: %lld/%lld (%d%%) | %.1f it/s eta %s%s\n", p->label,
-                (long long)p->count, (long long)p->total, pct, rate, eta, loss);
+        fprintf(f, "%s: %lld/%lld (%d%%) | %.1f it/s %.0f samples/s eta %s%s\n", p->label,
+                (long long)p->count, (long long)p->total, pct, rate, srate, eta, loss);
     }
     fflush(f);
     p->t_last_draw = now_s();
@@ -89,7 +91,7 @@ static void start_bar(ProgressBar *p, Trainer *t, const char *label, int64_t tot
     p->tty = p->mode == PROGRESS_BAR_TTY ||
              (p->mode == PROGRESS_BAR_AUTO && isatty(fileno(f)));
     snprintf(p->label, sizeof p->label, "%s", label);
-    p->count = 0;
+    p->count = p->samples = 0;
     p->total = total;
     p->loss_sum = p->loss_n = 0;
     p->t_start = now_s();
@@ -102,6 +104,7 @@ static void step_bar(ProgressBar *p, const TrainerBatchOutput *out)
 {
     if (!p->active) return;
     p->count++;
+    if (out && out->batch_size > 0) p->samples += out->batch_size;
     if (out && out->loss && tensor_numel(out->loss) == 1) {
         double v = tensor_item(out->loss);
         double w = out->batch_size > 0 ? (double)out->batch_size : 1;
@@ -160,8 +163,9 @@ static CtStatus pb_eval_epoch_start(Callback *cb, Trainer *t, bool is_intermedia
     char label[48];
     if (is_intermediate) {
         if (p->active && p->tty) fputc('\n', cb_out(p->out));
-        p->saved = (SavedBar){p->active,   "",        p->count,   p->total,
-                              p->loss_sum, p->loss_n, p->t_start, p->last_bucket};
+        p->saved =
+            (SavedBar){p->active,   "",        p->count,   p->total,      p->samples,
+                       p->loss_sum, p->loss_n, p->t_start, p->last_bucket};
         memcpy(p->saved.label, p->label, sizeof p->saved.label);
         snprintf(label, sizeof label, "eval (intermediate)");
     } else if (trainer_train_dataloader(t)) {
@@ -190,6 +194,7 @@ static CtStatus pb_eval_epoch_end(Callback *cb, Trainer *t, bool is_intermediate
         memcpy(p->label, p->saved.label, sizeof p->label);
         p->count = p->saved.count;
         p->total = p->saved.total;
+        p->samples = p->saved.samples;
         p->loss_sum = p->saved.loss_sum;
         p->loss_n = p->saved.loss_n;
         p->t_start = p->saved.t_start;

@@ -18,6 +18,7 @@ typedef struct Parser {
     char delim;
     int64_t line;        /* 1-based number of the line last read */
     const char *ls, *le; /* the line last read, without its end */
+    int64_t first_line;  /* the line that fixed the column count */
 } Parser;
 
 static bool is_space(char c)
@@ -42,6 +43,18 @@ static bool next_line(Parser *ps)
         return true;
     }
     return false;
+}
+
+/* Skips n physical lines (blank or not); false when the file has fewer. */
+static bool skip_lines(Parser *ps, int64_t n)
+{
+    for (; n > 0; n--) {
+        if (ps->p >= ps->end) return false;
+        const char *e = memchr(ps->p, '\n', (size_t)(ps->end - ps->p));
+        ps->p = e ? e + 1 : ps->end;
+        ps->line++;
+    }
+    return true;
 }
 
 /* The field starting at *q (advanced past it and its delimiter). */
@@ -157,6 +170,13 @@ static CtStatus parse_row(const Parser *ps, const DataCsvArgs *a, int64_t ncols,
             t->y_i64[r] = (int64_t)v;
         }
     }
+    if ((k < ncols || q) && t->rows == 0 && ps->line != ps->first_line)
+        return ct_error(
+            CT_ERR_FORMAT,
+            "%s:%lld: line %lld has %lld fields, line %lld has %lld (a title or "
+            "metadata line before the header? skip it with skip_rows)",
+            ps->path, (long long)ps->line, (long long)ps->first_line, (long long)ncols,
+            (long long)ps->line, (long long)count_fields(ps));
     if (k < ncols || q) {
         int64_t col = (int64_t)(ps->le - ps->ls) + 1;
         if (q) col = next_field(ps, &q).col;
@@ -174,6 +194,7 @@ static CtStatus parse_layout(Parser *ps, const DataCsvArgs *a, int64_t *ncols,
                              int64_t *label, bool *header)
 {
     *ncols = count_fields(ps);
+    ps->first_line = ps->line;
     *header = a->header == DATA_CSV_HEADER_YES ||
               (a->header == DATA_CSV_HEADER_AUTO && !line_is_numeric(ps));
     if (*ncols < 2)
@@ -213,8 +234,15 @@ CtStatus data_csv_parse(const char *buf, size_t len, const DataCsvArgs *a,
 {
     memset(out, 0, sizeof *out);
     const char *path = a->path ? a->path : "<csv>";
-    Parser ps = {buf, buf + len, buf, path, a->delimiter ? a->delimiter : ',',
-                 0,   NULL,      NULL};
+    Parser ps = {buf, buf + len, buf,  path, a->delimiter ? a->delimiter : ',',
+                 0,   NULL,      NULL, 0};
+    if (a->skip_rows < 0)
+        return ct_error(CT_ERR_INVALID, "%s: skip_rows is %lld, must be >= 0", path,
+                        (long long)a->skip_rows);
+    if (!skip_lines(&ps, a->skip_rows))
+        return ct_error(CT_ERR_FORMAT,
+                        "%s: skip_rows %lld skips the whole file (%lld lines)", path,
+                        (long long)a->skip_rows, (long long)ps.line);
     if (!next_line(&ps))
         return ct_error(CT_ERR_FORMAT, "%s: empty file: no data rows", path);
     int64_t ncols = 0, label = 0, cap = 0;

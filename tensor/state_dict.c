@@ -63,3 +63,12 @@ Tensor *ct_state_dict_get(const CtStateDict *d, const char *name)
 {
     return d ? ct_state_dict_tensor(d, ct_table_index(&d->tensors, name)) : NULL;
 }
+
+bool ct_state_dict_remove(CtStateDict *d, const char *name)
+{
+    int64_t i = d && name ? ct_table_index(&d->tensors, name) : -1;
+    if (i < 0) return false;
+    tensor_free(ct_state_dict_tensor(d, i));
+    ct_table_remove(&d->tensors, i);
+    return true;
+}

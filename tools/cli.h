@@ -11,6 +11,7 @@
 int cli_config(int argc, char **argv);
 int cli_launch(int argc, char **argv);
 int cli_env(int argc, char **argv);
+int cli_plot(int argc, char **argv);
 
 /* Option parsing. argv[*i] is the current argument. When it is --name
  * (with '-' and '_' alike) returns true; cli_value then takes its value,

@@ -3,6 +3,7 @@
  *     ctrainer config [--default] [--config_file F] [--force]
  *     ctrainer launch [options] PROGRAM [ARGS...]
  *     ctrainer env    [--config_file F]
+ *     ctrainer plot   RUN.jsonl|RUN.csv [-o curves.svg]
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,14 +13,16 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ctrainer <command> [options]\n"
-               "\n"
-               "commands:\n"
-               "  config   write a config file (questions, or --default)\n"
-               "  launch   run a training program on several processes (mpirun)\n"
-               "  env      print versions, build options, devices and the config file\n"
-               "\n"
-               "`ctrainer <command> --help` describes a command's options.\n");
+    fprintf(f,
+            "usage: ctrainer <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  config   write a config file (questions, or --default)\n"
+            "  launch   run a training program on several processes (mpirun)\n"
+            "  env      print versions, build options, devices and the config file\n"
+            "  plot     draw the loss and metric curves of a MetricsLogger file (SVG)\n"
+            "\n"
+            "`ctrainer <command> --help` describes a command's options.\n");
 }
 
 bool cli_is(const char *arg, const char *name)
@@ -78,6 +81,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "config") == 0) return cli_config(argc - 1, argv + 1);
     if (strcmp(argv[1], "launch") == 0) return cli_launch(argc - 1, argv + 1);
     if (strcmp(argv[1], "env") == 0) return cli_env(argc - 1, argv + 1);
+    if (strcmp(argv[1], "plot") == 0) return cli_plot(argc - 1, argv + 1);
     fprintf(stderr, "ctrainer: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

@@ -2,9 +2,9 @@
  *
  * Progress, metric logging, moving modules to the device, NaN termination,
  * early stopping, best-model saving, EMA, batch limits, step-based
- * evaluation and metric files, written against the public callback
- * interface (callback.h) and trainer API (trainer.h) only, so each one is
- * also an example to copy for your own callbacks.
+ * evaluation, metric files and TensorBoard event files, written against the public
+ * callback interface (callback.h) and trainer API (trainer.h) only, so each one is also
+ * an example to copy for your own callbacks.
  */
 #ifndef CTRAINER_CALLBACKS_H
 #define CTRAINER_CALLBACKS_H
@@ -51,10 +51,11 @@ typedef struct ProgressBarArgs {
 
 /* Type "ProgressBar": one bar per train and eval epoch ("train 1", "eval 1",
  * "eval (intermediate)", "evaluation") showing count/total batches,
- * percentage, rate (it/s), ETA and the running sample-weighted mean of the
- * batch losses, e.g.
- *     train 1 [#######.............]  7/20  35% | 41.2 it/s eta 0:00 | loss 0.6931
- * The bar ends with a newline at the end of its epoch. args NULL: defaults. */
+ * percentage, rates (batches/s and samples/s, TrainerBatchOutput.batch_size
+ * summed), ETA and the running sample-weighted mean of the batch losses, e.g.
+ *     train 1 [#######.............]  7/20  35% | 41.2 it/s 1318 samples/s eta 0:00 |
+ * loss 0.6931 The bar ends with a newline at the end of its epoch. args NULL: defaults.
+ */
 Callback *callback_progress_bar_create(const ProgressBarArgs *args);
 
 /* ----------------------------------------------------- PrintProgress */
@@ -291,6 +292,38 @@ typedef struct CheckpointArgs {
 Callback *callback_checkpoint_create(const CheckpointArgs *args);
 /* Checkpoints written by this callback so far (0 for another callback). */
 int64_t callback_checkpoint_num_saves(const Callback *cb);
+
+/* ------------------------------------------------------- TensorBoard */
+
+typedef struct TensorBoardArgs {
+    const char *log_dir;       /* required; created (with parents) if missing */
+    int64_t log_every_n_steps; /* step scalars every this many train steps (0 -> 50) */
+} TensorBoardArgs;
+
+/* Type "TensorBoard": scalars in a TensorBoard event file, written by the
+ * main process to log_dir/events.out.tfevents.<unix time>.<host>.<pid>
+ * (opened at the first training or evaluation run; later runs of the same
+ * callback append to it; `tensorboard --logdir log_dir` shows it live).
+ * Scalars (32-bit floats, as TensorBoard stores them):
+ *   every log_every_n_steps train steps, at step = train steps seen so far
+ *   (micro-batches, counted over all runs of this callback):
+ *     train/loss             the step's batch loss (TrainerBatchOutput.loss)
+ *     train/lr               the learning rate of parameter group 0
+ *     train/samples_per_sec  samples since the previous step log / seconds
+ *   after each epoch (on_training_run_epoch_end), at step = the epoch:
+ *     epoch/<metric>         every run-history metric with a new value that
+ *                            epoch (train_loss_epoch, eval_loss_epoch, ...)
+ *     epoch/lr               the learning rate of parameter group 0
+ *     epoch/samples_per_sec  the train epoch's samples / its seconds
+ *   after trainer_evaluate: evaluation/<metric> at step = the epoch.
+ * The file is TFRecord-framed (masked CRC-32C) tensorflow.Event messages,
+ * flushed after every event. Errors: a missing log_dir or a negative
+ * log_every_n_steps (at creation); a directory or file that cannot be
+ * created or written (CT_ERR_IO from the run). */
+Callback *callback_tensorboard_create(const TensorBoardArgs *args);
+/* The event file's path (borrowed), or NULL before the first run, for
+ * another type, or on a process that is not the main one. */
+const char *callback_tensorboard_path(const Callback *cb);
 
 /* ------------------------------------------------------ default list */
 

@@ -166,9 +166,14 @@ Dataset *data_fashion_mnist_create(const DataFashionMnistArgs *args);
  * the value must be an integer) or f32 0-d (.regression). Fields are
  * separated by the delimiter, surrounding spaces are ignored, blank lines
  * are skipped, "\r\n" line ends are accepted; quoting is not supported.
+ * A gzip'd file (e.g. "train.csv.gz") is decompressed while reading. The
+ * first line read (after skip_rows) fixes the column count.
  * Errors name path:line:column (column = 1-based character position of
- * the field): ragged rows, fields that are not numbers, non-integer or
- * out-of-range labels, an unknown label name, a file with no data rows. */
+ * the field): a first data row whose field count differs from the line
+ * before it (e.g. a metadata line "N,M,name_a,name_b" taken as the header:
+ * "line 1 has 4 fields, line 2 has 14"), ragged rows, fields that are not
+ * numbers, non-integer or out-of-range labels, an unknown label name, a
+ * file with no data rows. */
 typedef enum DataCsvHeader {
     DATA_CSV_HEADER_AUTO = 0, /* the first line is a header if any of its
                                  fields is not a number */
@@ -182,6 +187,8 @@ typedef struct DataCsvArgs {
     int label_column;       /* label column by index; negative counts from the end
                                (-1: last); default 0, the first column */
     DataCsvHeader header;   /* default AUTO */
+    int64_t skip_rows;      /* leading lines (blank or not) ignored before the
+                               header or first row; default 0 */
     char delimiter;         /* 0: ',' */
     bool regression;        /* labels as f32 instead of i64 */
     int64_t num_classes;    /* > 0 (classification): labels must be in [0, num_classes) */
@@ -192,6 +199,68 @@ Dataset *data_csv_dataset_create(const DataCsvArgs *args);
 /* Number of feature columns of a CSV dataset, or -1 (with an error) for
  * another dataset type. */
 int64_t data_csv_num_features(const Dataset *d);
+
+/* ------------------------------------------------------------- scalers
+ *
+ * Per-column scaling of tabular features, the tabular counterpart of
+ * Normalize: fit the statistics on a dataset (the train split), then apply
+ * them as a transform to every split and at inference.
+ *
+ *     DataScaler *sc = data_scaler_fit(train, 0, DATA_SCALE_STANDARDIZE);
+ *     Dataset *train_s = data_transformed_create(train, 0, data_scaler_transform(sc));
+ *     Dataset *eval_s = data_transformed_create(eval, 0, data_scaler_transform(sc));
+ *     ... train ...
+ *     // saved with the model: its statistics as two more tensors in the
+ *     // model's safetensors file
+ *     CtStateDict *sd = nn_module_state_dict(model);
+ *     data_scaler_state_dict_add(sc, sd, "scaler.");
+ *     nn_safetensors_save("model.safetensors", sd, 0, NULL, NULL);
+ *     // inference: take the scaler's entries out, load the rest strictly
+ *     CtStateDict *ld = nn_safetensors_load("model.safetensors", ct_cpu());
+ *     DataScaler *isc = data_scaler_from_state_dict(ld, "scaler.");
+ *     nn_module_load_state_dict(model, ld, true, NULL);
+ *     Tensor *x = data_scaler_apply(isc, raw_features);   // (N, F) or (F)
+ */
+typedef enum DataScaleKind {
+    DATA_SCALE_STANDARDIZE = 0, /* (x - mean) / std, std the population std
+                                   (ddof 0, as scikit-learn's StandardScaler) */
+    DATA_SCALE_MIN_MAX,         /* (x - min) / (max - min), into [0, 1] on the fit set */
+} DataScaleKind;
+
+typedef struct DataScaler DataScaler;
+
+/* Fits per-column statistics over field `field` of every sample of d, which
+ * must be an f32 CPU vector (F) of the same length in every sample (CSV
+ * features are). Accumulates in f64 (Welford for the mean and std). A
+ * constant column (std 0, or max == min) is only shifted, not scaled.
+ * Errors: NULL or empty d, field/kind out of range, a sample's field that
+ * is not such a vector (CT_ERR_SHAPE naming the sample). */
+DataScaler *data_scaler_fit(const Dataset *d, int field, DataScaleKind kind);
+void data_scaler_free(DataScaler *s); /* NULL is a no-op */
+/* F, or -1 for NULL. */
+int64_t data_scaler_num_features(const DataScaler *s);
+/* The fitted statistics: a = mean, b = std (STANDARDIZE) or a = min, b = max
+ * (MIN_MAX), each F values. */
+CtStatus data_scaler_stats(const DataScaler *s, double *a, double *b);
+/* x: f32 CPU (..., F) -> new f32 tensor of the same shape (open scope),
+ * scaled per column. A NULL x returns NULL keeping the first error; other
+ * errors: a wrong dtype, device or last dim (CT_ERR_SHAPE). */
+Tensor *data_scaler_apply(const DataScaler *s, Tensor *x);
+/* The transform datasets take: data_scaler_apply on the field. Borrows s,
+ * which must outlive the dataset. Thread-safe (s is read-only). */
+DataTransform data_scaler_transform(const DataScaler *s);
+/* Adds the statistics to d as two f64 (F) tensors named <prefix>mean and
+ * <prefix>std, or <prefix>min and <prefix>max (prefix may be NULL: none),
+ * e.g. into a model's state dict before nn_safetensors_save. Errors: NULL
+ * arguments, a name already in d. */
+CtStatus data_scaler_state_dict_add(const DataScaler *s, CtStateDict *d,
+                                    const char *prefix);
+/* The scaler whose statistics d holds under prefix (either pair, any float
+ * dtype), rebuilt exactly as fitted; its two entries are then REMOVED from
+ * d, so the rest loads strictly into the model. Errors: neither pair
+ * present (CT_ERR_INVALID naming the keys), statistics that are not
+ * vectors of one length (CT_ERR_SHAPE); d is unchanged on failure. */
+DataScaler *data_scaler_from_state_dict(CtStateDict *d, const char *prefix);
 
 /* ------------------------------------------------------------- samplers
  *

@@ -182,6 +182,9 @@ const char *ct_state_dict_name(const CtStateDict *d, int64_t i);
 Tensor *ct_state_dict_tensor(const CtStateDict *d, int64_t i);
 /* The tensor named `name`, or NULL (no error recorded). */
 Tensor *ct_state_dict_get(const CtStateDict *d, const char *name);
+/* Removes the entry `name` (dropping d's reference; later entries keep
+ * their order); false when there is none (no error recorded). */
+bool ct_state_dict_remove(CtStateDict *d, const char *name);
 
 /* ---------------------------------------------------------------- scopes */
 

@@ -730,6 +730,7 @@ START_TEST(test_progress_bar_lines)
     ck_assert_ptr_nonnull(strstr(s, "train 2: 8/8 (100%) | "));
     ck_assert_ptr_nonnull(strstr(s, "eval 1: 4/4 (100%) | "));
     ck_assert_ptr_nonnull(strstr(s, "| loss "));
+    ck_assert_int_eq(count_lines_with(s, " samples/s eta "), 16);
     ck_assert_ptr_null(strchr(s, '\r'));
     ck_assert_int_eq(count_lines_with(s, "\n"), 16);
     fclose(out);
@@ -745,6 +746,7 @@ START_TEST(test_progress_bar_lines)
     s = read_all(out);
     ck_assert_ptr_nonnull(strstr(s, "\rtrain 1 ["));
     ck_assert_ptr_nonnull(strstr(s, "[####################] 8/8 100%"));
+    ck_assert_ptr_nonnull(strstr(s, " samples/s eta "));
     ck_assert_int_eq(count_lines_with(s, "\n"), 1);
     ck_assert_int_eq(s[strlen(s) - 1], '\n');
     fclose(out);

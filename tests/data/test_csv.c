@@ -108,6 +108,13 @@ START_TEST(test_errors)
               ":3:4: ragged row: 2 fields, expected 3");
     csv_fails("a,b,c\n1,2,3\n4,5,6,7\n", a, CT_ERR_FORMAT,
               ":3:7: ragged row: 4 fields, expected 3");
+    csv_fails("150,4,name_a,name_b\n1,2,3,4,5\n", (DataCsvArgs){.label_column = -1},
+              CT_ERR_FORMAT,
+              ":2: line 1 has 4 fields, line 2 has 5 (a title or metadata line");
+    csv_fails("\n\nx,y\n1,2\n", (DataCsvArgs){.skip_rows = 5}, CT_ERR_FORMAT,
+              ": skip_rows 5 skips the whole file (4 lines)");
+    csv_fails("x,y\n1,2\n", (DataCsvArgs){.skip_rows = -1}, CT_ERR_INVALID,
+              ": skip_rows is -1, must be >= 0");
     csv_fails("a,b,c\n1,2,3\n4, x5 ,6\n", a, CT_ERR_FORMAT, ":3:4: not a number: 'x5'");
     csv_fails("1,2,3\n4,,6\n", a, CT_ERR_FORMAT, ":2:3: empty field");
     csv_fails("1.5,2,3\n", a, CT_ERR_FORMAT, ":1:1: label is not an integer: '1.5'");
@@ -128,6 +135,42 @@ START_TEST(test_errors)
     tu_assert_error(CT_ERR_IO, "/nonexistent.csv: cannot open");
     ck_assert_ptr_null(data_csv_dataset_create(NULL));
     tu_assert_error(CT_ERR_NULL, "no path given");
+    TU_MEM_END;
+}
+END_TEST
+
+/* skip_rows drops a metadata line (counted in later line numbers); a
+ * gzip'd file reads like the plain one. */
+START_TEST(test_skip_rows_and_gzip)
+{
+    TU_MEM_BEGIN;
+    const char *p =
+        fixture("m.csv", "3,2,setosa,versicolor\nf1,f2,y\n1,2,0\n3,4,1\n5,6,1\n");
+    DataCsvArgs a = {.path = p, .skip_rows = 1, .label_name = "y", .num_classes = 2};
+    Dataset *d = data_csv_dataset_create(&a);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(data_dataset_len(d), 3);
+    assert_sample(d, 2, (double[]){5, 6}, 2, 1, CT_I64);
+    data_dataset_free(d);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "gzip -k %s", p);
+    ck_assert_int_eq(system(cmd), 0);
+    char gz[300];
+    snprintf(gz, sizeof gz, "%s.gz", p);
+    a.path = gz;
+    d = data_csv_dataset_create(&a);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(data_dataset_len(d), 3);
+    assert_sample(d, 0, (double[]){1, 2}, 2, 0, CT_I64);
+    assert_sample(d, 1, (double[]){3, 4}, 2, 1, CT_I64);
+    data_dataset_free(d);
+    /* line numbers count the skipped lines */
+    fixture("m.csv", "# exported\nf1,y\n1,0\n2,x\n");
+    a.path = p;
+    ck_assert_ptr_null(data_csv_dataset_create(&a));
+    char want[300];
+    snprintf(want, sizeof want, "%s:4:3: not a number: 'x'", p);
+    tu_assert_error(CT_ERR_FORMAT, want);
     TU_MEM_END;
 }
 END_TEST
@@ -157,6 +200,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_header_auto_label_by_name);
     tcase_add_test(tc, test_no_header_label_last_regression);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_skip_rows_and_gzip);
     tcase_add_test(tc, test_loader_over_csv);
     suite_add_tcase(s, tc);
     return s;

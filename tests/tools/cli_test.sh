@@ -5,17 +5,7 @@
 set -u
 ctrainer=$1
 echo_prog=$2
-dir=$(mktemp -d /tmp/ct_cli_XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-fails=0
-
-check() { # check NAME CONDITION...
-    name=$1
-    shift
-    if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
-}
-has() { grep -q -- "$1" "$dir/out"; }
-has_line() { grep -qx -- "$1" "$dir/out"; }
+. "$(dirname "$0")/checks.sh"
 
 cfg=$dir/sub/config.yaml
 "$ctrainer" config --default --config_file "$cfg" >"$dir/out" 2>&1
