@@ -27,10 +27,17 @@
 #endif
 
 static const CtCudaHost host = {
-    CT_CUDA_MODULE_ABI,   ct_error,        ct_last_status,
-    ct_backend_for,       ct_backend_peek, ct_dtype_size,
-    ct_f32_to_bf16,       ct_f32_to_f16,   tensor_numel,
-    tensor_is_contiguous,
+    .abi = CT_CUDA_MODULE_ABI,
+    .error = ct_error,
+    .last_status = ct_last_status,
+    .backend_for = ct_backend_for,
+    .backend_peek = ct_backend_peek,
+    .dtype_size = ct_dtype_size,
+    .dtype_name = ct_dtype_name,
+    .f32_to_bf16 = ct_f32_to_bf16,
+    .f32_to_f16 = ct_f32_to_f16,
+    .tensor_numel = tensor_numel,
+    .tensor_is_contiguous = tensor_is_contiguous,
 };
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;

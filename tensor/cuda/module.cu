@@ -40,6 +40,11 @@ extern "C" size_t ct_dtype_size(CtDType dt)
     return host->dtype_size(dt);
 }
 
+extern "C" const char *ct_dtype_name(CtDType dt)
+{
+    return host->dtype_name(dt);
+}
+
 extern "C" uint16_t ct_f32_to_bf16(float x)
 {
     return host->f32_to_bf16(x);

@@ -38,6 +38,7 @@ typedef struct CtCudaHost {
     const CtBackend *(*backend_for)(CtDevice dev);
     const CtBackend *(*backend_peek)(CtDevice dev);
     size_t (*dtype_size)(CtDType dt);
+    const char *(*dtype_name)(CtDType dt);
     uint16_t (*f32_to_bf16)(float x);
     uint16_t (*f32_to_f16)(float x);
     int64_t (*tensor_numel)(const Tensor *t);
