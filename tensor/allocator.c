@@ -184,6 +184,13 @@ CtAllocStats ct_alloc_stats(CtDevice dev)
     return be ? ct_backend_alloc_stats(be) : st;
 }
 
+CtMemoryStats ct_memory_stats(CtDevice dev)
+{
+    CtAllocStats st = ct_alloc_stats(dev);
+    CtMemoryStats m = {.allocated = st.in_use, .cached = st.cached, .peak = st.peak};
+    return m;
+}
+
 void ct_alloc_reset_peak(CtDevice dev)
 {
     const CtBackend *be = ct_backend_peek(dev);

@@ -90,6 +90,33 @@ static void assert_stats_eq(CtAllocStats a, CtAllocStats b)
 
 /* ------------------------------------------------------------------ tests */
 
+/* ct_memory_stats on the CPU: a tensor's bytes are allocated while it
+ * lives, cached after it is freed, and the peak remembers them. */
+START_TEST(test_memory_stats)
+{
+    ct_alloc_reset_peak(ct_cpu());
+    CtMemoryStats before = ct_memory_stats(ct_cpu());
+    ck_assert_uint_eq(before.peak, before.allocated);
+    Tensor *t = tensor_zeros(1, (const int64_t[]){1000}, CT_F32, ct_cpu());
+    ck_assert_ptr_nonnull(t);
+    CtMemoryStats during = ct_memory_stats(ct_cpu());
+    size_t used = during.allocated - before.allocated;
+    ck_assert_uint_ge(used, 4000); /* its size class: at most 25% more */
+    ck_assert_uint_le(used, 5000);
+    ck_assert_uint_eq(during.peak, during.allocated);
+    tensor_free(t);
+    CtMemoryStats after = ct_memory_stats(ct_cpu());
+    ck_assert_uint_eq(after.allocated, before.allocated);
+    ck_assert_uint_eq(after.cached, during.cached + used);
+    ck_assert_uint_eq(after.peak, during.peak);
+    /* a device never used, or one that does not exist: zeros, nothing recorded */
+    ct_clear_error();
+    CtMemoryStats none = ct_memory_stats(ct_cuda(CT_MAX_CUDA_DEVICES));
+    ck_assert_uint_eq(none.allocated + none.cached + none.peak, 0);
+    ck_assert_int_eq(ct_last_status(), CT_OK);
+}
+END_TEST
+
 START_TEST(test_one_instance_per_device)
 {
     const CtBackend *cpu = ct_backend_for(ct_cpu());
@@ -293,6 +320,7 @@ Suite *backend_suite(void)
     tcase_add_test(tc, test_registry_is_thread_safe);
     tcase_add_test(tc, test_supports_answers_through_the_instance);
     tcase_add_test(tc, test_failed_init_creates_nothing);
+    tcase_add_test(tc, test_memory_stats);
     suite_add_tcase(s, tc);
     return s;
 }
