@@ -62,13 +62,16 @@ static void *system_alloc(const CtBackend *be, size_t size)
         ct_backend_empty_cache(be);
         p = be->iface->alloc(be, size);
     }
+    CtAllocCache *c = be->cache;
     if (!p) {
         char d[16];
-        ct_error(CT_ERR_OOM, "allocating %zu bytes on %s failed", size,
-                 ct_device_str(be->device, d));
+        pthread_mutex_lock(&c->mu);
+        size_t in_use = c->st.in_use;
+        pthread_mutex_unlock(&c->mu);
+        ct_error(CT_ERR_OOM, "allocating %zu bytes on %s failed (%zu bytes in use there)",
+                 size, ct_device_str(be->device, d), in_use);
         return NULL;
     }
-    CtAllocCache *c = be->cache;
     pthread_mutex_lock(&c->mu);
     c->st.n_allocs++;
     pthread_mutex_unlock(&c->mu);
