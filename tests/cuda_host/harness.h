@@ -36,11 +36,11 @@ static inline int ch_shapes(int64_t n, ChShape out[2])
     return 2;
 }
 
-/* A persistent CPU buffer of `n` elements of dt holding a byte pattern
- * nothing writes, to lay views over. */
+/* A persistent CPU buffer (even inside a scope) of `n` elements of dt holding a byte
+ * pattern nothing writes, to lay views over. */
 static inline Tensor *ch_buffer(int64_t n, CtDType dt)
 {
-    Tensor *t = tensor_empty(1, &n, dt, ct_cpu());
+    Tensor *t = ct_tensor_new_persistent(1, &n, dt, ct_cpu());
     ck_assert_ptr_nonnull(t);
     memset(ct_ptr(t), 0xA5, (size_t)n * ct_dtype_size(dt));
     return t;
@@ -50,7 +50,7 @@ static inline Tensor *ch_buffer(int64_t n, CtDType dt)
 static inline Tensor *ch_clone(const Tensor *b)
 {
     int64_t n = tensor_numel(b);
-    Tensor *t = tensor_empty(1, &n, tensor_dtype(b), ct_cpu());
+    Tensor *t = ct_tensor_new_persistent(1, &n, tensor_dtype(b), ct_cpu());
     ck_assert_ptr_nonnull(t);
     memcpy(ct_ptr(t), ct_ptr(b), (size_t)n * ct_dtype_size(tensor_dtype(b)));
     return t;
