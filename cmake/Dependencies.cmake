@@ -89,7 +89,9 @@ if(NOT CTRAINER_CUDA STREQUAL "OFF")
     add_compile_options("$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-unused-parameter>"
       "$<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${CTRAINER_WERROR}>>:-Werror=all-warnings;-Xcompiler=-Werror>")
     find_package(CUDAToolkit REQUIRED)
-    target_link_libraries(ctrainer_deps INTERFACE CUDA::cudart CUDA::cublas CUDA::cublasLt)
+    # the CUDA libraries link into the backend module only; the library
+    # opens it with dlopen
+    target_link_libraries(ctrainer_deps INTERFACE ${CMAKE_DL_LIBS})
     list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_CUDA)
     # consumers (and the CUDA tests) can tell the backend is built in
     target_compile_definitions(ctrainer_deps INTERFACE CTRAINER_HAVE_CUDA)

@@ -62,13 +62,16 @@ static void *system_alloc(const CtBackend *be, size_t size)
         ct_backend_empty_cache(be);
         p = be->iface->alloc(be, size);
     }
+    CtAllocCache *c = be->cache;
     if (!p) {
         char d[16];
-        ct_error(CT_ERR_OOM, "allocating %zu bytes on %s failed", size,
-                 ct_device_str(be->device, d));
+        pthread_mutex_lock(&c->mu);
+        size_t in_use = c->st.in_use;
+        pthread_mutex_unlock(&c->mu);
+        ct_error(CT_ERR_OOM, "allocating %zu bytes on %s failed (%zu bytes in use there)",
+                 size, ct_device_str(be->device, d), in_use);
         return NULL;
     }
-    CtAllocCache *c = be->cache;
     pthread_mutex_lock(&c->mu);
     c->st.n_allocs++;
     pthread_mutex_unlock(&c->mu);
@@ -182,6 +185,13 @@ CtAllocStats ct_alloc_stats(CtDevice dev)
     const CtBackend *be = ct_backend_peek(dev);
     CtAllocStats st = {0};
     return be ? ct_backend_alloc_stats(be) : st;
+}
+
+CtMemoryStats ct_memory_stats(CtDevice dev)
+{
+    CtAllocStats st = ct_alloc_stats(dev);
+    CtMemoryStats m = {.allocated = st.in_use, .cached = st.cached, .peak = st.peak};
+    return m;
 }
 
 void ct_alloc_reset_peak(CtDevice dev)

@@ -67,7 +67,16 @@ CtStatus ct_backend_run(const CtBackend *be, const CtOpCall *c)
                         ct_op_name(c->op), ct_device_str(be->device, d),
                         ct_dtype_name(typed->dtype));
     }
-    return be->iface->kernels[c->op](&call);
+    CtStatus st = be->iface->kernels[c->op](&call);
+    if (st == CT_ERR_BACKEND) { /* a device failure: say which op, on what */
+        const Tensor *t = call_ref(c);
+        char d[16], shape[96];
+        ct_error_wrap(CT_OK, "%s on %s (%s %s %s)", ct_op_name(c->op),
+                      ct_device_str(be->device, d), c->out[0] ? "out" : "in",
+                      ct_shape_str(t->ndim, t->shape, shape, sizeof shape),
+                      ct_dtype_name(t->dtype));
+    }
+    return st;
 }
 
 CtStatus ct_dispatch(const CtOpCall *c)

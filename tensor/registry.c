@@ -8,23 +8,15 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#ifdef CTRAINER_HAVE_CUDA
+#include "cuda/module.h"
+#endif
 
 #define N_SLOTS (1 + CT_MAX_CUDA_DEVICES)
 
 static CtBackend *slots[N_SLOTS];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static bool exit_hook; /* under mu: shutdown registered with atexit */
-
-#ifndef CTRAINER_HAVE_CUDA
-int ct_cuda_device_count(void)
-{
-    return 0;
-}
-bool ct_cuda_initialized(void)
-{
-    return false;
-}
-#endif
 
 /* The slot of dev, or -1 when no slot can hold it. */
 static int slot_of(CtDevice dev)
@@ -44,6 +36,11 @@ static const CtBackendIface *iface_for(CtDevice dev)
     int n = ct_cuda_device_count();
     if (dev.type == CT_DEVICE_CUDA && dev.index >= 0 && dev.index < n)
         return ct_cuda_iface();
+    if (dev.type == CT_DEVICE_CUDA && !ct_cuda_module()) {
+        ct_error(CT_ERR_DEVICE, "%s: the CUDA backend module could not be loaded: %s",
+                 ct_device_str(dev, d), ct_cuda_module_error());
+        return NULL;
+    }
     ct_error(CT_ERR_DEVICE, "%s: no such device (%d CUDA device%s visible)",
              ct_device_str(dev, d), n, n == 1 ? "" : "s");
 #else

@@ -156,7 +156,12 @@ Tensor *ct_tensor_new_persistent(int ndim, const int64_t *shape, CtDType dt, CtD
     if (!ct_backend_for(dev)) return NULL;
     int64_t numel = ct_shape_numel(ndim, shape);
     CtStorage *st = storage_new((size_t)numel * ct_dtype_size(dt), dev);
-    if (!st) return NULL;
+    if (!st) { /* name the tensor: the allocator names only bytes */
+        char s[96], d[16];
+        ct_error_wrap(CT_OK, "tensor %s %s on %s", ct_shape_str(ndim, shape, s, sizeof s),
+                      ct_dtype_name(dt), ct_device_str(dev, d));
+        return NULL;
+    }
     int64_t stride[CT_MAX_DIMS];
     ct_contiguous_strides(ndim, shape, stride);
     Tensor *t = alloc_tensor(st, ndim, shape, stride, 0, dt);

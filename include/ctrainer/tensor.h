@@ -211,6 +211,20 @@ typedef struct CtAllocStats {
  * yet, or one that does not exist, reports zeros; asking records nothing. */
 CtAllocStats ct_alloc_stats(CtDevice dev);
 void ct_alloc_reset_peak(CtDevice dev);
+
+/* Memory of one device as its caching allocator sees it, the same on the
+ * CPU and on CUDA devices (the torch.cuda.memory_allocated /
+ * memory_reserved / max_memory_allocated analogues). Bytes are the
+ * allocator's size classes, so slightly more than the tensors' sizes. */
+typedef struct CtMemoryStats {
+    size_t allocated; /* in tensors now */
+    size_t cached;    /* freed by tensors, kept for reuse (cuda: not cudaFree'd) */
+    size_t peak;      /* max allocated since start or ct_alloc_reset_peak */
+} CtMemoryStats;
+
+/* The statistics of dev; zeros for a device not used yet or one that does
+ * not exist. Records nothing and creates no device context. */
+CtMemoryStats ct_memory_stats(CtDevice dev);
 /* Returns cached blocks of `dev` to the system. */
 void ct_alloc_empty_cache(CtDevice dev);
 

@@ -244,39 +244,6 @@ static CtStatus cuda_synchronize(const CtBackend *be)
     return CT_OK;
 }
 
-/* ------------------------------------------------------- strided indexing */
-
-int64_t ct_cuda_index_init(CtCudaIndex *ix, int ndim, const int64_t *shape, int nops,
-                           const Tensor *const *ts)
-{
-    int n = 0;
-    int64_t numel = 1;
-    for (int d = 0; d < ndim; d++) {
-        numel *= shape[d];
-        if (shape[d] == 1) continue;
-        bool merge = n > 0;
-        for (int k = 0; merge && k < nops; k++)
-            merge = ix->stride[k][n - 1] == ts[k]->stride[d] * shape[d];
-        if (merge) {
-            ix->shape[n - 1] *= shape[d];
-            for (int k = 0; k < nops; k++) ix->stride[k][n - 1] = ts[k]->stride[d];
-        } else {
-            ix->shape[n] = shape[d];
-            for (int k = 0; k < nops; k++) ix->stride[k][n] = ts[k]->stride[d];
-            n++;
-        }
-    }
-    if (n == 0) { /* scalar: one element at offset 0 */
-        ix->shape[0] = 1;
-        for (int k = 0; k < CT_CUDA_MAX_OPS; k++) ix->stride[k][0] = 0;
-        n = 1;
-    }
-    for (int k = nops; k < CT_CUDA_MAX_OPS; k++)
-        for (int d = 0; d < n; d++) ix->stride[k][d] = 0;
-    ix->ndim = n;
-    return numel;
-}
-
 /* ------------------------------------------------------------------- table */
 
 static CtKernelFn kernels[CT_OP_COUNT];

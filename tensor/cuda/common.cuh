@@ -1,10 +1,11 @@
-/* Private to tensor/cuda: the instance context, strided indexing, kernel
- * registration. CUDA sources only. */
+/* Private to tensor/cuda: the instance context and kernel registration.
+ * CUDA sources only. */
 #ifndef CTRAINER_TENSOR_CUDA_COMMON_CUH
 #define CTRAINER_TENSOR_CUDA_COMMON_CUH
 
 #include "check.cuh"
 #include "cuda.h"
+#include "hd.h"
 
 #include <pthread.h>
 
@@ -55,55 +56,7 @@ void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY */
 void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
 
-/* ------------------------------------------------------ strided indexing */
-
-/* Geometry of up to CT_CUDA_MAX_OPS operands of one shape, passed to kernels
- * by value. Size-1 dims are dropped and dims contiguous for every operand
- * merged, so contiguous operands become one dim and the offset of linear
- * index i is a multiply. */
-#define CT_CUDA_MAX_OPS 3
-typedef struct CtCudaIndex {
-    int ndim;
-    int64_t shape[CT_MAX_DIMS];
-    int64_t stride[CT_CUDA_MAX_OPS][CT_MAX_DIMS]; /* in elements */
-} CtCudaIndex;
-
-/* Fills ix for ts[0..nops) over `shape`; returns the element count. */
-int64_t ct_cuda_index_init(CtCudaIndex *ix, int ndim, const int64_t *shape, int nops,
-                           const Tensor *const *ts);
-
-/* Element offsets of row-major linear index i for the first NOPS operands. */
-template <int NOPS>
-__device__ __forceinline__ void ct_cuda_offsets(const CtCudaIndex &ix, int64_t i,
-                                                int64_t *off)
-{
-#pragma unroll
-    for (int k = 0; k < NOPS; k++) off[k] = 0;
-    if (ix.ndim == 1) {
-#pragma unroll
-        for (int k = 0; k < NOPS; k++) off[k] = i * ix.stride[k][0];
-        return;
-    }
-    for (int d = ix.ndim - 1; d >= 0; d--) {
-        int64_t q = i / ix.shape[d];
-        int64_t r = i - q * ix.shape[d];
-        i = q;
-#pragma unroll
-        for (int k = 0; k < NOPS; k++) off[k] += r * ix.stride[k][d];
-    }
-}
-
-/* Launch shape for a grid-stride loop over n elements (n > 0). */
-#define CT_CUDA_THREADS 256
-static inline unsigned ct_cuda_blocks(int64_t n)
-{
-    int64_t b = (n + CT_CUDA_THREADS - 1) / CT_CUDA_THREADS;
-    return (unsigned)(b < 65536 ? b : 65536);
-}
-
-/* Grid-stride loop over [0, n). */
-#define CT_CUDA_FOR(i, n)                                                                \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);            \
-         i += (int64_t)blockDim.x * gridDim.x)
+/* Grid-stride kernels: the launch shape, strided indexing and the thread
+ * bodies are in hd.h and the *_body.h headers. */
 
 #endif

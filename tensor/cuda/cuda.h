@@ -1,7 +1,9 @@
 /* Private to tensor/: the CUDA backend's C-visible entry points.
  *
- * Only the .cu files of tensor/cuda define these; they exist when the library is built
- * with CTRAINER_HAVE_CUDA. C code (registry.c, tests) may include this
+ * The .cu files of tensor/cuda (the CUDA module, tensor/cuda/module.h)
+ * define these; in the library, tensor/cuda_module.c defines them too, as
+ * calls into the module that load it first. They exist when the library is
+ * built with CTRAINER_HAVE_CUDA. C code (registry.c, tests) may include this
  * header; it names no CUDA types.
  */
 #ifndef CTRAINER_TENSOR_CUDA_H

@@ -2,64 +2,20 @@
  * strided, broadcasting through stride-0 operands. Semantics follow
  * tensor/cpu/elementwise.c (max/min propagate a NaN in the first operand). */
 #include "common.cuh"
+#include "elementwise_body.h"
 
-/* The kind is a template parameter so no switch runs per element. */
-template <typename T, int K> __device__ __forceinline__ T arith(T x, T y)
-{
-    if constexpr (K == CT_BIN_ADD)
-        return x + y;
-    else if constexpr (K == CT_BIN_SUB)
-        return x - y;
-    else if constexpr (K == CT_BIN_MUL)
-        return x * y;
-    else if constexpr (K == CT_BIN_DIV)
-        return x / y;
-    else if constexpr (K == CT_BIN_POW)
-        return pow(x, y);
-    else if constexpr (K == CT_BIN_MAX)
-        return (x != x || x >= y) ? x : y;
-    else
-        return (x != x || x <= y) ? x : y; /* CT_BIN_MIN */
-}
-
-template <typename T, int K> __device__ __forceinline__ bool compare(T x, T y)
-{
-    if constexpr (K == CT_BIN_EQ)
-        return x == y;
-    else if constexpr (K == CT_BIN_NE)
-        return x != y;
-    else if constexpr (K == CT_BIN_LT)
-        return x < y;
-    else if constexpr (K == CT_BIN_LE)
-        return x <= y;
-    else if constexpr (K == CT_BIN_GT)
-        return x > y;
-    else
-        return x >= y; /* CT_BIN_GE */
-}
-
-/* out, a, b are operands 0, 1, 2 of ix; out may alias a. */
+/* out, a, b are operands 0, 1, 2 of ix (elementwise_body.h). */
 template <typename T, int K>
 __global__ void arith_kernel(T *out, const T *a, const T *b, CtCudaIndex ix, int64_t n)
 {
-    CT_CUDA_FOR(i, n)
-    {
-        int64_t off[3];
-        ct_cuda_offsets<3>(ix, i, off);
-        out[off[0]] = arith<T, K>(a[off[1]], b[off[2]]);
-    }
+    ct_arith_thread<T, K>(ct_cuda_thread(), out, a, b, ix, n);
 }
 
 template <typename T, int K>
 __global__ void compare_kernel(uint8_t *out, const T *a, const T *b, CtCudaIndex ix,
                                int64_t n)
 {
-    CT_CUDA_FOR(i, n)
-    {
-        int64_t off[3];
-        ct_cuda_offsets<3>(ix, i, off);
-        out[off[0]] = compare<T, K>(a[off[1]], b[off[2]]);
-    }
+    ct_compare_thread<T, K>(ct_cuda_thread(), out, a, b, ix, n);
 }
 
 template <typename T, int K>

@@ -1,32 +1,14 @@
-/* CT_OP_RNG on CUDA: the same Philox blocks and lane mapping as the CPU
- * kernel (tensor/philox.h), one thread per block. Uniform and bernoulli draws
+/* CT_OP_RNG on CUDA (random_body.h). Uniform and bernoulli draws
  * are bit-identical to the CPU's; normals agree to the last bits of CUDA's
  * and libm's log/cos. */
-#include "../philox.h"
 #include "common.cuh"
-
-template <typename T> __device__ __forceinline__ T from_double(double v);
-template <> __device__ __forceinline__ float from_double<float>(double v)
-{
-    return (float)v;
-}
-template <> __device__ __forceinline__ double from_double<double>(double v)
-{
-    return v;
-}
+#include "random_body.h"
 
 template <typename T>
 __global__ void rng_kernel(T *out, int64_t n, int64_t nblocks, int per, CtRngParams p,
                            int wide)
 {
-    CT_CUDA_FOR(b, nblocks)
-    {
-        uint32_t r[4];
-        ct_rng_block(p.seed, p.stream, p.offset, b, r);
-        for (int j = 0; j < per && b * per + j < n; j++)
-            out[b * per + j] =
-                from_double<T>(ct_rng_value((int)p.kind, wide, p.a, p.b, r, j));
-    }
+    ct_rng_thread<T>(ct_cuda_thread(), out, n, nblocks, per, p, wide);
 }
 
 static CtStatus cuda_rng(const CtOpCall *call)
@@ -38,7 +20,7 @@ static CtStatus cuda_rng(const CtOpCall *call)
     int64_t n = tensor_numel(out);
     if (n == 0) return CT_OK;
     bool wide = out->dtype == CT_F64;
-    int per = (p->kind == CT_RNG_NORMAL || wide) ? 2 : 4;
+    int per = ct_rng_per_block(p->kind, wide);
     int64_t nblocks = (n + per - 1) / per;
     if (wide)
         rng_kernel<double><<<ct_cuda_blocks(nblocks), CT_CUDA_THREADS, 0, c->stream>>>(

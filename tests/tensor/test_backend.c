@@ -65,7 +65,15 @@ static bool fill_supports(const CtOpCall *c)
     return c->out[0]->dtype == CT_F32;
 }
 
-static CtKernelFn test_kernels[CT_OP_COUNT] = {[CT_OP_FILL] = fill_kernel};
+/* A device failure inside a kernel, as a CUDA check macro records it. */
+static CtStatus failing_kernel(const CtOpCall *c)
+{
+    (void)c;
+    return ct_error(CT_ERR_BACKEND, "test device: launch failed");
+}
+
+static CtKernelFn test_kernels[CT_OP_COUNT] = {
+    [CT_OP_FILL] = fill_kernel, [CT_OP_ONE_HOT] = failing_kernel};
 static CtSupportsFn test_supports[CT_OP_COUNT] = {[CT_OP_FILL] = fill_supports};
 
 static const CtBackendIface test_iface = {
@@ -89,6 +97,71 @@ static void assert_stats_eq(CtAllocStats a, CtAllocStats b)
 }
 
 /* ------------------------------------------------------------------ tests */
+
+/* ct_memory_stats on the CPU: a tensor's bytes are allocated while it
+ * lives, cached after it is freed, and the peak remembers them. */
+START_TEST(test_memory_stats)
+{
+    ct_alloc_reset_peak(ct_cpu());
+    CtMemoryStats before = ct_memory_stats(ct_cpu());
+    ck_assert_uint_eq(before.peak, before.allocated);
+    Tensor *t = tensor_zeros(1, (const int64_t[]){1000}, CT_F32, ct_cpu());
+    ck_assert_ptr_nonnull(t);
+    CtMemoryStats during = ct_memory_stats(ct_cpu());
+    size_t used = during.allocated - before.allocated;
+    ck_assert_uint_ge(used, 4000); /* its size class: at most 25% more */
+    ck_assert_uint_le(used, 5000);
+    ck_assert_uint_eq(during.peak, during.allocated);
+    tensor_free(t);
+    CtMemoryStats after = ct_memory_stats(ct_cpu());
+    ck_assert_uint_eq(after.allocated, before.allocated);
+    ck_assert_uint_eq(after.cached, during.cached + used);
+    ck_assert_uint_eq(after.peak, during.peak);
+    /* a device never used, or one that does not exist: zeros, nothing recorded */
+    ct_clear_error();
+    CtMemoryStats none = ct_memory_stats(ct_cuda(CT_MAX_CUDA_DEVICES));
+    ck_assert_uint_eq(none.allocated + none.cached + none.peak, 0);
+    ck_assert_int_eq(ct_last_status(), CT_OK);
+}
+END_TEST
+
+/* Failures name what was being done: a device error its op and operand,
+ * an allocation failure the tensor. */
+START_TEST(test_failures_name_op_and_sizes)
+{
+    TU_MEM_BEGIN;
+    CtBackend *be = ct_backend_create(&test_iface, ct_cpu());
+    ck_assert_ptr_nonnull(be);
+    Tensor *out = tensor_zeros(2, (const int64_t[]){2, 3}, CT_F32, ct_cpu());
+    CtOpCall c = {.op = CT_OP_ONE_HOT, .out = {out}, .in = {out}};
+    ck_assert_int_eq(ct_backend_run(be, &c), CT_ERR_BACKEND);
+    tu_assert_error(CT_ERR_BACKEND,
+                    "one_hot on cpu (out [2, 3] f32): test device: launch failed");
+    tensor_free(out);
+    ct_backend_destroy(be);
+
+    /* the allocation of a tensor's storage fails: every counted allocation
+     * of tensor_zeros in turn, until the storage's is the one */
+    bool seen = false;
+    for (int64_t n = 1; n <= 8 && !seen; n++) {
+        ct_alloc_fail_at(n);
+        Tensor *t = tensor_zeros(2, (const int64_t[]){3, 4}, CT_F32, ct_cpu());
+        ct_alloc_fail_at(0);
+        if (t) {
+            tensor_free(t);
+            continue;
+        }
+        seen = strstr(ct_last_error(), "allocating 64 bytes on cpu failed") != NULL;
+        if (seen)
+            tu_assert_error(
+                CT_ERR_OOM,
+                "tensor [3, 4] f32 on cpu: allocating 64 bytes on cpu failed");
+        ct_clear_error();
+    }
+    ck_assert(seen);
+    TU_MEM_END;
+}
+END_TEST
 
 START_TEST(test_one_instance_per_device)
 {
@@ -293,6 +366,8 @@ Suite *backend_suite(void)
     tcase_add_test(tc, test_registry_is_thread_safe);
     tcase_add_test(tc, test_supports_answers_through_the_instance);
     tcase_add_test(tc, test_failed_init_creates_nothing);
+    tcase_add_test(tc, test_memory_stats);
+    tcase_add_test(tc, test_failures_name_op_and_sizes);
     suite_add_tcase(s, tc);
     return s;
 }
