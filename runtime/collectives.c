@@ -117,17 +117,32 @@ static bool check_gather(const char *fn, Runtime *rt, Tensor *t)
     return true;
 }
 
+/* A tensor the caller holds a reference to (from inside a private scope),
+ * handed over the way op results are: to the open scope, or to the caller
+ * when none is open. NULL stays NULL. */
+static Tensor *own_like_op_result(Tensor *mine)
+{
+    if (!mine) return NULL;
+    Tensor *r = tensor_contiguous(mine); /* a new reference, in the open scope */
+    tensor_free(mine);
+    return r;
+}
+
 /* Every rank's rows, in rank order: an all-gather of variable sizes. With
  * equal_dim0 the sizes must match (runtime_gather's contract). */
 static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_dim0)
 {
     int w = rt->world_size;
     int64_t *bytes = malloc(sizeof(int64_t) * (size_t)w);
-    if (!bytes) {
+    /* the temporaries are ours alone, whether or not the caller has a scope
+     * open (freeing a scope-owned one by hand would free it twice) */
+    CtScope *scope = bytes ? ct_scope_open() : NULL;
+    if (!scope) {
+        free(bytes);
         ct_error(CT_ERR_OOM, "%s: out of memory", fn);
         return NULL;
     }
-    Tensor *src = NULL, *out = NULL;
+    Tensor *out = NULL;
     if (agree_layout(rt, fn, t, bytes) != CT_OK) goto done;
     int64_t rows = 0, row_bytes = (int64_t)ct_dtype_size(tensor_dtype(t));
     for (int d = 1; d < tensor_ndim(t); d++) row_bytes *= tensor_size(t, d);
@@ -149,7 +164,8 @@ static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_di
      * the host (NCCL has no variable-size gather) */
     bool nccl = on_cuda(t) && equal;
     bool grad = ct_set_grad_enabled(false);
-    src = nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
+    Tensor *src =
+        nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
     ct_set_grad_enabled(grad);
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, tensor_shape(t), sizeof(int64_t) * (size_t)tensor_ndim(t));
@@ -160,18 +176,15 @@ static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_di
         !out   ? CT_ERR_OOM
         : nccl ? rt_nccl_allgather(rt, tensor_data(src), tensor_data(out), bytes[0])
                : rt_comm_allgatherv(rt, tensor_data(src), tensor_data(out), bytes);
-    if (st != CT_OK) {
-        tensor_free(out);
+    if (st != CT_OK)
         out = NULL;
-    } else if (on_cuda(t) && !nccl) {
-        Tensor *host = out;
-        out = tensor_to_device(host, tensor_device(t));
-        tensor_free(host);
-    }
+    else if (on_cuda(t) && !nccl)
+        out = tensor_to_device(out, tensor_device(t));
+    if (out) tensor_retain(out);
 done:
-    tensor_free(src);
+    ct_scope_close(scope);
     free(bytes);
-    return out;
+    return own_like_op_result(out);
 }
 
 Tensor *runtime_gather(Runtime *rt, Tensor *t)
@@ -214,21 +227,23 @@ static CtStatus reduce_in_place(Runtime *rt, Tensor *r, RuntimeReduceOp op)
 static Tensor *reduce_tensor(Runtime *rt, Tensor *t, RuntimeReduceOp op)
 {
     if (agree_layout(rt, "runtime_reduce", t, NULL) != CT_OK) return NULL;
+    /* temporaries in a private scope, as in gather_rows */
+    CtScope *scope = ct_scope_open();
+    if (!scope) {
+        ct_error(CT_ERR_OOM, "runtime_reduce: out of memory");
+        return NULL;
+    }
     /* bf16 / f16 have no MPI arithmetic: reduced in f32 on the host */
     CtDType dt = tensor_dtype(t);
     bool half = (dt == CT_BF16 || dt == CT_F16) && !on_cuda(t);
     bool grad = ct_set_grad_enabled(false);
     Tensor *r = half ? tensor_cast(t, CT_F32) : tensor_clone(t);
+    if (r && reduce_in_place(rt, r, op) != CT_OK) r = NULL;
+    if (r && half) r = tensor_cast(r, dt);
     ct_set_grad_enabled(grad);
-    if (!r) return NULL;
-    if (reduce_in_place(rt, r, op) != CT_OK) {
-        tensor_free(r);
-        return NULL;
-    }
-    if (!half) return r;
-    Tensor *back = tensor_cast(r, dt);
-    tensor_free(r);
-    return back;
+    if (r) tensor_retain(r);
+    ct_scope_close(scope);
+    return own_like_op_result(r);
 }
 
 static CtStatus check_op(const char *fn, RuntimeReduceOp op)
