@@ -1,6 +1,7 @@
-/* fashion_mnist.h — the plumbing shared by the Trainer examples (train_mnist,
- * train_mnist_metrics_*, train_basicnet, custom_trainer): command-line
- * options, the Fashion-MNIST datasets and their split, the quickstart MLP,
+/* fashion_mnist.h — the plumbing shared by the Fashion-MNIST examples
+ * (train_mnist, train_mnist_metrics_*, the three BasicNet programs,
+ * custom_trainer): command-line options, the Fashion-MNIST datasets and
+ * their split, the quickstart MLP and BasicNet with their optimizers,
  * the collate functions that turn u8 images into model inputs, a small
  * test-accuracy callback, the options that act on a built trainer, and the
  * final evaluation. Each example keeps what it demonstrates in its own
@@ -274,6 +275,24 @@ static inline bool example_mlp(Example *ex, double lr)
                   ? optim_sgd_create(ex->model, &(SgdArgs){.lr = lr, .momentum = 0.9})
                   : NULL;
     ex->loss = ex->opt ? nn_loss_cross_entropy(NULL) : NULL;
+    return ex->loss != NULL;
+}
+
+/* train_basicnet's model and optimizer (its three versions share them):
+ * nn_model_basicnet from g (which then drives the dropouts, so it must
+ * outlive the model), AdamW with PyTorch's defaults (lr 1e-3, betas
+ * 0.9/0.999, eps 1e-8, weight_decay 0.01), NLL loss on the
+ * log-probabilities. False on failure. */
+static inline bool example_basicnet(Example *ex, CtGenerator *g)
+{
+    ex->model = nn_model_basicnet(g);
+    ex->opt = ex->model ? optim_adamw_create(ex->model, &(AdamArgs){.lr = 1e-3,
+                                                                    .beta1 = 0.9,
+                                                                    .beta2 = 0.999,
+                                                                    .eps = 1e-8,
+                                                                    .weight_decay = 0.01})
+                        : NULL;
+    ex->loss = ex->opt ? nn_loss_nll(NULL) : NULL;
     return ex->loss != NULL;
 }
 
