@@ -101,14 +101,5 @@ static CtStatus run(Runtime *rt, Example *ex)
 
 int main(int argc, char **argv)
 {
-    Example ex = {.name = "basicnet_ddp", .o = {.epochs = 1}};
-    int rc = example_begin(&ex, argc, argv, false);
-    if (rc) return rc;
-    Runtime *rt = runtime_create(NULL);
-    CtGenerator g = ct_generator(ex.o.seed, 0); /* weights, then dropout */
-    CtStatus st = rt && example_basicnet(&ex, &g) ? run(rt, &ex) : ct_last_status();
-    if (st != CT_OK) rc = runtime_abort(rt, st);
-    example_end(&ex);
-    runtime_free(rt);
-    return rc;
+    return example_basicnet_main("basicnet_ddp", argc, argv, run);
 }

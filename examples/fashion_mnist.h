@@ -296,6 +296,25 @@ static inline bool example_basicnet(Example *ex, CtGenerator *g)
     return ex->loss != NULL;
 }
 
+/* The main of a BasicNet program with its own loop (basicnet_ddp,
+ * basicnet_runtime): parses the options (1 epoch by default), loads the
+ * data, creates the runtime and example_basicnet, calls run, and ends a
+ * failed run on every process (runtime_abort). Returns the exit status. */
+static inline int example_basicnet_main(const char *name, int argc, char **argv,
+                                        CtStatus (*run)(Runtime *rt, Example *ex))
+{
+    Example ex = {.name = name, .o = {.epochs = 1}};
+    int rc = example_begin(&ex, argc, argv, false);
+    if (rc) return rc;
+    Runtime *rt = runtime_create(NULL);
+    CtGenerator g = ct_generator(ex.o.seed, 0); /* weights, then dropout */
+    CtStatus st = rt && example_basicnet(&ex, &g) ? run(rt, &ex) : ct_last_status();
+    if (st != CT_OK) rc = runtime_abort(rt, st);
+    example_end(&ex);
+    runtime_free(rt);
+    return rc;
+}
+
 /* A callback list for examples that put their own callbacks BEFORE the
  * defaults: the n_first given, then callbacks_default(progress_bar). Writes
  * at most cap entries; returns the count, or -1 (every callback freed). */

@@ -22,21 +22,9 @@
 #include <string.h>
 
 #include "ctrainer/ctrainer.h"
+#include "mpi_test.h"
 
 enum { FEATURES = 3, HIDDEN = 16, CLASSES = 3, B = 4, UPDATES = 20 };
-
-static Runtime *rt;
-static int R, W, failures;
-
-#define EXPECT(cond, ...)                                                                \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "rank %d: %s:%d: check failed: ", R, __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fprintf(stderr, "\n");                                                       \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
 
 /* n rows: x = sin(0.7 i + j); y a smooth function of x (regression), or
  * one of CLASSES labels (classification, as i64). */
@@ -57,22 +45,7 @@ static Dataset *table(int64_t n, bool labels)
     free(x);
     free(y);
     free(c);
-    Dataset *ds = data_tensor_dataset_create(2, (Tensor *[]){tx, ty});
-    tensor_free(tx);
-    tensor_free(ty);
-    return ds;
-}
-
-static Module *mlp(uint64_t seed, int64_t outputs)
-{
-    CtGenerator g = ct_generator(seed, 0);
-    return nn_sequential(3, (Module *[]){nn_linear(FEATURES, HIDDEN, true, &g), nn_relu(),
-                                         nn_linear(HIDDEN, outputs, true, &g)});
-}
-
-static Optimizer *sgd(Module *m)
-{
-    return optim_sgd_create(m, &(SgdArgs){.lr = 0.05, .momentum = 0.9});
+    return test_dataset(tx, ty);
 }
 
 /* --------------------------------------------------------- equivalence */
@@ -86,7 +59,7 @@ static void reference_run(Module *m, const Dataset *ds, bool shuffle, int64_t ep
     DataLoader *dl = data_loader_create(
         ds, &(DataLoaderArgs){
                 .batch_size = W * B, .shuffle = shuffle, .seed = runtime_base_seed(rt)});
-    Optimizer *o = sgd(m);
+    Optimizer *o = test_sgd(m);
     NnLoss *mse = nn_loss_mse(CT_REDUCTION_MEAN);
     nn_module_pack(m);
     for (int64_t e = 0; e < epochs; e++) {
@@ -120,8 +93,8 @@ static void equivalence(bool shuffle, int64_t k)
     int64_t epochs = 2, n = (int64_t)W * B * k * UPDATES / epochs;
     Dataset *ds = table(n, false);
     /* different initial weights per rank: prepare broadcasts rank 0's */
-    Module *m = mlp(7 + 100 * (uint64_t)R, 1);
-    Optimizer *o = sgd(m);
+    Module *m = test_mlp(7 + 100 * (uint64_t)R, FEATURES, HIDDEN, 1);
+    Optimizer *o = test_sgd(m);
     NnLoss *mse = nn_loss_mse(CT_REDUCTION_MEAN);
     Trainer *t = trainer_create(&(TrainerConfig){
         .model = m, .loss = mse, .optimizer = o, .runtime = rt, .no_callbacks = true});
@@ -137,7 +110,7 @@ static void equivalence(bool shuffle, int64_t k)
            (long long)trainer_global_step(t));
     Tensor *p = nn_module_param_block(m);
     if (R == 0) {
-        Module *ref = mlp(7, 1);
+        Module *ref = test_mlp(7, FEATURES, HIDDEN, 1);
         reference_run(ref, ds, shuffle, epochs, k);
         const float *a = tensor_data(p), *r = tensor_data(nn_module_param_block(ref));
         double worst = 0;
@@ -224,8 +197,8 @@ static void reference_eval(Module *m, const Dataset *ds, double *acc, double *lo
 static void gather(int64_t n, int64_t bs)
 {
     Dataset *ds = table(n, true);
-    Module *m = mlp(11, CLASSES);
-    Optimizer *o = sgd(m);
+    Module *m = test_mlp(11, FEATURES, HIDDEN, CLASSES);
+    Optimizer *o = test_sgd(m);
     NnLoss *ce = nn_loss_cross_entropy(NULL);
     Counted *c = calloc(1, sizeof *c);
     c->base.vt = &counted_vt;
@@ -315,7 +288,7 @@ static void accelerator(void)
 
     /* loss_r = (r + 1) * L with the same L everywhere: the averaged
      * gradient is (W + 1) / 2 times L's */
-    Module *m = mlp(7, 1);
+    Module *m = test_mlp(7, FEATURES, HIDDEN, 1);
     EXPECT(runtime_prepare_model(rt, m) == CT_OK, "prepare: %s", ct_last_error());
     float xs[FEATURES] = {0.5f, -1.0f, 2.0f};
     CtScope *s = ct_scope_open();
