@@ -64,17 +64,7 @@ static void reference_run(Module *m, const Dataset *ds, bool shuffle, int64_t ep
     nn_module_pack(m);
     for (int64_t e = 0; e < epochs; e++) {
         data_loader_set_epoch(dl, e);
-        DataBatch b;
-        for (int64_t step = 0; data_loader_next(dl, &b); step++) {
-            CtScope *s = ct_scope_open();
-            Tensor *loss = nn_loss(mse, nn_forward(m, b.t[0]), b.t[1]);
-            tensor_backward(tensor_div_scalar(loss, (double)k), NULL);
-            if ((step + 1) % k == 0) {
-                optim_step(o);
-                optim_zero_grad(o);
-            }
-            ct_scope_close(s);
-        }
+        test_reference_epoch(m, o, mse, dl, k);
     }
     nn_loss_free(mse);
     optim_free(o);

@@ -45,4 +45,26 @@ static inline Dataset *test_dataset(Tensor *x, Tensor *y)
     return ds;
 }
 
+/* One epoch of the single-process reference loop over dl: each batch's
+ * loss divided by k, an optimizer step every k batches. Returns the sum of
+ * batch loss x batch size. */
+static inline double test_reference_epoch(Module *m, Optimizer *o, NnLoss *loss,
+                                          DataLoader *dl, int64_t k)
+{
+    double total = 0;
+    DataBatch b;
+    for (int64_t step = 0; data_loader_next(dl, &b); step++) {
+        CtScope *s = ct_scope_open();
+        Tensor *l = nn_loss(loss, nn_forward(m, b.t[0]), b.t[1]);
+        total += tensor_item(l) * (double)b.size;
+        tensor_backward(tensor_div_scalar(l, (double)k), NULL);
+        if ((step + 1) % k == 0) {
+            optim_step(o);
+            optim_zero_grad(o);
+        }
+        ct_scope_close(s);
+    }
+    return total;
+}
+
 #endif

@@ -101,19 +101,7 @@ static double reference_run(Module *m, int64_t n, int64_t k)
     Optimizer *o = test_sgd(m);
     NnLoss *mse = nn_loss_mse(CT_REDUCTION_MEAN);
     nn_module_pack(m);
-    double total = 0;
-    DataBatch b;
-    for (int64_t step = 0; data_loader_next(dl, &b); step++) {
-        CtScope *s = ct_scope_open();
-        Tensor *loss = nn_loss(mse, nn_forward(m, b.t[0]), b.t[1]);
-        total += tensor_item(loss) * (double)b.size;
-        tensor_backward(tensor_div_scalar(loss, (double)k), NULL);
-        if ((step + 1) % k == 0) {
-            optim_step(o);
-            optim_zero_grad(o);
-        }
-        ct_scope_close(s);
-    }
+    double total = test_reference_epoch(m, o, mse, dl, k);
     nn_loss_free(mse);
     optim_free(o);
     data_loader_free(dl);
