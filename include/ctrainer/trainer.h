@@ -630,11 +630,12 @@ Tensor *trainer_gather_padded(Trainer *t, Tensor *x, double pad_value);
  * loader during an eval epoch, of the train loader otherwise; 0 outside a
  * run). At most one per process and epoch. */
 int64_t trainer_batch_padding(const Trainer *t);
-/* runtime_gather_for_metrics with trainer_batch_padding: x's last rows that are wrap-around duplicates
- * of the sharded loader are dropped before the gather, so metrics updated
- * with the results of every batch count each sample of the epoch exactly
- * once, on every process. Call it per batch, on rows that follow the
- * batch's samples (model outputs, targets). */
+/* runtime_gather_for_metrics with trainer_batch_padding: x's last rows
+ * that are wrap-around duplicates of the sharded loader are dropped before
+ * the gather, so metrics updated with the results of every batch count
+ * each sample of the epoch exactly once, on every process. Call it per
+ * batch, on rows that follow the batch's samples (model outputs,
+ * targets). */
 Tensor *trainer_gather_for_metrics(Trainer *t, Tensor *x);
 
 #ifdef __cplusplus
