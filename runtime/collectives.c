@@ -98,6 +98,16 @@ static bool on_cuda(const Tensor *t)
     return tensor_device(t).type == CT_DEVICE_CUDA;
 }
 
+/* Hands `own`, a reference the caller holds outside any scope, over as op
+ * results are owned: to the open scope, or to the caller when none is open
+ * (tensor_contiguous of a contiguous tensor is a new reference there). */
+static Tensor *as_result(Tensor *own)
+{
+    Tensor *r = tensor_contiguous(own);
+    tensor_free(own);
+    return r;
+}
+
 /* ---------------------------------------------------------------- gather */
 
 static bool check_gather(const char *fn, Runtime *rt, Tensor *t)
@@ -117,32 +127,18 @@ static bool check_gather(const char *fn, Runtime *rt, Tensor *t)
     return true;
 }
 
-/* A tensor the caller holds a reference to (from inside a private scope),
- * handed over the way op results are: to the open scope, or to the caller
- * when none is open. NULL stays NULL. */
-static Tensor *own_like_op_result(Tensor *mine)
-{
-    if (!mine) return NULL;
-    Tensor *r = tensor_contiguous(mine); /* a new reference, in the open scope */
-    tensor_free(mine);
-    return r;
-}
-
 /* Every rank's rows, in rank order: an all-gather of variable sizes. With
  * equal_dim0 the sizes must match (runtime_gather's contract). */
 static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_dim0)
 {
     int w = rt->world_size;
     int64_t *bytes = malloc(sizeof(int64_t) * (size_t)w);
-    /* the temporaries are ours alone, whether or not the caller has a scope
-     * open (freeing a scope-owned one by hand would free it twice) */
-    CtScope *scope = bytes ? ct_scope_open() : NULL;
-    if (!scope) {
-        free(bytes);
+    if (!bytes) {
         ct_error(CT_ERR_OOM, "%s: out of memory", fn);
         return NULL;
     }
     Tensor *out = NULL;
+    CtScope *scope = NULL; /* the temporaries, released however this ends */
     if (agree_layout(rt, fn, t, bytes) != CT_OK) goto done;
     int64_t rows = 0, row_bytes = (int64_t)ct_dtype_size(tensor_dtype(t));
     for (int d = 1; d < tensor_ndim(t); d++) row_bytes *= tensor_size(t, d);
@@ -160,31 +156,32 @@ static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_di
         rows += bytes[r];
         bytes[r] *= row_bytes;
     }
+    scope = ct_scope_open();
+    if (!scope) {
+        ct_error(CT_ERR_OOM, "%s: out of memory", fn);
+        goto done;
+    }
     /* CUDA tensors of equal sizes go through NCCL; differing sizes through
      * the host (NCCL has no variable-size gather) */
     bool nccl = on_cuda(t) && equal;
     bool grad = ct_set_grad_enabled(false);
-    Tensor *src =
-        nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
-    ct_set_grad_enabled(grad);
+    Tensor *src = nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, tensor_shape(t), sizeof(int64_t) * (size_t)tensor_ndim(t));
     shape[0] = rows;
-    out = src ? tensor_empty(tensor_ndim(t), shape, tensor_dtype(t), tensor_device(src))
-              : NULL;
+    Tensor *all =
+        src ? tensor_empty(tensor_ndim(t), shape, tensor_dtype(t), tensor_device(src)) : NULL;
     CtStatus st =
-        !out   ? CT_ERR_OOM
-        : nccl ? rt_nccl_allgather(rt, tensor_data(src), tensor_data(out), bytes[0])
-               : rt_comm_allgatherv(rt, tensor_data(src), tensor_data(out), bytes);
-    if (st != CT_OK)
-        out = NULL;
-    else if (on_cuda(t) && !nccl)
-        out = tensor_to_device(out, tensor_device(t));
-    if (out) tensor_retain(out);
+        !all   ? CT_ERR_OOM
+        : nccl ? rt_nccl_allgather(rt, tensor_data(src), tensor_data(all), bytes[0])
+               : rt_comm_allgatherv(rt, tensor_data(src), tensor_data(all), bytes);
+    if (st == CT_OK && on_cuda(t) && !nccl) all = tensor_to_device(all, tensor_device(t));
+    ct_set_grad_enabled(grad);
+    if (st == CT_OK && all) out = tensor_retain(all);
 done:
-    ct_scope_close(scope);
+    if (scope) ct_scope_close(scope);
     free(bytes);
-    return own_like_op_result(out);
+    return out ? as_result(out) : NULL;
 }
 
 Tensor *runtime_gather(Runtime *rt, Tensor *t)
@@ -227,8 +224,7 @@ static CtStatus reduce_in_place(Runtime *rt, Tensor *r, RuntimeReduceOp op)
 static Tensor *reduce_tensor(Runtime *rt, Tensor *t, RuntimeReduceOp op)
 {
     if (agree_layout(rt, "runtime_reduce", t, NULL) != CT_OK) return NULL;
-    /* temporaries in a private scope, as in gather_rows */
-    CtScope *scope = ct_scope_open();
+    CtScope *scope = ct_scope_open(); /* the temporaries */
     if (!scope) {
         ct_error(CT_ERR_OOM, "runtime_reduce: out of memory");
         return NULL;
@@ -241,9 +237,9 @@ static Tensor *reduce_tensor(Runtime *rt, Tensor *t, RuntimeReduceOp op)
     if (r && reduce_in_place(rt, r, op) != CT_OK) r = NULL;
     if (r && half) r = tensor_cast(r, dt);
     ct_set_grad_enabled(grad);
-    if (r) tensor_retain(r);
+    Tensor *out = r ? tensor_retain(r) : NULL;
     ct_scope_close(scope);
-    return own_like_op_result(r);
+    return out ? as_result(out) : NULL;
 }
 
 static CtStatus check_op(const char *fn, RuntimeReduceOp op)
