@@ -302,9 +302,7 @@ static void accelerator(void)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    rt = runtime_create(NULL);
-    if (!rt) return runtime_abort(NULL, ct_last_status());
-    R = runtime_rank(rt), W = runtime_world_size(rt);
+    if (!test_begin()) return runtime_abort(NULL, ct_last_status());
     if (!strcmp(mode, "equivalence")) {
         for (int shuffle = 0; shuffle < 2; shuffle++) {
             equivalence(shuffle, 1);

@@ -11,6 +11,16 @@
 static Runtime *rt;
 static int R, W, failures;
 
+/* Creates this process's runtime and sets R and W; false (error recorded)
+ * when it cannot. */
+static inline bool test_begin(void)
+{
+    rt = runtime_create(NULL);
+    if (!rt) return false;
+    R = runtime_rank(rt), W = runtime_world_size(rt);
+    return true;
+}
+
 /* A failed check: reported with the rank, counted, and the test goes on. */
 #define EXPECT(cond, ...)                                                                \
     do {                                                                                 \

@@ -213,9 +213,7 @@ static CtStatus run_with_action(const char *mode)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    rt = runtime_create(NULL);
-    if (!rt) return runtime_abort(NULL, ct_last_status());
-    R = runtime_rank(rt), W = runtime_world_size(rt);
+    if (!test_begin()) return runtime_abort(NULL, ct_last_status());
     if (!strcmp(mode, "equivalence")) {
         equivalence(1);
         equivalence(2);
