@@ -1,6 +1,7 @@
-/* fashion_mnist.h — the plumbing shared by the Trainer examples (train_mnist,
- * train_mnist_metrics_*, train_basicnet, custom_trainer): command-line
- * options, the Fashion-MNIST datasets and their split, the quickstart MLP,
+/* fashion_mnist.h — the plumbing shared by the Fashion-MNIST examples
+ * (train_mnist, train_mnist_metrics_*, the three BasicNet programs,
+ * custom_trainer): command-line options, the Fashion-MNIST datasets and
+ * their split, the quickstart MLP and BasicNet with their optimizers,
  * the collate functions that turn u8 images into model inputs, a small
  * test-accuracy callback, the options that act on a built trainer, and the
  * final evaluation. Each example keeps what it demonstrates in its own
@@ -275,6 +276,43 @@ static inline bool example_mlp(Example *ex, double lr)
                   : NULL;
     ex->loss = ex->opt ? nn_loss_cross_entropy(NULL) : NULL;
     return ex->loss != NULL;
+}
+
+/* train_basicnet's model and optimizer (its three versions share them):
+ * nn_model_basicnet from g (which then drives the dropouts, so it must
+ * outlive the model), AdamW with PyTorch's defaults (lr 1e-3, betas
+ * 0.9/0.999, eps 1e-8, weight_decay 0.01), NLL loss on the
+ * log-probabilities. False on failure. */
+static inline bool example_basicnet(Example *ex, CtGenerator *g)
+{
+    ex->model = nn_model_basicnet(g);
+    ex->opt = ex->model ? optim_adamw_create(ex->model, &(AdamArgs){.lr = 1e-3,
+                                                                    .beta1 = 0.9,
+                                                                    .beta2 = 0.999,
+                                                                    .eps = 1e-8,
+                                                                    .weight_decay = 0.01})
+                        : NULL;
+    ex->loss = ex->opt ? nn_loss_nll(NULL) : NULL;
+    return ex->loss != NULL;
+}
+
+/* The main of a BasicNet program with its own loop (basicnet_ddp,
+ * basicnet_runtime): parses the options (1 epoch by default), loads the
+ * data, creates the runtime and example_basicnet, calls run, and ends a
+ * failed run on every process (runtime_abort). Returns the exit status. */
+static inline int example_basicnet_main(const char *name, int argc, char **argv,
+                                        CtStatus (*run)(Runtime *rt, Example *ex))
+{
+    Example ex = {.name = name, .o = {.epochs = 1}};
+    int rc = example_begin(&ex, argc, argv, false);
+    if (rc) return rc;
+    Runtime *rt = runtime_create(NULL);
+    CtGenerator g = ct_generator(ex.o.seed, 0); /* weights, then dropout */
+    CtStatus st = rt && example_basicnet(&ex, &g) ? run(rt, &ex) : ct_last_status();
+    if (st != CT_OK) rc = runtime_abort(rt, st);
+    example_end(&ex);
+    runtime_free(rt);
+    return rc;
 }
 
 /* A callback list for examples that put their own callbacks BEFORE the

@@ -8,7 +8,12 @@
  *   train_basicnet [--data DIR] [--epochs N] [--limit-batches N] [--seed N]
  *                  [--no-progress-bar]
  *
- * Prints the test accuracy last. Exits non-zero when training fails or
+ * The Trainer version of the BasicNet progression (basicnet_ddp.c: a raw
+ * data-parallel loop; basicnet_runtime.c: the runtime as accelerate's
+ * Accelerator); run it on several processes with
+ * `ctrainer launch --num_processes 2 ./build/examples/train_basicnet`.
+ *
+ * Prints the test accuracy last, once. Exits non-zero when training fails or
  * TerminateOnNaN stopped it. About 30 s per epoch on 2 cores; for
  * conv-heavy models on small VMs, OMP_WAIT_POLICY=passive helps (see
  * docs/benchmarks.md).
@@ -21,19 +26,9 @@ int main(int argc, char **argv)
     int rc = example_begin(&ex, argc, argv, false);
     if (rc) return rc;
 
-    /* g initialises the weights and then drives the dropouts: it must
-     * outlive the model */
-    CtGenerator g = ct_generator(ex.o.seed, 0);
-    ex.model = nn_model_basicnet(&g);
-    ex.opt = ex.model ? optim_adamw_create(ex.model, &(AdamArgs){.lr = 1e-3,
-                                                                 .beta1 = 0.9,
-                                                                 .beta2 = 0.999,
-                                                                 .eps = 1e-8,
-                                                                 .weight_decay = 0.01})
-                      : NULL;
-    ex.loss = nn_loss_nll(NULL);
+    CtGenerator g = ct_generator(ex.o.seed, 0); /* weights, then dropout */
     /* no callbacks given: the trainer gets the default list */
-    Trainer *t = ex.opt && ex.loss
+    Trainer *t = example_basicnet(&ex, &g)
                      ? trainer_create(&(TrainerConfig){
                            .model = ex.model, .loss = ex.loss, .optimizer = ex.opt})
                      : NULL;
@@ -47,9 +42,10 @@ int main(int argc, char **argv)
         rc = example_status(t, st);
         if (rc == 0) rc = example_test(&ex, t, 1000, collate_normalized);
         if (rc == 0) {
-            printf("training took %.2f s (%.2f s per epoch)\n", t1 - t0,
-                   (t1 - t0) / (double)ex.o.epochs);
-            printf("test accuracy %.2f%%\n", 100.0 * test_accuracy_value(t));
+            /* once per run, by the main process */
+            trainer_print(t, "training took %.2f s (%.2f s per epoch)\n", t1 - t0,
+                          (t1 - t0) / (double)ex.o.epochs);
+            trainer_print(t, "test accuracy %.2f%%\n", 100.0 * test_accuracy_value(t));
         }
     } else {
         rc = example_fail(&ex);

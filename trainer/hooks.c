@@ -91,8 +91,10 @@ Scheduler *trainer_default_create_scheduler(Trainer *t)
 
 /* ---------------------------------------------------------------- losses */
 
-static CtStatus batch_loss(Trainer *t, const DataBatch *batch, TrainerBatchOutput *out,
-                           const char *hook)
+/* The loss over the batch's first `rows` rows (all of them when rows is
+ * the batch size), with the model outputs of every row. */
+static CtStatus batch_loss(Trainer *t, const DataBatch *batch, int64_t rows,
+                           TrainerBatchOutput *out, const char *hook)
 {
     if (!batch || batch->n < 2)
         return ct_error(CT_ERR_INVALID,
@@ -100,9 +102,13 @@ static CtStatus batch_loss(Trainer *t, const DataBatch *batch, TrainerBatchOutpu
                         "target); this batch has %d field(s)",
                         hook, batch ? batch->n : 0);
     out->model_outputs = nn_forward(t->model, batch->t[0]);
-    out->loss = t->loss_fn ? t->loss_fn(t, out->model_outputs, batch->t[1])
-                           : nn_loss(t->loss, out->model_outputs, batch->t[1]);
-    out->batch_size = batch->size;
+    Tensor *y = out->model_outputs, *target = batch->t[1];
+    if (rows < batch->size) {
+        y = tensor_slice(y, 0, 0, rows, 1);
+        target = tensor_slice(target, 0, 0, rows, 1);
+    }
+    out->loss = t->loss_fn ? t->loss_fn(t, y, target) : nn_loss(t->loss, y, target);
+    out->batch_size = rows;
     if (!out->loss) {
         if (ct_last_status() == CT_OK)
             ct_error(CT_ERR_INVALID, "trainer: %s: the loss function returned NULL",
@@ -115,13 +121,21 @@ static CtStatus batch_loss(Trainer *t, const DataBatch *batch, TrainerBatchOutpu
 CtStatus trainer_default_calculate_train_batch_loss(Trainer *t, const DataBatch *batch,
                                                     TrainerBatchOutput *out)
 {
-    return batch_loss(t, batch, out, "calculate_train_batch_loss");
+    return batch_loss(t, batch, batch ? batch->size : 0, out,
+                      "calculate_train_batch_loss");
 }
 
 CtStatus trainer_default_calculate_eval_batch_loss(Trainer *t, const DataBatch *batch,
                                                    TrainerBatchOutput *out)
 {
-    return batch_loss(t, batch, out, "calculate_eval_batch_loss");
+    const char *hook = "calculate_eval_batch_loss";
+    if (!batch) return batch_loss(t, batch, 0, out, hook);
+    /* the wrap-around duplicates stay out of the eval loss; a batch of them
+     * only keeps its rows for the loss and counts nothing */
+    int64_t real = batch->size - trainer_batch_padding(t);
+    CtStatus st = batch_loss(t, batch, real > 0 ? real : batch->size, out, hook);
+    if (real <= 0) out->batch_size = 0;
+    return st;
 }
 
 /* ---------------------------------------------------------- optimization */

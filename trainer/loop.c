@@ -54,15 +54,18 @@ CtStatus trainer_record_loss(Trainer *t, const LossTracker *lt, const char *name
     return run_history_update(t->state->history, name, v[0] / v[1]);
 }
 
-/* Validates a batch output and adds its loss to the tracker. */
-static CtStatus track(LossTracker *lt, const TrainerBatchOutput *out, const char *hook)
+/* Validates a batch output and adds its loss to the tracker. A batch whose
+ * rows are all wrap-around duplicates of a sharded loader may count 0
+ * samples. */
+static CtStatus track(LossTracker *lt, const TrainerBatchOutput *out, bool all_padding,
+                      const char *hook)
 {
     if (!out->loss || tensor_numel(out->loss) != 1)
         return ct_error(CT_ERR_INVALID,
                         "trainer: %s gave %s loss (one-element tensor "
                         "expected)",
                         hook, out->loss ? "a multi-element" : "no");
-    if (out->batch_size <= 0)
+    if (out->batch_size < 0 || (out->batch_size == 0 && !all_padding))
         return ct_error(CT_ERR_INVALID, "trainer: %s gave batch_size %lld (must be > 0)",
                         hook, (long long)out->batch_size);
     /* one host read per step (a device sync on GPUs): callbacks such as
@@ -113,7 +116,7 @@ static CtStatus train_step(Trainer *t, const DataBatch *batch, StepPlan p)
     TrainerBatchOutput out = {0};
     TRY(HOOK(t, calculate_train_batch_loss)(t, batch, &out));
     /* the tracked loss is the un-divided one, comparable to the eval loss */
-    TRY(track(&s->train_loss, &out, "calculate_train_batch_loss"));
+    TRY(track(&s->train_loss, &out, false, "calculate_train_batch_loss"));
     CallbackEventArgs ea = {.batch = batch, .batch_output = &out, .step = p.step};
     TRY_STOP(t, trainer_fire(t, CB_ON_TRAIN_STEP_END, &ea));
     /* dividing by the window's length makes the accumulated gradient the
@@ -181,7 +184,8 @@ static CtStatus eval_step(Trainer *t, const DataBatch *batch, int64_t step)
     TRY(trainer_fire(t, CB_ON_EVAL_STEP_START, NULL));
     TrainerBatchOutput out = {0};
     TRY(HOOK(t, calculate_eval_batch_loss)(t, batch, &out));
-    TRY(track(&t->state->eval_loss, &out, "calculate_eval_batch_loss"));
+    TRY(track(&t->state->eval_loss, &out, trainer_batch_padding(t) == batch->size,
+              "calculate_eval_batch_loss"));
     CallbackEventArgs ea = {.batch = batch, .batch_output = &out, .step = step};
     return trainer_fire(t, CB_ON_EVAL_STEP_END, &ea);
 }

@@ -297,9 +297,14 @@ Tensor *trainer_gather_padded(Trainer *t, Tensor *x, double pad_value)
     return runtime_gather_padded(t->state->rt, x, pad_value);
 }
 
+int64_t trainer_batch_padding(const Trainer *t)
+{
+    const TrainerState *s = t->state;
+    const DataLoader *dl = s->in_eval ? s->eval_dl : s->train_dl;
+    return dl ? data_loader_batch_padding(dl) : 0;
+}
+
 Tensor *trainer_gather_for_metrics(Trainer *t, Tensor *x)
 {
-    TrainerState *s = t->state;
-    DataLoader *dl = s->in_eval ? s->eval_dl : s->train_dl;
-    return runtime_gather_for_metrics(s->rt, x, dl ? data_loader_batch_padding(dl) : 0);
+    return runtime_gather_for_metrics(t->state->rt, x, trainer_batch_padding(t));
 }

@@ -51,6 +51,7 @@
 
 #include <stdarg.h>
 
+#include "ctrainer/data.h"
 #include "ctrainer/nn.h"
 #include "ctrainer/tensor.h"
 
@@ -159,6 +160,26 @@ CtStatus runtime_prepare_model(Runtime *rt, Module *m);
  * else a copy (differentiable). NULL t returns NULL keeping the first
  * error. */
 Tensor *runtime_to_device(Runtime *rt, Tensor *t);
+
+/* A loader over ds for this process, as accelerate's prepare(dataloader):
+ * data_loader_create with args (borrowed; copied) and the runtime's
+ * sharding (shard_rank / shard_world_size = rank / world size: this
+ * process loads its rank::world share of every epoch, padded by wrapping
+ * around; see DataLoaderArgs), its device, and seed 0 replaced by the
+ * base seed, so every process shuffles the same order. Call
+ * data_loader_set_epoch at each epoch for a new order. The caller frees
+ * the loader. Errors: NULL runtime or args, args that already shard
+ * (shard_world_size > 1), and data_loader_create's. */
+DataLoader *runtime_prepare_dataloader(Runtime *rt, const Dataset *ds,
+                                       const DataLoaderArgs *args);
+/* accelerate's backward for data parallelism: tensor_backward(loss), then
+ * runtime_reduce_gradients(rt, m) (m prepared with runtime_prepare_model),
+ * so m's gradients are the mean over the processes, ready for the
+ * optimizer step. For one micro-batch per update; with gradient
+ * accumulation, call tensor_backward for the earlier micro-batches of a
+ * window (no all-reduce: accelerate's no_sync) and this for its last.
+ * NULL loss returns its first error. Collective. */
+CtStatus runtime_backward(Runtime *rt, Module *m, Tensor *loss);
 
 /* -------------------------------------------------------------- seeding */
 

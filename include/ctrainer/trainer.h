@@ -321,7 +321,14 @@ typedef struct TrainerHooks {
     CtStatus (*optimizer_zero_grad)(Trainer *t); /* optim_zero_grad */
     CtStatus (*train_epoch_end)(Trainer *t);     /* no-op; before train_loss_epoch */
     CtStatus (*eval_epoch_start)(Trainer *t);    /* nn_module_eval(model) */
-    /* as the train one; runs under no_grad */
+    /* as the train one, under no_grad, except that the loss is taken over
+     * the batch's real rows only (the wrap-around duplicates of a sharded
+     * eval loader, trainer_batch_padding, left out) and out->batch_size
+     * counts them, so the recorded eval loss weighs every sample of the
+     * eval set exactly once, as one process would. model_outputs keep every
+     * row (trainer_gather_for_metrics drops the duplicates). A batch of
+     * duplicates only (possible when the last batch has one row) gets the
+     * loss of all its rows and batch_size 0: it counts nothing. */
     CtStatus (*calculate_eval_batch_loss)(Trainer *t, const DataBatch *batch,
                                           TrainerBatchOutput *out);
     CtStatus (*eval_epoch_end)(Trainer *t);         /* no-op; before the eval loss */
@@ -618,13 +625,17 @@ void trainer_print(const Trainer *t, const char *fmt, ...)
 /* runtime_gather / runtime_gather_padded through the trainer's runtime. */
 Tensor *trainer_gather(Trainer *t, Tensor *x);
 Tensor *trainer_gather_padded(Trainer *t, Tensor *x, double pad_value);
-/* runtime_gather_for_metrics with the padding of the batch being iterated
- * (data_loader_batch_padding of the eval loader during an eval epoch, of
- * the train loader otherwise): x's last rows that are wrap-around duplicates
- * of the sharded loader are dropped before the gather, so metrics updated
- * with the results of every batch count each sample of the epoch exactly
- * once, on every process. Call it per batch, on rows that follow the
- * batch's samples (model outputs, targets). */
+/* Rows at the end of the batch being iterated that are wrap-around
+ * duplicates of the sharded loader (data_loader_batch_padding of the eval
+ * loader during an eval epoch, of the train loader otherwise; 0 outside a
+ * run). At most one per process and epoch. */
+int64_t trainer_batch_padding(const Trainer *t);
+/* runtime_gather_for_metrics with trainer_batch_padding: x's last rows
+ * that are wrap-around duplicates of the sharded loader are dropped before
+ * the gather, so metrics updated with the results of every batch count
+ * each sample of the epoch exactly once, on every process. Call it per
+ * batch, on rows that follow the batch's samples (model outputs,
+ * targets). */
 Tensor *trainer_gather_for_metrics(Trainer *t, Tensor *x);
 
 #ifdef __cplusplus

@@ -10,6 +10,8 @@ typedef struct Seen {
     int default_rank, default_world;
     int64_t train_rows, eval_rows, eval_batches;
     int64_t eval_index[16]; /* dataset indices of the gathered eval rows */
+    int64_t eval_size[8];   /* batch_size of each eval batch output */
+    double eval_loss[8];    /* and its loss */
 } Seen;
 
 static Seen seen;
@@ -61,7 +63,9 @@ static CtStatus count_train(Callback *cb, Trainer *t, const DataBatch *b,
 static CtStatus count_eval(Callback *cb, Trainer *t, const DataBatch *b,
                            const TrainerBatchOutput *o, int64_t step)
 {
-    (void)cb, (void)o, (void)step;
+    (void)cb, (void)step;
+    seen.eval_size[seen.eval_batches] = o->batch_size;
+    seen.eval_loss[seen.eval_batches] = tensor_item(o->loss);
     double col[16];
     int64_t rows = gathered_rows(t, b->t[0], col);
     /* x_i0 = i / 10: back to dataset indices */
@@ -124,8 +128,50 @@ START_TEST(trainer_fake_shard_counts)
     ck_assert_int_eq(seen.eval_rows, 2 * 3);
     const int64_t want[6] = {1, 4, 7, 1, 4, 7};
     for (int i = 0; i < 6; i++) ck_assert_int_eq(seen.eval_index[i], want[i]);
+    /* the eval loss counts real rows only: the batch of padding counts 0,
+     * so the epoch's eval loss is its first batch's */
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(seen.eval_size[i], i % 2 ? 0 : 3);
+    ck_assert_double_eq_tol(run_history_latest(trainer_run_history(t), "eval_loss_epoch"),
+                            seen.eval_loss[2], 1e-12);
     trainer_free(t);
     data_dataset_free(train);
+    data_dataset_free(eval);
+    optim_free(opt);
+    nn_loss_free(loss);
+    nn_module_free(model);
+    TU_MEM_END;
+}
+END_TEST
+
+static CtStatus no_rows_eval(Trainer *t, const DataBatch *b, TrainerBatchOutput *out)
+{
+    CtStatus st = trainer_default_calculate_eval_batch_loss(t, b, out);
+    out->batch_size = 0;
+    return st;
+}
+
+/* batch_size 0 is for a batch of padding only; on real rows it is an error */
+START_TEST(trainer_eval_batch_size_zero_without_padding)
+{
+    TU_MEM_BEGIN;
+    CtGenerator g = ct_generator(7, 0);
+    Module *model = nn_linear(2, 1, true, &g);
+    Optimizer *opt = optim_sgd_create(model, &(SgdArgs){.lr = 0.01});
+    NnLoss *loss = nn_loss_mse(CT_REDUCTION_MEAN);
+    Trainer *t = trainer_create(
+        &(TrainerConfig){.model = model,
+                         .loss = loss,
+                         .optimizer = opt,
+                         .no_callbacks = true,
+                         .hooks = {.calculate_eval_batch_loss = no_rows_eval}});
+    ck_assert_ptr_nonnull(t);
+    Dataset *eval = regression_dataset(4);
+    ck_assert_int_eq(
+        trainer_evaluate(t, &(EvalArgs){.dataset = eval, .per_device_batch_size = 2}),
+        CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID,
+                    "calculate_eval_batch_loss gave batch_size 0 (must be > 0)");
+    trainer_free(t);
     data_dataset_free(eval);
     optim_free(opt);
     nn_loss_free(loss);
@@ -172,6 +218,7 @@ static Suite *suite(void)
     Suite *s = suite_create("trainer_sharding");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, trainer_fake_shard_counts);
+    tcase_add_test(tc, trainer_eval_batch_size_zero_without_padding);
     tcase_add_test(tc, runtime_gather_for_metrics_rows);
     suite_add_tcase(s, tc);
     return s;

@@ -25,21 +25,9 @@
 #include <unistd.h>
 
 #include "ctrainer/ctrainer.h"
+#include "mpi_test.h"
 
 enum { FEATURES = 3, HIDDEN = 32, B = 4, UPDATES = 20 };
-
-static Runtime *rt;
-static int R, W, failures;
-
-#define EXPECT(cond, ...)                                                                \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "rank %d: %s:%d: check failed: ", R, __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fprintf(stderr, "\n");                                                       \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
 
 /* Row i of the table: x = sin(i + j), y = a fixed smooth function of x. */
 static void row(int64_t i, float *x, float *y)
@@ -59,22 +47,7 @@ static Dataset *table(int64_t n, int64_t first, int64_t step)
     Tensor *ty = tensor_from_data(y, 2, (int64_t[]){m, 1}, CT_F32, ct_cpu());
     free(x);
     free(y);
-    Dataset *ds = data_tensor_dataset_create(2, (Tensor *[]){tx, ty});
-    tensor_free(tx);
-    tensor_free(ty);
-    return ds;
-}
-
-static Module *mlp(uint64_t seed)
-{
-    CtGenerator g = ct_generator(seed, 0);
-    return nn_sequential(3, (Module *[]){nn_linear(FEATURES, HIDDEN, true, &g), nn_relu(),
-                                         nn_linear(HIDDEN, 1, true, &g)});
-}
-
-static Optimizer *sgd(Module *m)
-{
-    return optim_sgd_create(m, &(SgdArgs){.lr = 0.05, .momentum = 0.9});
+    return test_dataset(tx, ty);
 }
 
 /* The shard as it is: no shuffling, no resharding by the default loader. */
@@ -95,8 +68,8 @@ typedef struct Run {
 
 static Run run_open(int64_t rows, uint64_t seed, TrainerHooks hooks)
 {
-    Run r = {.shard = table(rows, R, W), .m = mlp(seed)};
-    r.o = sgd(r.m);
+    Run r = {.shard = table(rows, R, W), .m = test_mlp(seed, FEATURES, HIDDEN, 1)};
+    r.o = test_sgd(r.m);
     r.mse = nn_loss_mse(CT_REDUCTION_MEAN);
     hooks.create_train_dataloader = plain_loader;
     r.t = trainer_create(&(TrainerConfig){.model = r.m,
@@ -125,22 +98,10 @@ static double reference_run(Module *m, int64_t n, int64_t k)
 {
     Dataset *ds = table(n, 0, 1);
     DataLoader *dl = data_loader_create(ds, &(DataLoaderArgs){.batch_size = W * B});
-    Optimizer *o = sgd(m);
+    Optimizer *o = test_sgd(m);
     NnLoss *mse = nn_loss_mse(CT_REDUCTION_MEAN);
     nn_module_pack(m);
-    double total = 0;
-    DataBatch b;
-    for (int64_t step = 0; data_loader_next(dl, &b); step++) {
-        CtScope *s = ct_scope_open();
-        Tensor *loss = nn_loss(mse, nn_forward(m, b.t[0]), b.t[1]);
-        total += tensor_item(loss) * (double)b.size;
-        tensor_backward(tensor_div_scalar(loss, (double)k), NULL);
-        if ((step + 1) % k == 0) {
-            optim_step(o);
-            optim_zero_grad(o);
-        }
-        ct_scope_close(s);
-    }
+    double total = test_reference_epoch(m, o, mse, dl, k);
     nn_loss_free(mse);
     optim_free(o);
     data_loader_free(dl);
@@ -187,7 +148,7 @@ static void equivalence(int64_t k)
                "k=%lld: parameter %lld differs from rank 0's", (long long)k,
                (long long)i);
     if (R == 0) {
-        Module *ref = mlp(7);
+        Module *ref = test_mlp(7, FEATURES, HIDDEN, 1);
         double ref_loss = reference_run(ref, n, k);
         const float *r = tensor_data(nn_module_param_block(ref));
         double worst = 0;
@@ -252,9 +213,7 @@ static CtStatus run_with_action(const char *mode)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    rt = runtime_create(NULL);
-    if (!rt) return runtime_abort(NULL, ct_last_status());
-    R = runtime_rank(rt), W = runtime_world_size(rt);
+    if (!test_begin()) return runtime_abort(NULL, ct_last_status());
     if (!strcmp(mode, "equivalence")) {
         equivalence(1);
         equivalence(2);
