@@ -104,23 +104,27 @@ if(NOT CTRAINER_CUDA STREQUAL "OFF")
 endif()
 
 # NCCL: the collectives of CUDA tensors, with CUDA and MPI (the unique id
-# travels over MPI). Optional: without it CUDA tensors are refused by the
-# collectives at run time.
+# travels over MPI). Opt-in (CTRAINER_NCCL): it links libnccl and the CUDA
+# runtime into libctrainer itself, which the CUDA backend module otherwise
+# keeps out of CPU-only runs. Without it CUDA tensors are refused by the
+# collectives at run time with a clear error.
 set(CTRAINER_HAVE_NCCL OFF)
-if(CTRAINER_HAVE_CUDA AND CTRAINER_HAVE_MPI)
+if(CTRAINER_NCCL AND NOT (CTRAINER_HAVE_CUDA AND CTRAINER_HAVE_MPI))
+  message(FATAL_ERROR "CTRAINER_NCCL=ON needs the CUDA backend and MPI")
+endif()
+if(CTRAINER_NCCL)
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/include
     PATH_SUFFIXES include)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib
     /usr/local/cuda/lib64 /usr/local/lib)
   if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
     target_include_directories(ctrainer_deps INTERFACE ${NCCL_INCLUDE_DIR})
-    target_link_libraries(ctrainer_deps INTERFACE ${NCCL_LIBRARY})
+    target_link_libraries(ctrainer_deps INTERFACE ${NCCL_LIBRARY} CUDA::cudart)
     list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_NCCL)
     target_compile_definitions(ctrainer_deps INTERFACE CTRAINER_HAVE_NCCL)
     set(CTRAINER_HAVE_NCCL ON)
   else()
-    message(STATUS "ctrainer: NCCL (nccl.h, libnccl) not found: collectives of CUDA "
-      "tensors will be refused at run time; set NCCL_INCLUDE_DIR and NCCL_LIBRARY to "
-      "point at it")
+    message(FATAL_ERROR "CTRAINER_NCCL=ON but NCCL (nccl.h, libnccl) was not found; "
+      "set NCCL_INCLUDE_DIR and NCCL_LIBRARY to point at it")
   endif()
 endif()
