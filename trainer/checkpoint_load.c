@@ -33,12 +33,11 @@ static CtStatus check_world_size(const char *mpath, json_t *root, int world)
     if (!json_is_integer(ws) || json_integer_value(ws) < 1)
         return ct_error(CT_ERR_FORMAT, "checkpoint %s: no valid world_size", mpath);
     if (json_integer_value(ws) != world)
-        return ct_error(
-            CT_ERR_INVALID,
-            "checkpoint %s: saved with world size %lld, this run has %d processes "
-            "(resuming with another number of processes is not supported: "
-            "each process resumes its own random states and data shard)",
-            mpath, (long long)json_integer_value(ws), world);
+        return ct_error(CT_ERR_INVALID,
+                        "checkpoint %s: saved with world size %lld, this run's is %d "
+                        "(resuming with another number of processes is not supported: "
+                        "each process resumes its own random states and data shard)",
+                        mpath, (long long)json_integer_value(ws), world);
     return CT_OK;
 }
 

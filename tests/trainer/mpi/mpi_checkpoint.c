@@ -279,8 +279,9 @@ static void resume(const char *dir)
            ct_last_error());
     expect_same_run(&full, &second);
     if (!failures)
-        printf("rank %d: ok: resumed at update 12 with the same bits after %lld updates\n",
-               R, (long long)trainer_global_step(full.t));
+        printf(
+            "rank %d: ok: resumed at update 12 with the same bits after %lld updates\n",
+            R, (long long)trainer_global_step(full.t));
     run_close(&full);
     run_close(&first);
     run_close(&second);
@@ -345,7 +346,7 @@ static void mismatch(const char *dir)
     run_open(&run, 0, NULL);
     CtStatus st = run_train(&run, 2, "latest", dir);
     char want[96];
-    snprintf(want, sizeof want, "this run has %d processes", W);
+    snprintf(want, sizeof want, "this run's is %d ", W);
     EXPECT(st == CT_ERR_INVALID && strstr(ct_last_error(), "saved with world size") &&
                strstr(ct_last_error(), want),
            "resume with another world size: status %d, '%s'", (int)st, ct_last_error());
