@@ -27,7 +27,8 @@ typedef struct Written {
 
 typedef CtStatus (*FillFn)(Trainer *t, CtStateDict *out);
 
-/* Writes fill's dict as dir/name (nothing when it is empty and optional). */
+/* Writes fill's dict as dir/name (nothing when it is empty and optional),
+ * recorded in *w unless w is NULL. */
 static CtStatus write_dict(Trainer *t, const char *dir, const char *name, FillFn fill,
                            bool optional, Written *w)
 {
@@ -38,7 +39,7 @@ static CtStatus write_dict(Trainer *t, const char *dir, const char *name, FillFn
     if (st == CT_OK && !path) st = ct_last_status();
     if (st == CT_OK && !(optional && ct_state_dict_size(d) == 0)) {
         st = nn_safetensors_save(path, d, 0, NULL, NULL);
-        if (st == CT_OK) snprintf(w->names[w->n++], sizeof w->names[0], "%s", name);
+        if (st == CT_OK && w) snprintf(w->names[w->n++], sizeof w->names[0], "%s", name);
     }
     free(path);
     ct_state_dict_free(d);
@@ -134,8 +135,8 @@ static CtStatus write_own(Trainer *t, const char *tmp, Written *w)
         st = write_dict(t, tmp, CKPT_TRAINER, fill_trainer, false, w);
     if (main && st == CT_OK)
         st = write_dict(t, tmp, CKPT_CALLBACKS, fill_callbacks, true, w);
-    Written mine = {.n = 0}; /* the manifest lists every rank file itself */
-    if (st == CT_OK) st = write_dict(t, tmp, rank_file, fill_rank, false, &mine);
+    /* not in *w: the manifest lists every process's rank file itself */
+    if (st == CT_OK) st = write_dict(t, tmp, rank_file, fill_rank, false, NULL);
     return st;
 }
 
