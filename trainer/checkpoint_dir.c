@@ -60,11 +60,12 @@ static CtStatus list_checkpoints(const char *root, long long **out, int *n)
     return st;
 }
 
-/* checkpoint_<n>.tmp-<pid>, checkpoint_<n>.old-<pid>, latest.tmp-<pid>:
- * left by a save that was killed. */
+/* checkpoint_<n>.tmp-<pid>, checkpoint_<n>.old-<pid>, and the temporary
+ * file of the pointer's atomic write (latest.tmp.<suffix>): left by a save
+ * that was killed. */
 static bool is_leftover(const char *name)
 {
-    if (strncmp(name, CKPT_LATEST ".tmp-", strlen(CKPT_LATEST) + 5) == 0) return true;
+    if (strncmp(name, CKPT_LATEST ".tmp.", strlen(CKPT_LATEST) + 5) == 0) return true;
     return strncmp(name, CKPT_PREFIX, strlen(CKPT_PREFIX)) == 0 &&
            (strstr(name, ".tmp-") || strstr(name, ".old-"));
 }

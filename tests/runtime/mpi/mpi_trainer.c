@@ -25,21 +25,12 @@
 #include <unistd.h>
 
 #include "ctrainer/ctrainer.h"
+#include "rank_expect.h"
 
 enum { FEATURES = 3, HIDDEN = 32, B = 4, UPDATES = 20 };
 
 static Runtime *rt;
 static int R, W, failures;
-
-#define EXPECT(cond, ...)                                                                \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "rank %d: %s:%d: check failed: ", R, __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fprintf(stderr, "\n");                                                       \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
 
 /* Row i of the table: x = sin(i + j), y = a fixed smooth function of x. */
 static void row(int64_t i, float *x, float *y)

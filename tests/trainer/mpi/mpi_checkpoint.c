@@ -23,22 +23,14 @@
 #include <sys/stat.h>
 
 #include "ctrainer/ctrainer.h"
+#include "rank_expect.h"
+#include "tests/trainer/trainer_testutil.h"
 #include "tensor/mem.h"
 
 enum { FEATURES = 3, HIDDEN = 16, B = 4, ROWS = 2 * B * 10, EPOCHS = 3 };
 
 static Runtime *rt;
 static int R, W, failures;
-
-#define EXPECT(cond, ...)                                                                \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "rank %d: %s:%d: check failed: ", R, __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fprintf(stderr, "\n");                                                       \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
 
 /* Row i: x = sin(0.7 i + j), y a smooth function of x. */
 static Dataset *table(int64_t n, int64_t offset)
@@ -59,20 +51,6 @@ static Dataset *table(int64_t n, int64_t offset)
     tensor_free(ty);
     return ds;
 }
-
-/* Stops the run at the start of the step after update `at`. */
-typedef struct Stopper {
-    Callback base;
-    int64_t at;
-} Stopper;
-
-static CtStatus stopper_step_start(Callback *cb, Trainer *t)
-{
-    if (trainer_global_step(t) == ((Stopper *)cb)->at) trainer_stop(t, "test stop");
-    return CT_OK;
-}
-static const CallbackVtable stopper_vt = {.type = "Stopper",
-                                          .on_train_step_start = stopper_step_start};
 
 /* On rank `rank`, makes the next tensor-layer allocation fail at the start
  * of the step after update `at` (before the Checkpoint callback saves). */
@@ -245,13 +223,6 @@ static void expect_manifest(const char *dir, const char *name)
 }
 
 /* -------------------------------------------------------------- modes */
-
-static Callback *stopper(int64_t at)
-{
-    Stopper *s = calloc(1, sizeof *s);
-    *s = (Stopper){.base.vt = &stopper_vt, .at = at};
-    return &s->base;
-}
 
 static void resume(const char *dir)
 {
