@@ -148,16 +148,9 @@ static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_di
     /* CUDA tensors of equal sizes go through NCCL; differing sizes through
      * the host (NCCL has no variable-size gather) */
     bool nccl = on_cuda(t) && equal;
-    /* src is this function's own reference (freed below), also when the
-     * caller has a scope open: made in a scope of its own, and retained */
-    CtScope *own = ct_scope_open();
     bool grad = ct_set_grad_enabled(false);
-    src = !own                  ? NULL
-          : nccl || !on_cuda(t) ? tensor_contiguous(t)
-                                : tensor_to_device(t, ct_cpu());
+    src = nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
     ct_set_grad_enabled(grad);
-    if (src) tensor_retain(src);
-    if (own) ct_scope_close(own);
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, tensor_shape(t), sizeof(int64_t) * (size_t)tensor_ndim(t));
     shape[0] = rows;
