@@ -5,12 +5,15 @@
 #   checkpoint_resume_test.sh TRAIN_MNIST WORKDIR resume_epoch  # stop after epoch 1
 #   checkpoint_resume_test.sh TRAIN_MNIST WORKDIR resume_kill   # SIGKILL mid-epoch 2
 #   checkpoint_resume_test.sh TRAIN_MNIST WORKDIR threads        # 1 vs 3 threads
+# Words after the mode start every run (a launcher: mpirun -np 2 ...). The
+# batches per epoch are CTRAINER_LIMIT_BATCHES when it is set, else 150.
 set -eu
 bin=$1 work=$2 mode=$3
-common="--limit-batches 150 --seed 1 --no-progress-bar"
+shift 3
+common="--limit-batches ${CTRAINER_LIMIT_BATCHES:-150} --seed 1 --no-progress-bar"
 rm -rf "$work"
 mkdir -p "$work"
-"$bin" --epochs 2 $common --save-model "$work/full.safetensors" >"$work/full.log"
+"$@" "$bin" --epochs 2 $common --save-model "$work/full.safetensors" >"$work/full.log"
 
 if [ "$mode" = threads ]; then
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$bin" --epochs 2 $common \
@@ -25,7 +28,9 @@ if [ "$mode" = threads ]; then
 fi
 
 if [ "$mode" = resume_epoch ]; then
-    "$bin" --epochs 1 $common --checkpoint-dir "$work/ckpt" >"$work/first.log"
+    "$@" "$bin" --epochs 1 $common --checkpoint-dir "$work/ckpt" >"$work/first.log"
+    latest="$work/ckpt/$(cat "$work/ckpt/latest")"
+    echo "$latest: $(grep world_size "$latest/manifest.json")"
 else
     # 150 batches an epoch, a checkpoint every 10 updates: checkpoint_15
     # (update 160) is the first one inside epoch 2
@@ -47,7 +52,7 @@ else
     echo "killed run 1; latest: $(cat "$work/ckpt/latest")"
 fi
 
-"$bin" --epochs 2 $common --checkpoint-dir "$work/ckpt" --resume-from latest \
+"$@" "$bin" --epochs 2 $common --checkpoint-dir "$work/ckpt" --resume-from latest \
     --save-model "$work/resumed.safetensors" >"$work/resumed.log"
 cmp "$work/full.safetensors" "$work/resumed.safetensors"
 echo "byte-identical final weights ($mode)"

@@ -60,8 +60,9 @@ static CtStatus list_checkpoints(const char *root, long long **out, int *n)
     return st;
 }
 
-/* checkpoint_<n>.tmp-<pid>, checkpoint_<n>.old-<pid>, and latest.tmp.XXXXXX
- * (ct_write_file_atomic's temp file): left by a save that was killed. */
+/* checkpoint_<n>.tmp-<pid>, checkpoint_<n>.old-<pid>, and the temporary
+ * file of the pointer's atomic write (latest.tmp.<suffix>): left by a save
+ * that was killed. */
 static bool is_leftover(const char *name)
 {
     if (strncmp(name, CKPT_LATEST ".tmp.", strlen(CKPT_LATEST) + 5) == 0) return true;
@@ -103,40 +104,62 @@ static CtStatus rotate(const char *root, int total_limit)
     return st;
 }
 
-CtStatus trainer_save_checkpoint(Trainer *t, const char *root, int total_limit)
+/* The main process: root created, the index of the next checkpoint. */
+static CtStatus next_index(const char *root, int64_t *next)
 {
-    if (!root || !*root)
-        return ct_error(CT_ERR_NULL, "trainer_save_checkpoint: NULL/empty directory");
-    if (total_limit < 0)
-        return ct_error(CT_ERR_INVALID, "trainer_save_checkpoint: total_limit %d < 0",
-                        total_limit);
     if (mkdir(root, 0755) != 0 && errno != EEXIST)
         return ct_error(CT_ERR_IO, "trainer_save_checkpoint: cannot create %s: %s", root,
                         strerror(errno));
     long long *idx = NULL;
     int n = 0;
     CtStatus st = list_checkpoints(root, &idx, &n);
-    long long next = n > 0 ? idx[n - 1] + 1 : 0;
+    *next = n > 0 ? idx[n - 1] + 1 : 0;
     free(idx);
-    char name[64];
-    snprintf(name, sizeof name, CKPT_PREFIX "%lld", next);
-    char *dir = st == CT_OK ? ckpt_join(root, name) : NULL;
-    if (st == CT_OK && !dir) st = ct_last_status();
-    if (st == CT_OK) st = trainer_save_state(t, dir);
-    free(dir);
-    char *latest = st == CT_OK ? ckpt_join(root, CKPT_LATEST) : NULL;
-    if (st == CT_OK && !latest) st = ct_last_status();
-    /* only the main process moves the pointer and rotates (the others only
-     * write their random_states file) */
-    bool main = runtime_is_main_process(trainer_runtime(t));
-    if (st == CT_OK && main) {
-        char text[80];
-        int len = snprintf(text, sizeof text, "%s\n", name);
-        st = ct_write_file_atomic(latest, text, (size_t)len);
-    }
-    if (st == CT_OK && main && total_limit > 0) st = rotate(root, total_limit);
-    if (st == CT_OK && main) st = remove_leftovers(root);
+    return st;
+}
+
+/* The main process, once the checkpoint is in place: the pointer (last
+ * step of the save), then rotation and the leftovers of killed saves. */
+static CtStatus point_latest(const char *root, const char *name, int total_limit)
+{
+    char *latest = ckpt_join(root, CKPT_LATEST);
+    if (!latest) return ct_last_status();
+    char text[80];
+    int len = snprintf(text, sizeof text, "%s\n", name);
+    CtStatus st = ct_write_file_atomic(latest, text, (size_t)len);
     free(latest);
+    if (st == CT_OK && total_limit > 0) st = rotate(root, total_limit);
+    if (st == CT_OK) st = remove_leftovers(root);
+    return st;
+}
+
+/* Collective: the main process picks the index and moves the pointer, with
+ * an agreement after each step (see trainer_save_state). */
+CtStatus trainer_save_checkpoint(Trainer *t, const char *root, int total_limit)
+{
+    if (!t || !t->state)
+        return ct_error(CT_ERR_NULL, "trainer_save_checkpoint: NULL trainer");
+    if (!root || !*root)
+        return ct_error(CT_ERR_NULL, "trainer_save_checkpoint: NULL/empty directory");
+    if (total_limit < 0)
+        return ct_error(CT_ERR_INVALID, "trainer_save_checkpoint: total_limit %d < 0",
+                        total_limit);
+    ct_clear_error();
+    bool main = runtime_is_main_process(trainer_runtime(t));
+    int64_t next = 0;
+    size_t n = strlen(root) + 64;
+    char *dir = malloc(n), name[64];
+    CtStatus st = dir ? CT_OK : ct_error(CT_ERR_OOM, "checkpoint: out of memory");
+    if (st == CT_OK && main) st = next_index(root, &next);
+    st = ckpt_agree(t, st, &next);
+    snprintf(name, sizeof name, CKPT_PREFIX "%lld", (long long)next);
+    if (st == CT_OK) {
+        snprintf(dir, n, "%s/%s", root, name);
+        st = trainer_save_state(t, dir);
+    }
+    if (st == CT_OK)
+        st = ckpt_agree(t, main ? point_latest(root, name, total_limit) : CT_OK, NULL);
+    free(dir);
     return st;
 }
 

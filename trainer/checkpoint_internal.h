@@ -37,6 +37,21 @@ CtStatus ckpt_sha256_file(const char *path, char hex[65]);
 CtStatus ckpt_remove_tree(const char *dir);
 bool ckpt_exists(const char *path);
 
+/* ---- processes (checkpoint_agree.c) ---- */
+
+/* Collective: every process passes the status of its own part of a step
+ * and gets the same verdict. CT_OK when every process passed CT_OK; else
+ * the error of the lowest failed rank R, as "rank R: <its message>" (a
+ * failed process keeps its own message, as "rank <own>: ..."), or the
+ * collective's error when the processes cannot meet. main_value (may be
+ * NULL) is set on every process to the main process's *main_value: how
+ * the main process hands out a decision. With one process: returns st. */
+CtStatus ckpt_agree(Trainer *t, CtStatus st, int64_t *main_value);
+/* trainer_load_state's body, collective. dir NULL: this process could not
+ * name the checkpoint (error recorded); it still meets the others, which
+ * then fail with its error. */
+CtStatus ckpt_load(Trainer *t, const char *dir);
+
 /* ---- state (checkpoint_state.c) ---- */
 
 /* Appends the trainer's counters and run history (trainer_state file). */

@@ -25,8 +25,25 @@ static void loaded_free(Loaded *l)
     ct_state_dict_free(l->callbacks);
 }
 
-/* Checks the manifest's format and every listed file's hash. */
-static CtStatus verify_manifest(const char *dir, json_t *root, const char *mpath)
+/* The manifest's world size is this run's: the position and the random
+ * states are per process. */
+static CtStatus check_world_size(const char *mpath, json_t *root, int world)
+{
+    json_t *ws = json_object_get(root, "world_size");
+    if (!json_is_integer(ws) || json_integer_value(ws) < 1)
+        return ct_error(CT_ERR_FORMAT, "checkpoint %s: no valid world_size", mpath);
+    if (json_integer_value(ws) != world)
+        return ct_error(CT_ERR_INVALID,
+                        "checkpoint %s: saved with world size %lld, this run's is %d "
+                        "(resuming with another number of processes is not supported: "
+                        "each process resumes its own random states and data shard)",
+                        mpath, (long long)json_integer_value(ws), world);
+    return CT_OK;
+}
+
+/* Checks the manifest's format, world size and every listed file's hash. */
+static CtStatus verify_manifest(const char *dir, json_t *root, const char *mpath,
+                                int world)
 {
     const char *format = json_string_value(json_object_get(root, "format"));
     json_t *ver = json_object_get(root, "format_version");
@@ -41,6 +58,8 @@ static CtStatus verify_manifest(const char *dir, json_t *root, const char *mpath
         return ct_error(CT_ERR_FORMAT,
                         "checkpoint %s: format_version %lld, this library reads %d",
                         mpath, (long long)json_integer_value(ver), CKPT_FORMAT_VERSION);
+    CtStatus wst = check_world_size(mpath, root, world);
+    if (wst != CT_OK) return wst;
     const char *name;
     json_t *entry;
     json_object_foreach(files, name, entry)
@@ -89,7 +108,7 @@ static CtStatus load_file(const char *dir, json_t *files, const char *name, bool
     return *d ? CT_OK : ct_last_status();
 }
 
-static CtStatus read_all(Loaded *l, const char *dir)
+static CtStatus read_all(Loaded *l, const char *dir, int world)
 {
     char *mpath = ckpt_join(dir, CKPT_MANIFEST), *text = NULL;
     size_t n = 0;
@@ -103,7 +122,7 @@ static CtStatus read_all(Loaded *l, const char *dir)
     if (st == CT_OK && !root)
         st = ct_error(CT_ERR_FORMAT, "checkpoint %s: invalid JSON at line %d: %s", mpath,
                       jerr.line, jerr.text);
-    if (st == CT_OK) st = verify_manifest(dir, root, mpath);
+    if (st == CT_OK) st = verify_manifest(dir, root, mpath, world);
     json_t *files = root ? json_object_get(root, "files") : NULL;
     if (st == CT_OK) st = load_file(dir, files, CKPT_MODEL, true, &l->model);
     if (st == CT_OK) st = load_file(dir, files, CKPT_OPTIMIZER, true, &l->optimizer);
@@ -249,9 +268,13 @@ static CtStatus take_snapshot(Trainer *t, Snapshot *sn)
     return ok ? CT_OK : ct_error(CT_ERR_OOM, "trainer_load_state: out of memory");
 }
 
+/* Puts back what apply() changed, keeping the recorded error. */
 static void restore_snapshot(Trainer *t, const Snapshot *sn)
 {
     TrainerState *s = t->state;
+    CtStatus err = ct_last_status();
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ct_last_error());
     LossTracker lt;
     nn_module_load_state_dict(t->model, sn->model, true, NULL);
     optim_state_load(t->optimizer, sn->optimizer);
@@ -259,6 +282,7 @@ static void restore_snapshot(Trainer *t, const Snapshot *sn)
     ckpt_apply_history(s->history, sn->trainer, run_history_current_epoch(s->history));
     s->pos_epoch = sn->pos_epoch;
     s->pos_batch = sn->pos_batch;
+    ct_error(err, "%s", msg);
 }
 
 static void snapshot_free(Snapshot *sn)
@@ -269,17 +293,18 @@ static void snapshot_free(Snapshot *sn)
     ct_state_dict_free(sn->rank);
 }
 
-static CtStatus load_checked(Trainer *t, Loaded *l)
+/* Reads and checks everything, changing nothing; the position into
+ * pos[] (epoch, batch, global step). */
+static CtStatus read_checked(Trainer *t, Loaded *l, int64_t pos[3])
 {
-    CtStatus st = read_all(l, l->dir);
-    int64_t epoch = 0, batch = 0, step = 0;
-    if (st == CT_OK) st = ckpt_get_i64(l->trainer, "epoch", CKPT_TRAINER, &epoch);
-    if (st == CT_OK) st = ckpt_get_i64(l->trainer, "batch", CKPT_TRAINER, &batch);
-    if (st == CT_OK) st = ckpt_get_i64(l->trainer, "global_step", CKPT_TRAINER, &step);
-    if (st == CT_OK && (epoch < 1 || batch < 0 || step < 0))
+    CtStatus st = read_all(l, l->dir, runtime_world_size(trainer_runtime(t)));
+    if (st == CT_OK) st = ckpt_get_i64(l->trainer, "epoch", CKPT_TRAINER, &pos[0]);
+    if (st == CT_OK) st = ckpt_get_i64(l->trainer, "batch", CKPT_TRAINER, &pos[1]);
+    if (st == CT_OK) st = ckpt_get_i64(l->trainer, "global_step", CKPT_TRAINER, &pos[2]);
+    if (st == CT_OK && (pos[0] < 1 || pos[1] < 0 || pos[2] < 0))
         st = ct_error(CT_ERR_FORMAT,
                       "checkpoint %s: %s: bad position (epoch %lld, batch %lld)", l->dir,
-                      CKPT_TRAINER, (long long)epoch, (long long)batch);
+                      CKPT_TRAINER, (long long)pos[0], (long long)pos[1]);
     if (st == CT_OK) st = check_model(t, l);
     if (st == CT_OK) st = check_optimizer(t, l);
     if (st == CT_OK) st = check_callbacks(t, l);
@@ -290,19 +315,42 @@ static CtStatus load_checked(Trainer *t, Loaded *l)
                       "checkpoint %s: the run has a scheduler, the checkpoint none "
                       "(mismatched scheduler)",
                       l->dir);
+    return st;
+}
+
+/* Every process checks what it read, then applies it once all of them
+ * could; should applying fail on any process, every process puts its
+ * trainer back. l->dir NULL: this process failed before (error recorded). */
+static CtStatus load_checked(Trainer *t, Loaded *l)
+{
+    int64_t pos[3] = {0, 0, 0};
+    CtStatus st =
+        ckpt_agree(t, l->dir ? read_checked(t, l, pos) : ct_last_status(), NULL);
     if (st != CT_OK) return st;
     Snapshot sn = {0};
     st = take_snapshot(t, &sn);
+    bool applied = false;
     if (st == CT_OK) {
-        st = apply(t, l, epoch, batch, step);
-        if (st != CT_OK) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
-            restore_snapshot(t, &sn);
-            ct_error(st, "%s", msg);
-        }
+        st = apply(t, l, pos[0], pos[1], pos[2]);
+        applied = st == CT_OK;
+        if (!applied) restore_snapshot(t, &sn);
+    }
+    st = ckpt_agree(t, st, NULL);
+    if (st != CT_OK && applied) { /* another process could not apply */
+        restore_snapshot(t, &sn);
+        trainer_resume_clear(t);
     }
     snapshot_free(&sn);
+    return st;
+}
+
+CtStatus ckpt_load(Trainer *t, const char *dir)
+{
+    Loaded l = {.dir = dir};
+    snprintf(l.rank_file, sizeof l.rank_file, CKPT_RANK_FMT,
+             runtime_rank(trainer_runtime(t)));
+    CtStatus st = load_checked(t, &l);
+    loaded_free(&l);
     return st;
 }
 
@@ -311,10 +359,5 @@ CtStatus trainer_load_state(Trainer *t, const char *dir)
     if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_load_state: NULL trainer");
     if (!dir || !*dir) return ct_error(CT_ERR_NULL, "trainer_load_state: NULL/empty dir");
     ct_clear_error();
-    Loaded l = {.dir = dir};
-    snprintf(l.rank_file, sizeof l.rank_file, CKPT_RANK_FMT,
-             runtime_rank(trainer_runtime(t)));
-    CtStatus st = load_checked(t, &l);
-    loaded_free(&l);
-    return st;
+    return ckpt_load(t, dir);
 }

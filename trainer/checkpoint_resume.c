@@ -32,16 +32,11 @@ static char *resume_dir(const TrainArgs *a)
     return trainer_latest_checkpoint(a->checkpoint_dir);
 }
 
-CtStatus trainer_resume_prepare(Trainer *t, const TrainArgs *a)
+/* The run's parts that exist only now: its loader must be the saved one,
+ * and a pending scheduler state goes into its scheduler. */
+static CtStatus resume_into_run(Trainer *t)
 {
     TrainerState *s = t->state;
-    if (a->resume_from && *a->resume_from) {
-        char *dir = resume_dir(a);
-        CtStatus st = dir ? trainer_load_state(t, dir) : ct_last_status();
-        free(dir);
-        if (st != CT_OK) return st;
-    }
-    if (!s->resume.pending) return CT_OK;
     CtStatus st = ckpt_check_loader(t, s->resume.trainer, s->resume.dir);
     if (st != CT_OK) return st;
     if (s->resume.scheduler && !t->scheduler)
@@ -56,6 +51,19 @@ CtStatus trainer_resume_prepare(Trainer *t, const TrainArgs *a)
     }
     s->global_step = s->resume.global_step;
     return CT_OK;
+}
+
+/* Collective when resuming: every process resumes or none does. */
+CtStatus trainer_resume_prepare(Trainer *t, const TrainArgs *a)
+{
+    if (a->resume_from && *a->resume_from) {
+        char *dir = resume_dir(a);
+        CtStatus st = ckpt_load(t, dir);
+        free(dir);
+        if (st != CT_OK) return st;
+    }
+    if (!t->state->resume.pending) return CT_OK;
+    return ckpt_agree(t, resume_into_run(t), NULL);
 }
 
 CtStatus trainer_resume_run_start(Trainer *t, int64_t *first_epoch)

@@ -515,6 +515,14 @@ CtStatus trainer_evaluate(Trainer *t, const EvalArgs *args);
  * saved), at on_training_run_epoch_end, at on_training_run_end and outside a
  * run. Only the main process writes the model, optimizer, scheduler,
  * trainer and callback files; every process writes random_states_<rank>.
+ * Collective: every process calls it (the Checkpoint callback does, at the
+ * same point everywhere), with the same dir on a file system every process
+ * sees. The main process names the temporary directory, every process
+ * writes its files into it, and only when all did does the main process
+ * write the manifest (hashing every process's files) and rename; every
+ * process returns once the checkpoint is complete, and a failure on any
+ * process is an error on every process ("rank R: ..." naming the first
+ * failed rank), with nothing left behind.
  * Errors: I/O (naming the path), a failing state_save. */
 CtStatus trainer_save_state(Trainer *t, const char *dir);
 
@@ -527,14 +535,21 @@ CtStatus trainer_save_state(Trainer *t, const char *dir);
  * in a run, a train loader of another seed, batch size or length. The
  * model, optimizer, RNG states and run history are applied at once; the
  * position, the scheduler state (when no run is active) and the callback
- * states are applied by the next trainer_train, which resumes there. */
+ * states are applied by the next trainer_train, which resumes there.
+ * Collective: every process checks the files it reads (the shared ones and
+ * its own random_states_<rank>), and applies them only when every process
+ * could, so all processes load or none does (each reports the first failed
+ * rank's error). A checkpoint saved with another number of processes is
+ * CT_ERR_INVALID (manifest.json records the world size). */
 CtStatus trainer_load_state(Trainer *t, const char *dir);
 
 /* Saves into root/checkpoint_<n> (n one above the highest there; root is
  * created when missing), then points root/latest at it (a one-line file
  * written atomically, the last step: a crash at any moment leaves the
  * previous latest loadable), then removes the oldest checkpoint_<i>
- * beyond total_limit (0: keep all). */
+ * beyond total_limit (0: keep all). Collective, as trainer_save_state: the
+ * main process picks n, moves the pointer and rotates; every process
+ * returns after the pointer moved, with the same status. */
 CtStatus trainer_save_checkpoint(Trainer *t, const char *root, int total_limit);
 /* root/<the name in root/latest>, malloc'd (free()); NULL with CT_ERR_IO
  * when root has no latest pointer, CT_ERR_FORMAT when it is malformed. */

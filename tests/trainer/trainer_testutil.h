@@ -296,4 +296,26 @@ static double direct_mse(Module *m, const Dataset *ds)
     return v;
 }
 
+/* Stops the run at the start of the step after update `at`. */
+typedef struct Stopper {
+    Callback base;
+    int64_t at;
+} Stopper;
+
+static CtStatus stopper_step_start(Callback *cb, Trainer *t)
+{
+    if (trainer_global_step(t) == ((Stopper *)cb)->at) trainer_stop(t, "test stop");
+    return CT_OK;
+}
+static const CallbackVtable stopper_vt = {.type = "Stopper",
+                                          .on_train_step_start = stopper_step_start};
+
+static Callback *stopper(int64_t at)
+{
+    Stopper *s = calloc(1, sizeof *s);
+    s->base.vt = &stopper_vt;
+    s->at = at;
+    return &s->base;
+}
+
 #endif

@@ -21,16 +21,9 @@ static inline bool test_begin(void)
     return true;
 }
 
-/* A failed check: reported with the rank, counted, and the test goes on. */
-#define EXPECT(cond, ...)                                                                \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "rank %d: %s:%d: check failed: ", R, __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fprintf(stderr, "\n");                                                       \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
+/* EXPECT(cond, fmt, ...): a failed check, reported with the rank and
+ * counted; the test goes on. */
+#include "rank_expect.h"
 
 /* in -> hidden -> ReLU -> out, initialised from seed. */
 static inline Module *test_mlp(uint64_t seed, int64_t in, int64_t hidden, int64_t out)
