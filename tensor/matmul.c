@@ -135,7 +135,8 @@ static CtStatus run_batched(Tensor *out, int nb, const MatOperand *A, const MatO
 
 /* out (contiguous, validated shape) <- a @ b, computed in `autocast`
  * (CtMatmulParams). No autograd. */
-static CtStatus matmul_run(Tensor *out, const Tensor *a, const Tensor *b, CtDType autocast)
+static CtStatus matmul_run(Tensor *out, const Tensor *a, const Tensor *b,
+                           CtDType autocast)
 {
     if (tensor_numel(out) == 0) return CT_OK;
     MatOperand A, B;

@@ -98,13 +98,37 @@ static CtStatus update(Trainer *t)
     return CT_OK;
 }
 
+/* The run's mixed_precision as an autocast dtype (CT_F32: none). */
+static CtDType autocast_dtype(const TrainerState *s)
+{
+    const char *mp = s->rc.mixed_precision;
+    if (mp && strcmp(mp, "bf16") == 0) return CT_BF16;
+    if (mp && strcmp(mp, "fp16") == 0) return CT_F16;
+    return CT_F32;
+}
+
+typedef CtStatus (*BatchLossFn)(Trainer *t, const DataBatch *batch,
+                                TrainerBatchOutput *out);
+
+/* A batch-loss hook under the run's autocast; backward runs outside it, as
+ * in PyTorch. */
+static CtStatus autocast_forward(Trainer *t, BatchLossFn fn, const DataBatch *batch,
+                                 TrainerBatchOutput *out)
+{
+    CtDType prev;
+    TRY(tensor_autocast_begin(autocast_dtype(t->state), &prev));
+    CtStatus st = fn(t, batch, out);
+    tensor_autocast_end(prev);
+    return st;
+}
+
 /* One micro-batch, inside the step's scope. */
 static CtStatus train_step(Trainer *t, const DataBatch *batch, StepPlan p)
 {
     TrainerState *s = t->state;
     TRY(trainer_fire(t, CB_ON_TRAIN_STEP_START, NULL));
     TrainerBatchOutput out = {0};
-    TRY(HOOK(t, calculate_train_batch_loss)(t, batch, &out));
+    TRY(autocast_forward(t, HOOK(t, calculate_train_batch_loss), batch, &out));
     /* the tracked loss is the un-divided one, comparable to the eval loss */
     TRY(track(&s->train_loss, &out, "calculate_train_batch_loss"));
     CallbackEventArgs ea = {.batch = batch, .batch_output = &out, .step = p.step};
@@ -166,7 +190,7 @@ static CtStatus eval_step(Trainer *t, const DataBatch *batch, int64_t step)
 {
     TRY(trainer_fire(t, CB_ON_EVAL_STEP_START, NULL));
     TrainerBatchOutput out = {0};
-    TRY(HOOK(t, calculate_eval_batch_loss)(t, batch, &out));
+    TRY(autocast_forward(t, HOOK(t, calculate_eval_batch_loss), batch, &out));
     TRY(track(&t->state->eval_loss, &out, "calculate_eval_batch_loss"));
     CallbackEventArgs ea = {.batch = batch, .batch_output = &out, .step = step};
     return trainer_fire(t, CB_ON_EVAL_STEP_END, &ea);

@@ -206,7 +206,8 @@ static CtStatus gemm_bf16(const CtMatmulParams *p, const uint16_t *A, const uint
 /* --------------------------------------------------------- bf16 autocast */
 
 /* f32 operands computed in bf16 (gemm_bf16.h), threads as for sgemm. */
-static void gemm_autocast(const CtMatmulParams *p, const float *a, const float *b, float *c)
+static void gemm_autocast(const CtMatmulParams *p, const float *a, const float *b,
+                          float *c)
 {
     const bool par = batch_parallel(p);
     const int nt = par ? 1 : split_threads(p);
