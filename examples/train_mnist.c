@@ -5,7 +5,11 @@
  * trainer_evaluate on the 10 000 test images.
  *
  *   train_mnist [--data DIR] [--epochs N] [--limit-batches N] [--seed N]
- *               [--no-progress-bar]
+ *               [--no-progress-bar] [--mixed-precision no|bf16|fp16]
+ *
+ * --mixed-precision runs the forward passes under autocast
+ * (docs/mixed_precision.md); fp16 needs CUDA, so on the CPU it is an error
+ * that suggests bf16. Without it, CTRAINER_MIXED_PRECISION decides.
  *
  * Prints the test accuracy last ("test accuracy 84.93%"). Exits non-zero
  * when training fails or TerminateOnNaN stopped it. For a quick run, limit
@@ -13,17 +17,36 @@
  */
 #include "fashion_mnist.h"
 
+/* Removes "--mixed-precision VALUE" from argv and returns VALUE (NULL when
+ * absent: the runtime then reads CTRAINER_MIXED_PRECISION). */
+static const char *take_mixed_precision(int *argc, char **argv)
+{
+    const char *mp = NULL;
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (!strcmp(argv[i], "--mixed-precision") && i + 1 < *argc)
+            mp = argv[++i];
+        else
+            argv[out++] = argv[i];
+    }
+    *argc = out;
+    return mp;
+}
+
 int main(int argc, char **argv)
 {
+    const char *mixed_precision = take_mixed_precision(&argc, argv);
     Example ex = {.name = "train_mnist", .o = {.epochs = 8}};
     int rc = example_begin(&ex, argc, argv, true);
     if (rc) return rc;
 
+    Runtime *rt = runtime_create(&(RuntimeArgs){.mixed_precision = mixed_precision});
     /* no callbacks given: the trainer gets the default list */
-    Trainer *t = example_mlp(&ex, 0.001)
-                     ? trainer_create(&(TrainerConfig){
-                           .model = ex.model, .loss = ex.loss, .optimizer = ex.opt})
-                     : NULL;
+    Trainer *t =
+        rt && example_mlp(&ex, 0.001)
+            ? trainer_create(&(TrainerConfig){
+                  .model = ex.model, .loss = ex.loss, .optimizer = ex.opt, .runtime = rt})
+            : NULL;
     if (t && example_trainer_ready(&ex, t) == CT_OK) {
         double t0 = example_now();
         CtStatus st = trainer_train(t, &(TrainArgs){.train_dataset = ex.train,
@@ -43,6 +66,7 @@ int main(int argc, char **argv)
         rc = example_fail(&ex);
     }
     trainer_free(t);
+    runtime_free(rt);
     example_end(&ex);
     return rc;
 }
