@@ -221,6 +221,10 @@ typedef enum CtOp {
     CT_OP_GATHER,
     CT_OP_SCATTER_ADD,
     CT_OP_ONE_HOT,
+    /* mixed precision (tensor/cpu/unscale.c) */
+    CT_OP_UNSCALE, /* out0 *= inv_scale in place (f32); out1 (f32, 1
+                      element) <- 1 when an element of out0 was inf or
+                      NaN, else left as is. One pass.   CtUnscaleParams */
     CT_OP_COUNT
 } CtOp;
 
@@ -338,6 +342,10 @@ typedef struct CtUnaryParams {
  * B is (k, n), or (n, k) when trans_b; C is (m, n). Matrix i starts at
  * i * stride_x elements (stride 0 broadcasts one matrix). in0 = A, in1 = B,
  * out0 = C; the pointers are those of the tensors (ct_ptr). */
+typedef struct CtUnscaleParams {
+    double inv_scale;
+} CtUnscaleParams;
+
 typedef struct CtMatmulParams {
     int64_t batch, m, n, k;
     bool trans_a, trans_b;

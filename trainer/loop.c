@@ -85,14 +85,33 @@ typedef struct StepPlan {
     bool update;
 } StepPlan;
 
-/* The update part of a step: clip once, step, schedule, zero. */
+/* With a loss scaler: unscales the gradients once; true when they hold an
+ * inf or NaN and the step must be skipped (counted in the run history as
+ * skipped_steps). */
+static CtStatus unscale(Trainer *t, bool *skip)
+{
+    TrainerState *s = t->state;
+    *skip = false;
+    if (!s->scaler) return CT_OK;
+    TRY(scaler_unscale(s->scaler, nn_module_grad_block(t->model)));
+    *skip = scaler_found_inf(s->scaler);
+    scaler_update(s->scaler);
+    if (!*skip) return CT_OK;
+    return run_history_update(s->history, "skipped_steps",
+                              (double)scaler_skipped_steps(s->scaler));
+}
+
+/* The update part of a step: unscale and clip once, step, schedule, zero; a
+ * step with inf/NaN gradients under loss scaling only zeroes. */
 static CtStatus update(Trainer *t)
 {
     TrainerState *s = t->state;
-    if (s->rc.gradient_clip_value > 0 || s->rc.gradient_clip_norm > 0)
+    bool skip;
+    TRY(unscale(t, &skip));
+    if (!skip && (s->rc.gradient_clip_value > 0 || s->rc.gradient_clip_norm > 0))
         TRY(HOOK(t, clip_gradients)(t));
-    TRY(HOOK(t, optimizer_step)(t));
-    if (t->scheduler) TRY(HOOK(t, scheduler_step)(t));
+    if (!skip) TRY(HOOK(t, optimizer_step)(t));
+    if (!skip && t->scheduler) TRY(HOOK(t, scheduler_step)(t));
     TRY(HOOK(t, optimizer_zero_grad)(t));
     s->global_step++;
     return CT_OK;

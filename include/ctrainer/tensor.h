@@ -248,6 +248,11 @@ void tensor_autocast_end(CtDType prev);
 /* The current autocast dtype: CT_BF16, CT_F16, or CT_F32 when off. */
 CtDType tensor_autocast_dtype(void);
 
+/* t *= inv_scale in place (t: contiguous f32, typically a flat gradient
+ * block), and *found_nonfinite = whether any element of t was inf or NaN,
+ * in one pass over t (the loss scaler's unscale). No autograd. */
+CtStatus tensor_unscale_(Tensor *t, double inv_scale, bool *found_nonfinite);
+
 /* Marks a leaf tensor as requiring grad. Errors on non-float dtypes and on
  * non-leaf tensors. */
 CtStatus tensor_set_requires_grad(Tensor *t, bool on);
