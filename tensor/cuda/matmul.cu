@@ -1,6 +1,9 @@
 /* MATMUL through cuBLAS: f32 and f64 natively, bf16 and f16 with f32
  * accumulation (cublasGemmStridedBatchedEx, CUBLAS_COMPUTE_32F). f32 uses
- * full-precision FMA, not TF32: cuBLAS's default math mode. */
+ * full-precision FMA, not TF32: cuBLAS's default math mode. f32 under
+ * autocast (CtMatmulParams.autocast bf16 / f16) runs on the tensor cores
+ * with CUBLAS_COMPUTE_32F_FAST_16BF / _16F: the operands are rounded to the
+ * low precision and the products accumulated in f32, C stays f32. */
 #include <limits.h>
 
 #include "common.cuh"
@@ -67,6 +70,17 @@ static CtStatus cuda_matmul(const CtOpCall *call)
     cublasHandle_t h;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     CT_RETURN_IF_ERROR(ct_cuda_blas(c, &h));
+    if (p->autocast == CT_BF16 || p->autocast == CT_F16) {
+        float alpha = (float)p->alpha, beta = (float)p->beta;
+        cublasComputeType_t ct = p->autocast == CT_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                        : CUBLAS_COMPUTE_32F_FAST_16F;
+        CT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            h, g.op_a, g.op_b, g.m, g.n, g.k, &alpha, B, CUDA_R_32F, g.lda, g.stride_a, A,
+            CUDA_R_32F, g.ldb, g.stride_b, &beta, C, CUDA_R_32F, g.ldc, g.stride_c,
+            g.batch, ct, CUBLAS_GEMM_DEFAULT));
+        if (ct_cuda_sync_mode()) CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        return CT_OK;
+    }
     switch (out->dtype) {
     case CT_F32: {
         float alpha = (float)p->alpha, beta = (float)p->beta;
@@ -98,10 +112,12 @@ static CtStatus cuda_matmul(const CtOpCall *call)
     return CT_OK;
 }
 
-/* A, B and C of one dtype among f32, f64, bf16, f16. */
+/* A, B and C of one dtype among f32, f64, bf16, f16; f32 under autocast. */
 static bool cuda_matmul_supports(const CtOpCall *call)
 {
+    const CtMatmulParams *p = (const CtMatmulParams *)call->params;
     CtDType dt = call->out[0]->dtype;
+    if (p->autocast != CT_F32 && dt != CT_F32) return false;
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
     return call->in[0]->dtype == dt && call->in[1]->dtype == dt;
 }
