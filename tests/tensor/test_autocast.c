@@ -10,7 +10,7 @@
 /* ------------------------------------------------------------ helpers */
 
 /* f32 CPU tensor of full-precision pseudo-random values in [-1, 1) (most are
- * not bf16 values, so rounding shows). */
+ * not bf16 values, so rounding shows); owned by the open scope. */
 static Tensor *rand_f32(int ndim, const int64_t *shape, unsigned seed, bool grad)
 {
     Tensor *r = tu_rand64(ndim, shape, -1, 1, seed, false);
@@ -116,7 +116,6 @@ static void check_rounds_operands(const OpCase *c)
     free(vy);
     free(vref);
     free(vraw);
-    for (int i = 0; i < 3; i++) tensor_free(in[i]);
     ct_scope_close(s);
 }
 
@@ -151,7 +150,6 @@ START_TEST(test_autocast_tolerance_vs_f32)
         free(vy);
         free(vf);
         free(vb);
-        for (int k = 0; k < 3; k++) tensor_free(in[k]);
     }
     ct_scope_close(s);
     TU_MEM_END;
@@ -189,7 +187,6 @@ START_TEST(test_autocast_f32_ops_unchanged)
         free(a);
         free(b);
     }
-    tensor_free(x);
     tensor_free(target);
     ct_scope_close(s);
     TU_MEM_END;
@@ -238,7 +235,6 @@ START_TEST(test_autocast_gradients)
             if (k < 2) ck_assert_msg(dmax > 0, "%s input %d: f32 gradients", c->name, k);
             free(g[0][k]);
             free(g[1][k]);
-            tensor_free(in[k]);
         }
         ct_scope_close(s);
     }
@@ -270,7 +266,6 @@ START_TEST(test_autocast_baseline_is_rounded_f32)
                           (long long)e, a[e], b[e]);
         free(a);
         free(b);
-        for (int k = 0; k < 3; k++) tensor_free(in[k]);
         ct_scope_close(s);
     }
     unsetenv("CTRAINER_CPU_ISA");
@@ -379,8 +374,6 @@ START_TEST(test_autocast_state_and_errors)
     ck_assert_ptr_null(tensor_matmul(x, tensor_transpose(w, 0, 1)));
     tu_assert_error(CT_ERR_UNSUPPORTED, "use bf16 on the CPU");
     tensor_autocast_end(outer);
-    tensor_free(x);
-    tensor_free(w);
     ct_scope_close(s);
     TU_MEM_END;
 }
