@@ -87,6 +87,16 @@ static void case_inputs(const OpCase *c, Tensor **in, bool grad)
     in[2] = c->bias ? rand_f32(1, &c->bias, 13, grad) : NULL;
 }
 
+/* The case's inputs, and rin: the same with the operands (not the bias)
+ * rounded to bf16 values. */
+static void rounded_inputs(const OpCase *c, Tensor **in, Tensor **rin)
+{
+    case_inputs(c, in, false);
+    rin[0] = rounded(in[0]);
+    rin[1] = rounded(in[1]);
+    rin[2] = in[2];
+}
+
 /* ------------------------------------------------------------- op list */
 
 /* Inside a bf16 region the op equals the f32 op on bf16-rounded operands
@@ -96,10 +106,7 @@ static void check_rounds_operands(const OpCase *c)
 {
     CtScope *s = ct_scope_open();
     Tensor *in[3], *rin[3];
-    case_inputs(c, in, false);
-    rin[0] = rounded(in[0]);
-    rin[1] = rounded(in[1]);
-    rin[2] = in[2];
+    rounded_inputs(c, in, rin);
     Tensor *y = in_bf16(c->fn, in);
     Tensor *ref = c->fn(rin), *raw = c->fn(in);
     int64_t n = tensor_numel(y);
@@ -255,10 +262,7 @@ START_TEST(test_autocast_baseline_is_rounded_f32)
         const OpCase *c = &CASES[i];
         CtScope *s = ct_scope_open();
         Tensor *in[3], *rin[3];
-        case_inputs(c, in, false);
-        rin[0] = rounded(in[0]);
-        rin[1] = rounded(in[1]);
-        rin[2] = in[2];
+        rounded_inputs(c, in, rin);
         Tensor *y = in_bf16(c->fn, in), *ref = c->fn(rin);
         double *a = host(y), *b = host(ref);
         for (int64_t e = 0; e < tensor_numel(y); e++)
