@@ -7,6 +7,7 @@
  *   train_mnist [--data DIR] [--epochs N] [--limit-batches N] [--seed N]
  *               [--no-progress-bar] [--checkpoint-dir DIR] [--checkpoint-every N]
  *               [--resume-from DIR|latest] [--save-model PATH]
+ *               [--mixed-precision no|bf16|fp16]
  *
  * Checkpoints (docs/checkpoints.md): --checkpoint-dir DIR saves training
  * state there (checkpoint_<n>, the last 3 kept, a `latest` pointer) every
@@ -16,6 +17,10 @@
  * `--epochs 1` then `--epochs 2 --resume-from latest` give byte-identical
  * --save-model files (the final weights as safetensors). --seed N seeds the
  * weights, the validation split and the shuffle order.
+ *
+ * --mixed-precision runs the forward passes under autocast
+ * (docs/mixed_precision.md); fp16 needs CUDA, so on the CPU it is an error
+ * that suggests bf16. Without it, CTRAINER_MIXED_PRECISION decides.
  *
  * Prints the test accuracy last ("test accuracy 84.93%"). Exits non-zero
  * when training fails or TerminateOnNaN stopped it. For a quick run, limit
@@ -57,19 +62,38 @@ static bool parse_checkpoint_flags(int *argc, char **argv, CheckpointOptions *c)
     return c->every >= 0;
 }
 
+/* Removes "--mixed-precision VALUE" from argv and returns VALUE (NULL when
+ * absent: the runtime then reads CTRAINER_MIXED_PRECISION). */
+static const char *take_mixed_precision(int *argc, char **argv)
+{
+    const char *mp = NULL;
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (!strcmp(argv[i], "--mixed-precision") && i + 1 < *argc)
+            mp = argv[++i];
+        else
+            argv[out++] = argv[i];
+    }
+    *argc = out;
+    return mp;
+}
+
 int main(int argc, char **argv)
 {
+    const char *mixed_precision = take_mixed_precision(&argc, argv);
     Example ex = {.name = "train_mnist", .o = {.epochs = 8}};
     CheckpointOptions co = {0};
     if (!parse_checkpoint_flags(&argc, argv, &co)) return 2;
     int rc = example_begin(&ex, argc, argv, true);
     if (rc) return rc;
 
+    Runtime *rt = runtime_create(&(RuntimeArgs){.mixed_precision = mixed_precision});
     /* no callbacks given: the trainer gets the default list */
-    Trainer *t = example_mlp(&ex, 0.001)
-                     ? trainer_create(&(TrainerConfig){
-                           .model = ex.model, .loss = ex.loss, .optimizer = ex.opt})
-                     : NULL;
+    Trainer *t =
+        rt && example_mlp(&ex, 0.001)
+            ? trainer_create(&(TrainerConfig){
+                  .model = ex.model, .loss = ex.loss, .optimizer = ex.opt, .runtime = rt})
+            : NULL;
     CtStatus ready = t ? example_trainer_ready(&ex, t) : CT_ERR_NULL;
     if (ready == CT_OK && co.dir) /* last, so it saves what the others have done */
         ready = trainer_add_callback(
@@ -107,6 +131,7 @@ int main(int argc, char **argv)
         rc = example_fail(&ex);
     }
     trainer_free(t);
+    runtime_free(rt);
     example_end(&ex);
     return rc;
 }

@@ -133,7 +133,7 @@ static bool conv_params(const Tensor *x, const Tensor *w, const Tensor *b,
     }
     p->oh = (hp - ekh) / p->sh + 1;
     p->ow = (wp - ekw) / p->sw + 1;
-    return true;
+    return ct_autocast_pick(OP, x, &p->autocast);
 }
 
 Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args)

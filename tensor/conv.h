@@ -35,6 +35,10 @@ typedef struct CtConv2dParams {
     int ph, pw;         /* zero padding on both sides, >= 0 */
     int dh, dw;         /* dilation, >= 1 */
     int groups;         /* >= 1, divides c and o */
+    /* CT_F32: compute in the operands' dtype; CT_BF16 (autocast): f32
+     * operands rounded to bf16, products accumulated in f32, f32 results
+     * (the forward and both backward kernels) */
+    CtDType autocast;
 } CtConv2dParams;
 
 typedef enum CtPoolKind {

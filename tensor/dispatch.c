@@ -32,6 +32,7 @@ const char *ct_op_name(CtOp op)
         [CT_OP_GATHER] = "gather",
         [CT_OP_SCATTER_ADD] = "scatter_add",
         [CT_OP_ONE_HOT] = "one_hot",
+        [CT_OP_UNSCALE] = "unscale",
     };
     return (unsigned)op < CT_OP_COUNT && names[op] ? names[op] : "unknown-op";
 }

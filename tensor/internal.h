@@ -116,6 +116,11 @@ static inline float ct_bf16_widen(uint16_t x)
     return f;
 }
 
+/* The precision an autocast op (matmul, linear, conv2d) named `op` computes
+ * x in: the autocast dtype for an f32 x inside a region, else CT_F32 (its
+ * own). Records an error and returns false for f16 on a CPU tensor. */
+bool ct_autocast_pick(const char *op, const Tensor *x, CtDType *dtype);
+
 void ct_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 int64_t ct_shape_numel(int ndim, const int64_t *shape);
 /* Normalises a possibly negative dim; records an error naming op if out of
@@ -216,6 +221,10 @@ typedef enum CtOp {
     CT_OP_GATHER,
     CT_OP_SCATTER_ADD,
     CT_OP_ONE_HOT,
+    /* mixed precision (tensor/cpu/unscale.c) */
+    CT_OP_UNSCALE, /* out0 *= inv_scale in place (f32); out1 (f32, 1
+                      element) <- 1 when an element of out0 was inf or
+                      NaN, else left as is. One pass.   CtUnscaleParams */
     CT_OP_COUNT
 } CtOp;
 
@@ -333,11 +342,19 @@ typedef struct CtUnaryParams {
  * B is (k, n), or (n, k) when trans_b; C is (m, n). Matrix i starts at
  * i * stride_x elements (stride 0 broadcasts one matrix). in0 = A, in1 = B,
  * out0 = C; the pointers are those of the tensors (ct_ptr). */
+typedef struct CtUnscaleParams {
+    double inv_scale;
+} CtUnscaleParams;
+
 typedef struct CtMatmulParams {
     int64_t batch, m, n, k;
     bool trans_a, trans_b;
     int64_t stride_a, stride_b, stride_c;
     double alpha, beta;
+    /* CT_F32 (the zero default): compute in the operands' dtype. CT_BF16 or
+     * CT_F16 (autocast): f32 operands are rounded to it, the products are
+     * accumulated in f32 and C stays f32. */
+    CtDType autocast;
 } CtMatmulParams;
 
 #ifdef __cplusplus

@@ -11,17 +11,15 @@
 #include "matmul.h"
 
 typedef struct LinearParams {
-    int64_t rows; /* x's leading dims flattened */
+    int64_t rows;     /* x's leading dims flattened */
+    CtDType autocast; /* the forward's precision; dx's and dw's too */
 } LinearParams;
 
-/* x: (*, in), w: (out, in), g: (*, out). */
-static CtStatus linear_backward(CtNode *nd, Tensor *g, Tensor **gin)
+/* dx and dw of linear_backward, in the forward's precision. */
+static CtStatus linear_input_grads(CtNode *nd, Tensor *g2, Tensor **gin)
 {
     Tensor *x = nd->in[0], *w = nd->in[1];
-    int64_t rows = CT_NODE_PARAMS(nd, LinearParams)->rows;
-    int64_t out_f = w->shape[0], in_f = w->shape[1];
-    Tensor *g2 = tensor_reshape(g, 2, (const int64_t[]){rows, out_f}); /* (rows, out) */
-    if (!g2) return ct_last_status();
+    int64_t rows = CT_NODE_PARAMS(nd, LinearParams)->rows, in_f = w->shape[1];
     if (nd->needs_grad[0]) {
         Tensor *dx = tensor_matmul(g2, w); /* (rows, in) */
         if (!dx || !(gin[0] = tensor_reshape(dx, x->ndim, x->shape)))
@@ -32,11 +30,27 @@ static CtStatus linear_backward(CtNode *nd, Tensor *g, Tensor **gin)
         if (!(gin[1] = tensor_matmul(tensor_transpose(g2, 0, 1), x2))) /* (out, in) */
             return ct_last_status();
     }
-    if (nd->needs_grad[2]) {
-        Tensor *ones = tensor_ones(1, &rows, g->dtype, g->storage->device);
-        if (!(gin[2] = tensor_matmul(ones, g2))) return ct_last_status(); /* (out) */
-    }
     return CT_OK;
+}
+
+/* x: (*, in), w: (out, in), g: (*, out). The bias gradient is an f32
+ * column sum whatever the forward's precision. */
+static CtStatus linear_backward(CtNode *nd, Tensor *g, Tensor **gin)
+{
+    const LinearParams *lp = CT_NODE_PARAMS(nd, LinearParams);
+    int64_t rows = lp->rows, out_f = nd->in[1]->shape[0];
+    Tensor *g2 = tensor_reshape(g, 2, (const int64_t[]){rows, out_f}); /* (rows, out) */
+    if (!g2) return ct_last_status();
+    CtDType prev;
+    tensor_autocast_begin(lp->autocast, &prev);
+    CtStatus st = linear_input_grads(nd, g2, gin);
+    tensor_autocast_begin(CT_F32, NULL);
+    if (st == CT_OK && nd->needs_grad[2]) {
+        Tensor *ones = tensor_ones(1, &rows, g->dtype, g->storage->device);
+        if (!(gin[2] = tensor_matmul(ones, g2))) st = ct_last_status(); /* (out) */
+    }
+    tensor_autocast_end(prev);
+    return st;
 }
 
 /* Row stride of x seen as a (rows, in) matrix: its leading dims must
@@ -63,7 +77,7 @@ static bool flat_row_stride(const Tensor *x, int64_t *rs)
 
 /* out (contiguous, (*, out)) <- x·wᵀ + b. No autograd. */
 static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const Tensor *b,
-                           int64_t rows)
+                           int64_t rows, CtDType autocast)
 {
     if (tensor_numel(out) == 0) return CT_OK;
     int64_t out_f = w->shape[0], in_f = w->shape[1];
@@ -98,7 +112,8 @@ static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const 
                         .trans_a = xt,
                         .trans_b = !wt,
                         .alpha = 1.0,
-                        .beta = b ? 1.0 : 0.0};
+                        .beta = b ? 1.0 : 0.0,
+                        .autocast = autocast};
     CtOpCall c = {.op = CT_OP_MATMUL, .out = {out}, .in = {x, w}, .params = &p};
     if (st == CT_OK) st = ct_dispatch(&c);
     tensor_free(xc);
@@ -113,6 +128,8 @@ Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
         !ct_check_float(op, x) || !ct_check_same_dtype(op, x, w) ||
         (b && !ct_check_same_dtype(op, x, b)) || !ct_check_ndim(op, w, 2, 2))
         return NULL;
+    CtDType autocast;
+    if (!ct_autocast_pick(op, x, &autocast)) return NULL;
     char d1[96], d2[96];
     int64_t out_f = w->shape[0], in_f = w->shape[1];
     if (x->ndim == 0 || x->shape[x->ndim - 1] != in_f) {
@@ -138,11 +155,11 @@ Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
     Tensor *out = ct_tensor_new_persistent(x->ndim, shape, x->dtype, x->storage->device);
     if (!out) return NULL;
     CtNode *n;
-    if (linear_run(out, x, w, b, rows) != CT_OK ||
+    if (linear_run(out, x, w, b, rows, autocast) != CT_OK ||
         ct_node_new(out, op, linear_backward, 3, (Tensor *[]){x, w, b}, &n) != CT_OK) {
         tensor_free(out);
         return NULL;
     }
-    if (n) CT_NODE_PARAMS(n, LinearParams)->rows = rows;
+    if (n) *CT_NODE_PARAMS(n, LinearParams) = (LinearParams){rows, autocast};
     return ct_scope_adopt(out);
 }

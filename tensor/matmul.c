@@ -133,8 +133,10 @@ static CtStatus run_batched(Tensor *out, int nb, const MatOperand *A, const MatO
     return status;
 }
 
-/* out (contiguous, validated shape) <- a @ b. No autograd. */
-static CtStatus matmul_run(Tensor *out, const Tensor *a, const Tensor *b)
+/* out (contiguous, validated shape) <- a @ b, computed in `autocast`
+ * (CtMatmulParams). No autograd. */
+static CtStatus matmul_run(Tensor *out, const Tensor *a, const Tensor *b,
+                           CtDType autocast)
 {
     if (tensor_numel(out) == 0) return CT_OK;
     MatOperand A, B;
@@ -151,7 +153,8 @@ static CtStatus matmul_run(Tensor *out, const Tensor *a, const Tensor *b)
                         .trans_a = A.trans,
                         .trans_b = B.trans,
                         .alpha = 1.0,
-                        .beta = 0.0};
+                        .beta = 0.0,
+                        .autocast = autocast};
     /* (.., n, k) @ (k, m) with the left rows packed across the batch: one
      * (batch*n, k) @ (k, m) GEMM */
     bool fold = nb > 0 && B.nbatch == 0 && !A.trans && A.nbatch == nb;
@@ -191,8 +194,12 @@ static Tensor *reduce_to(Tensor *g, const Tensor *x, const Tensor *like)
     return tensor_reshape(g, like->ndim, like->shape);
 }
 
+typedef struct MatmulParams {
+    CtDType autocast; /* the forward's precision; the backward's too */
+} MatmulParams;
+
 /* dA = g @ Bᵀ, dB = Aᵀ @ g on the promoted (.., n, k), (.., k, m) forms. */
-static CtStatus matmul_backward(CtNode *nd, Tensor *g, Tensor **gin)
+static CtStatus matmul_grads(CtNode *nd, Tensor *g, Tensor **gin)
 {
     Tensor *a = nd->in[0], *b = nd->in[1];
     Tensor *a2 = a->ndim == 1 ? tensor_unsqueeze(a, 0) : a; /* (.., n, k) */
@@ -225,6 +232,15 @@ static CtStatus matmul_backward(CtNode *nd, Tensor *g, Tensor **gin)
     return CT_OK;
 }
 
+static CtStatus matmul_backward(CtNode *nd, Tensor *g, Tensor **gin)
+{
+    CtDType prev;
+    tensor_autocast_begin(CT_NODE_PARAMS(nd, MatmulParams)->autocast, &prev);
+    CtStatus st = matmul_grads(nd, g, gin);
+    tensor_autocast_end(prev);
+    return st;
+}
+
 /* ---------------------------------------------------------------- op */
 
 Tensor *tensor_matmul(Tensor *a, Tensor *b)
@@ -233,6 +249,8 @@ Tensor *tensor_matmul(Tensor *a, Tensor *b)
     if (!ct_check_inputs(op, 2, (const Tensor *[]){a, b}) ||
         !ct_check_same_dtype(op, a, b))
         return NULL;
+    CtDType autocast;
+    if (!ct_autocast_pick(op, a, &autocast)) return NULL;
     char d1[96], d2[96];
     if (a->ndim == 0 || b->ndim == 0) {
         ct_error(CT_ERR_SHAPE, "matmul: both operands need at least 1 dim, got %s and %s",
@@ -271,10 +289,11 @@ Tensor *tensor_matmul(Tensor *a, Tensor *b)
     Tensor *out = ct_tensor_new_persistent(nd, shape, a->dtype, a->storage->device);
     if (!out) return NULL;
     CtNode *n;
-    if (matmul_run(out, a, b) != CT_OK ||
+    if (matmul_run(out, a, b, autocast) != CT_OK ||
         ct_node_new(out, op, matmul_backward, 2, (Tensor *[]){a, b}, &n) != CT_OK) {
         tensor_free(out);
         return NULL;
     }
+    if (n) CT_NODE_PARAMS(n, MatmulParams)->autocast = autocast;
     return ct_scope_adopt(out);
 }

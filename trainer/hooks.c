@@ -142,7 +142,8 @@ CtStatus trainer_default_calculate_eval_batch_loss(Trainer *t, const DataBatch *
 
 CtStatus trainer_default_backward_step(Trainer *t, Tensor *loss)
 {
-    return tensor_backward(loss, NULL);
+    GradScaler *sc = t->state->scaler;
+    return tensor_backward(sc ? scaler_scale(sc, loss) : loss, NULL);
 }
 
 CtStatus trainer_default_clip_gradients(Trainer *t)

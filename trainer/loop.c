@@ -93,19 +93,63 @@ typedef struct StepPlan {
     bool update;
 } StepPlan;
 
+/* With a loss scaler: unscales the gradients once; true when they hold an
+ * inf or NaN and the step must be skipped (counted in the run history as
+ * skipped_steps). */
+static CtStatus unscale(Trainer *t, bool *skip)
+{
+    TrainerState *s = t->state;
+    *skip = false;
+    if (!s->scaler) return CT_OK;
+    TRY(scaler_unscale(s->scaler, nn_module_grad_block(t->model)));
+    *skip = scaler_found_inf(s->scaler);
+    scaler_update(s->scaler);
+    if (!*skip) return CT_OK;
+    return run_history_update(s->history, "skipped_steps",
+                              (double)scaler_skipped_steps(s->scaler));
+}
+
 /* The update part of a step: average the gradients over the processes
- * (once per update, not per micro-batch), clip once, step, schedule, zero. */
+ * (once per update, not per micro-batch), unscale and clip once, step,
+ * schedule, zero; a step with inf/NaN gradients under loss scaling only
+ * zeroes (after the average, every process sees the same inf/NaN). */
 static CtStatus update(Trainer *t)
 {
     TrainerState *s = t->state;
     TRY(runtime_reduce_gradients(s->rt, t->model));
-    if (s->rc.gradient_clip_value > 0 || s->rc.gradient_clip_norm > 0)
+    bool skip;
+    TRY(unscale(t, &skip));
+    if (!skip && (s->rc.gradient_clip_value > 0 || s->rc.gradient_clip_norm > 0))
         TRY(HOOK(t, clip_gradients)(t));
-    TRY(HOOK(t, optimizer_step)(t));
-    if (t->scheduler) TRY(HOOK(t, scheduler_step)(t));
+    if (!skip) TRY(HOOK(t, optimizer_step)(t));
+    if (!skip && t->scheduler) TRY(HOOK(t, scheduler_step)(t));
     TRY(HOOK(t, optimizer_zero_grad)(t));
     s->global_step++;
     return CT_OK;
+}
+
+/* The run's mixed_precision as an autocast dtype (CT_F32: none). */
+static CtDType autocast_dtype(const TrainerState *s)
+{
+    const char *mp = s->rc.mixed_precision;
+    if (mp && strcmp(mp, "bf16") == 0) return CT_BF16;
+    if (mp && strcmp(mp, "fp16") == 0) return CT_F16;
+    return CT_F32;
+}
+
+typedef CtStatus (*BatchLossFn)(Trainer *t, const DataBatch *batch,
+                                TrainerBatchOutput *out);
+
+/* A batch-loss hook under the run's autocast; backward runs outside it, as
+ * in PyTorch. */
+static CtStatus autocast_forward(Trainer *t, BatchLossFn fn, const DataBatch *batch,
+                                 TrainerBatchOutput *out)
+{
+    CtDType prev;
+    TRY(tensor_autocast_begin(autocast_dtype(t->state), &prev));
+    CtStatus st = fn(t, batch, out);
+    tensor_autocast_end(prev);
+    return st;
 }
 
 /* One micro-batch, inside the step's scope. */
@@ -114,7 +158,7 @@ static CtStatus train_step(Trainer *t, const DataBatch *batch, StepPlan p)
     TrainerState *s = t->state;
     TRY(trainer_fire(t, CB_ON_TRAIN_STEP_START, NULL));
     TrainerBatchOutput out = {0};
-    TRY(HOOK(t, calculate_train_batch_loss)(t, batch, &out));
+    TRY(autocast_forward(t, HOOK(t, calculate_train_batch_loss), batch, &out));
     /* the tracked loss is the un-divided one, comparable to the eval loss */
     TRY(track(&s->train_loss, &out, false, "calculate_train_batch_loss"));
     CallbackEventArgs ea = {.batch = batch, .batch_output = &out, .step = p.step};
@@ -183,7 +227,7 @@ static CtStatus eval_step(Trainer *t, const DataBatch *batch, int64_t step)
 {
     TRY(trainer_fire(t, CB_ON_EVAL_STEP_START, NULL));
     TrainerBatchOutput out = {0};
-    TRY(HOOK(t, calculate_eval_batch_loss)(t, batch, &out));
+    TRY(autocast_forward(t, HOOK(t, calculate_eval_batch_loss), batch, &out));
     TRY(track(&t->state->eval_loss, &out, trainer_batch_padding(t) == batch->size,
               "calculate_eval_batch_loss"));
     CallbackEventArgs ea = {.batch = batch, .batch_output = &out, .step = step};

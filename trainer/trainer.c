@@ -70,6 +70,17 @@ static CtStatus take_callbacks(TrainerState *s, const TrainerConfig *cfg)
     return st;
 }
 
+/* The config's loss scaler, or an owned one with the defaults for an fp16
+ * run. */
+static CtStatus take_scaler(TrainerState *s, const TrainerConfig *cfg)
+{
+    s->scaler = cfg->scaler;
+    if (s->scaler || strcmp(runtime_mixed_precision(s->rt), "fp16") != 0) return CT_OK;
+    s->scaler = scaler_create(NULL);
+    s->own_scaler = true;
+    return s->scaler ? CT_OK : ct_last_status();
+}
+
 CtStatus trainer_init_exact(Trainer *t, const TrainerConfig *cfg)
 {
     if (!t) {
@@ -107,6 +118,7 @@ CtStatus trainer_init_exact(Trainer *t, const TrainerConfig *cfg)
             if (!s->rt) st = ct_last_status();
         }
     }
+    if (st == CT_OK) st = take_scaler(s, cfg);
     if (st != CT_OK) {
         trainer_deinit(t);
         return st;
@@ -131,6 +143,7 @@ void trainer_deinit(Trainer *t)
     callback_list_free(s->callbacks);
     run_history_free(s->history);
     if (s->own_rt) runtime_free(s->rt);
+    if (s->own_scaler) scaler_free(s->scaler);
     free(s);
     t->state = NULL;
 }

@@ -27,6 +27,8 @@ typedef struct TrainerResume {
 struct TrainerState {
     Runtime *rt;
     bool own_rt;
+    GradScaler *scaler; /* loss scaling (fp16 runs), or NULL */
+    bool own_scaler;
     CallbackList *callbacks;
     RunHistory *history;
 

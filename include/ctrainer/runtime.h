@@ -144,6 +144,55 @@ CtDevice runtime_device(const Runtime *rt);
 /* Mixed-precision mode of the run: "no", "bf16" or "fp16" (RuntimeArgs,
  * else CTRAINER_MIXED_PRECISION, else "no"). */
 const char *runtime_mixed_precision(const Runtime *rt);
+/* ----------------------------------------------------------- loss scaler */
+
+/* Dynamic loss scaling for fp16 (PyTorch's GradScaler). Each update step:
+ *   backward on scaler_scale(loss);
+ *   scaler_unscale(grad block): divides by the scale and checks for inf/NaN
+ *     in one pass;
+ *   if !scaler_found_inf: clip, optimizer step, scheduler step; else the
+ *     step is skipped (counted by scaler_skipped_steps);
+ *   scaler_update: on inf/NaN the scale is multiplied by backoff_factor and
+ *     the clean-step count restarts; after growth_interval clean steps in a
+ *     row it is multiplied by growth_factor.
+ * The Trainer does all of this when mixed_precision is fp16. */
+typedef struct ScalerArgs {
+    double init_scale;       /* > 0 (0 -> 65536) */
+    double growth_factor;    /* > 1 (0 -> 2.0) */
+    double backoff_factor;   /* in (0, 1) (0 -> 0.5) */
+    int64_t growth_interval; /* >= 1 (0 -> 2000) */
+} ScalerArgs;
+
+typedef struct GradScaler GradScaler;
+
+/* args NULL: PyTorch's defaults. Out-of-range values are CT_ERR_INVALID.
+ * Free with scaler_free (NULL is a no-op). */
+GradScaler *scaler_create(const ScalerArgs *args);
+void scaler_free(GradScaler *s);
+/* loss * scale (a new tensor in the current scope, with autograd). */
+Tensor *scaler_scale(const GradScaler *s, Tensor *loss);
+/* grads (contiguous f32, e.g. nn_module_grad_block) *= 1 / scale, and
+ * records whether any element was inf or NaN (scaler_found_inf). Once per
+ * update step, before clipping. */
+CtStatus scaler_unscale(GradScaler *s, Tensor *grads);
+/* Whether the last scaler_unscale saw an inf or NaN (the step to skip). */
+bool scaler_found_inf(const GradScaler *s);
+/* Ends the step: counts a skipped step and backs off, or counts a clean one
+ * and grows after growth_interval of them. */
+void scaler_update(GradScaler *s);
+double scaler_get_scale(const GradScaler *s);
+/* Steps skipped for inf/NaN gradients since creation (or the loaded state). */
+int64_t scaler_skipped_steps(const GradScaler *s);
+/* Appends the scaler's state to d as 1-element f64 tensors named
+ * "<prefix>scale", "<prefix>growth_tracker", "<prefix>skipped_steps",
+ * "<prefix>growth_factor", "<prefix>backoff_factor",
+ * "<prefix>growth_interval" (prefix NULL: ""). For training-state
+ * checkpoints. */
+CtStatus scaler_state_save(const GradScaler *s, CtStateDict *d, const char *prefix);
+/* Restores what scaler_state_save wrote. A missing entry or an invalid
+ * value is an error naming it, and leaves s unchanged. */
+CtStatus scaler_state_load(GradScaler *s, const CtStateDict *d, const char *prefix);
+
 /* Gradient accumulation steps of the run (RuntimeArgs, else
  * CTRAINER_GRADIENT_ACCUMULATION_STEPS, else 1). */
 int runtime_gradient_accumulation_steps(const Runtime *rt);
@@ -360,18 +409,18 @@ typedef enum RuntimeSource {
 /* One set of settings: a config file's contents, a set of flags, or the
  * resolved result. Plain data (no ownership); defaults in comments. */
 typedef struct RuntimeSettings {
-    RuntimeDistributedType distributed_type;      /* NO */
-    int num_processes;                            /* 1 */
-    int num_machines;                             /* 1 */
-    int machine_rank;                             /* 0 */
+    RuntimeDistributedType distributed_type;       /* NO */
+    int num_processes;                             /* 1 */
+    int num_machines;                              /* 1 */
+    int machine_rank;                              /* 0 */
     char main_process_ip[RUNTIME_SETTING_MAX + 1]; /* "" (127.0.0.1 at launch) */
-    int main_process_port;                        /* RUNTIME_DEFAULT_PORT */
-    char hostfile[RUNTIME_SETTING_MAX + 1];       /* "" (none) */
-    char mixed_precision[8];                      /* "no" */
-    int gradient_accumulation_steps;              /* 1 */
-    bool use_cpu;                                 /* false */
-    char gpu_ids[RUNTIME_SETTING_MAX + 1];        /* "all" */
-    uint64_t seed;                                /* RUNTIME_DEFAULT_SEED */
+    int main_process_port;                         /* RUNTIME_DEFAULT_PORT */
+    char hostfile[RUNTIME_SETTING_MAX + 1];        /* "" (none) */
+    char mixed_precision[8];                       /* "no" */
+    int gradient_accumulation_steps;               /* 1 */
+    bool use_cpu;                                  /* false */
+    char gpu_ids[RUNTIME_SETTING_MAX + 1];         /* "all" */
+    uint64_t seed;                                 /* RUNTIME_DEFAULT_SEED */
     /* Bit (1u << RuntimeOption) for each option this set gives; options
      * whose bit is clear hold their default. */
     unsigned set;
@@ -392,8 +441,8 @@ CtStatus runtime_option_find(const char *key, RuntimeOption *opt);
 CtStatus runtime_settings_set(RuntimeSettings *s, RuntimeOption opt, const char *value);
 /* Writes option opt of s as text (the inverse of runtime_settings_set)
  * into buf (size bytes, truncated); returns buf. */
-const char *runtime_settings_format(const RuntimeSettings *s, RuntimeOption opt, char *buf,
-                                    size_t size);
+const char *runtime_settings_format(const RuntimeSettings *s, RuntimeOption opt,
+                                    char *buf, size_t size);
 /* "default", "config file", "environment", "command line" or "argument". */
 const char *runtime_source_name(RuntimeSource src);
 
@@ -435,9 +484,9 @@ CtStatus runtime_config_write(const char *path, const RuntimeSettings *s);
  * takes it as an argument so it stays a pure function. */
 typedef struct RuntimeHost {
     char mpirun[RUNTIME_SETTING_MAX + 1]; /* path of mpirun */
-    int cpu_count;                         /* usable cores of this machine */
-    int gpu_count;                         /* GPUs of this machine */
-    bool is_root;                          /* uid 0: mpirun needs --allow-run-as-root */
+    int cpu_count;                        /* usable cores of this machine */
+    int gpu_count;                        /* GPUs of this machine */
+    bool is_root;                         /* uid 0: mpirun needs --allow-run-as-root */
 } RuntimeHost;
 
 /* Probes this machine: mpirun from PATH (else the one found at build

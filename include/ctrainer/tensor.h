@@ -234,6 +234,42 @@ void ct_alloc_empty_cache(CtDevice dev);
 bool ct_set_grad_enabled(bool on);
 bool ct_grad_enabled(void);
 
+/* --------------------------------------------------------------- autocast */
+
+/* Autocast (PyTorch's torch.autocast), per thread, off by default. Inside a
+ * CT_BF16 (or CT_F16) region, matmul, linear and conv2d given f32 tensors
+ * compute in the low precision: their operands are rounded to it (to
+ * nearest even), products are accumulated in f32, and the result is f32
+ * (PyTorch returns the low dtype; f32 keeps every other op, and the
+ * accuracy, where PyTorch's f32 op list puts it anyway). Every other op
+ * (softmax, log_softmax, losses, norms, reductions, exp/log/pow,
+ * elementwise) runs in its inputs' dtype, so in f32. Their backward runs in
+ * the same precision whether or not the region is still open, and the
+ * gradients of f32 inputs are f32: parameters, gradients and optimizer
+ * state are never converted. bf16 runs on the CPU (avx512_bf16 kernels
+ * where the CPU has them, else the same rounding on the f32 path) and on
+ * CUDA; f16 is CUDA only: an autocast op on a CPU tensor then fails with an
+ * error suggesting bf16. See docs/mixed_precision.md.
+ *
+ *     CtDType prev;
+ *     tensor_autocast_begin(CT_BF16, &prev);
+ *     Tensor *loss = forward(model, x);
+ *     tensor_autocast_end(prev);
+ *     tensor_backward(loss, NULL);
+ *
+ * begin: dtype is CT_BF16, CT_F16, or CT_F32 (a region with autocast off);
+ * stores the previous setting in *prev (may be NULL). Other dtypes are an
+ * error and change nothing. end restores prev. */
+CtStatus tensor_autocast_begin(CtDType dtype, CtDType *prev);
+void tensor_autocast_end(CtDType prev);
+/* The current autocast dtype: CT_BF16, CT_F16, or CT_F32 when off. */
+CtDType tensor_autocast_dtype(void);
+
+/* t *= inv_scale in place (t: contiguous f32, typically a flat gradient
+ * block), and *found_nonfinite = whether any element of t was inf or NaN,
+ * in one pass over t (the loss scaler's unscale). No autograd. */
+CtStatus tensor_unscale_(Tensor *t, double inv_scale, bool *found_nonfinite);
+
 /* Marks a leaf tensor as requiring grad. Errors on non-float dtypes and on
  * non-leaf tensors. */
 CtStatus tensor_set_requires_grad(Tensor *t, bool on);

@@ -310,7 +310,9 @@ typedef struct TrainerHooks {
      * batch->t[1]); out->batch_size = batch->size. */
     CtStatus (*calculate_train_batch_loss)(Trainer *t, const DataBatch *batch,
                                            TrainerBatchOutput *out);
-    CtStatus (*backward_step)(Trainer *t, Tensor *loss); /* tensor_backward */
+    CtStatus (*backward_step)(
+        Trainer *t,
+        Tensor *loss); /* tensor_backward (of the scaled loss with a loss scaler) */
     /* Default: clip by value (optim_clip_grad_value) or by norm
      * (optim_clip_grad_norm; a non-finite norm is not an error here, the
      * gradients are left as they are) over the model's parameters. Called
@@ -393,6 +395,12 @@ typedef struct TrainerConfig {
     /* Borrowed. NULL: the trainer creates a default runtime (CPU, seed 42,
      * ranks from the environment) and owns it. */
     Runtime *runtime;
+    /* Borrowed. NULL: an fp16 run (runtime_mixed_precision) gets a scaler
+     * with PyTorch's defaults, owned by the trainer; other runs scale
+     * nothing. Given: the trainer scales the loss, unscales, skips steps with
+     * inf/NaN gradients and updates the scale with it, whatever the
+     * precision (see runtime.h, "loss scaler"). */
+    GradScaler *scaler;
     /* Hooks to override (zero struct: all defaults). Copied; t->hooks can
      * also be set after init. */
     TrainerHooks hooks;

@@ -12,9 +12,10 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void register_all(void)
 {
     static const CtCpuRegisterFn groups[] = {
-        ct_cpu_register_copy,   ct_cpu_register_random,  ct_cpu_register_elementwise,
-        ct_cpu_register_reduce, ct_cpu_register_softmax, ct_cpu_register_matmul,
-        ct_cpu_register_conv,   ct_cpu_register_norm,    ct_cpu_register_index,
+        ct_cpu_register_copy,    ct_cpu_register_random,  ct_cpu_register_elementwise,
+        ct_cpu_register_reduce,  ct_cpu_register_softmax, ct_cpu_register_matmul,
+        ct_cpu_register_conv,    ct_cpu_register_norm,    ct_cpu_register_index,
+        ct_cpu_register_unscale,
     };
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
         groups[i](kernels, supports);

@@ -13,6 +13,7 @@
 
 #include "../conv.h"
 #include "cpu.h"
+#include "gemm_bf16.h"
 
 /* Pooling kernels live in pool.c and register with this group. */
 void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s);
@@ -112,9 +113,17 @@ static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
 #define GEMM cblas_dgemm
 #include "conv_tmpl.h"
 
+/* bf16 autocast: f32 tensors, the gemms round their operands to bf16 */
+#define T    float
+#define SFX  bf16
+#define GEMM ct_cblas_sgemm_bf16
+#include "conv_tmpl.h"
+
 #define BY_DTYPE(name)                                                                   \
     static CtStatus name(const CtOpCall *c)                                              \
     {                                                                                    \
+        const CtConv2dParams *p = c->params;                                             \
+        if (p->autocast == CT_BF16) return name##_bf16(c);                               \
         return c->in[0]->dtype == CT_F32 ? name##_f32(c) : name##_f64(c);                \
     }
 BY_DTYPE(conv_fwd)
@@ -123,6 +132,8 @@ BY_DTYPE(conv_bwd_weight)
 
 static bool float_only(const CtOpCall *c)
 {
+    const CtConv2dParams *p = c->params;
+    if (p->autocast != CT_F32) return p->autocast == CT_BF16 && c->in[0]->dtype == CT_F32;
     return c->in[0]->dtype == CT_F32 || c->in[0]->dtype == CT_F64;
 }
 

@@ -14,6 +14,7 @@
 #include <omp.h>
 
 #include "cpu.h"
+#include "gemm_bf16.h"
 
 /* A batch runs one GEMM per thread when each GEMM is at most this big
  * (m*n*k) and the batch has at least BATCH_PAR_MIN_MNK in all. */
@@ -202,12 +203,41 @@ static CtStatus gemm_bf16(const CtMatmulParams *p, const uint16_t *A, const uint
 }
 #endif
 
+/* --------------------------------------------------------- bf16 autocast */
+
+/* f32 operands computed in bf16 (gemm_bf16.h), threads as for sgemm. */
+static void gemm_autocast(const CtMatmulParams *p, const float *a, const float *b,
+                          float *c)
+{
+    const bool par = batch_parallel(p);
+    const int nt = par ? 1 : split_threads(p);
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t i = 0; i < p->batch; i++) {
+        CtGemmBf16 g = {.trans_a = p->trans_a,
+                        .trans_b = p->trans_b,
+                        .m = (int)p->m,
+                        .n = (int)p->n,
+                        .k = (int)p->k,
+                        .alpha = (float)p->alpha,
+                        .beta = (float)p->beta,
+                        .a = a + i * p->stride_a,
+                        .lda = (int)(p->trans_a ? p->m : p->k),
+                        .b = b + i * p->stride_b,
+                        .ldb = (int)(p->trans_b ? p->k : p->n),
+                        .c = c + i * p->stride_c,
+                        .ldc = (int)p->n};
+        ct_cpu_gemm_bf16(&g, nt);
+    }
+}
+
 /* ---------------------------------------------------------------- kernel */
 
 static bool matmul_supports(const CtOpCall *c)
 {
+    const CtMatmulParams *p = c->params;
     CtDType dt = c->out[0]->dtype;
     if (c->in[0]->dtype != dt || c->in[1]->dtype != dt) return false;
+    if (p->autocast != CT_F32) return dt == CT_F32 && p->autocast == CT_BF16;
     return dt == CT_F32 || dt == CT_F64 || dt == CT_BF16;
 }
 
@@ -220,6 +250,10 @@ static CtStatus matmul_kernel(const CtOpCall *c)
             "matmul: matrix dims (%lld, %lld, %lld) exceed the BLAS int range",
             (long long)p->m, (long long)p->n, (long long)p->k);
     void *A = ct_ptr(c->in[0]), *B = ct_ptr(c->in[1]), *C = ct_ptr(c->out[0]);
+    if (p->autocast == CT_BF16) {
+        if (p->m > 0 && p->n > 0) gemm_autocast(p, A, B, C);
+        return CT_OK;
+    }
     switch (c->out[0]->dtype) {
     case CT_F32:
     case CT_F64: gemm(p, c->out[0]->dtype, A, B, C); return CT_OK;

@@ -29,6 +29,32 @@ static void FN(max_plane)(const CtPool2dParams *p, const T *x, T *y, int64_t *id
         }
 }
 
+/* max_plane for the common 2x2, stride-2, unpadded window that fits the
+ * input, without the general window arithmetic and without data-dependent
+ * branches (a max over random values mispredicts half its compares); same
+ * NaN and tie rules. */
+static void FN(max_plane_2x2)(const CtPool2dParams *p, const T *x, T *y, int64_t *idx)
+{
+    for (int64_t oh = 0; oh < p->oh; oh++)
+        for (int64_t ow = 0; ow < p->ow; ow++) {
+            const int64_t at[4] = {2 * oh * p->w + 2 * ow, 2 * oh * p->w + 2 * ow + 1,
+                                   (2 * oh + 1) * p->w + 2 * ow,
+                                   (2 * oh + 1) * p->w + 2 * ow + 1};
+            T m = x[at[0]];
+            int64_t best = at[0];
+            bool nan = isnan(m);
+            for (int e = 1; e < 4; e++) {
+                T v = x[at[e]];
+                bool take = (!nan) & ((v > m) | (bool)isnan(v));
+                m = take ? v : m;
+                best = take ? at[e] : best;
+                nan |= isnan(v);
+            }
+            y[oh * p->ow + ow] = m;
+            if (idx) idx[oh * p->ow + ow] = best;
+        }
+}
+
 static void FN(avg_plane)(const CtPool2dParams *p, const T *x, T *y)
 {
     for (int64_t oh = 0; oh < p->oh; oh++)
@@ -60,9 +86,14 @@ static void FN(pool)(const CtOpCall *c)
     T *y = ct_ptr(c->out[0]);
     int64_t *idx = c->out[1] ? ct_ptr(c->out[1]) : NULL;
     const int64_t planes = p->n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;
+    const bool k2 = p->kind == CT_POOL_MAX && p->kh == 2 && p->kw == 2 && p->sh == 2 &&
+                    p->sw == 2 && p->ph == 0 && p->pw == 0 && 2 * p->oh <= p->h &&
+                    2 * p->ow <= p->w;
 #pragma omp parallel for if (planes * hw >= CT_CPU_PAR_MIN)
     for (int64_t q = 0; q < planes; q++) {
-        if (p->kind == CT_POOL_MAX)
+        if (k2)
+            FN(max_plane_2x2)(p, x + q * hw, y + q * ohw, idx ? idx + q * ohw : NULL);
+        else if (p->kind == CT_POOL_MAX)
             FN(max_plane)(p, x + q * hw, y + q * ohw, idx ? idx + q * ohw : NULL);
         else
             FN(avg_plane)(p, x + q * hw, y + q * ohw);

@@ -1,5 +1,7 @@
 /* Pooling: max, avg (count_include_pad both ways), adaptive avg, ceil_mode:
  * values (PyTorch), gradients, bad input. */
+#include <math.h>
+
 #include "testutil.h"
 
 /* Reference values from tests/fixtures/conv.py (PyTorch, f64). */
@@ -172,6 +174,35 @@ START_TEST(test_pool_matches_pytorch)
 }
 END_TEST
 
+/* A NaN in a window wins and takes the gradient (the 2x2 fast path and the
+ * general one: PyTorch's rule). */
+START_TEST(test_max_pool_nan)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = tu_tensor(CT_F32, 4, (const int64_t[]){1, 1, 2, 4},
+                          (double[]){1, NAN, 3, 2, 5, 0, NAN, 9});
+    tensor_set_requires_grad(x, true);
+    CtScope *s = ct_scope_open();
+    CtPool2dArgs args[2] = {{.kernel = {2, 2}}, {.kernel = {2, 2}, .padding = {1, 1}}};
+    Tensor *y = tensor_max_pool2d(x, &args[0]);
+    float v[6];
+    ck_assert_int_eq(tensor_copy_to_host(y, v, CT_F32), CT_OK);
+    ck_assert(isnan(v[0]) && isnan(v[1]));
+    ck_assert_int_eq(tensor_backward(y, tensor_full(4, (const int64_t[]){1, 1, 1, 2}, 1.0,
+                                                    CT_F32, ct_cpu())),
+                     CT_OK);
+    tu_assert_values(tensor_grad(x), ((double[]){0, 1, 0, 0, 0, 0, 1, 0}), 8, 0, 0);
+    /* padded (the general path): windows {1}, {NaN, 3}, {2}, {5}, {0, NaN}, {9} */
+    Tensor *yp = tensor_max_pool2d(x, &args[1]);
+    ck_assert_int_eq(tensor_copy_to_host(yp, v, CT_F32), CT_OK);
+    ck_assert(v[0] == 1 && isnan(v[1]) && v[2] == 2 && v[3] == 5 && isnan(v[4]) &&
+              v[5] == 9);
+    ct_scope_close(s);
+    tensor_free(x);
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_max_pool_ties_and_overlap)
 {
     TU_MEM_BEGIN;
@@ -284,6 +315,7 @@ Suite *pool_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_pool_matches_pytorch);
     tcase_add_test(tc, test_max_pool_ties_and_overlap);
+    tcase_add_test(tc, test_max_pool_nan);
     tcase_add_test(tc, test_pool_gradcheck);
     tcase_add_test(tc, test_pool_bad_input);
     suite_add_tcase(s, tc);

@@ -1,0 +1,59 @@
+/* Private to tensor/cpu: the GEMM behind bf16 autocast.
+ *
+ * C (m, n) = alpha * op(A) @ op(B) + beta * C, row-major, where the f32
+ * operands are rounded to bf16 (to nearest even) and the products are
+ * accumulated in f32; C stays f32. beta == 0 never reads C.
+ *
+ * Two engines with the same numerics up to the order of the f32 additions:
+ * the avx512_bf16 one (VDPBF16PS, gemm_bf16_avx512.c), used when the CPU has
+ * it, and a portable one that rounds the operands into f32 scratch and runs
+ * sgemm. CTRAINER_CPU_ISA=baseline forces the portable one (tests compare
+ * the two). */
+#ifndef CTRAINER_TENSOR_CPU_GEMM_BF16_H
+#define CTRAINER_TENSOR_CPU_GEMM_BF16_H
+
+#include <cblas.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct CtGemmBf16 {
+    bool trans_a, trans_b; /* op(A) = Aᵀ: A is stored (k, m); likewise B */
+    int m, n, k;
+    float alpha, beta;
+    const float *a;
+    int lda;
+    const float *b;
+    int ldb;
+    float *c;
+    int ldc;
+} CtGemmBf16;
+
+/* Runs g on up to nt threads (pass 1 inside a parallel region). Cannot
+ * fail: the packed operands live in per-thread scratch that grows as
+ * needed, and when it cannot grow the product is computed unpacked (slowly,
+ * same numerics). */
+void ct_cpu_gemm_bf16(const CtGemmBf16 *g, int nt);
+
+/* cblas_sgemm's signature (row-major only), single-threaded: for kernels
+ * written against it (the conv template). */
+void ct_cblas_sgemm_bf16(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta,
+                         enum CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+                         const float *a, int lda, const float *b, int ldb, float beta,
+                         float *c, int ldc);
+
+/* Whether the avx512_bf16 engine runs (the CPU has it and CTRAINER_CPU_ISA
+ * does not say "baseline"). */
+bool ct_cpu_bf16_native(void);
+
+/* Per-thread scratch of at least n bytes (64-byte aligned), or NULL. Kept
+ * for the thread's life; grows, never shrinks. */
+void *ct_cpu_gemm_scratch(size_t n);
+
+/* The unpacked product (the path of last resort). */
+void ct_cpu_gemm_bf16_naive(const CtGemmBf16 *g);
+
+/* The avx512_bf16 engine; only called when ct_cpu_bf16_native(). */
+void ct_cpu_gemm_bf16_avx512(const CtGemmBf16 *g, int nt);
+
+#endif

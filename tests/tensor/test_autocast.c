@@ -1,0 +1,405 @@
+/* bf16 autocast: which ops run in which precision, values against f32 within
+ * the documented tolerance, gradients, the native (avx512_bf16) GEMM engine
+ * against the portable one (CTRAINER_CPU_ISA=baseline), bad input. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tensor/cpu/gemm_bf16.h"
+#include "testutil.h"
+
+/* ------------------------------------------------------------ helpers */
+
+/* f32 CPU tensor of full-precision pseudo-random values in [-1, 1) (most are
+ * not bf16 values, so rounding shows); owned by the open scope. */
+static Tensor *rand_f32(int ndim, const int64_t *shape, unsigned seed, bool grad)
+{
+    Tensor *r = tu_rand64(ndim, shape, -1, 1, seed, false);
+    Tensor *t = tensor_cast(r, CT_F32);
+    tensor_free(r);
+    if (grad) ck_assert_int_eq(tensor_set_requires_grad(t, true), CT_OK);
+    return t;
+}
+
+/* t with its values rounded to bf16, still f32. */
+static Tensor *rounded(Tensor *t)
+{
+    return tensor_cast(tensor_cast(t, CT_BF16), CT_F32);
+}
+
+static double *host(const Tensor *t)
+{
+    double *v = malloc((size_t)tensor_numel(t) * sizeof *v + 8);
+    ck_assert_int_eq(tensor_copy_to_host(t, v, CT_F64), CT_OK);
+    return v;
+}
+
+static Tensor *in_bf16(Tensor *(*fn)(Tensor **in), Tensor **in)
+{
+    CtDType prev;
+    ck_assert_int_eq(tensor_autocast_begin(CT_BF16, &prev), CT_OK);
+    Tensor *y = fn(in);
+    tensor_autocast_end(prev);
+    ck_assert_ptr_nonnull(y);
+    ck_assert_int_eq(tensor_dtype(y), CT_F32);
+    return y;
+}
+
+/* The three autocast ops on in[0], in[1] (in[2]: bias or NULL). */
+static Tensor *op_linear(Tensor **in)
+{
+    return tensor_linear(in[0], in[1], in[2]);
+}
+
+static Tensor *op_matmul(Tensor **in)
+{
+    return tensor_matmul(in[0], in[1]);
+}
+
+static const CtConv2dArgs CONV = {.stride = {2, 1}, .padding = {1, 1}};
+
+static Tensor *op_conv(Tensor **in)
+{
+    return tensor_conv2d(in[0], in[1], in[2], &CONV);
+}
+
+typedef struct OpCase {
+    const char *name;
+    Tensor *(*fn)(Tensor **in);
+    int nd[2];
+    int64_t shape[2][4];
+    int64_t bias; /* 0: none */
+} OpCase;
+
+static const OpCase CASES[] = {
+    {"linear", op_linear, {2, 2}, {{7, 37}, {19, 37}}, 19},
+    {"linear 3-d", op_linear, {3, 2}, {{2, 5, 64}, {33, 64}}, 0},
+    {"matmul", op_matmul, {2, 2}, {{9, 70}, {70, 41}}, 0},
+    {"matmul batched", op_matmul, {3, 3}, {{3, 6, 40}, {3, 40, 7}}, 0},
+    {"conv2d", op_conv, {4, 4}, {{2, 3, 9, 8}, {5, 3, 3, 3}}, 5},
+};
+#define N_CASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+/* The case's inputs (in[2] NULL without bias). */
+static void case_inputs(const OpCase *c, Tensor **in, bool grad)
+{
+    in[0] = rand_f32(c->nd[0], c->shape[0], 11, grad);
+    in[1] = rand_f32(c->nd[1], c->shape[1], 12, grad);
+    in[2] = c->bias ? rand_f32(1, &c->bias, 13, grad) : NULL;
+}
+
+/* The case's inputs, and rin: the same with the operands (not the bias)
+ * rounded to bf16 values. */
+static void rounded_inputs(const OpCase *c, Tensor **in, Tensor **rin)
+{
+    case_inputs(c, in, false);
+    rin[0] = rounded(in[0]);
+    rin[1] = rounded(in[1]);
+    rin[2] = in[2];
+}
+
+/* ------------------------------------------------------------- op list */
+
+/* Inside a bf16 region the op equals the f32 op on bf16-rounded operands
+ * (products of bf16 values are exact in f32; only the summation order may
+ * differ), and it differs from the f32 op on the raw operands. */
+static void check_rounds_operands(const OpCase *c)
+{
+    CtScope *s = ct_scope_open();
+    Tensor *in[3], *rin[3];
+    rounded_inputs(c, in, rin);
+    Tensor *y = in_bf16(c->fn, in);
+    Tensor *ref = c->fn(rin), *raw = c->fn(in);
+    int64_t n = tensor_numel(y);
+    double *vy = host(y), *vref = host(ref), *vraw = host(raw);
+    double max_raw = 0;
+    for (int64_t i = 0; i < n; i++) {
+        ck_assert_msg(fabs(vy[i] - vref[i]) <= 1e-5 + 1e-5 * fabs(vref[i]),
+                      "%s: element %lld: %g, rounded-operand f32 %g", c->name,
+                      (long long)i, vy[i], vref[i]);
+        max_raw = fmax(max_raw, fabs(vy[i] - vraw[i]));
+    }
+    ck_assert_msg(max_raw > 1e-4, "%s: autocast result equals the f32 one (%g)", c->name,
+                  max_raw);
+    free(vy);
+    free(vref);
+    free(vraw);
+    ct_scope_close(s);
+}
+
+START_TEST(test_autocast_ops_round_operands)
+{
+    TU_MEM_BEGIN;
+    for (int i = 0; i < N_CASES; i++) check_rounds_operands(&CASES[i]);
+    TU_MEM_END;
+}
+END_TEST
+
+/* The documented tolerance: |y_bf16 - y_f32| <= 2^-8 * sum_l |a_l * b_l|
+ * (each operand is off by at most 2^-9 relative) + 1e-6. The bound is the
+ * op on |operands| in f64, with no bias. */
+START_TEST(test_autocast_tolerance_vs_f32)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    for (int i = 0; i < N_CASES; i++) {
+        const OpCase *c = &CASES[i];
+        Tensor *in[3], *absin[3];
+        case_inputs(c, in, false);
+        absin[0] = tensor_abs(tensor_cast(in[0], CT_F64));
+        absin[1] = tensor_abs(tensor_cast(in[1], CT_F64));
+        absin[2] = NULL;
+        Tensor *y = in_bf16(c->fn, in), *f = c->fn(in), *bound = c->fn(absin);
+        double *vy = host(y), *vf = host(f), *vb = host(bound);
+        for (int64_t e = 0; e < tensor_numel(y); e++)
+            ck_assert_msg(fabs(vy[e] - vf[e]) <= ldexp(vb[e], -8) + 1e-6,
+                          "%s: element %lld: bf16 %g, f32 %g, bound %g", c->name,
+                          (long long)e, vy[e], vf[e], ldexp(vb[e], -8));
+        free(vy);
+        free(vf);
+        free(vb);
+    }
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Ops outside the autocast list run in their inputs' dtype: bitwise the same
+ * inside and outside a region. */
+START_TEST(test_autocast_f32_ops_unchanged)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Tensor *x = rand_f32(2, (const int64_t[]){6, 10}, 21, false);
+    Tensor *target =
+        tu_tensor(CT_I64, 1, (const int64_t[]){6}, (double[]){1, 0, 9, 3, 3, 7});
+    Tensor *out[2][6];
+    for (int r = 0; r < 2; r++) {
+        CtDType prev;
+        ck_assert_int_eq(tensor_autocast_begin(r ? CT_BF16 : CT_F32, &prev), CT_OK);
+        out[r][0] = tensor_softmax(x, 1);
+        out[r][1] = tensor_log_softmax(x, 1);
+        out[r][2] = tensor_sum(x, 1, (const int[]){1}, false);
+        out[r][3] = tensor_exp(x);
+        out[r][4] = tensor_cross_entropy(x, target, NULL);
+        out[r][5] = tensor_mean(tensor_mul(x, x), 0, NULL, false);
+        tensor_autocast_end(prev);
+    }
+    for (int k = 0; k < 6; k++) {
+        ck_assert_ptr_nonnull(out[1][k]);
+        ck_assert_int_eq(tensor_dtype(out[1][k]), CT_F32);
+        double *a = host(out[0][k]), *b = host(out[1][k]);
+        for (int64_t e = 0; e < tensor_numel(out[0][k]); e++)
+            ck_assert_msg(a[e] == b[e], "op %d element %lld: %g vs %g", k, (long long)e,
+                          a[e], b[e]);
+        free(a);
+        free(b);
+    }
+    tensor_free(target);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
+/* ------------------------------------------------------------ gradients */
+
+/* Gradients through an autocast op (backward outside the region) are f32
+ * and within 2^-6 of the largest f32 gradient of the f32 run; they are not
+ * the f32 gradients (the backward GEMMs run in bf16 too). */
+START_TEST(test_autocast_gradients)
+{
+    TU_MEM_BEGIN;
+    for (int i = 0; i < N_CASES; i++) {
+        const OpCase *c = &CASES[i];
+        CtScope *s = ct_scope_open();
+        Tensor *in[3];
+        case_inputs(c, in, true);
+        double *g[2][3] = {{0}};
+        for (int r = 0; r < 2; r++) {
+            for (int k = 0; k < 3; k++)
+                if (in[k]) tensor_set_grad(in[k], NULL);
+            CtDType prev;
+            ck_assert_int_eq(tensor_autocast_begin(r ? CT_BF16 : CT_F32, &prev), CT_OK);
+            Tensor *y = c->fn(in);
+            tensor_autocast_end(prev);
+            Tensor *loss = tensor_sum(tensor_mul(y, y), 0, NULL, false);
+            ck_assert_int_eq(tensor_backward(loss, NULL), CT_OK);
+            for (int k = 0; k < 3; k++)
+                if (in[k]) {
+                    ck_assert_int_eq(tensor_dtype(tensor_grad(in[k])), CT_F32);
+                    g[r][k] = host(tensor_grad(in[k]));
+                }
+        }
+        for (int k = 0; k < 3; k++) {
+            if (!in[k]) continue;
+            int64_t n = tensor_numel(in[k]);
+            double gmax = 0, dmax = 0;
+            for (int64_t e = 0; e < n; e++) gmax = fmax(gmax, fabs(g[0][k][e]));
+            for (int64_t e = 0; e < n; e++)
+                dmax = fmax(dmax, fabs(g[0][k][e] - g[1][k][e]));
+            ck_assert_msg(dmax <= ldexp(gmax, -6),
+                          "%s input %d: max diff %g, max grad %g", c->name, k, dmax,
+                          gmax);
+            if (k < 2) ck_assert_msg(dmax > 0, "%s input %d: f32 gradients", c->name, k);
+            free(g[0][k]);
+            free(g[1][k]);
+        }
+        ct_scope_close(s);
+    }
+    TU_MEM_END;
+}
+END_TEST
+
+/* ------------------------------------------------------ engines (CPU) */
+
+/* The portable engine (forced) equals the f32 op on rounded operands
+ * bit for bit: it is that computation. */
+START_TEST(test_autocast_baseline_is_rounded_f32)
+{
+    TU_MEM_BEGIN;
+    setenv("CTRAINER_CPU_ISA", "baseline", 1);
+    ck_assert(!ct_cpu_bf16_native());
+    for (int i = 0; i < N_CASES; i++) {
+        const OpCase *c = &CASES[i];
+        CtScope *s = ct_scope_open();
+        Tensor *in[3], *rin[3];
+        rounded_inputs(c, in, rin);
+        Tensor *y = in_bf16(c->fn, in), *ref = c->fn(rin);
+        double *a = host(y), *b = host(ref);
+        for (int64_t e = 0; e < tensor_numel(y); e++)
+            ck_assert_msg(a[e] == b[e], "%s element %lld: %g vs %g", c->name,
+                          (long long)e, a[e], b[e]);
+        free(a);
+        free(b);
+        ct_scope_close(s);
+    }
+    unsetenv("CTRAINER_CPU_ISA");
+    TU_MEM_END;
+}
+END_TEST
+
+static float round_bf16(float x)
+{
+    return ct_bf16_to_f32(ct_f32_to_bf16(x));
+}
+
+/* The engine against a double-precision reference on rounded operands, for
+ * every transpose, odd sizes, edges of the 8 x 32 tile, k past one k block,
+ * alpha and beta. Run for the native engine (when the CPU has avx512_bf16)
+ * and for the portable one. */
+static void check_engine(const char *engine)
+{
+    static const int SHAPES[][3] = {{1, 1, 1},    {8, 32, 2},   {9, 33, 3}, {17, 5, 600},
+                                    {3, 70, 513}, {40, 31, 64}, {64, 96, 9}};
+    for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++)
+        for (int tr = 0; tr < 4; tr++) {
+            int m = SHAPES[s][0], n = SHAPES[s][1], k = SHAPES[s][2];
+            bool ta = tr & 1, tb = tr >> 1;
+            float *a = malloc(sizeof *a * (size_t)(m * k)),
+                  *b = malloc(sizeof *b * (size_t)(k * n));
+            float *c = malloc(sizeof *c * (size_t)(m * n)),
+                  *c0 = malloc(sizeof *c0 * (size_t)(m * n));
+            for (int i = 0; i < m * k; i++) a[i] = sinf(0.37f * (float)i + 0.1f);
+            for (int i = 0; i < k * n; i++) b[i] = cosf(0.23f * (float)i);
+            for (int i = 0; i < m * n; i++) c[i] = c0[i] = 0.5f - 0.01f * (float)(i % 97);
+            float beta = tr == 1 ? 0.0f : 0.75f;
+            CtGemmBf16 g = {.trans_a = ta,
+                            .trans_b = tb,
+                            .m = m,
+                            .n = n,
+                            .k = k,
+                            .alpha = 1.5f,
+                            .beta = beta,
+                            .a = a,
+                            .lda = ta ? m : k,
+                            .b = b,
+                            .ldb = tb ? k : n,
+                            .c = c,
+                            .ldc = n};
+            ct_cpu_gemm_bf16(&g, s % 2 ? 2 : 1);
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++) {
+                    double acc = 0, mag = 0;
+                    for (int l = 0; l < k; l++) {
+                        double p = (double)round_bf16(ta ? a[l * m + i] : a[i * k + l]) *
+                                   (double)round_bf16(tb ? b[j * k + l] : b[l * n + j]);
+                        acc += p;
+                        mag += fabs(p);
+                    }
+                    double want = 1.5 * acc + (beta != 0 ? beta * c0[i * n + j] : 0.0);
+                    ck_assert_msg(fabs(c[i * n + j] - want) <= 1e-6 * (mag + 1),
+                                  "%s %dx%dx%d ta %d tb %d (%d, %d): %g, want %g", engine,
+                                  m, n, k, ta, tb, i, j, c[i * n + j], want);
+                }
+            free(a);
+            free(b);
+            free(c);
+            free(c0);
+        }
+}
+
+START_TEST(test_gemm_engines)
+{
+    if (ct_cpu_bf16_native())
+        check_engine("avx512_bf16");
+    else
+        fprintf(stderr, "test_gemm_engines: no avx512_bf16 on this CPU, native engine "
+                        "not tested\n");
+    setenv("CTRAINER_CPU_ISA", "baseline", 1);
+    check_engine("baseline");
+    unsetenv("CTRAINER_CPU_ISA");
+}
+END_TEST
+
+/* ----------------------------------------------------------- bad input */
+
+START_TEST(test_autocast_state_and_errors)
+{
+    TU_MEM_BEGIN;
+    ck_assert_int_eq(tensor_autocast_dtype(), CT_F32);
+    CtDType outer, inner;
+    ck_assert_int_eq(tensor_autocast_begin(CT_BF16, &outer), CT_OK);
+    ck_assert_int_eq(tensor_autocast_begin(CT_F32, &inner), CT_OK);
+    ck_assert_int_eq(tensor_autocast_dtype(), CT_F32);
+    tu_assert_error(tensor_autocast_begin(CT_I32, NULL),
+                    "tensor_autocast_begin: dtype i32 is not one of bf16, f16, f32");
+    ck_assert_int_eq(tensor_autocast_dtype(), CT_F32);
+    tensor_autocast_end(inner);
+    ck_assert_int_eq(tensor_autocast_dtype(), CT_BF16);
+    tensor_autocast_end(outer);
+    ck_assert_int_eq(tensor_autocast_dtype(), CT_F32);
+
+    /* f16 autocast is CUDA only: a CPU op says so, and suggests bf16 */
+    CtScope *s = ct_scope_open();
+    Tensor *x = rand_f32(2, (const int64_t[]){2, 3}, 1, false);
+    Tensor *w = rand_f32(2, (const int64_t[]){4, 3}, 2, false);
+    ck_assert_int_eq(tensor_autocast_begin(CT_F16, &outer), CT_OK);
+    ck_assert_ptr_null(tensor_linear(x, w, NULL));
+    tu_assert_error(CT_ERR_UNSUPPORTED, "linear: f16 autocast needs a CUDA device");
+    ck_assert_ptr_null(tensor_matmul(x, tensor_transpose(w, 0, 1)));
+    tu_assert_error(CT_ERR_UNSUPPORTED, "use bf16 on the CPU");
+    tensor_autocast_end(outer);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("autocast");
+    TCase *tc = tcase_create("autocast");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_autocast_ops_round_operands);
+    tcase_add_test(tc, test_autocast_tolerance_vs_f32);
+    tcase_add_test(tc, test_autocast_f32_ops_unchanged);
+    tcase_add_test(tc, test_autocast_gradients);
+    tcase_add_test(tc, test_autocast_baseline_is_rounded_f32);
+    tcase_add_test(tc, test_gemm_engines);
+    tcase_add_test(tc, test_autocast_state_and_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
