@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 
 #include "tensor/cpu/workers.h"
+#include "testutil.h"
 
 #define N 1000
 
@@ -103,7 +104,7 @@ START_TEST(test_workers_concurrent_callers)
 }
 END_TEST
 
-int main(void)
+static Suite *suite(void)
 {
     Suite *s = suite_create("workers");
     TCase *tc = tcase_create("pool");
@@ -112,9 +113,10 @@ int main(void)
     tcase_add_test(tc, test_workers_nested_runs_inline);
     tcase_add_test(tc, test_workers_concurrent_callers);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
 }
