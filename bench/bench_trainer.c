@@ -1,20 +1,26 @@
-/* bench_trainer — the Trainer's training epoch on the two example workloads,
+/* bench_trainer — the Trainer's training epoch on the example workloads,
  * for comparison with bench/bench_trainer_torch.py (a plain PyTorch loop):
  *
  *   mlp       train_mnist's: the 784-128-64-10 MLP, CrossEntropy, SGD lr 0.001
  *             momentum 0.9, batch 32, inputs v/255
  *   basicnet  train_basicnet's: nn_model_basicnet, NLL, AdamW lr 1e-3 (PyTorch
  *             defaults otherwise), batch 64, inputs (v/255 - mean) / std
+ *   resnet18  nn_model_resnet18 with 10 classes on random 64x64 RGB images
+ *             (uniform [0, 1), random labels), CrossEntropy, SGD lr 0.01
+ *             momentum 0.9, batch 32
  *
- *   bench_trainer [--workload mlp|basicnet] [--epochs N] [--data DIR] [--seed N]
+ *   bench_trainer [--workload mlp|basicnet|resnet18] [--epochs N] [--batch N]
+ *                 [--batches N] [--data DIR] [--seed N]
  *
  * Each epoch is one shuffled pass over the 60 000 Fashion-MNIST training
- * images through trainer_train (its loader and collate, the default
- * callbacks without the progress bar), no evaluation. Prints, like the
- * PyTorch script, "epoch_s <seconds> last_loss <loss>" per epoch (timed from
- * on_train_epoch_start to on_train_epoch_end) and "peak_rss_mib <MiB>"
- * (getrusage ru_maxrss) at the end. bench/run_trainer_bench.sh runs both
- * sides interleaved.
+ * images (resnet18: over --batches batches of random images) through
+ * trainer_train (its loader and collate, the default callbacks without the
+ * progress bar), no evaluation. --batch overrides the batch size, --batches
+ * caps the batches per epoch (resnet18: 10 by default). Prints, like the
+ * PyTorch script, "epoch_s <seconds> step_ms <ms> last_loss <loss>" per epoch
+ * (timed from on_train_epoch_start to on_train_epoch_end; step_ms is that
+ * over the batches) and "peak_rss_mib <MiB>" (getrusage ru_maxrss) at the
+ * end. bench/run_trainer_bench.sh runs both sides interleaved.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,9 +97,10 @@ static CtStatus et_step_end(Callback *cb, Trainer *t, const DataBatch *b,
 
 static CtStatus et_end(Callback *cb, Trainer *t)
 {
-    (void)t;
     EpochTimer *e = (EpochTimer *)cb;
-    printf("epoch_s %.4f last_loss %.4f\n", now() - e->t0, e->last_loss);
+    double dt = now() - e->t0;
+    printf("epoch_s %.4f step_ms %.4f last_loss %.4f\n", dt,
+           1e3 * dt / (double)trainer_train_dataloader_len(t), e->last_loss);
     fflush(stdout);
     return CT_OK;
 }
@@ -114,16 +121,53 @@ static Callback *epoch_timer_create(void)
 
 /* ---------------------------------------------------------------- main */
 
+/* resnet18's data: n random (3, 64, 64) images in [0, 1) and labels 0..9 */
+static Dataset *random_images(int64_t n, CtGenerator *g)
+{
+    Tensor *x = tensor_rand(g, 4, (int64_t[]){n, 3, 64, 64}, CT_F32, ct_cpu());
+    Tensor *u = tensor_rand(g, 1, (int64_t[]){n}, CT_F32, ct_cpu());
+    Tensor *y = tensor_cast(tensor_mul_scalar(u, 10.0), CT_I64);
+    Dataset *d = x && y ? data_tensor_dataset_create(2, (Tensor *[]){x, y}) : NULL;
+    tensor_free(x);
+    tensor_free(u);
+    tensor_free(y);
+    return d;
+}
+
+static Module *make_model(char w, CtGenerator *g)
+{
+    if (w == 'm') return nn_model_mlp(784, 2, (int64_t[]){128, 64}, 10, g);
+    if (w == 'b') return nn_model_basicnet(g);
+    return nn_model_resnet18(&(NnResNetArgs){.num_classes = 10}, g);
+}
+
+static Optimizer *make_optimizer(char w, Module *model)
+{
+    if (!model) return NULL;
+    if (w == 'b')
+        return optim_adamw_create(model, &(AdamArgs){.lr = 1e-3,
+                                                     .beta1 = 0.9,
+                                                     .beta2 = 0.999,
+                                                     .eps = 1e-8,
+                                                     .weight_decay = 0.01});
+    return optim_sgd_create(model,
+                            &(SgdArgs){.lr = w == 'm' ? 0.001 : 0.01, .momentum = 0.9});
+}
+
 int main(int argc, char **argv)
 {
     const char *workload = "mlp", *dir = DATA_FASHION_MNIST_DIR;
-    int64_t epochs = 1;
+    int64_t epochs = 1, batch = 0, batches = 0;
     uint64_t seed = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--workload"))
             workload = argv[i + 1];
         else if (!strcmp(argv[i], "--epochs"))
             epochs = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--batch"))
+            batch = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--batches"))
+            batches = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--data"))
             dir = argv[i + 1];
         else if (!strcmp(argv[i], "--seed"))
@@ -131,28 +175,27 @@ int main(int argc, char **argv)
         else
             break;
     }
-    bool mlp = !strcmp(workload, "mlp");
-    if ((argc - 1) % 2 || (!mlp && strcmp(workload, "basicnet"))) {
+    char w = !strcmp(workload, "mlp")        ? 'm'
+             : !strcmp(workload, "basicnet") ? 'b'
+             : !strcmp(workload, "resnet18") ? 'r'
+                                             : 0;
+    if ((argc - 1) % 2 || !w || batch < 0 || batches < 0) {
         fprintf(stderr,
-                "usage: %s [--workload mlp|basicnet] [--epochs N] [--data DIR] "
-                "[--seed N]\n",
+                "usage: %s [--workload mlp|basicnet|resnet18] [--epochs N] [--batch N] "
+                "[--batches N] [--data DIR] [--seed N]\n",
                 argv[0]);
         return 2;
     }
+    if (!batch) batch = w == 'b' ? 64 : 32;
+    if (w == 'r' && !batches) batches = 10;
 
-    Dataset *train = data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir});
     CtGenerator g = ct_generator(seed, 0);
-    Module *model =
-        mlp ? nn_model_mlp(784, 2, (int64_t[]){128, 64}, 10, &g) : nn_model_basicnet(&g);
-    Optimizer *opt = NULL;
-    if (model)
-        opt = mlp ? optim_sgd_create(model, &(SgdArgs){.lr = 0.001, .momentum = 0.9})
-                  : optim_adamw_create(model, &(AdamArgs){.lr = 1e-3,
-                                                          .beta1 = 0.9,
-                                                          .beta2 = 0.999,
-                                                          .eps = 1e-8,
-                                                          .weight_decay = 0.01});
-    NnLoss *loss = mlp ? nn_loss_cross_entropy(NULL) : nn_loss_nll(NULL);
+    Dataset *train =
+        w == 'r' ? random_images(batches * batch, &g)
+                 : data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir});
+    Module *model = make_model(w, &g);
+    Optimizer *opt = make_optimizer(w, model);
+    NnLoss *loss = w == 'b' ? nn_loss_nll(NULL) : nn_loss_cross_entropy(NULL);
     Trainer *t = NULL;
     Callback *cbs[CALLBACKS_DEFAULT_MAX + 1];
     int n = callbacks_default(cbs, CALLBACKS_DEFAULT_MAX, false);
@@ -165,13 +208,13 @@ int main(int argc, char **argv)
                                             .n_callbacks = n});
     else
         for (int i = 0; i < n; i++) callback_free(cbs[i]);
-    CtStatus st =
-        t ? trainer_train(
-                t, &(TrainArgs){.train_dataset = train,
-                                .num_epochs = epochs,
-                                .per_device_batch_size = mlp ? 32 : 64,
-                                .collate_fn = mlp ? collate_mlp : collate_basicnet})
-          : ct_last_status();
+    if (t && batches) trainer_limit_batches(t, batches, 0);
+    DataCollateFn collate = w == 'm' ? collate_mlp : w == 'b' ? collate_basicnet : NULL;
+    CtStatus st = t ? trainer_train(t, &(TrainArgs){.train_dataset = train,
+                                                    .num_epochs = epochs,
+                                                    .per_device_batch_size = batch,
+                                                    .collate_fn = collate})
+                    : ct_last_status();
     if (st != CT_OK) fprintf(stderr, "bench_trainer: %s\n", ct_last_error());
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);

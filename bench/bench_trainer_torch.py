@@ -3,18 +3,26 @@ as a plain PyTorch loop over preloaded tensors (no DataLoader, no Trainer).
 
     /usr/bin/python3 bench/bench_trainer_torch.py --workload mlp --epochs 1
     /usr/bin/python3 bench/bench_trainer_torch.py --workload basicnet --epochs 1
+    /usr/bin/python3 bench/bench_trainer_torch.py --workload resnet18 --epochs 3
     /usr/bin/python3 bench/bench_trainer_torch.py --workload mlp --epochs 8 --eval
 
-Workloads (the same recipes as examples/train_mnist.c and train_basicnet.c):
+Workloads (the same recipes as examples/train_mnist.c and train_basicnet.c,
+and bench_trainer.c's resnet18):
   mlp       Flatten + Linear 784-128-64-10 with ReLUs, CrossEntropyLoss, SGD
             lr 0.001 momentum 0.9, batch 32; inputs ToTensor-scaled (v/255)
   basicnet  PyTorch's MNIST example net (log_softmax output), NLLLoss, AdamW
             lr 1e-3 (betas 0.9/0.999, eps 1e-8, weight_decay 0.01), batch 64;
             inputs (v/255 - 0.2860) / 0.3530 (Fashion-MNIST's mean/std)
-Each epoch is one shuffled pass over the 60 000 training images; the timing
-covers the training loop only (shuffle, slicing, forward, backward, step).
-Prints one line per epoch, "epoch_s <seconds>", then, with --eval, the test
-accuracy, and finally "peak_rss_mib <MiB>" (getrusage ru_maxrss).
+  resnet18  torchvision's ResNet-18 (written out below: torchvision is not a
+            Debian package for this Python) with 10 classes, random 64x64 RGB
+            images in [0, 1) and random labels, CrossEntropyLoss, SGD lr 0.01
+            momentum 0.9, batch 32, 10 batches per epoch
+Each epoch is one shuffled pass over the 60 000 training images (or
+--batches batches); the timing covers the training loop only (shuffle,
+slicing, forward, backward, step). --batch overrides the batch size.
+Prints one line per epoch, "epoch_s <seconds> step_ms <ms> last_loss <loss>",
+then, with --eval, the test accuracy, and finally "peak_rss_mib <MiB>"
+(getrusage ru_maxrss).
 
 Images are read with gzip + numpy and kept as u8; each batch is converted to
 f32 when it is sliced (like the C side, which keeps u8 images and converts
@@ -81,31 +89,80 @@ class BasicNet(nn.Module):
         return F.log_softmax(self.fc2(x), dim=1)
 
 
+class BasicBlock(nn.Module):
+    """torchvision's ResNet BasicBlock."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                            nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        idt = x if self.downsample is None else self.downsample(x)
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + idt)
+
+
+class ResNet18(nn.Module):
+    """torchvision's resnet18(num_classes) layer for layer."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        chans, cin, layers = [64, 128, 256, 512], 64, []
+        for i, c in enumerate(chans):
+            stride = 1 if i == 0 else 2
+            layers.append(nn.Sequential(BasicBlock(cin, c, stride), BasicBlock(c, c, 1)))
+            cin = c
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(512, num_classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = F.adaptive_avg_pool2d(self.layers(x), 1)
+        return self.fc(torch.flatten(x, 1))
+
+
 def workload(name):
-    """model, loss, optimizer, batch size, input transform of a u8 batch."""
+    """model, loss, optimizer, batch size, input transform of a batch."""
     if name == "mlp":
         model = nn.Sequential(
             nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
             nn.Linear(64, 10))
         opt = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
         return model, nn.CrossEntropyLoss(), opt, 32, lambda u8: u8.float().div_(255)
+    if name == "resnet18":
+        model = ResNet18(10)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        return model, nn.CrossEntropyLoss(), opt, 32, lambda x: x
     model = BasicNet()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
                             weight_decay=0.01)
     return model, nn.NLLLoss(), opt, 64, lambda u8: u8.float().div_(255).sub_(MEAN).div_(STD)
 
 
-def train_epoch(model, loss_fn, opt, bs, prep, x, y, g):
+def train_epoch(model, loss_fn, opt, bs, prep, x, y, g, batches):
+    """Trains one epoch; returns the last loss and the number of steps."""
     model.train()
     perm = torch.randperm(len(x), generator=g)
-    for i in range(0, len(x), bs):
+    starts = range(0, len(x), bs)
+    if batches:
+        starts = starts[:batches]
+    for i in starts:
         idx = perm[i : i + bs]
         out = model(prep(x[idx]))
         loss = loss_fn(out, y[idx])
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return loss.item()
+    return loss.item(), len(starts)
 
 
 @torch.no_grad()
@@ -119,7 +176,9 @@ def accuracy(model, prep, x, y):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--workload", choices=["mlp", "basicnet"], default="mlp")
+    ap.add_argument("--workload", choices=["mlp", "basicnet", "resnet18"], default="mlp")
+    ap.add_argument("--batch", type=int, default=0, help="batch size (0: the workload's)")
+    ap.add_argument("--batches", type=int, default=0, help="batches per epoch (0: all)")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -128,13 +187,21 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    x, y = load(args.data, "train")
     model, loss_fn, opt, bs, prep = workload(args.workload)
+    bs = args.batch or bs
     g = torch.Generator().manual_seed(args.seed)
+    if args.workload == "resnet18":
+        args.batches = args.batches or 10
+        x = torch.rand(args.batches * bs, 3, 64, 64, generator=g)
+        y = torch.randint(0, 10, (args.batches * bs,), generator=g)
+    else:
+        x, y = load(args.data, "train")
     for _ in range(args.epochs):
         t0 = time.perf_counter()
-        loss = train_epoch(model, loss_fn, opt, bs, prep, x, y, g)
-        print(f"epoch_s {time.perf_counter() - t0:.4f} last_loss {loss:.4f}", flush=True)
+        loss, steps = train_epoch(model, loss_fn, opt, bs, prep, x, y, g, args.batches)
+        dt = time.perf_counter() - t0
+        print(f"epoch_s {dt:.4f} step_ms {1e3 * dt / steps:.4f} last_loss {loss:.4f}",
+              flush=True)
     if args.eval:
         tx, ty = load(args.data, "t10k")
         print(f"test_accuracy {accuracy(model, prep, tx, ty):.2f}")

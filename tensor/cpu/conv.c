@@ -1,9 +1,11 @@
 /* Conv2d kernels: im2col/col2im + BLAS gemm, f32 and f64.
  *
- * Parallelism is OpenMP's alone; the gemms run single-threaded. When the
- * batch has at least as many samples as there are threads, each thread
- * takes whole samples with its own column buffer; otherwise the threads
- * share each sample, splitting im2col/col2im and the gemm's columns.
+ * The gemms run single-threaded. When the batch has at least as many
+ * samples as there are threads, the engine pool (workers.h) takes whole
+ * samples, each pool slot with its own column buffer, claimed one at a
+ * time so that a stalled thread on a busy machine holds nobody up;
+ * otherwise an OpenMP team shares each sample, splitting im2col/col2im and
+ * the gemm's columns.
  * Measured on a 2-core EPYC for BasicNet's and a ResNet-18 stage's shapes
  * (docs/benchmarks.md, "CPU conv2d"): samples-per-thread was 2-7x faster
  * than running samples one by one with OpenBLAS threading the gemm, partly
@@ -14,6 +16,7 @@
 #include "../conv.h"
 #include "cpu.h"
 #include "gemm_bf16.h"
+#include "workers.h"
 
 /* Pooling kernels live in pool.c and register with this group. */
 void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s);
@@ -81,7 +84,7 @@ static ConvPlan plan(const CtConv2dParams *p, int64_t acc)
     bool direct =
         p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->ph == 0 && p->pw == 0;
     pl.col = direct ? 0 : (p->c / p->groups) * p->kh * p->kw * p->oh * p->ow;
-    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+    int nt = ct_workers_max();
     /* tiny problems: one thread (the parallel region costs more) */
     if (p->n * p->o * p->oh * p->ow * (p->c / p->groups) * p->kh * p->kw < CT_CPU_PAR_MIN)
         nt = 1;

@@ -171,6 +171,50 @@ static void FN(weight_sample)(const CtConv2dParams *p, const T *gy, const T *x, 
 /* The three kernels. Scratch: a column buffer per thread (batch-parallel)
  * or one shared by the team, plus per-thread gw/gb accumulators for the
  * batch-parallel weight gradient. */
+/* Pool items of the batch-parallel path: one sample each, with the slot's
+ * own column buffer (and weight-gradient accumulators). */
+typedef struct FN(ConvJob) {
+    const CtConv2dParams *p;
+    const ConvPlan *pl;
+    const T *x, *w, *b, *gy;
+    T *y, *gx, *scratch, *blocks;
+    bool want_w, want_b;
+} FN(ConvJob);
+
+static T *FN(slot_col)(const FN(ConvJob) * j, int slot)
+{
+    return j->pl->col ? j->scratch + (int64_t)slot * j->pl->col : NULL;
+}
+
+static void FN(fwd_item)(void *ctx, int64_t n, int slot)
+{
+    const FN(ConvJob) *j = ctx;
+    const CtConv2dParams *p = j->p;
+    FN(fwd_sample)
+    (p, j->x + n * p->c * p->h * p->w, j->w, j->b, j->y + n * p->o * p->oh * p->ow,
+     FN(slot_col)(j, slot), SOLO);
+}
+
+static void FN(data_item)(void *ctx, int64_t n, int slot)
+{
+    const FN(ConvJob) *j = ctx;
+    const CtConv2dParams *p = j->p;
+    FN(data_sample)
+    (p, j->gy + n * p->o * p->oh * p->ow, j->w, j->gx + n * p->c * p->h * p->w,
+     FN(slot_col)(j, slot), SOLO);
+}
+
+static void FN(weight_item)(void *ctx, int64_t n, int slot)
+{
+    const FN(ConvJob) *j = ctx;
+    const CtConv2dParams *p = j->p;
+    const int64_t nw = p->o * (p->c / p->groups) * p->kh * p->kw;
+    T *acc = j->blocks + (int64_t)slot * (nw + p->o);
+    FN(weight_sample)
+    (p, j->gy + n * p->o * p->oh * p->ow, j->x + n * p->c * p->h * p->w,
+     j->want_w ? acc : NULL, j->want_b ? acc + nw : NULL, FN(slot_col)(j, slot), SOLO);
+}
+
 static CtStatus FN(conv_fwd)(const CtOpCall *c)
 {
     const CtConv2dParams *p = c->params;
@@ -182,14 +226,13 @@ static CtStatus FN(conv_fwd)(const CtOpCall *c)
     Tensor *st = scratch_new(&pl, c->out[0]->dtype, (void **)&scratch);
     if (pl.total && !st) return ct_last_status();
     const int64_t xs = p->c * p->h * p->w, ys = p->o * p->oh * p->ow;
+    if (pl.batch) {
+        FN(ConvJob)
+        j = {.p = p, .pl = &pl, .x = x, .w = w, .b = b, .y = y, .scratch = scratch};
+        ct_workers_run(p->n, pl.nt, FN(fwd_item), &j);
+    } else {
 #pragma omp parallel num_threads(pl.nt)
-    {
-        if (pl.batch) {
-            T *col = pl.col ? scratch + (int64_t)omp_get_thread_num() * pl.col : NULL;
-#pragma omp for schedule(static)
-            for (int64_t n = 0; n < p->n; n++)
-                FN(fwd_sample)(p, x + n * xs, w, b, y + n * ys, col, SOLO);
-        } else {
+        {
             Team tm = team_here();
             for (int64_t n = 0; n < p->n; n++)
                 FN(fwd_sample)(p, x + n * xs, w, b, y + n * ys, scratch, tm);
@@ -209,14 +252,13 @@ static CtStatus FN(conv_bwd_data)(const CtOpCall *c)
     Tensor *st = scratch_new(&pl, c->out[0]->dtype, (void **)&scratch);
     if (pl.total && !st) return ct_last_status();
     const int64_t xs = p->c * p->h * p->w, ys = p->o * p->oh * p->ow;
+    if (pl.batch) {
+        FN(ConvJob)
+        j = {.p = p, .pl = &pl, .gy = gy, .w = w, .gx = gx, .scratch = scratch};
+        ct_workers_run(p->n, pl.nt, FN(data_item), &j);
+    } else {
 #pragma omp parallel num_threads(pl.nt)
-    {
-        if (pl.batch) {
-            T *col = pl.col ? scratch + (int64_t)omp_get_thread_num() * pl.col : NULL;
-#pragma omp for schedule(static)
-            for (int64_t n = 0; n < p->n; n++)
-                FN(data_sample)(p, gy + n * ys, w, gx + n * xs, col, SOLO);
-        } else {
+        {
             Team tm = team_here();
             for (int64_t n = 0; n < p->n; n++)
                 FN(data_sample)(p, gy + n * ys, w, gx + n * xs, scratch, tm);
@@ -232,43 +274,42 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
     const T *gy = ct_ptr(c->in[0]), *x = ct_ptr(c->in[1]);
     T *gw = c->out[0] ? ct_ptr(c->out[0]) : NULL;
     T *gb = c->out[1] ? ct_ptr(c->out[1]) : NULL;
-    const int64_t nw = gw ? tensor_numel(c->out[0]) : 0, nb = gb ? p->o : 0;
-    for (int64_t e = 0; e < nw; e++) gw[e] = 0;
-    for (int64_t e = 0; e < nb; e++) gb[e] = 0;
+    const int64_t nw = p->o * (p->c / p->groups) * p->kh * p->kw, nb = p->o;
+    if (gw)
+        for (int64_t e = 0; e < nw; e++) gw[e] = 0;
+    if (gb)
+        for (int64_t e = 0; e < nb; e++) gb[e] = 0;
     ConvPlan pl = plan(p, nw + nb);
     T *scratch = NULL;
     Tensor *st =
         scratch_new(&pl, (c->out[0] ? c->out[0] : c->out[1])->dtype, (void **)&scratch);
     if (pl.total && !st) return ct_last_status();
     const int64_t xs = p->c * p->h * p->w, ys = p->o * p->oh * p->ow;
-    /* batch-parallel threads accumulate into private (gw, gb) blocks after
-     * their column buffers, zeroed up front so that a block stays valid if
-     * the runtime gives fewer threads than asked for */
-    T *blocks = scratch + pl.nt * pl.col;
-    if (pl.batch)
+    if (pl.batch) {
+        /* every slot accumulates into its own (gw, gb) block after the
+         * column buffers; the blocks are summed once all samples are done */
+        T *blocks = scratch + pl.nt * pl.col;
         for (int64_t e = 0; e < pl.nt * (nw + nb); e++) blocks[e] = 0;
+        FN(ConvJob)
+        j = {.p = p,
+             .pl = &pl,
+             .gy = gy,
+             .x = x,
+             .scratch = scratch,
+             .blocks = blocks,
+             .want_w = gw != NULL,
+             .want_b = gb != NULL};
+        ct_workers_run(p->n, pl.nt, FN(weight_item), &j);
+        for (int k = 0; k < pl.nt; k++) {
+            const T *blk = blocks + (int64_t)k * (nw + nb);
+            if (gw)
+                for (int64_t e = 0; e < nw; e++) gw[e] += blk[e];
+            if (gb)
+                for (int64_t e = 0; e < nb; e++) gb[e] += blk[nw + e];
+        }
+    } else {
 #pragma omp parallel num_threads(pl.nt)
-    {
-        if (pl.batch) {
-            const int64_t t = omp_get_thread_num();
-            T *col = pl.col ? scratch + t * pl.col : NULL;
-            T *acc = blocks + t * (nw + nb);
-            T *aw = gw ? acc : NULL, *ab = gb ? acc + nw : NULL;
-#pragma omp for schedule(static)
-            for (int64_t n = 0; n < p->n; n++) {
-                FN(weight_sample)(p, gy + n * ys, x + n * xs, aw, ab, col, SOLO);
-            }
-            /* the loop's implicit barrier: every block is complete */
-#pragma omp for schedule(static)
-            for (int64_t e = 0; e < nw + nb; e++) {
-                T s = 0;
-                for (int k = 0; k < pl.nt; k++) s += blocks[(int64_t)k * (nw + nb) + e];
-                if (e < nw)
-                    gw[e] = s;
-                else
-                    gb[e - nw] = s;
-            }
-        } else {
+        {
             Team tm = team_here();
             for (int64_t n = 0; n < p->n; n++)
                 FN(weight_sample)(p, gy + n * ys, x + n * xs, gw, gb, scratch, tm);

@@ -21,11 +21,12 @@ void ct_cpu_register_index(CtKernelFn *k,
                            CtSupportsFn *s); /* INDEX_*, GATHER, SCATTER_ADD, ONE_HOT */
 
 /* Memory-bound work below this many elements runs on one thread. An OpenMP
- * fork/join costs a few microseconds on bare metal but hundreds on small VMs
- * whose idle vCPUs must be woken (measured in docs/benchmarks.md: the MLP
- * epoch took 1.9 s on 2 threads at 32k, 0.6 s at 1M); 1M elements (4 MB of
- * f32) is where splitting pays off on both. */
-#define CT_CPU_PAR_MIN 1048576
+ * fork/join costs a few microseconds on an idle machine, but its
+ * end-of-region barrier waits for every team thread, and when another
+ * process holds a core that takes 0.1-20 ms (bench/bench_overhead.c,
+ * docs/benchmarks.md) while a 1M-element pass is ~0.5 ms of work. From 8M
+ * elements (32 MB of f32: several ms of work) splitting still pays. */
+#define CT_CPU_PAR_MIN 8388608
 
 /* Strided iteration over `nops` tensors of one shape, dims coalesced where
  * every operand allows it. Rows are the innermost (coalesced) dim:

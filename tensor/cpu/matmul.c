@@ -1,73 +1,96 @@
 /* MATMUL: batched GEMM through OpenBLAS (CtMatmulParams in internal.h).
  *
- * Threading: one pool. OpenBLAS is told once to run single-threaded
- * (openblas_set_num_threads(1) when the CPU backend starts) and every GEMM
- * parallelism comes from OpenMP: a batch of small GEMMs runs one GEMM per
- * thread; a large GEMM is split into row or column blocks of C, one per
- * thread. Two pools (OpenBLAS's pthreads and libgomp's) spin-wait against
- * each other on small machines; measured in docs/benchmarks.md. */
+ * Threading: OpenBLAS runs single-threaded (openblas_set_num_threads(1)
+ * when the CPU backend starts) and GEMM parallelism comes from the engine
+ * pool (workers.h): a batch of small GEMMs runs one GEMM per item; a large
+ * GEMM is split into row or column blocks of C, one block per item. Items
+ * are claimed from a shared counter, so on a busy machine the calling
+ * thread does the blocks a stalled pool thread did not take. OpenBLAS's
+ * own threads were slower on small shapes (784x128x32: 93 GFLOP/s on one
+ * thread, 29 on two) and spin against OpenMP's; docs/benchmarks.md. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <omp.h>
-
 #include "cpu.h"
 #include "gemm_bf16.h"
+#include "workers.h"
 
-/* A batch runs one GEMM per thread when each GEMM is at most this big
- * (m*n*k) and the batch has at least BATCH_PAR_MIN_MNK in all. */
+/* Work (m*n*k summed over the batch) below which a matmul runs on the
+ * calling thread: about 20 us of single-threaded GEMM, the scale at which a
+ * hand-off to a spinning pool thread (~1 us) stops being noise but a
+ * wake-up from sleep (~50 us on a VM) could still dominate. */
+#define PAR_MIN_MNK 1048576.0
+/* A batch runs one GEMM per item when each GEMM is at most this big. */
 #define BATCH_GEMM_MAX_MNK 262144.0
-#define BATCH_PAR_MIN_MNK  524288.0
-/* A single GEMM is split over threads from this m*n*k on (about 60 us of
- * single-threaded work: below it a fork/join costs more than it saves). */
-#define SPLIT_MIN_MNK 4194304.0
+/* Blocks of a split GEMM: at most this many per thread (some slack for a
+ * thread that is slowed down), each at least SPLIT_MIN_EDGE rows or
+ * columns (multiples of 16 so that BLAS keeps its full-width kernels). */
+#define SPLIT_PER_THREAD 2
+#define SPLIT_MIN_EDGE   32
 
-static bool batch_parallel(const CtMatmulParams *p)
+/* How one matmul call is cut into pool items. */
+typedef struct GemmPlan {
+    int nt;         /* threads (1: inline) */
+    int64_t blocks; /* blocks per matrix (1: whole GEMMs) */
+    int64_t step;   /* rows or columns per block */
+    bool rows;      /* blocks of rows of C (else columns) */
+} GemmPlan;
+
+static GemmPlan gemm_plan(const CtMatmulParams *p)
 {
     double mnk = (double)p->m * (double)p->n * (double)p->k;
-    return p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK &&
-           mnk * (double)p->batch >= BATCH_PAR_MIN_MNK;
+    GemmPlan g = {.nt = ct_workers_max(), .blocks = 1, .rows = p->m >= p->n};
+    g.step = g.rows ? p->m : p->n;
+    if (mnk * (double)p->batch < PAR_MIN_MNK) g.nt = 1;
+    bool per_gemm = p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK;
+    if (g.nt > 1 && !per_gemm) {
+        int64_t len = g.step, most = len / SPLIT_MIN_EDGE;
+        int64_t want = (int64_t)g.nt * SPLIT_PER_THREAD;
+        g.blocks = most < want ? (most > 1 ? most : 1) : want;
+        g.step = ((len + g.blocks - 1) / g.blocks + 15) / 16 * 16;
+        g.blocks = (len + g.step - 1) / g.step;
+    }
+    return g;
 }
 
-static int split_threads(const CtMatmulParams *p)
-{
-    double mnk = (double)p->m * (double)p->n * (double)p->k;
-    int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-    return mnk >= SPLIT_MIN_MNK ? nt : 1;
-}
+typedef struct GemmJob {
+    const CtMatmulParams *p;
+    GemmPlan g;
+    const void *A, *B;
+    void *C;
+} GemmJob;
 
-/* One row-major GEMM split into nt blocks of C along its larger dim: a block
- * of rows takes the matching rows of op(A), a block of columns the matching
- * columns of op(B). Block edges are multiples of 16 so that BLAS keeps its
- * full-width micro-kernels. */
-#define SPLIT_GEMM(NAME, T, GEMM)                                                        \
-    static void NAME(const CtMatmulParams *p, int nt, T alpha, const T *a, int lda,      \
-                     const T *b, int ldb, T beta, T *c)                                  \
+/* Item i: block i % blocks of matrix i / blocks. A block of rows takes the
+ * matching rows of op(A), a block of columns the matching columns of
+ * op(B). */
+#define GEMM_ITEM(NAME, T, GEMM)                                                         \
+    static void NAME(void *ctx, int64_t i, int slot)                                     \
     {                                                                                    \
+        (void)slot;                                                                      \
+        const GemmJob *j = ctx;                                                          \
+        const CtMatmulParams *p = j->p;                                                  \
+        const int64_t mat = i / j->g.blocks, s0 = i % j->g.blocks * j->g.step;           \
         const int m = (int)p->m, n = (int)p->n, k = (int)p->k;                           \
+        const int lda = p->trans_a ? m : k, ldb = p->trans_b ? k : n;                    \
+        const T *a = (const T *)j->A + mat * p->stride_a;                                \
+        const T *b = (const T *)j->B + mat * p->stride_b;                                \
+        T *c = (T *)j->C + mat * p->stride_c;                                            \
         const enum CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;          \
         const enum CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;          \
-        const bool rows = m >= n;                                                        \
-        const int len = rows ? m : n;                                                    \
-        const int step = ((len + nt - 1) / nt + 15) / 16 * 16;                           \
-        _Pragma("omp parallel for schedule(static) num_threads(nt)") for (int s0 = 0;    \
-                                                                          s0 < len;      \
-                                                                          s0 += step)    \
-        {                                                                                \
-            int bl = len - s0 < step ? len - s0 : step;                                  \
-            if (rows)                                                                    \
-                GEMM(CblasRowMajor, ta, tb, bl, n, k, alpha,                             \
-                     a + (p->trans_a ? s0 : (int64_t)s0 * lda), lda, b, ldb, beta,       \
-                     c + (int64_t)s0 * n, n);                                            \
-            else                                                                         \
-                GEMM(CblasRowMajor, ta, tb, m, bl, k, alpha, a, lda,                     \
-                     b + (p->trans_b ? (int64_t)s0 * ldb : s0), ldb, beta, c + s0, n);   \
-        }                                                                                \
+        const int64_t len = j->g.rows ? m : n;                                           \
+        const int bl = (int)(len - s0 < j->g.step ? len - s0 : j->g.step);               \
+        if (j->g.rows)                                                                   \
+            GEMM(CblasRowMajor, ta, tb, bl, n, k, (T)p->alpha,                           \
+                 a + (p->trans_a ? s0 : s0 * lda), lda, b, ldb, (T)p->beta, c + s0 * n,  \
+                 n);                                                                     \
+        else                                                                             \
+            GEMM(CblasRowMajor, ta, tb, m, bl, k, (T)p->alpha, a, lda,                   \
+                 b + (p->trans_b ? s0 * ldb : s0), ldb, (T)p->beta, c + s0, n);          \
     }
-SPLIT_GEMM(split_sgemm, float, cblas_sgemm)
-SPLIT_GEMM(split_dgemm, double, cblas_dgemm)
+GEMM_ITEM(sgemm_item, float, cblas_sgemm)
+GEMM_ITEM(dgemm_item, double, cblas_dgemm)
 
 /* C = beta * C for every matrix (k == 0: the product is empty). */
 static void scale_c(const CtMatmulParams *p, CtDType dt, void *C)
@@ -86,7 +109,7 @@ static void scale_c(const CtMatmulParams *p, CtDType dt, void *C)
 }
 
 /* Row-major GEMMs, f32 or f64; leading dimensions follow from the packed
- * layout. The dtype is switched outside the batch loop. */
+ * layout. */
 static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void *B,
                  void *C)
 {
@@ -95,37 +118,9 @@ static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void 
         scale_c(p, dt, C);
         return;
     }
-    const int m = (int)p->m, n = (int)p->n, k = (int)p->k;
-    const int lda = p->trans_a ? m : k, ldb = p->trans_b ? k : n;
-    const enum CBLAS_TRANSPOSE ta = p->trans_a ? CblasTrans : CblasNoTrans;
-    const enum CBLAS_TRANSPOSE tb = p->trans_b ? CblasTrans : CblasNoTrans;
-    const int64_t sa = p->stride_a, sb = p->stride_b, sc = p->stride_c;
-    const bool par = batch_parallel(p);
-    if (dt == CT_F32) {
-        const float *a = A, *b = B;
-        float *c = C;
-        const int nt = par ? 1 : split_threads(p);
-#pragma omp parallel for schedule(static) if (par)
-        for (int64_t i = 0; i < p->batch; i++)
-            if (nt > 1)
-                split_sgemm(p, nt, (float)p->alpha, a + i * sa, lda, b + i * sb, ldb,
-                            (float)p->beta, c + i * sc);
-            else
-                cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, (float)p->alpha, a + i * sa,
-                            lda, b + i * sb, ldb, (float)p->beta, c + i * sc, n);
-    } else {
-        const double *a = A, *b = B;
-        double *c = C;
-        const int nt = par ? 1 : split_threads(p);
-#pragma omp parallel for schedule(static) if (par)
-        for (int64_t i = 0; i < p->batch; i++)
-            if (nt > 1)
-                split_dgemm(p, nt, p->alpha, a + i * sa, lda, b + i * sb, ldb, p->beta,
-                            c + i * sc);
-            else
-                cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, p->alpha, a + i * sa, lda,
-                            b + i * sb, ldb, p->beta, c + i * sc, n);
-    }
+    GemmJob j = {.p = p, .g = gemm_plan(p), .A = A, .B = B, .C = C};
+    ct_workers_run(p->batch * j.g.blocks, j.g.nt, dt == CT_F32 ? sgemm_item : dgemm_item,
+                   &j);
 }
 
 /* ------------------------------------------------------------------ bf16 */
@@ -166,7 +161,6 @@ static CtStatus gemm_bf16(const CtMatmulParams *p, const uint16_t *A, const uint
         for (int64_t j = 0; j < p->batch * mn; j++)
             fc[j] = p->beta == 0 ? 0.0f : (float)p->beta * fc[j];
     } else {
-#pragma omp parallel for schedule(static) if (batch_parallel(p))
         for (int64_t i = 0; i < p->batch; i++)
             cblas_sbgemm(CblasRowMajor, ta, tb, m, n, k, (float)p->alpha,
                          A + i * p->stride_a, lda, B + i * p->stride_b, ldb,
@@ -209,8 +203,12 @@ static CtStatus gemm_bf16(const CtMatmulParams *p, const uint16_t *A, const uint
 static void gemm_autocast(const CtMatmulParams *p, const float *a, const float *b,
                           float *c)
 {
-    const bool par = batch_parallel(p);
-    const int nt = par ? 1 : split_threads(p);
+    /* one GEMM per item for a batch of small ones, else threads inside */
+    const GemmPlan plan = gemm_plan(p);
+    const double mnk = (double)p->m * (double)p->n * (double)p->k;
+    const bool par = plan.nt > 1 && p->batch > 1 && p->stride_c != 0 &&
+                     mnk <= BATCH_GEMM_MAX_MNK;
+    const int nt = par ? 1 : plan.nt;
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t i = 0; i < p->batch; i++) {
         CtGemmBf16 g = {.trans_a = p->trans_a,

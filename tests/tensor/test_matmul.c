@@ -213,6 +213,38 @@ START_TEST(test_matmul_layouts)
 }
 END_TEST
 
+/* Products big enough for the engine pool (m*n*k from 1M): split into row
+ * blocks (m >= n) or column blocks with a short last block, transposed
+ * operands, batches of split GEMMs, and batches of small GEMMs one per
+ * item; f32 and f64 against the f64 reference. */
+START_TEST(test_matmul_pool_split)
+{
+    CtScope *s = ct_scope_open();
+    const double tol[2] = {1e-4, 1e-11};
+    for (int d = 0; d < 2; d++) {
+        CtDType dt = d ? CT_F64 : CT_F32;
+        /* 131 rows in blocks of 48: 48, 48, 35 */
+        check_matmul(rnd(dt, 2, (const int64_t[]){131, 97}, 20),
+                     rnd(dt, 2, (const int64_t[]){97, 83}, 21), tol[d], tol[d]);
+        /* both transposed */
+        check_matmul(tensor_transpose(rnd(dt, 2, (const int64_t[]){97, 131}, 22), 0, 1),
+                     tensor_transpose(rnd(dt, 2, (const int64_t[]){83, 97}, 23), 0, 1),
+                     tol[d], tol[d]);
+        /* column blocks, B transposed */
+        check_matmul(rnd(dt, 2, (const int64_t[]){45, 257}, 24),
+                     tensor_transpose(rnd(dt, 2, (const int64_t[]){301, 257}, 25), 0, 1),
+                     tol[d], tol[d]);
+        /* a batch of split GEMMs, B broadcast */
+        check_matmul(rnd(dt, 3, (const int64_t[]){3, 50, 70}, 26),
+                     rnd(dt, 2, (const int64_t[]){70, 110}, 27), tol[d], tol[d]);
+        /* a batch of small GEMMs, one per item */
+        check_matmul(rnd(dt, 3, (const int64_t[]){400, 16, 12}, 28),
+                     rnd(dt, 3, (const int64_t[]){400, 12, 17}, 29), tol[d], tol[d]);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
 START_TEST(test_matmul_bf16)
 {
     TU_MEM_BEGIN;
@@ -543,6 +575,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_matmul_values);
     tcase_add_test(tc, test_matmul_ranks);
     tcase_add_test(tc, test_matmul_layouts);
+    tcase_add_test(tc, test_matmul_pool_split);
     tcase_add_test(tc, test_matmul_bf16);
     tcase_add_test(tc, test_linear_values);
     tcase_add_test(tc, test_matmul_grad);
