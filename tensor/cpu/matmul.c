@@ -24,11 +24,14 @@
 #define PAR_MIN_MNK 1048576.0
 /* A batch runs one GEMM per item when each GEMM is at most this big. */
 #define BATCH_GEMM_MAX_MNK 262144.0
-/* Blocks of a split GEMM: at most this many per thread (some slack for a
- * thread that is slowed down), each at least SPLIT_MIN_EDGE rows or
- * columns (multiples of 16 so that BLAS keeps its full-width kernels). */
-#define SPLIT_PER_THREAD 2
-#define SPLIT_MIN_EDGE   32
+/* Blocks of a split GEMM: at most SPLIT_BLOCKS (slack for a thread that is
+ * slowed down), each at least SPLIT_MIN_EDGE rows or columns (multiples of
+ * 16 so that BLAS keeps its full-width kernels). The blocks depend on the
+ * shape only, never on the thread count, so results are bitwise the same
+ * for any number of threads (BLAS may round a block's tail differently
+ * from a whole matrix). */
+#define SPLIT_BLOCKS   8
+#define SPLIT_MIN_EDGE 32
 
 /* How one matmul call is cut into pool items. */
 typedef struct GemmPlan {
@@ -43,12 +46,12 @@ static GemmPlan gemm_plan(const CtMatmulParams *p)
     double mnk = (double)p->m * (double)p->n * (double)p->k;
     GemmPlan g = {.nt = ct_workers_max(), .blocks = 1, .rows = p->m >= p->n};
     g.step = g.rows ? p->m : p->n;
-    if (mnk * (double)p->batch < PAR_MIN_MNK) g.nt = 1;
+    bool small = mnk * (double)p->batch < PAR_MIN_MNK;
     bool per_gemm = p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK;
-    if (g.nt > 1 && !per_gemm) {
+    if (small) g.nt = 1;
+    if (!small && !per_gemm) {
         int64_t len = g.step, most = len / SPLIT_MIN_EDGE;
-        int64_t want = (int64_t)g.nt * SPLIT_PER_THREAD;
-        g.blocks = most < want ? (most > 1 ? most : 1) : want;
+        g.blocks = most < SPLIT_BLOCKS ? (most > 1 ? most : 1) : SPLIT_BLOCKS;
         g.step = ((len + g.blocks - 1) / g.blocks + 15) / 16 * 16;
         g.blocks = (len + g.step - 1) / g.step;
     }
