@@ -122,12 +122,7 @@ static int finetune(void *user)
     ex.model = st == CT_OK
                    ? pretrained_resnet18(f, data_image_folder_num_classes(all_train), &g)
                    : NULL;
-    ex.opt = ex.model ? optim_adamw_create(ex.model, &(AdamArgs){.lr = 1e-3,
-                                                                 .beta1 = 0.9,
-                                                                 .beta2 = 0.999,
-                                                                 .eps = 1e-8,
-                                                                 .weight_decay = 0.01})
-                      : NULL;
+    ex.opt = example_adamw(ex.model, 1e-3);
     ex.loss = ex.opt ? nn_loss_cross_entropy(NULL) : NULL;
     Runtime *rt =
         ex.loss ? runtime_create(&(RuntimeArgs){.mixed_precision = "bf16"}) : NULL;
@@ -169,23 +164,10 @@ static int finetune(void *user)
     return rc;
 }
 
-/* Removes "--processes N" from argv and returns N (default 2). */
-static int take_processes(int *argc, char **argv)
-{
-    int n = 2, kept = 1;
-    for (int i = 1; i < *argc; i++) {
-        if (!strcmp(argv[i], "--processes") && i + 1 < *argc)
-            n = atoi(argv[++i]);
-        else
-            argv[kept++] = argv[i];
-    }
-    *argc = kept;
-    return n;
-}
-
 int main(int argc, char **argv)
 {
-    Finetune f = {.processes = take_processes(&argc, argv), .o = {.epochs = 2}};
+    Finetune f = {.processes = atoi(example_take_option(&argc, argv, "--processes", "2")),
+                  .o = {.epochs = 2}};
     f.o.progress_bar = true;
     if (argc < 3 || !example_parse(argc - 2, argv + 2, &f.o)) {
         fprintf(stderr,

@@ -29,36 +29,17 @@ static CtStatus collate_rgb(const DataSample *s, int64_t n, DataBatch *out, void
     return CT_OK;
 }
 
-/* Removes "--out PATH" from argv and returns PATH (the default when absent). */
-static const char *take_out(int *argc, char **argv)
-{
-    const char *path = "resnet18_fashion_mnist.safetensors";
-    int kept = 1;
-    for (int i = 1; i < *argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < *argc)
-            path = argv[++i];
-        else
-            argv[kept++] = argv[i];
-    }
-    *argc = kept;
-    return path;
-}
-
 int main(int argc, char **argv)
 {
-    const char *out = take_out(&argc, argv);
+    const char *out =
+        example_take_option(&argc, argv, "--out", "resnet18_fashion_mnist.safetensors");
     Example ex = {.name = "pretrain_backbone", .o = {.epochs = 1}};
     int rc = example_begin(&ex, argc, argv, false);
     if (rc) return rc;
 
     CtGenerator g = ct_generator(ex.o.seed, 0);
     ex.model = nn_model_resnet18(&(NnResNetArgs){.num_classes = 10}, &g);
-    ex.opt = ex.model ? optim_adamw_create(ex.model, &(AdamArgs){.lr = 1e-3,
-                                                                 .beta1 = 0.9,
-                                                                 .beta2 = 0.999,
-                                                                 .eps = 1e-8,
-                                                                 .weight_decay = 0.01})
-                      : NULL;
+    ex.opt = example_adamw(ex.model, 1e-3);
     ex.loss = ex.opt ? nn_loss_cross_entropy(NULL) : NULL;
     /* no callbacks given: the trainer gets the default list */
     Trainer *t = ex.loss ? trainer_create(&(TrainerConfig){
