@@ -63,6 +63,23 @@ usage:
     return false;
 }
 
+/* Removes "FLAG VALUE" from argv (the last one given wins) and returns
+ * VALUE, or dflt when FLAG is absent, so the rest can go to example_parse. */
+static inline const char *example_take_option(int *argc, char **argv, const char *flag,
+                                              const char *dflt)
+{
+    const char *value = dflt;
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (!strcmp(argv[i], flag) && i + 1 < *argc)
+            value = argv[++i];
+        else
+            argv[kept++] = argv[i];
+    }
+    *argc = kept;
+    return value;
+}
+
 static inline double example_now(void)
 {
     struct timespec t;
@@ -278,6 +295,18 @@ static inline bool example_mlp(Example *ex, double lr)
     return ex->loss != NULL;
 }
 
+/* AdamW over m with PyTorch's defaults but lr (betas 0.9/0.999, eps 1e-8,
+ * weight_decay 0.01); NULL m returns NULL keeping the first error. */
+static inline Optimizer *example_adamw(Module *m, double lr)
+{
+    return m ? optim_adamw_create(m, &(AdamArgs){.lr = lr,
+                                                 .beta1 = 0.9,
+                                                 .beta2 = 0.999,
+                                                 .eps = 1e-8,
+                                                 .weight_decay = 0.01})
+             : NULL;
+}
+
 /* train_basicnet's model and optimizer (its three versions share them):
  * nn_model_basicnet from g (which then drives the dropouts, so it must
  * outlive the model), AdamW with PyTorch's defaults (lr 1e-3, betas
@@ -286,12 +315,7 @@ static inline bool example_mlp(Example *ex, double lr)
 static inline bool example_basicnet(Example *ex, CtGenerator *g)
 {
     ex->model = nn_model_basicnet(g);
-    ex->opt = ex->model ? optim_adamw_create(ex->model, &(AdamArgs){.lr = 1e-3,
-                                                                    .beta1 = 0.9,
-                                                                    .beta2 = 0.999,
-                                                                    .eps = 1e-8,
-                                                                    .weight_decay = 0.01})
-                        : NULL;
+    ex->opt = example_adamw(ex->model, 1e-3);
     ex->loss = ex->opt ? nn_loss_nll(NULL) : NULL;
     return ex->loss != NULL;
 }

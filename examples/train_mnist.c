@@ -62,25 +62,11 @@ static bool parse_checkpoint_flags(int *argc, char **argv, CheckpointOptions *c)
     return c->every >= 0;
 }
 
-/* Removes "--mixed-precision VALUE" from argv and returns VALUE (NULL when
- * absent: the runtime then reads CTRAINER_MIXED_PRECISION). */
-static const char *take_mixed_precision(int *argc, char **argv)
-{
-    const char *mp = NULL;
-    int out = 1;
-    for (int i = 1; i < *argc; i++) {
-        if (!strcmp(argv[i], "--mixed-precision") && i + 1 < *argc)
-            mp = argv[++i];
-        else
-            argv[out++] = argv[i];
-    }
-    *argc = out;
-    return mp;
-}
-
 int main(int argc, char **argv)
 {
-    const char *mixed_precision = take_mixed_precision(&argc, argv);
+    /* NULL when absent: the runtime then reads CTRAINER_MIXED_PRECISION */
+    const char *mixed_precision =
+        example_take_option(&argc, argv, "--mixed-precision", NULL);
     Example ex = {.name = "train_mnist", .o = {.epochs = 8}};
     CheckpointOptions co = {0};
     if (!parse_checkpoint_flags(&argc, argv, &co)) return 2;
