@@ -165,12 +165,14 @@ static Tensor *gather_rows(Runtime *rt, const char *fn, Tensor *t, bool equal_di
      * the host (NCCL has no variable-size gather) */
     bool nccl = on_cuda(t) && equal;
     bool grad = ct_set_grad_enabled(false);
-    Tensor *src = nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
+    Tensor *src =
+        nccl || !on_cuda(t) ? tensor_contiguous(t) : tensor_to_device(t, ct_cpu());
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, tensor_shape(t), sizeof(int64_t) * (size_t)tensor_ndim(t));
     shape[0] = rows;
     Tensor *all =
-        src ? tensor_empty(tensor_ndim(t), shape, tensor_dtype(t), tensor_device(src)) : NULL;
+        src ? tensor_empty(tensor_ndim(t), shape, tensor_dtype(t), tensor_device(src))
+            : NULL;
     CtStatus st =
         !all   ? CT_ERR_OOM
         : nccl ? rt_nccl_allgather(rt, tensor_data(src), tensor_data(all), bytes[0])

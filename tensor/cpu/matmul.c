@@ -209,8 +209,8 @@ static void gemm_autocast(const CtMatmulParams *p, const float *a, const float *
     /* one GEMM per item for a batch of small ones, else threads inside */
     const GemmPlan plan = gemm_plan(p);
     const double mnk = (double)p->m * (double)p->n * (double)p->k;
-    const bool par = plan.nt > 1 && p->batch > 1 && p->stride_c != 0 &&
-                     mnk <= BATCH_GEMM_MAX_MNK;
+    const bool par =
+        plan.nt > 1 && p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK;
     const int nt = par ? 1 : plan.nt;
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t i = 0; i < p->batch; i++) {

@@ -623,7 +623,8 @@ static Scheduler *make_one_cycle(Trainer *t, Optimizer *o, void *user)
                                              TRAINER_NUM_UPDATE_STEPS_PER_EPOCH,
                                              &r->total),
                      CT_OK);
-    return scheduler_one_cycle_lr(o, &(OneCycleArgs){.max_lr = 0.1, .total_steps = r->total});
+    return scheduler_one_cycle_lr(
+        o, &(OneCycleArgs){.max_lr = 0.1, .total_steps = r->total});
 }
 
 START_TEST(placeholders_one_cycle)
