@@ -189,7 +189,7 @@ static CtStatus no_nccl(Runtime *rt, const char *what)
     return ct_error(
         CT_ERR_UNSUPPORTED,
         "rank %d: %s of a CUDA tensor needs NCCL, which this build of ctrainer "
-        "does not have (build with CUDA and NCCL, or move the tensor to the "
+        "does not have (build with -DCTRAINER_NCCL=ON, or move the tensor to the "
         "CPU first)",
         rt->rank, what);
 }

@@ -151,6 +151,35 @@ START_TEST(collectives_inside_a_scope)
 }
 END_TEST
 
+/* CUDA tensors go through NCCL (-DCTRAINER_NCCL=ON), on the local rank's
+ * GPU; other builds refuse them clearly. Skips loudly without a GPU. */
+START_TEST(cuda_collectives)
+{
+    int dev = runtime_local_rank(rt);
+    if (ct_cuda_device_count() <= dev) {
+        if (R == 0) printf("*** SKIPPED CUDA collective tests: no CUDA device ***\n");
+        return;
+    }
+    CtScope *s = ct_scope_open();
+    Tensor *h = tu_tensor(CT_F32, 1, (int64_t[]){3}, (double[]){R + 1, 2 * (R + 1), 3});
+    Tensor *d = tensor_to_device(h, ct_cuda(dev));
+    Tensor *sum = runtime_reduce(rt, d, RUNTIME_REDUCE_SUM);
+#ifdef CTRAINER_HAVE_NCCL
+    Tensor *all = runtime_gather(rt, d);
+    double tri = W * (W + 1) / 2.0, want[3] = {tri, 2 * tri, 3.0 * W}, rows[3 * 3];
+    for (int r = 0; r < W; r++)
+        for (int i = 0; i < 3; i++)
+            rows[3 * r + i] = i == 0 ? r + 1 : i == 1 ? 2 * (r + 1) : 3;
+    tu_assert_values(tensor_to_device(sum, ct_cpu()), want, 3, 0, 0);
+    tu_assert_values(tensor_to_device(all, ct_cpu()), rows, 3 * W, 0, 0);
+#else
+    ck_assert_ptr_null(sum);
+    tu_assert_error(ct_last_status(), "needs NCCL");
+#endif
+    ct_scope_close(s);
+}
+END_TEST
+
 START_TEST(gather_unequal_dim0_is_an_error_everywhere)
 {
     Tensor *t = tu_tensor(CT_F32, 1, (int64_t[]){R + 1}, (double[]){1, 2, 3});
@@ -268,6 +297,7 @@ int main(void)
     tcase_add_test(tc, prepare_and_gradient_mean);
     tcase_add_test(tc, stats_count_collectives);
     tcase_add_test(tc, collectives_inside_a_scope);
+    tcase_add_test(tc, cuda_collectives);
     suite_add_tcase(s, tc);
     int rc = tu_run(s);
     runtime_free(rt);
