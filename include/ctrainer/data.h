@@ -416,8 +416,8 @@ CtStatus data_loader_status(const DataLoader *dl);
 int64_t data_loader_len(const DataLoader *dl);
 /* The arguments the loader was created with, as resolved: a copy of
  * data_loader_create's args with prefetch 0 replaced by its default 2
- * (collate stays NULL for the default collate). Owned by the loader, valid
- * until data_loader_free. NULL loader: NULL with an error. */
+ * (collate stays NULL for the default collate). The loader keeps the
+ * struct, valid until data_loader_free. NULL loader: NULL with an error. */
 const DataLoaderArgs *data_loader_args(const DataLoader *dl);
 /* Restarts iteration at the start of `epoch` (>= 0): the shuffle order and
  * the DataCtx of every sample follow it. Discards prefetched batches. */

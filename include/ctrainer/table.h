@@ -43,8 +43,8 @@ typedef struct CtTable {
  * until the next ct_table_add or ct_table_free: items move as the table
  * grows, so keep indices, not pointers, across additions. */
 void *ct_table_at(const CtTable *t, int64_t i);
-/* The name of entry i, or NULL when i is out of range. Owned by the table,
- * valid until ct_table_free (names do not move). */
+/* The name of entry i, or NULL when i is out of range. The table keeps the
+ * string, valid until ct_table_free (names do not move). */
 const char *ct_table_name(const CtTable *t, int64_t i);
 /* The index of the entry called name, or -1 (also for NULL t or name). */
 int64_t ct_table_index(const CtTable *t, const char *name);

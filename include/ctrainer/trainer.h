@@ -396,7 +396,7 @@ typedef struct TrainerConfig {
      * ranks from the environment) and owns it. */
     Runtime *runtime;
     /* Borrowed. NULL: an fp16 run (runtime_mixed_precision) gets a scaler
-     * with PyTorch's defaults, owned by the trainer; other runs scale
+     * with PyTorch's defaults that the trainer creates and frees; other runs scale
      * nothing. Given: the trainer scales the loss, unscales, skips steps with
      * inf/NaN gradients and updates the scale with it, whatever the
      * precision (see runtime.h, "loss scaler"). */
