@@ -166,3 +166,16 @@ void tu_gradcheck_at(const char *file, int line, const char *name, TuGradFn fn, 
     }
     free(g);
 }
+
+void tu_make_temp_dir(char *buf, size_t n, const char *prefix)
+{
+    snprintf(buf, n, "/tmp/%s_XXXXXX", prefix);
+    ck_assert_ptr_nonnull(mkdtemp(buf));
+}
+
+void tu_remove_dir(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}

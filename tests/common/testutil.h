@@ -55,4 +55,9 @@ void tu_gradcheck_at(const char *file, int line, const char *name, TuGradFn fn, 
                   "tensor memory leaked: %zu bytes in use, %zu before",                  \
                   ct_alloc_stats(ct_cpu()).in_use, tu_mem0_)
 
+/* A fresh directory "/tmp/<prefix>_XXXXXX" written into buf (n bytes). */
+void tu_make_temp_dir(char *buf, size_t n, const char *prefix);
+/* Removes dir and everything in it. */
+void tu_remove_dir(const char *dir);
+
 #endif

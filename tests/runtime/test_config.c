@@ -12,15 +12,12 @@ static char dir[64];
 
 static void make_dir(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/ct_config_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    tu_make_temp_dir(dir, sizeof dir, "ct_config");
 }
 
 static void remove_dir(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    tu_remove_dir(dir);
 }
 
 /* Writes text to DIR/name and returns the path (static buffer). */

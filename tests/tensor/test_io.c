@@ -13,8 +13,7 @@ static char dir[] = "/tmp/ct_io_XXXXXX";
 
 static void make_dir(void)
 {
-    strcpy(dir, "/tmp/ct_io_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    tu_make_temp_dir(dir, sizeof dir, "ct_io");
 }
 
 static const char *in_dir(const char *name)

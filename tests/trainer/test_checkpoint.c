@@ -135,15 +135,7 @@ static void run_free(Run *r)
 
 static void temp_dir(char *buf, size_t n)
 {
-    snprintf(buf, n, "/tmp/ctrainer_ckpt_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(buf));
-}
-
-static void remove_dir(const char *dir)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    tu_make_temp_dir(buf, n, "ctrainer_ckpt");
 }
 
 static void assert_same_history(Trainer *a, Trainer *b, const char *metric)
@@ -185,7 +177,7 @@ static void free_runs(Run *a, Run *b1, Run *b2, const char *dir)
     run_free(a);
     run_free(b1);
     run_free(b2);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 
 /* 13 batches per epoch; checkpoints every 5 updates; stopped at update 18
@@ -395,7 +387,7 @@ START_TEST(damaged_checkpoints_are_clear_errors)
     ck_assert_mem_eq(pa, pb, sizeof pa);
     run_free(&a);
     run_free(&b);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -456,7 +448,7 @@ START_TEST(mismatched_checkpoints_change_nothing)
     run_free(&other);
 
     run_free(&a);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -504,7 +496,7 @@ START_TEST(sigkill_during_saves_leaves_a_loadable_latest)
     snprintf(cmd, sizeof cmd, "test $(ls '%s' | wc -l) -eq 3", dir);
     ck_assert_int_eq(system(cmd), 0);
     run_free(&a);
-    remove_dir(dir);
+    tu_remove_dir(dir);
 }
 END_TEST
 
