@@ -1,0 +1,161 @@
+/* cuda_host_cross_entropy: the CROSS_ENTROPY and CROSS_ENTROPY_BWD thread
+ * bodies (tensor/cuda/softmax_body.h) against the CPU backend, bit for bit:
+ * f32 and f64, class weights or none, label smoothing, nll_loss (log
+ * input), ignore_index (outside the classes, and a class itself), classes
+ * per position in one run (inner 1) or strided (inner > 1), empty batches;
+ * and the target check (range_body.h) finding the position the CPU
+ * reports. */
+#include "data.h"
+#include "tensor/cuda/range_body.h"
+#include "tensor/cuda/softmax_body.h"
+
+/* (n, c, inner) */
+static const int64_t cases[][3] = {
+    {1, 1, 1}, {0, 5, 1}, {7, 5, 1}, {3, 37, 1}, {2, 5, 3}, {300, 10, 1}, {4, 17, 70},
+};
+#define NCASES ((int)(sizeof cases / sizeof *cases))
+
+struct Variant {
+    bool weight, log_input, use_ignore;
+    int64_t ignore;
+    double smoothing;
+};
+static const Variant variants[] = {
+    {false, false, false, 0, 0},     {true, false, false, 0, 0},
+    {false, false, true, -100, 0.1}, {true, false, true, 2, 0.2},
+    {false, true, true, -100, 0},    {true, true, false, 0, 0},
+};
+#define NVARIANTS ((int)(sizeof variants / sizeof *variants))
+
+/* Targets in [0, c), every fifth position set to v.ignore when used. */
+static Tensor *targets(int64_t n, int64_t c, int64_t inner, const Variant &v,
+                       unsigned seed)
+{
+    int64_t shape[2] = {n, inner};
+    Tensor *t = ch_rand(2, shape, CT_F64, 0, (double)c, seed);
+    Tensor *ti = ct_tensor_new_persistent(2, shape, CT_I64, ct_cpu());
+    ck_assert_ptr_nonnull(ti);
+    const double *d = (const double *)ct_ptr(t);
+    int64_t *o = (int64_t *)ct_ptr(ti);
+    for (int64_t i = 0; i < n * inner; i++)
+        o[i] = v.use_ignore && i % 5 == 1 ? v.ignore : (int64_t)d[i];
+    tensor_free(t);
+    return ti;
+}
+
+template <typename T>
+static void run_bodies(const ChShape &sh, const CtCrossEntropyParams &p, const Tensor *x,
+                       const Tensor *tg, const Tensor *w, const Tensor *go, Tensor *loss,
+                       Tensor *wout, Tensor *gx)
+{
+    const T *wp = w ? (const T *)ct_ptr(w) : NULL;
+    ch_launch(sh.grid, sh.block, [&](CtThread t) {
+        ct_ce_fwd_thread<T>(t, p, (const T *)ct_ptr(x), (const int64_t *)ct_ptr(tg), wp,
+                            (T *)ct_ptr(loss), wout ? (T *)ct_ptr(wout) : NULL);
+    });
+    ch_launch(sh.grid, sh.block, [&](CtThread t) {
+        ct_ce_bwd_thread<T>(t, p, (const T *)ct_ptr(x), (const int64_t *)ct_ptr(tg), wp,
+                            (const T *)ct_ptr(go), (T *)ct_ptr(gx));
+    });
+}
+
+static void check_case(const int64_t *c, const Variant &v, CtDType dt, int *checked)
+{
+    int64_t n = c[0], nc = c[1], inner = c[2], pos[2] = {n, inner};
+    CtCrossEntropyParams p = {n,           nc,         inner, v.ignore, v.use_ignore,
+                              v.log_input, v.smoothing};
+    Tensor *x = ch_rand(3, c, dt, v.log_input ? -6 : -3, v.log_input ? 0 : 3, 5);
+    Tensor *tg = targets(n, nc, inner, v, 11);
+    Tensor *w = v.weight ? ch_rand(1, &nc, dt, 0.5, 2, 13) : NULL;
+    Tensor *go = ch_rand(2, pos, dt, -1, 1, 17);
+    Tensor *loss = ch_out(2, pos, dt), *wout = v.weight ? ch_out(2, pos, dt) : NULL;
+    Tensor *gx = ch_out(3, c, dt);
+    CtOpCall fwd = {CT_OP_CROSS_ENTROPY, {loss, wout}, {x, tg, w}, &p, NULL};
+    CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {gx}, {x, tg, w, go}, &p, NULL};
+    ch_cpu(fwd);
+    ch_cpu(bwd);
+    ChShape shapes[2];
+    int ns = ch_shapes(n * inner, shapes);
+    for (int k = 0; k < ns; k++) {
+        Tensor *gl = ch_out(2, pos, dt), *gw = wout ? ch_out(2, pos, dt) : NULL;
+        Tensor *ggx = ch_out(3, c, dt);
+        if (dt == CT_F32)
+            run_bodies<float>(shapes[k], p, x, tg, w, go, gl, gw, ggx);
+        else
+            run_bodies<double>(shapes[k], p, x, tg, w, go, gl, gw, ggx);
+        char what[128];
+        snprintf(what, sizeof what,
+                 "%s (%lld, %lld, %lld) weight %d log %d ignore %d:%lld eps %g launch %d",
+                 ct_dtype_name(dt), (long long)n, (long long)nc, (long long)inner,
+                 v.weight, v.log_input, v.use_ignore, (long long)v.ignore, v.smoothing,
+                 k);
+        ch_assert_same_bytes(loss, gl, what);
+        if (wout) ch_assert_same_bytes(wout, gw, what);
+        ch_assert_same_bytes(gx, ggx, what);
+        tensor_free(gl);
+        tensor_free(gw);
+        tensor_free(ggx);
+        ++*checked;
+    }
+    tensor_free(x);
+    tensor_free(tg);
+    tensor_free(w);
+    tensor_free(go);
+    tensor_free(loss);
+    tensor_free(wout);
+    tensor_free(gx);
+}
+
+START_TEST(test_cross_entropy_matches_cpu)
+{
+    int checked = 0;
+    for (int c = 0; c < NCASES; c++)
+        for (int v = 0; v < NVARIANTS; v++)
+            for (int dt = CT_F32; dt <= CT_F64; dt++)
+                check_case(cases[c], variants[v], (CtDType)dt, &checked);
+    ck_assert_int_eq(checked, NCASES * NVARIANTS * 2 * 2);
+}
+END_TEST
+
+/* Two bad targets (one negative, not the ignored value): the check finds the
+ * first, where the CPU kernel reports it. */
+START_TEST(test_bad_target_position)
+{
+    int64_t shape[3] = {3, 5, 2}, ts[2] = {3, 2};
+    Variant v = {false, false, true, -100, 0};
+    Tensor *x = ch_rand(3, shape, CT_F32, -1, 1, 3);
+    Tensor *tg = targets(3, 5, 2, v, 7);
+    int64_t *t = (int64_t *)ct_ptr(tg);
+    t[3] = -1;
+    t[5] = 5;
+    CtCrossEntropyParams p = {3, 5, 2, -100, true, false, 0};
+    Tensor *loss = ch_out(2, ts, CT_F32);
+    CtOpCall call = {CT_OP_CROSS_ENTROPY, {loss}, {x, tg}, &p, NULL};
+    ck_assert_int_eq(ct_dispatch(&call), CT_ERR_INVALID);
+    ck_assert_str_eq(ct_last_error(),
+                     "cross_entropy: target -1 at index [1, 1] is out of range for 5 "
+                     "classes");
+    CtRangeCheck rc = {5, true, -100};
+    for (int64_t grid = 1; grid <= 3; grid++) {
+        unsigned long long first = ~0ull;
+        ch_launch(grid, 2, [&](CtThread th) { ct_range_thread(th, t, 6, rc, &first); });
+        ck_assert_int_eq((int64_t)first, 3);
+        char at[32];
+        ck_assert_str_eq(ct_position_str(tg, (int64_t)first, at, sizeof at), "[1, 1]");
+    }
+    tensor_free(x);
+    tensor_free(tg);
+    tensor_free(loss);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cuda_host_cross_entropy");
+    TCase *tc = tcase_create("cross_entropy");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_cross_entropy_matches_cpu);
+    tcase_add_test(tc, test_bad_target_position);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
