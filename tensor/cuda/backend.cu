@@ -258,6 +258,7 @@ static void register_all(void)
     ct_cuda_register_random(kernels, supports);
     ct_cuda_register_softmax(kernels, supports);
     ct_cuda_register_layer_norm(kernels, supports);
+    ct_cuda_register_index(kernels, supports);
 }
 
 /* One iface for every cuda:N; the instance's context tells them apart. */

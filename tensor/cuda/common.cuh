@@ -57,6 +57,7 @@ void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
 void ct_cuda_register_softmax(CtKernelFn *k, CtSupportsFn *s); /* SOFTMAX*, CROSS_ENTROPY* */
 void ct_cuda_register_layer_norm(CtKernelFn *k, CtSupportsFn *s); /* LAYER_NORM* */
+void ct_cuda_register_index(CtKernelFn *k, CtSupportsFn *s); /* INDEX_*, GATHER, SCATTER_ADD, ONE_HOT */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */

@@ -18,6 +18,20 @@ static inline Tensor *ch_rand(int ndim, const int64_t *shape, CtDType dt, double
     return t;
 }
 
+/* A persistent CT_I64 tensor of `shape` with values uniform in [0, size). */
+static inline Tensor *ch_index(int ndim, const int64_t *shape, int64_t size,
+                               unsigned seed)
+{
+    Tensor *r = tu_rand64(ndim, shape, 0, (double)size, seed, false);
+    Tensor *t = ct_tensor_new_persistent(ndim, shape, CT_I64, ct_cpu());
+    ck_assert_ptr_nonnull(t);
+    const double *d = (const double *)ct_ptr(r);
+    int64_t *o = (int64_t *)ct_ptr(t);
+    for (int64_t i = 0; i < tensor_numel(t); i++) o[i] = (int64_t)d[i];
+    tensor_free(r);
+    return t;
+}
+
 /* A persistent contiguous tensor of `shape` in dt holding the byte pattern
  * of ch_buffer, for a kernel to write. */
 static inline Tensor *ch_out(int ndim, const int64_t *shape, CtDType dt)
