@@ -4,11 +4,21 @@
 #include "common.cuh"
 #include "random_body.h"
 
-template <typename T>
-__global__ void rng_kernel(T *out, int64_t n, int64_t nblocks, int per, CtRngParams p,
-                           int wide)
+template <int DT>
+__global__ void rng_kernel(void *out, int64_t n, int64_t nblocks, int per, CtRngParams p)
 {
-    ct_rng_thread<T>(ct_cuda_thread(), out, n, nblocks, per, p, wide);
+    ct_rng_thread<DT>(ct_cuda_thread(), out, n, nblocks, per, p);
+}
+
+template <int DT>
+static CtStatus launch_rng(CtCudaCtx *c, Tensor *out, int64_t n, const CtRngParams &p)
+{
+    int per = ct_rng_per_block(p.kind, DT == CT_F64);
+    int64_t nblocks = (n + per - 1) / per;
+    rng_kernel<DT><<<ct_cuda_blocks(nblocks), CT_CUDA_THREADS, 0, c->stream>>>(
+        ct_ptr(out), n, nblocks, per, p);
+    CT_CUDA_CHECK_LAUNCH("rng_kernel", c->stream);
+    return CT_OK;
 }
 
 static CtStatus cuda_rng(const CtOpCall *call)
@@ -19,24 +29,21 @@ static CtStatus cuda_rng(const CtOpCall *call)
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     int64_t n = tensor_numel(out);
     if (n == 0) return CT_OK;
-    bool wide = out->dtype == CT_F64;
-    int per = ct_rng_per_block(p->kind, wide);
-    int64_t nblocks = (n + per - 1) / per;
-    if (wide)
-        rng_kernel<double><<<ct_cuda_blocks(nblocks), CT_CUDA_THREADS, 0, c->stream>>>(
-            (double *)ct_ptr(out), n, nblocks, per, *p, 1);
-    else
-        rng_kernel<float><<<ct_cuda_blocks(nblocks), CT_CUDA_THREADS, 0, c->stream>>>(
-            (float *)ct_ptr(out), n, nblocks, per, *p, 0);
-    CT_CUDA_CHECK_LAUNCH("rng_kernel", c->stream);
-    return CT_OK;
+    switch (out->dtype) {
+    case CT_F32: return launch_rng<CT_F32>(c, out, n, *p);
+    case CT_F64: return launch_rng<CT_F64>(c, out, n, *p);
+    case CT_BF16: return launch_rng<CT_BF16>(c, out, n, *p);
+    default: return launch_rng<CT_F16>(c, out, n, *p);
+    }
 }
 
-/* f32 and f64, contiguous output (other dtypes: draw f32 and cast). */
+/* Float dtypes, contiguous output (integer draws: draw f32 and cast). */
 static bool cuda_rng_supports(const CtOpCall *call)
 {
     const Tensor *out = call->out[0];
-    return (out->dtype == CT_F32 || out->dtype == CT_F64) && tensor_is_contiguous(out);
+    CtDType dt = out->dtype;
+    return (dt == CT_F32 || dt == CT_F64 || dt == CT_BF16 || dt == CT_F16) &&
+           tensor_is_contiguous(out);
 }
 
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s)

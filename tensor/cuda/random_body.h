@@ -1,12 +1,15 @@
 /* Private to tensor/cuda: the thread body of RNG (random.cu), shared with
  * the host harness (hd.h). The same Philox blocks and lane mapping as the
  * CPU kernel (tensor/philox.h), one thread per Philox block: `per` draws of
- * block b fill elements b*per .. b*per+per-1 (the last block may be cut). */
+ * block b fill elements b*per .. b*per+per-1 (the last block may be cut).
+ * Draws are stored as the CPU stores them (copy_body.h's ct_st: through
+ * f32 for bf16 and f16), so dropout masks, which are bernoulli draws in the
+ * input's dtype, are the CPU's. */
 #ifndef CTRAINER_TENSOR_CUDA_RANDOM_BODY_H
 #define CTRAINER_TENSOR_CUDA_RANDOM_BODY_H
 
 #include "../philox.h"
-#include "hd.h"
+#include "copy_body.h"
 
 /* Draws per element: 2 for normals and f64 uniforms, else 4. */
 static inline int ct_rng_per_block(CtRngKind kind, bool wide)
@@ -14,17 +17,18 @@ static inline int ct_rng_per_block(CtRngKind kind, bool wide)
     return (kind == CT_RNG_NORMAL || wide) ? 2 : 4;
 }
 
-/* out: n contiguous T (float or double); wide: T is double. */
-template <typename T>
-CT_HD void ct_rng_thread(CtThread t, T *out, int64_t n, int64_t nblocks, int per,
-                         const CtRngParams &p, int wide)
+/* out: n contiguous elements of dtype DT (f32, f64, bf16, f16). */
+template <int DT>
+CT_HD void ct_rng_thread(CtThread t, void *out, int64_t n, int64_t nblocks, int per,
+                         const CtRngParams &p)
 {
     CT_THREAD_FOR(b, t, nblocks)
     {
         uint32_t r[4];
         ct_rng_block(p.seed, p.stream, p.offset, b, r);
         for (int j = 0; j < per && b * per + j < n; j++)
-            out[b * per + j] = (T)ct_rng_value((int)p.kind, wide, p.a, p.b, r, j);
+            ct_st<DT>(out, b * per + j,
+                      ct_rng_value((int)p.kind, DT == CT_F64, p.a, p.b, r, j));
     }
 }
 

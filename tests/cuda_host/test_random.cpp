@@ -1,5 +1,6 @@
 /* cuda_host_random: the RNG thread body (tensor/cuda/random_body.h) against
- * tensor_uniform / tensor_normal / tensor_bernoulli on the CPU, f32 and f64,
+ * tensor_uniform / tensor_normal / tensor_bernoulli on the CPU, f32, f64,
+ * bf16 and f16,
  * sizes that cut the last Philox block and the last thread block, and a
  * non-zero generator offset. */
 #include "tensor/cuda/random_body.h"
@@ -8,22 +9,31 @@
 static const int64_t sizes[] = {0, 1, 3, 5, 257, 1023, 4099};
 
 /* Draws n values with the body as random.cu launches it. */
-template <typename T>
-static void draw(const ChShape &g, Tensor *out, const CtRngParams &p, bool wide)
+template <int DT> static void draw(const ChShape &g, Tensor *out, const CtRngParams &p)
 {
     int64_t n = tensor_numel(out);
-    int per = ct_rng_per_block(p.kind, wide);
+    int per = ct_rng_per_block(p.kind, DT == CT_F64);
     int64_t nblocks = (n + per - 1) / per;
-    ch_launch(g.grid, g.block, [&](CtThread t) {
-        ct_rng_thread<T>(t, (T *)ct_ptr(out), n, nblocks, per, p, wide ? 1 : 0);
-    });
+    ch_launch(g.grid, g.block,
+              [&](CtThread t) { ct_rng_thread<DT>(t, ct_ptr(out), n, nblocks, per, p); });
+}
+
+/* The body for out's dtype (f32, f64, bf16, f16). */
+static void draw_any(const ChShape &g, Tensor *out, const CtRngParams &p)
+{
+    switch (tensor_dtype(out)) {
+    case CT_F32: draw<CT_F32>(g, out, p); break;
+    case CT_F64: draw<CT_F64>(g, out, p); break;
+    case CT_BF16: draw<CT_BF16>(g, out, p); break;
+    default: draw<CT_F16>(g, out, p); break;
+    }
 }
 
 START_TEST(test_rng_matches_cpu)
 {
     int checked = 0;
     for (int kind = CT_RNG_UNIFORM; kind <= CT_RNG_BERNOULLI; kind++) {
-        for (int dt = CT_F32; dt <= CT_F64; dt++) {
+        for (int dt = CT_F32; dt <= CT_F16; dt++) {
             for (int64_t n : sizes) {
                 CtGenerator gen = ct_generator(11, 3);
                 gen.offset = 5; /* as after earlier draws */
@@ -45,10 +55,7 @@ START_TEST(test_rng_matches_cpu)
                 int ns = ch_shapes((n + per - 1) / per, shapes);
                 for (int k = 0; k < ns; k++) {
                     Tensor *got = ch_buffer(n, (CtDType)dt);
-                    if (dt == CT_F64)
-                        draw<double>(shapes[k], got, p, true);
-                    else
-                        draw<float>(shapes[k], got, p, false);
+                    draw_any(shapes[k], got, p);
                     char what[64];
                     snprintf(what, sizeof what, "rng kind %d %s n %lld", kind,
                              ct_dtype_name((CtDType)dt), (long long)n);
@@ -60,7 +67,7 @@ START_TEST(test_rng_matches_cpu)
             }
         }
     }
-    ck_assert_int_eq(checked, 3 * 2 * 7 * 2);
+    ck_assert_int_eq(checked, 3 * 4 * 7 * 2);
 }
 END_TEST
 
