@@ -36,6 +36,21 @@ static Tensor *copy_src(int ndim, const int64_t *shape, CtDType dt, unsigned see
     return t;
 }
 
+/* Runs acc(launch, got) on a copy `got` of orig under each of the nsh
+ * launches and compares with want. */
+template <typename F>
+static void check_accumulate(const ChShape *sh, int nsh, const Tensor *orig,
+                             const Tensor *want, const char *what, int *checked, F acc)
+{
+    for (int s = 0; s < nsh; s++) {
+        Tensor *got = ch_clone(orig);
+        acc(sh[s], got);
+        ch_assert_same_bytes(want, got, what);
+        tensor_free(got);
+        ++*checked;
+    }
+}
+
 /* ---------------------------------------------------- index_select / add */
 
 /* (outer, size, inner), index shape */
@@ -102,16 +117,13 @@ START_TEST(test_index_select_and_add)
             pa.name = "index_add";
             CtOpCall call = {CT_OP_INDEX_ADD, {want}, {src, ix}, &pa, NULL};
             ch_cpu(call);
-            for (int s = 0; s < 2; s++) {
-                Tensor *got = ch_clone(orig);
-                if (dt == CT_F32)
-                    index_add_body<float>(add[s], pa, ix, src, got);
-                else
-                    index_add_body<double>(add[s], pa, ix, src, got);
-                ch_assert_same_bytes(want, got, "index_add");
-                tensor_free(got);
-                checked++;
-            }
+            check_accumulate(add, 2, orig, want, "index_add", &checked,
+                             [&](const ChShape &sh, Tensor *got) {
+                                 if (dt == CT_F32)
+                                     index_add_body<float>(sh, pa, ix, src, got);
+                                 else
+                                     index_add_body<double>(sh, pa, ix, src, got);
+                             });
             tensor_free(src);
             tensor_free(orig);
             tensor_free(want);
@@ -197,16 +209,13 @@ static void check_gather_case(const GatherCase &c, int dim, int *checked)
         ch_cpu(call);
         ct_gather_geom_init(&g, ix, want, dim);
         ch_shapes(n > 0 ? n / (g.j * g.inner) * g.inner : 0, ss);
-        for (int s = 0; s < 2 && n > 0; s++) {
-            Tensor *got = ch_clone(base);
-            if (dt == CT_F32)
-                scatter_body<float>(ss[s], g, ix, src, got);
-            else
-                scatter_body<double>(ss[s], g, ix, src, got);
-            ch_assert_same_bytes(want, got, "scatter_add");
-            tensor_free(got);
-            ++*checked;
-        }
+        check_accumulate(ss, n > 0 ? 2 : 0, base, want, "scatter_add", checked,
+                         [&](const ChShape &sh, Tensor *got) {
+                             if (dt == CT_F32)
+                                 scatter_body<float>(sh, g, ix, src, got);
+                             else
+                                 scatter_body<double>(sh, g, ix, src, got);
+                         });
         tensor_free(src);
         tensor_free(want);
         tensor_free(base);
