@@ -55,9 +55,11 @@ void ct_cuda_register_copy(CtKernelFn *k, CtSupportsFn *s);        /* FILL, COPY
 void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY */
 void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
-void ct_cuda_register_softmax(CtKernelFn *k, CtSupportsFn *s); /* SOFTMAX*, CROSS_ENTROPY* */
+/* SOFTMAX*, CROSS_ENTROPY* */
+void ct_cuda_register_softmax(CtKernelFn *k, CtSupportsFn *s);
 void ct_cuda_register_layer_norm(CtKernelFn *k, CtSupportsFn *s); /* LAYER_NORM* */
-void ct_cuda_register_index(CtKernelFn *k, CtSupportsFn *s); /* INDEX_*, GATHER, SCATTER_ADD, ONE_HOT */
+/* INDEX_SELECT, INDEX_ADD, GATHER, SCATTER_ADD, ONE_HOT */
+void ct_cuda_register_index(CtKernelFn *k, CtSupportsFn *s);
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */
