@@ -9,13 +9,15 @@
 #include "../nccl_module.h"
 
 _Static_assert(sizeof(CtNcclId) == sizeof(ncclUniqueId), "unique id size");
-_Static_assert(RT_NCCL_UINT8 == ncclUint8 && RT_NCCL_INT32 == ncclInt32 &&
-                   RT_NCCL_INT64 == ncclInt64 && RT_NCCL_FLOAT16 == ncclFloat16 &&
-                   RT_NCCL_FLOAT32 == ncclFloat32 && RT_NCCL_FLOAT64 == ncclFloat64 &&
-                   RT_NCCL_BFLOAT16 == ncclBfloat16,
+#define SAME(ours, nccl) ((int)(ours) == (int)(nccl))
+_Static_assert(SAME(RT_NCCL_UINT8, ncclUint8) && SAME(RT_NCCL_INT32, ncclInt32) &&
+                   SAME(RT_NCCL_INT64, ncclInt64) && SAME(RT_NCCL_FLOAT16, ncclFloat16) &&
+                   SAME(RT_NCCL_FLOAT32, ncclFloat32) &&
+                   SAME(RT_NCCL_FLOAT64, ncclFloat64) &&
+                   SAME(RT_NCCL_BFLOAT16, ncclBfloat16),
                "NCCL data types");
-_Static_assert(RT_NCCL_SUM == ncclSum && RT_NCCL_MAX == ncclMax &&
-                   RT_NCCL_MIN == ncclMin && RT_NCCL_AVG == ncclAvg,
+_Static_assert(SAME(RT_NCCL_SUM, ncclSum) && SAME(RT_NCCL_MAX, ncclMax) &&
+                   SAME(RT_NCCL_MIN, ncclMin) && SAME(RT_NCCL_AVG, ncclAvg),
                "NCCL reduction ops");
 
 struct CtNcclComm {
