@@ -12,7 +12,8 @@ enum { N_SAMPLES = 64, BATCH = 4, STEPS = N_SAMPLES / BATCH };
 typedef struct SyncProbe {
     Callback base;
     uint64_t first_start, step_end[STEPS], epoch_end;
-    double running_loss; /* trainer_running_loss at the train epoch end */
+    uint64_t eval_start, eval_end; /* first eval step's start, last's end */
+    double running_loss;           /* trainer_running_loss at the train epoch end */
 } SyncProbe;
 
 static CtStatus probe_step_start(Callback *cb, Trainer *t)
@@ -36,10 +37,26 @@ static CtStatus probe_epoch_end(Callback *cb, Trainer *t)
     return trainer_running_loss(t, &p->running_loss);
 }
 
+static CtStatus probe_eval_step_start(Callback *cb, Trainer *t)
+{
+    SyncProbe *p = (SyncProbe *)cb;
+    if (trainer_epoch_step(t) == 0) p->eval_start = ct_host_sync_count();
+    return CT_OK;
+}
+
+static CtStatus probe_eval_step_end(Callback *cb, Trainer *t, const DataBatch *b,
+                                    const TrainerBatchOutput *o, int64_t step)
+{
+    ((SyncProbe *)cb)->eval_end = ct_host_sync_count();
+    return CT_OK;
+}
+
 static const CallbackVtable probe_vt = {.type = "SyncProbe",
                                         .on_train_step_start = probe_step_start,
                                         .on_train_step_end = probe_step_end,
-                                        .on_train_epoch_end = probe_epoch_end};
+                                        .on_train_epoch_end = probe_epoch_end,
+                                        .on_eval_step_start = probe_eval_step_start,
+                                        .on_eval_step_end = probe_eval_step_end};
 
 /* Trains one epoch of STEPS steps with the given callbacks and the probe. */
 static void train_probed(SyncProbe *out, int n_cbs, Callback **cbs, int64_t accum)
@@ -63,6 +80,7 @@ static void train_probed(SyncProbe *out, int n_cbs, Callback **cbs, int64_t accu
     Dataset *ds = regression_dataset(N_SAMPLES);
     ck_assert_int_eq(
         trainer_train(&t, &(TrainArgs){.train_dataset = ds,
+                                       .eval_dataset = ds,
                                        .num_epochs = 1,
                                        .per_device_batch_size = BATCH,
                                        .gradient_accumulation_steps = accum}),
@@ -94,6 +112,8 @@ START_TEST(no_host_read_per_step)
         /* the epoch end: the loss tracker once, TerminateOnNaN once, and the
          * probe's own trainer_running_loss comes after its reading */
         ck_assert_uint_eq(p.epoch_end - p.step_end[STEPS - 1], 2);
+        ck_assert_uint_gt(p.eval_start, p.epoch_end); /* the eval epoch ran */
+        ck_assert_uint_eq(p.eval_end, p.eval_start);
     }
     fclose(sink);
 }
