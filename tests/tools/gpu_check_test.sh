@@ -32,8 +32,11 @@ has "gpu-check: all steps passed"
 # make_image_folder and pretrain_backbone run before finetune_image_folder
 order=$(grep -n -e "examples/make_image_folder" -e "examples/pretrain_backbone" \
     -e "examples/finetune_image_folder" "$tmp/out" | cut -d: -f1 | tr '\n' ' ')
+# shellcheck disable=SC2086 # the three line numbers, as words
 set -- $order
-[ $# -eq 3 ] && [ "$1" -lt "$3" ] && [ "$2" -lt "$3" ] || fail "example order: $order"
+if [ $# -ne 3 ] || [ "$1" -ge "$3" ] || [ "$2" -ge "$3" ]; then
+    fail "example order: $order"
+fi
 
 # a failing configure: FAIL in the summary, nothing else run, exit 1
 mkdir "$tmp/bin"
