@@ -22,9 +22,9 @@
  * Each epoch is one shuffled pass over the 60 000 Fashion-MNIST training
  * images (resnet18: over --batches batches of random images) through
  * trainer_train (its loader and collate, the default callbacks without the
- * progress bar), no evaluation. --batch overrides the batch size, --batches
- * caps the batches per epoch (resnet18: 10 by default). Prints, like the
- * PyTorch script, "epoch_s <seconds> step_ms <ms> last_loss <loss>" per epoch
+ * progress bar, TerminateOnNaN looking every 100 steps), no evaluation. --batch overrides
+ * the batch size, --batches caps the batches per epoch (resnet18: 10 by default). Prints,
+ * like the PyTorch script, "epoch_s <seconds> step_ms <ms> last_loss <loss>" per epoch
  * (timed from on_train_epoch_start to on_train_epoch_end; step_ms is that
  * over the batches) and "peak_rss_mib <MiB>" (getrusage ru_maxrss) at the
  * end. bench/run_trainer_bench.sh runs both sides interleaved.
@@ -226,6 +226,13 @@ int main(int argc, char **argv)
     Trainer *t = NULL;
     Callback *cbs[CALLBACKS_DEFAULT_MAX + 1];
     int n = callbacks_default(cbs, CALLBACKS_DEFAULT_MAX, false);
+    /* TerminateOnNaN looks every 100 steps, not every step: no per-step
+     * host sync on a GPU, as in the PyTorch loop */
+    for (int i = 0; i < n; i++)
+        if (!strcmp(callback_type(cbs[i]), "TerminateOnNaN")) {
+            callback_free(cbs[i]);
+            cbs[i] = callback_terminate_on_nan_create_every(100);
+        }
     if (n >= 0) cbs[n++] = epoch_timer_create(resnet ? batch : 0);
     if (train && opt && loss && n > 0)
         t = trainer_create(&(TrainerConfig){.model = model,
