@@ -16,17 +16,21 @@ typedef struct SyncProbe {
     double running_loss;           /* trainer_running_loss at the train epoch end */
 } SyncProbe;
 
+/* The count at the first step's start, of the train or the eval epoch. */
 static CtStatus probe_step_start(Callback *cb, Trainer *t)
 {
     SyncProbe *p = (SyncProbe *)cb;
-    if (trainer_epoch_step(t) == 0) p->first_start = ct_host_sync_count();
+    if (trainer_epoch_step(t) == 0)
+        *(trainer_in_eval(t) ? &p->eval_start : &p->first_start) = ct_host_sync_count();
     return CT_OK;
 }
 
+/* The count at every train step's end, and at the eval epoch's last. */
 static CtStatus probe_step_end(Callback *cb, Trainer *t, const DataBatch *b,
                                const TrainerBatchOutput *o, int64_t step)
 {
-    ((SyncProbe *)cb)->step_end[step] = ct_host_sync_count();
+    SyncProbe *p = (SyncProbe *)cb;
+    *(trainer_in_eval(t) ? &p->eval_end : &p->step_end[step]) = ct_host_sync_count();
     return CT_OK;
 }
 
@@ -37,26 +41,12 @@ static CtStatus probe_epoch_end(Callback *cb, Trainer *t)
     return trainer_running_loss(t, &p->running_loss);
 }
 
-static CtStatus probe_eval_step_start(Callback *cb, Trainer *t)
-{
-    SyncProbe *p = (SyncProbe *)cb;
-    if (trainer_epoch_step(t) == 0) p->eval_start = ct_host_sync_count();
-    return CT_OK;
-}
-
-static CtStatus probe_eval_step_end(Callback *cb, Trainer *t, const DataBatch *b,
-                                    const TrainerBatchOutput *o, int64_t step)
-{
-    ((SyncProbe *)cb)->eval_end = ct_host_sync_count();
-    return CT_OK;
-}
-
 static const CallbackVtable probe_vt = {.type = "SyncProbe",
                                         .on_train_step_start = probe_step_start,
                                         .on_train_step_end = probe_step_end,
                                         .on_train_epoch_end = probe_epoch_end,
-                                        .on_eval_step_start = probe_eval_step_start,
-                                        .on_eval_step_end = probe_eval_step_end};
+                                        .on_eval_step_start = probe_step_start,
+                                        .on_eval_step_end = probe_step_end};
 
 /* Trains one epoch of STEPS steps with the given callbacks and the probe. */
 static void train_probed(SyncProbe *out, int n_cbs, Callback **cbs, int64_t accum)
