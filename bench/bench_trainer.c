@@ -8,20 +8,28 @@
  *   resnet18  nn_model_resnet18 with 10 classes on random 64x64 RGB images
  *             (uniform [0, 1), random labels), CrossEntropy, SGD lr 0.01
  *             momentum 0.9, batch 32
+ *   resnet50  the same with nn_model_resnet50 on 224x224 images, batch 128
+ *             (the GPU target's shape; add --mixed-precision bf16)
  *
- *   bench_trainer [--workload mlp|basicnet|resnet18] [--epochs N] [--batch N]
- *                 [--batches N] [--data DIR] [--seed N]
+ *   bench_trainer [--workload mlp|basicnet|resnet18|resnet50] [--epochs N]
+ *                 [--batch N] [--batches N] [--data DIR] [--seed N]
+ *                 [--mixed-precision no|bf16|fp16] [--cuda]
+ *
+ * --cuda trains on cuda:0 (it sets CTRAINER_USE_CPU=false for the Trainer's
+ * runtime), --mixed-precision sets CTRAINER_MIXED_PRECISION; resnet* also
+ * print "images_per_s <n>" per epoch.
  *
  * Each epoch is one shuffled pass over the 60 000 Fashion-MNIST training
  * images (resnet18: over --batches batches of random images) through
  * trainer_train (its loader and collate, the default callbacks without the
- * progress bar), no evaluation. --batch overrides the batch size, --batches
- * caps the batches per epoch (resnet18: 10 by default). Prints, like the
- * PyTorch script, "epoch_s <seconds> step_ms <ms> last_loss <loss>" per epoch
+ * progress bar, TerminateOnNaN looking every 100 steps), no evaluation. --batch overrides
+ * the batch size, --batches caps the batches per epoch (resnet18: 10 by default). Prints,
+ * like the PyTorch script, "epoch_s <seconds> step_ms <ms> last_loss <loss>" per epoch
  * (timed from on_train_epoch_start to on_train_epoch_end; step_ms is that
  * over the batches) and "peak_rss_mib <MiB>" (getrusage ru_maxrss) at the
  * end. bench/run_trainer_bench.sh runs both sides interleaved.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +82,7 @@ typedef struct EpochTimer {
     Callback base;
     double t0;
     double last_loss;
+    int64_t batch_images; /* > 0: print images/s */
 } EpochTimer;
 
 static CtStatus et_start(Callback *cb, Trainer *t)
@@ -99,8 +108,11 @@ static CtStatus et_end(Callback *cb, Trainer *t)
 {
     EpochTimer *e = (EpochTimer *)cb;
     double dt = now() - e->t0;
-    printf("epoch_s %.4f step_ms %.4f last_loss %.4f\n", dt,
-           1e3 * dt / (double)trainer_train_dataloader_len(t), e->last_loss);
+    int64_t steps = trainer_train_dataloader_len(t);
+    printf("epoch_s %.4f step_ms %.4f last_loss %.4f\n", dt, 1e3 * dt / (double)steps,
+           e->last_loss);
+    if (e->batch_images > 0)
+        printf("images_per_s %.1f\n", (double)(steps * e->batch_images) / dt);
     fflush(stdout);
     return CT_OK;
 }
@@ -112,19 +124,21 @@ static const CallbackVtable epoch_timer_vt = {
     .on_train_epoch_end = et_end,
 };
 
-static Callback *epoch_timer_create(void)
+static Callback *epoch_timer_create(int64_t batch_images)
 {
     EpochTimer *e = calloc(1, sizeof *e);
-    if (e) e->base.vt = &epoch_timer_vt;
-    return e ? &e->base : NULL;
+    if (!e) return NULL;
+    e->base.vt = &epoch_timer_vt;
+    e->batch_images = batch_images;
+    return &e->base;
 }
 
 /* ---------------------------------------------------------------- main */
 
-/* resnet18's data: n random (3, 64, 64) images in [0, 1) and labels 0..9 */
-static Dataset *random_images(int64_t n, CtGenerator *g)
+/* the resnets' data: n random (3, hw, hw) images in [0, 1), labels 0..9 */
+static Dataset *random_images(int64_t n, int64_t hw, CtGenerator *g)
 {
-    Tensor *x = tensor_rand(g, 4, (int64_t[]){n, 3, 64, 64}, CT_F32, ct_cpu());
+    Tensor *x = tensor_rand(g, 4, (int64_t[]){n, 3, hw, hw}, CT_F32, ct_cpu());
     Tensor *u = tensor_rand(g, 1, (int64_t[]){n}, CT_F32, ct_cpu());
     Tensor *y = tensor_cast(tensor_mul_scalar(u, 10.0), CT_I64);
     Dataset *d = x && y ? data_tensor_dataset_create(2, (Tensor *[]){x, y}) : NULL;
@@ -138,6 +152,7 @@ static Module *make_model(char w, CtGenerator *g)
 {
     if (w == 'm') return nn_model_mlp(784, 2, (int64_t[]){128, 64}, 10, g);
     if (w == 'b') return nn_model_basicnet(g);
+    if (w == 'R') return nn_model_resnet50(&(NnResNetArgs){.num_classes = 10}, g);
     return nn_model_resnet18(&(NnResNetArgs){.num_classes = 10}, g);
 }
 
@@ -159,8 +174,17 @@ int main(int argc, char **argv)
     const char *workload = "mlp", *dir = DATA_FASHION_MNIST_DIR;
     int64_t epochs = 1, batch = 0, batches = 0;
     uint64_t seed = 0;
+    int kept = 1; /* --cuda takes no value: out of argv first */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--cuda"))
+            setenv("CTRAINER_USE_CPU", "false", 1);
+        else
+            argv[kept++] = argv[i];
+    argc = kept;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--workload"))
+        if (!strcmp(argv[i], "--mixed-precision"))
+            setenv("CTRAINER_MIXED_PRECISION", argv[i + 1], 1);
+        else if (!strcmp(argv[i], "--workload"))
             workload = argv[i + 1];
         else if (!strcmp(argv[i], "--epochs"))
             epochs = atoll(argv[i + 1]);
@@ -178,28 +202,38 @@ int main(int argc, char **argv)
     char w = !strcmp(workload, "mlp")        ? 'm'
              : !strcmp(workload, "basicnet") ? 'b'
              : !strcmp(workload, "resnet18") ? 'r'
+             : !strcmp(workload, "resnet50") ? 'R'
                                              : 0;
     if ((argc - 1) % 2 || !w || batch < 0 || batches < 0) {
         fprintf(stderr,
-                "usage: %s [--workload mlp|basicnet|resnet18] [--epochs N] [--batch N] "
-                "[--batches N] [--data DIR] [--seed N]\n",
+                "usage: %s [--workload mlp|basicnet|resnet18|resnet50] [--epochs N] "
+                "[--batch N] [--batches N] [--data DIR] [--seed N] "
+                "[--mixed-precision no|bf16|fp16] [--cuda]\n",
                 argv[0]);
         return 2;
     }
-    if (!batch) batch = w == 'b' ? 64 : 32;
-    if (w == 'r' && !batches) batches = 10;
+    bool resnet = w == 'r' || w == 'R';
+    if (!batch) batch = w == 'b' ? 64 : w == 'R' ? 128 : 32;
+    if (resnet && !batches) batches = 10;
 
     CtGenerator g = ct_generator(seed, 0);
     Dataset *train =
-        w == 'r' ? random_images(batches * batch, &g)
-                 : data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir});
+        resnet ? random_images(batches * batch, w == 'R' ? 224 : 64, &g)
+               : data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir});
     Module *model = make_model(w, &g);
     Optimizer *opt = make_optimizer(w, model);
     NnLoss *loss = w == 'b' ? nn_loss_nll(NULL) : nn_loss_cross_entropy(NULL);
     Trainer *t = NULL;
     Callback *cbs[CALLBACKS_DEFAULT_MAX + 1];
     int n = callbacks_default(cbs, CALLBACKS_DEFAULT_MAX, false);
-    if (n >= 0) cbs[n++] = epoch_timer_create();
+    /* TerminateOnNaN looks every 100 steps, not every step: no per-step
+     * host sync on a GPU, as in the PyTorch loop */
+    for (int i = 0; i < n; i++)
+        if (!strcmp(callback_type(cbs[i]), "TerminateOnNaN")) {
+            callback_free(cbs[i]);
+            cbs[i] = callback_terminate_on_nan_create_every(100);
+        }
+    if (n >= 0) cbs[n++] = epoch_timer_create(resnet ? batch : 0);
     if (train && opt && loss && n > 0)
         t = trainer_create(&(TrainerConfig){.model = model,
                                             .loss = loss,

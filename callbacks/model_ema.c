@@ -95,25 +95,16 @@ static bool is_float(CtDType dt)
     return dt == CT_F32 || dt == CT_F64 || dt == CT_BF16 || dt == CT_F16;
 }
 
-/* ema <- decay * ema + (1 - decay) * w */
+/* ema <- decay * ema + (1 - decay) * w, as tensor ops on the tensors' own
+ * device (the same code on the CPU as on a GPU) */
 static CtStatus ema_lerp(Tensor *ema, Tensor *w, double decay)
 {
-    if (tensor_device(ema).type == CT_DEVICE_CPU &&
-        tensor_device(w).type == CT_DEVICE_CPU && tensor_dtype(ema) == CT_F32 &&
-        tensor_dtype(w) == CT_F32 && tensor_is_contiguous(ema) &&
-        tensor_is_contiguous(w)) {
-        float *e = tensor_data(ema);
-        const float *x = tensor_data(w);
-        float d = (float)decay, r = (float)(1.0 - decay);
-        for (int64_t i = 0, n = tensor_numel(ema); i < n; i++) e[i] = d * e[i] + r * x[i];
-        return CT_OK;
-    }
     CtScope *sc = ct_scope_open();
     if (!sc) return ct_error(CT_ERR_OOM, "ModelEma: out of memory");
     Tensor *v = tensor_add(tensor_mul_scalar(ema, decay),
                            tensor_mul_scalar(tensor_detach(w), 1.0 - decay));
     CtStatus st = v ? tensor_copy_(ema, v) : ct_last_status();
-    if (sc) ct_scope_close(sc);
+    ct_scope_close(sc);
     return st;
 }
 

@@ -14,7 +14,7 @@ typedef struct SavedBar {
     bool active;
     char label[48];
     int64_t count, total, samples;
-    double loss_sum, loss_n, t_start;
+    double t_start;
     int64_t last_bucket;
 } SavedBar;
 
@@ -24,11 +24,11 @@ typedef struct ProgressBar {
     ProgressBarMode mode;
     int line_percent;
     double min_interval;
+    Trainer *trainer; /* of the current bar, asked for the running loss */
     /* the current bar */
     bool active, tty;
     char label[48];
     int64_t count, total, samples; /* batches and samples so far */
-    double loss_sum, loss_n;       /* sample-weighted running loss */
     double t_start, t_last_draw;
     int64_t last_bucket; /* LINES: last printed line_percent bucket */
     SavedBar saved;      /* the train bar during an intermediate eval */
@@ -54,7 +54,19 @@ static void fmt_time(char *buf, size_t n, double s)
         snprintf(buf, n, "%lld:%02lld", t / 60, t % 60);
 }
 
-static void draw(ProgressBar *p, bool final)
+/* The trainer's running loss as " | loss x" in buf ("" before the first
+ * batch). Read only when a line is drawn: a host read on a GPU. */
+static CtStatus loss_text(const ProgressBar *p, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (p->count == 0) return CT_OK;
+    double mean;
+    CtStatus st = trainer_running_loss(p->trainer, &mean);
+    if (st == CT_OK) snprintf(buf, n, " | loss %.4f", mean);
+    return st;
+}
+
+static CtStatus draw(ProgressBar *p, bool final)
 {
     FILE *f = cb_out(p->out);
     double el = now_s() - p->t_start;
@@ -63,9 +75,9 @@ static void draw(ProgressBar *p, bool final)
     char eta[32];
     fmt_time(eta, sizeof eta, rate > 0 ? (double)(p->total - p->count) / rate : NAN);
     int pct = p->total > 0 ? (int)(100 * p->count / p->total) : 0;
-    char loss[48] = "";
-    if (p->loss_n > 0)
-        snprintf(loss, sizeof loss, " | loss %.4f", p->loss_sum / p->loss_n);
+    char loss[48];
+    CtStatus st = loss_text(p, loss, sizeof loss);
+    if (st != CT_OK) return st;
     if (p->tty) {
         char bar[BAR_WIDTH + 1];
         int fill = p->total > 0 ? (int)(BAR_WIDTH * p->count / p->total) : 0;
@@ -81,58 +93,49 @@ static void draw(ProgressBar *p, bool final)
     }
     fflush(f);
     p->t_last_draw = now_s();
+    return CT_OK;
 }
 
-static void start_bar(ProgressBar *p, Trainer *t, const char *label, int64_t total)
+static CtStatus start_bar(ProgressBar *p, Trainer *t, const char *label, int64_t total)
 {
     p->active = cb_is_main(t) && total > 0;
-    if (!p->active) return;
+    if (!p->active) return CT_OK;
+    p->trainer = t;
     FILE *f = cb_out(p->out);
     p->tty = p->mode == PROGRESS_BAR_TTY ||
              (p->mode == PROGRESS_BAR_AUTO && isatty(fileno(f)));
     snprintf(p->label, sizeof p->label, "%s", label);
     p->count = p->samples = 0;
     p->total = total;
-    p->loss_sum = p->loss_n = 0;
     p->t_start = now_s();
     p->t_last_draw = 0;
     p->last_bucket = 0;
-    if (p->tty) draw(p, false);
+    return p->tty ? draw(p, false) : CT_OK;
 }
 
-static void step_bar(ProgressBar *p, const TrainerBatchOutput *out)
+static CtStatus step_bar(ProgressBar *p, const TrainerBatchOutput *out)
 {
-    if (!p->active) return;
+    if (!p->active) return CT_OK;
     p->count++;
     if (out && out->batch_size > 0) p->samples += out->batch_size;
-    if (out && out->loss && tensor_numel(out->loss) == 1) {
-        double v = tensor_item(out->loss);
-        double w = out->batch_size > 0 ? (double)out->batch_size : 1;
-        p->loss_sum += v * w;
-        p->loss_n += w;
-    }
     bool last = p->count >= p->total;
-    if (p->tty) {
-        if (last || now_s() - p->t_last_draw >= p->min_interval) draw(p, false);
-        return;
-    }
+    if (p->tty)
+        return last || now_s() - p->t_last_draw >= p->min_interval ? draw(p, false)
+                                                                   : CT_OK;
     int64_t bucket = p->count * 100 / (p->total * p->line_percent);
-    if (bucket > p->last_bucket || last) {
-        p->last_bucket = bucket;
-        draw(p, false);
-    }
+    if (bucket <= p->last_bucket && !last) return CT_OK;
+    p->last_bucket = bucket;
+    return draw(p, false);
 }
 
-static void end_bar(ProgressBar *p)
+static CtStatus end_bar(ProgressBar *p)
 {
-    if (!p->active) return;
+    if (!p->active) return CT_OK;
+    p->active = false;
     /* a tty bar always ends drawn and on its own line; a LINES bar that
      * stopped early says where */
-    if (p->tty)
-        draw(p, true);
-    else if (p->count < p->total)
-        draw(p, false);
-    p->active = false;
+    if (p->tty) return draw(p, true);
+    return p->count < p->total ? draw(p, false) : CT_OK;
 }
 
 static CtStatus pb_train_epoch_start(Callback *cb, Trainer *t)
@@ -140,21 +143,18 @@ static CtStatus pb_train_epoch_start(Callback *cb, Trainer *t)
     char label[48];
     snprintf(label, sizeof label, "train %lld",
              (long long)run_history_current_epoch(trainer_run_history(t)));
-    start_bar((ProgressBar *)cb, t, label, trainer_train_dataloader_len(t));
-    return CT_OK;
+    return start_bar((ProgressBar *)cb, t, label, trainer_train_dataloader_len(t));
 }
 
 static CtStatus pb_train_step_end(Callback *cb, Trainer *t, const DataBatch *batch,
                                   const TrainerBatchOutput *out, int64_t step)
 {
-    step_bar((ProgressBar *)cb, out);
-    return CT_OK;
+    return step_bar((ProgressBar *)cb, out);
 }
 
 static CtStatus pb_epoch_end(Callback *cb, Trainer *t)
 {
-    end_bar((ProgressBar *)cb);
-    return CT_OK;
+    return end_bar((ProgressBar *)cb);
 }
 
 static CtStatus pb_eval_epoch_start(Callback *cb, Trainer *t, bool is_intermediate)
@@ -163,9 +163,8 @@ static CtStatus pb_eval_epoch_start(Callback *cb, Trainer *t, bool is_intermedia
     char label[48];
     if (is_intermediate) {
         if (p->active && p->tty) fputc('\n', cb_out(p->out));
-        p->saved =
-            (SavedBar){p->active,   "",        p->count,   p->total,      p->samples,
-                       p->loss_sum, p->loss_n, p->t_start, p->last_bucket};
+        p->saved = (SavedBar){p->active,  "",         p->count,      p->total,
+                              p->samples, p->t_start, p->last_bucket};
         memcpy(p->saved.label, p->label, sizeof p->saved.label);
         snprintf(label, sizeof label, "eval (intermediate)");
     } else if (trainer_train_dataloader(t)) {
@@ -174,40 +173,35 @@ static CtStatus pb_eval_epoch_start(Callback *cb, Trainer *t, bool is_intermedia
     } else {
         snprintf(label, sizeof label, "evaluation");
     }
-    start_bar(p, t, label, trainer_eval_dataloader_len(t));
-    return CT_OK;
+    return start_bar(p, t, label, trainer_eval_dataloader_len(t));
 }
 
 static CtStatus pb_eval_step_end(Callback *cb, Trainer *t, const DataBatch *batch,
                                  const TrainerBatchOutput *out, int64_t step)
 {
-    step_bar((ProgressBar *)cb, out);
-    return CT_OK;
+    return step_bar((ProgressBar *)cb, out);
 }
 
 static CtStatus pb_eval_epoch_end(Callback *cb, Trainer *t, bool is_intermediate)
 {
     ProgressBar *p = (ProgressBar *)cb;
-    end_bar(p);
+    CtStatus st = end_bar(p);
     if (is_intermediate && p->saved.active) {
         p->active = true;
         memcpy(p->label, p->saved.label, sizeof p->label);
         p->count = p->saved.count;
         p->total = p->saved.total;
         p->samples = p->saved.samples;
-        p->loss_sum = p->saved.loss_sum;
-        p->loss_n = p->saved.loss_n;
         p->t_start = p->saved.t_start;
         p->last_bucket = p->saved.last_bucket;
         p->saved.active = false;
     }
-    return CT_OK;
+    return st;
 }
 
 static CtStatus pb_stop(Callback *cb, Trainer *t)
 {
-    end_bar((ProgressBar *)cb);
-    return CT_OK;
+    return end_bar((ProgressBar *)cb);
 }
 
 static const CallbackVtable progress_bar_vt = {

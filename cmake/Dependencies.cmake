@@ -104,10 +104,11 @@ if(NOT CTRAINER_CUDA STREQUAL "OFF")
 endif()
 
 # NCCL: the collectives of CUDA tensors, with CUDA and MPI (the unique id
-# travels over MPI). Opt-in (CTRAINER_NCCL): it links libnccl and the CUDA
-# runtime into libctrainer itself, which the CUDA backend module otherwise
-# keeps out of CPU-only runs. Without it CUDA tensors are refused by the
-# collectives at run time with a clear error.
+# travels over MPI). Opt-in (CTRAINER_NCCL): the module libctrainer_nccl.so
+# (CMakeLists.txt) links libnccl and the CUDA runtime; libctrainer links
+# neither and opens the module on the first collective of a CUDA tensor.
+# Without it CUDA tensors are refused by the collectives at run time with a
+# clear error.
 set(CTRAINER_HAVE_NCCL OFF)
 if(CTRAINER_NCCL AND NOT (CTRAINER_HAVE_CUDA AND CTRAINER_HAVE_MPI))
   message(FATAL_ERROR "CTRAINER_NCCL=ON needs the CUDA backend and MPI")
@@ -118,8 +119,6 @@ if(CTRAINER_NCCL)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib
     /usr/local/cuda/lib64 /usr/local/lib)
   if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
-    target_include_directories(ctrainer_deps INTERFACE ${NCCL_INCLUDE_DIR})
-    target_link_libraries(ctrainer_deps INTERFACE ${NCCL_LIBRARY} CUDA::cudart)
     list(APPEND CTRAINER_DEFINITIONS CTRAINER_HAVE_NCCL)
     target_compile_definitions(ctrainer_deps INTERFACE CTRAINER_HAVE_NCCL)
     set(CTRAINER_HAVE_NCCL ON)

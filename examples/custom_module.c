@@ -1,6 +1,6 @@
 /* custom_module — writing your own Module: a ResNet basic block.
  *
- *   custom_module
+ *   custom_module [--cuda]
  *
  * Builds the block out of library layers, runs one forward and backward
  * pass on random input, prints the model summary, the state-dict names, the
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "ctrainer/nn.h"
+#include "example_cuda.h"
 
 /* The subtype embeds Module first; the child pointers are borrowed from
  * the registry, which owns (and frees) them. */
@@ -62,12 +63,14 @@ static Module *basic_block(int64_t channels, CtGenerator *g)
     return &b->base;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    CtDevice dev;
+    if (!example_cuda_flag(&argc, argv, &dev)) return 1;
     CtGenerator g = ct_generator(42, 0);
     Module *model = nn_sequential(3, (Module *[]){basic_block(8, &g), basic_block(8, &g),
                                                   nn_adaptive_avg_pool2d(1, 1)});
-    if (!model || nn_module_pack(model) != CT_OK) {
+    if (!model || nn_module_to(model, dev) != CT_OK || nn_module_pack(model) != CT_OK) {
         fprintf(stderr, "custom_module: %s\n", ct_last_error());
         nn_module_free(model);
         return 1;
@@ -81,8 +84,7 @@ int main(void)
     ct_state_dict_free(sd);
 
     CtScope *s = ct_scope_open();
-    Tensor *x =
-        tensor_normal(&g, 4, (const int64_t[]){4, 8, 16, 16}, 0, 1, CT_F32, ct_cpu());
+    Tensor *x = tensor_normal(&g, 4, (const int64_t[]){4, 8, 16, 16}, 0, 1, CT_F32, dev);
     Tensor *y = nn_forward(model, x); /* (4, 8, 1, 1) */
     Tensor *loss = tensor_mean_all(tensor_mul(y, y));
     if (!loss || tensor_backward(loss, NULL) != CT_OK) {

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "ctrainer/ctrainer.h"
+#include "example_cuda.h"
 
 /* ------------------------------------------------------------ options */
 
@@ -28,16 +29,24 @@ typedef struct ExampleOptions {
     int64_t limit_batches; /* --limit-batches N: trainer_limit_batches (0: none) */
     uint64_t seed;         /* --seed N: weights and the validation split */
     bool progress_bar;     /* --no-progress-bar turns it off */
+    bool cuda;             /* --cuda: on the GPU (example_cuda.h) */
 } ExampleOptions;
 
 /* Parses the common options over the defaults in *o. Returns false (after
- * printing the usage) on an unknown option or a missing value. */
+ * printing the usage) on an unknown option or a missing value, or (after
+ * saying so) on --cuda without a GPU. */
 static inline bool example_parse(int argc, char **argv, ExampleOptions *o)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-progress-bar")) {
             o->progress_bar = false;
+            continue;
+        }
+        if (!strcmp(a, "--cuda")) {
+            CtDevice dev;
+            if (!example_use_cuda(argv[0], &dev)) return false;
+            o->cuda = true;
             continue;
         }
         if (!v) goto usage;
@@ -57,7 +66,7 @@ static inline bool example_parse(int argc, char **argv, ExampleOptions *o)
 usage:
     fprintf(stderr,
             "usage: %s [--data DIR] [--epochs N] [--limit-batches N] [--seed N] "
-            "[--no-progress-bar]\n"
+            "[--no-progress-bar] [--cuda]\n"
             "  CTRAINER_LIMIT_BATCHES=N in the environment also limits the batches\n",
             argv[0]);
     return false;

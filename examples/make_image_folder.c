@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "ctrainer/ctrainer.h"
+#include "example_cuda.h"
 
 /* Fashion-MNIST's classes, as file-name prefixes */
 static const char *const class_names[10] = {"tshirt", "trouser",   "pullover", "dress",
@@ -134,6 +135,9 @@ static CtStatus check_first(const Dataset *folder, const Dataset *test)
 
 int main(int argc, char **argv)
 {
+    /* --cuda is taken for uniformity: the images are written on the CPU */
+    CtDevice dev;
+    if (!example_cuda_flag(&argc, argv, &dev)) return 1;
     const char *out = argc > 1 ? argv[1] : NULL, *data = NULL;
     int64_t limit = 10000;
     for (int i = 2; i + 1 < argc; i += 2) {
@@ -145,7 +149,7 @@ int main(int argc, char **argv)
             out = NULL;
     }
     if (!out || argc % 2 != 0 || limit <= 0) {
-        fprintf(stderr, "usage: %s OUT_DIR [--data DIR] [--limit N]\n", argv[0]);
+        fprintf(stderr, "usage: %s OUT_DIR [--data DIR] [--limit N] [--cuda]\n", argv[0]);
         return 2;
     }
     mkdir(out, 0777); /* an existing folder is fine; fopen reports the rest */

@@ -4,13 +4,14 @@
  * loss, as two simulated ranks; merge rank 1's states into rank 0 and check
  * that the result equals one collection that saw every batch.
  *
- *   metrics_tour
+ *   metrics_tour [--cuda]
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "ctrainer/ctrainer.h"
+#include "example_cuda.h"
 
 #define SAMPLES 256
 #define BATCH   32
@@ -89,17 +90,18 @@ static bool same_states(MetricCollection *a, MetricCollection *b)
     return true;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    CtDevice dev;
+    if (!example_cuda_flag(&argc, argv, &dev)) return 1;
     /* targets cycle through the classes; logits favour the target by 1.5
      * plus unit normal noise */
     int64_t ys[SAMPLES];
     for (int i = 0; i < SAMPLES; i++) ys[i] = i % CLASSES;
     CtGenerator g = ct_generator(7, 0);
-    Tensor *target =
-        tensor_from_data(ys, 1, (const int64_t[]){SAMPLES}, CT_I64, ct_cpu());
+    Tensor *target = tensor_from_data(ys, 1, (const int64_t[]){SAMPLES}, CT_I64, dev);
     Tensor *noise =
-        tensor_normal(&g, 2, (const int64_t[]){SAMPLES, CLASSES}, 0, 1, CT_F32, ct_cpu());
+        tensor_normal(&g, 2, (const int64_t[]){SAMPLES, CLASSES}, 0, 1, CT_F32, dev);
     Tensor *hot = tensor_one_hot(target, CLASSES, CT_F32);
     Tensor *scaled = tensor_mul_scalar(hot, 1.5);
     Tensor *logits = tensor_add(noise, scaled);

@@ -3,7 +3,7 @@
  * gradient norm, then save weights and optimizer state, load them into a
  * fresh model and optimizer, and check that both continue identically.
  *
- *   optim_tour [--steps N]
+ *   optim_tour [--steps N] [--cuda]
  */
 #include <math.h>
 #include <stdio.h>
@@ -11,11 +11,17 @@
 #include <string.h>
 
 #include "ctrainer/ctrainer.h"
+#include "example_cuda.h"
 
-static Module *make_model(uint64_t seed, CtGenerator *g)
+static Module *make_model(uint64_t seed, CtGenerator *g, CtDevice dev)
 {
     *g = ct_generator(seed, 0);
-    return nn_model_mlp(1, 1, (const int64_t[]){16}, 1, g);
+    Module *m = nn_model_mlp(1, 1, (const int64_t[]){16}, 1, g);
+    if (m && nn_module_to(m, dev) != CT_OK) {
+        nn_module_free(m);
+        return NULL;
+    }
+    return m;
 }
 
 /* One update on a fixed batch; returns the loss. */
@@ -39,6 +45,8 @@ static double train_step(Module *m, Optimizer *o, Scheduler *s, Tensor *x, Tenso
 
 int main(int argc, char **argv)
 {
+    CtDevice dev;
+    if (!example_cuda_flag(&argc, argv, &dev)) return 1;
     int steps = argc > 2 && !strcmp(argv[1], "--steps") ? atoi(argv[2]) : 200;
     /* data: 64 points of y = 3x - 1 */
     float xs[64], ys[64];
@@ -46,11 +54,11 @@ int main(int argc, char **argv)
         xs[i] = (float)i / 32.0f - 1.0f;
         ys[i] = 3.0f * xs[i] - 1.0f;
     }
-    Tensor *x = tensor_from_data(xs, 2, (const int64_t[]){64, 1}, CT_F32, ct_cpu());
-    Tensor *y = tensor_from_data(ys, 2, (const int64_t[]){64, 1}, CT_F32, ct_cpu());
+    Tensor *x = tensor_from_data(xs, 2, (const int64_t[]){64, 1}, CT_F32, dev);
+    Tensor *y = tensor_from_data(ys, 2, (const int64_t[]){64, 1}, CT_F32, dev);
 
     CtGenerator g;
-    Module *model = make_model(1, &g);
+    Module *model = make_model(1, &g, dev);
     AdamArgs adam = {
         .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01};
     Optimizer *opt = optim_adamw_create(model, &adam);
@@ -75,7 +83,7 @@ int main(int argc, char **argv)
         nn_module_save(model, path) == CT_OK && optim_state_save(opt, state) == CT_OK ? 0
                                                                                       : 1;
     CtGenerator g2;
-    Module *copy = make_model(2, &g2); /* different initial weights */
+    Module *copy = make_model(2, &g2, dev); /* different initial weights */
     Optimizer *opt2 = optim_adamw_create(copy, &adam);
     if (!status && (nn_module_load(copy, path, true, NULL) != CT_OK ||
                     optim_state_load(opt2, state) != CT_OK))

@@ -18,6 +18,7 @@
 
 #include "ctrainer/data.h"
 #include "ctrainer/tensor.h"
+#include "example_cuda.h"
 
 /* A loader batch as the model's input: ToTensor then Normalize(0.2860, 0.3530),
  * (v/255 - mean) / std, on the (B, 1, 28, 28) u8 images flattened to (B, 784). */
@@ -42,10 +43,11 @@ static Tensor *forward(const Mlp *m, Tensor *x)
 }
 
 /* PyTorch's Linear init: U(-1/sqrt(in), 1/sqrt(in)) for weight and bias. */
-static Tensor *param(CtGenerator *g, int ndim, const int64_t *shape, int64_t fan_in)
+static Tensor *param(CtGenerator *g, int ndim, const int64_t *shape, int64_t fan_in,
+                     CtDevice dev)
 {
     double bound = 1.0 / sqrt((double)fan_in);
-    Tensor *p = tensor_uniform(g, ndim, shape, -bound, bound, CT_F32, ct_cpu());
+    Tensor *p = tensor_uniform(g, ndim, shape, -bound, bound, CT_F32, dev);
     tensor_set_requires_grad(p, true);
     return p;
 }
@@ -90,6 +92,8 @@ int main(int argc, char **argv)
     int64_t limit = 0, batch = 32;
     double lr = 0.01, momentum = 0.9;
     uint64_t seed = 0;
+    CtDevice dev;
+    if (!example_cuda_flag(&argc, argv, &dev)) return 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--data"))
             dir = argv[i + 1];
@@ -108,7 +112,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [--data DIR] [--epochs N] [--limit N] [--batch N] "
-                    "[--lr X] [--seed N] [--workers N]\n",
+                    "[--lr X] [--seed N] [--workers N] [--cuda]\n",
                     argv[0]);
             return 2;
         }
@@ -134,9 +138,11 @@ int main(int argc, char **argv)
         train = data_loader_create(split[0], &(DataLoaderArgs){.batch_size = batch,
                                                                .shuffle = true,
                                                                .seed = seed,
-                                                               .num_workers = workers});
+                                                               .num_workers = workers,
+                                                               .device = dev});
         test = data_loader_create(
-            split[1], &(DataLoaderArgs){.batch_size = 1000, .num_workers = workers});
+            split[1],
+            &(DataLoaderArgs){.batch_size = 1000, .num_workers = workers, .device = dev});
     }
     if (!train || !test) {
         fprintf(stderr, "tensor_mlp: %s\n", ct_last_error());
@@ -153,11 +159,10 @@ int main(int argc, char **argv)
     const int64_t sizes[4] = {784, 128, 64, 10};
     Mlp m;
     for (int l = 0; l < 3; l++) {
-        m.w[l] = param(&g, 2, (const int64_t[]){sizes[l + 1], sizes[l]}, sizes[l]);
-        m.b[l] = param(&g, 1, &sizes[l + 1], sizes[l]);
-        m.vw[l] =
-            tensor_zeros(2, (const int64_t[]){sizes[l + 1], sizes[l]}, CT_F32, ct_cpu());
-        m.vb[l] = tensor_zeros(1, &sizes[l + 1], CT_F32, ct_cpu());
+        m.w[l] = param(&g, 2, (const int64_t[]){sizes[l + 1], sizes[l]}, sizes[l], dev);
+        m.b[l] = param(&g, 1, &sizes[l + 1], sizes[l], dev);
+        m.vw[l] = tensor_zeros(2, (const int64_t[]){sizes[l + 1], sizes[l]}, CT_F32, dev);
+        m.vb[l] = tensor_zeros(1, &sizes[l + 1], CT_F32, dev);
     }
     printf("tensor_mlp: 784-128-64-10 on %lld Fashion-MNIST images, batch %lld, "
            "SGD lr %g momentum %g, %d epochs\n",

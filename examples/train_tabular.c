@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "ctrainer/ctrainer.h"
+#include "example_cuda.h"
 
 typedef struct Opts {
     const char *csv, *out;
@@ -27,6 +28,8 @@ typedef struct Opts {
 static int parse(int argc, char **argv, Opts *o)
 {
     *o = (Opts){NULL, "tabular_run", 20};
+    CtDevice dev; /* the Trainer's runtime places the model */
+    if (!example_cuda_flag(&argc, argv, &dev)) return 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--csv") && i + 1 < argc)
             o->csv = argv[++i];
@@ -35,9 +38,8 @@ static int parse(int argc, char **argv, Opts *o)
         else if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
             o->epochs = atoll(argv[++i]);
         else
-            return fprintf(
-                       stderr,
-                       "usage: train_tabular [--csv FILE] [--out DIR] [--epochs N]\n"),
+            return fprintf(stderr, "usage: train_tabular [--csv FILE] [--out DIR] "
+                                   "[--epochs N] [--cuda]\n"),
                    2;
     }
     return o->epochs > 0 ? 0 : 2;

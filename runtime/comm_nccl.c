@@ -1,94 +1,74 @@
 /* Collectives on CUDA tensors through NCCL: one GPU per process (the local
  * rank's), one NCCL communicator per runtime, created on the first CUDA
- * collective from a unique id that rank 0 broadcasts over MPI. Before a
- * collective the device is synchronised (the tensor's producer may be any
- * stream of the backend); the collective runs on the runtime's own stream
- * and is polled against the same deadline as the MPI collectives, aborting
- * the communicator when it passes. Builds without NCCL refuse CUDA tensors
- * with a clear error. */
-#include "runtime_internal.h"
-
-#ifdef CTRAINER_HAVE_NCCL
-#include <cuda_runtime_api.h>
+ * collective from a unique id that rank 0 broadcasts over MPI. NCCL itself
+ * lives in a module loaded then (nccl_module.h), so builds with NCCL cost
+ * runs that never reduce a GPU tensor nothing. Before a collective the
+ * device is synchronised (the tensor's producer may be any stream of the
+ * backend); the collective runs on the communicator's own stream and is
+ * polled against the same deadline as the MPI collectives, aborting the
+ * communicator when it passes. */
 #include <stdlib.h>
 #include <time.h>
 
 #include "comm_nccl.h"
 
 struct RtNccl {
-    ncclComm_t comm;
-    cudaStream_t stream;
+    const CtNcclModule *m;
+    CtNcclComm *comm; /* NULL once aborted */
 };
 
-#define NCCL_STATUS(call) nccl_check((call), #call, __FILE__, __LINE__)
-#define CUDA_STATUS(call) cuda_check((call), #call, __FILE__, __LINE__)
 #define TRY(expr)                                                                        \
     do {                                                                                 \
         CtStatus try_st_ = (expr);                                                       \
         if (try_st_ != CT_OK) return try_st_;                                            \
     } while (0)
 
-static CtStatus nccl_check(ncclResult_t r, const char *call, const char *file, int line)
-{
-    if (r == ncclSuccess || r == ncclInProgress) return CT_OK;
-    return ct_error(CT_ERR_BACKEND, "%s failed (%s:%d): %s", call, file, line,
-                    ncclGetErrorString(r));
-}
-
-static CtStatus cuda_check(cudaError_t e, const char *call, const char *file, int line)
-{
-    if (e == cudaSuccess) return CT_OK;
-    cudaGetLastError(); /* clear a non-sticky error */
-    return ct_error(CT_ERR_BACKEND, "%s failed (%s:%d): %s", call, file, line,
-                    cudaGetErrorString(e));
-}
-
-bool rt_nccl_datatype(CtDType dt, ncclDataType_t *out)
+bool rt_nccl_datatype(CtDType dt, int *out)
 {
     switch (dt) {
-    case CT_F32: *out = ncclFloat32; return true;
-    case CT_F64: *out = ncclFloat64; return true;
-    case CT_BF16: *out = ncclBfloat16; return true;
-    case CT_F16: *out = ncclFloat16; return true;
-    case CT_I64: *out = ncclInt64; return true;
-    case CT_I32: *out = ncclInt32; return true;
+    case CT_F32: *out = RT_NCCL_FLOAT32; return true;
+    case CT_F64: *out = RT_NCCL_FLOAT64; return true;
+    case CT_BF16: *out = RT_NCCL_BFLOAT16; return true;
+    case CT_F16: *out = RT_NCCL_FLOAT16; return true;
+    case CT_I64: *out = RT_NCCL_INT64; return true;
+    case CT_I32: *out = RT_NCCL_INT32; return true;
     case CT_U8:
-    case CT_BOOL: *out = ncclUint8; return true;
+    case CT_BOOL: *out = RT_NCCL_UINT8; return true;
     default: return false;
     }
 }
 
-bool rt_nccl_op(RuntimeReduceOp op, ncclRedOp_t *out)
+bool rt_nccl_op(RuntimeReduceOp op, int *out)
 {
     switch (op) {
-    case RUNTIME_REDUCE_SUM: *out = ncclSum; return true;
-    case RUNTIME_REDUCE_MEAN: *out = ncclAvg; return true;
-    case RUNTIME_REDUCE_MAX: *out = ncclMax; return true;
-    case RUNTIME_REDUCE_MIN: *out = ncclMin; return true;
+    case RUNTIME_REDUCE_SUM: *out = RT_NCCL_SUM; return true;
+    case RUNTIME_REDUCE_MEAN: *out = RT_NCCL_AVG; return true;
+    case RUNTIME_REDUCE_MAX: *out = RT_NCCL_MAX; return true;
+    case RUNTIME_REDUCE_MIN: *out = RT_NCCL_MIN; return true;
     default: return false;
     }
 }
 
 static CtStatus open_nccl(Runtime *rt)
 {
-    RtNccl *n = calloc(1, sizeof *n);
-    if (!n) return ct_error(CT_ERR_OOM, "rank %d: NCCL: out of memory", rt->rank);
-    ncclUniqueId id;
-    CtStatus st = CUDA_STATUS(cudaSetDevice(rt->device.index));
-    if (st == CT_OK && rt->rank == 0) st = NCCL_STATUS(ncclGetUniqueId(&id));
+    const CtNcclModule *m = rt_nccl_module(rt->rank);
+    CtNcclId id = {0};
+    CtStatus st = m ? CT_OK : ct_last_status();
+    if (st == CT_OK && rt->rank == 0) st = m->unique_id(rt->device.index, &id);
     /* every rank takes part in the broadcast, also after a local failure,
      * so no rank is left waiting */
     CtStatus bst = rt_comm_bcast(rt, &id, sizeof id, 0);
     if (st == CT_OK) st = bst;
+    RtNccl *n = st == CT_OK ? calloc(1, sizeof *n) : NULL;
+    if (st == CT_OK && !n)
+        st = ct_error(CT_ERR_OOM, "rank %d: NCCL: out of memory", rt->rank);
     if (st == CT_OK)
-        st = NCCL_STATUS(ncclCommInitRank(&n->comm, rt->world_size, id, rt->rank));
-    if (st == CT_OK)
-        st = CUDA_STATUS(cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking));
+        st = m->open(rt->device.index, rt->world_size, rt->rank, &id, &n->comm);
     if (st != CT_OK) {
-        if (n->comm) ncclCommDestroy(n->comm);
         free(n);
         return st;
     }
+    n->m = m;
     rt->nccl = n;
     return CT_OK;
 }
@@ -100,35 +80,30 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Waits for the stream, the communicator's async errors and the deadline. */
-static CtStatus wait_stream(Runtime *rt, const char *what)
+/* Waits for the collective (and the communicator's async errors) until the
+ * deadline; a failure or the deadline aborts the communicator. */
+static CtStatus wait_done(Runtime *rt, CtStatus started, const char *what)
 {
     RtNccl *n = rt->nccl;
     double start = now_s();
-    for (;;) {
-        cudaError_t e = cudaStreamQuery(n->stream);
-        if (e == cudaSuccess) return CT_OK;
-        if (e != cudaErrorNotReady) return CUDA_STATUS(e);
-        ncclResult_t async = ncclSuccess;
-        CtStatus st = NCCL_STATUS(ncclCommGetAsyncError(n->comm, &async));
-        if (st == CT_OK) st = NCCL_STATUS(async);
+    CtStatus st = started;
+    for (bool done = false; st == CT_OK;) {
+        st = n->m->query(n->comm, &done);
+        if (st == CT_OK && done) return CT_OK;
         if (st == CT_OK && now_s() - start > rt->timeout_s)
             st = ct_error(CT_ERR_BACKEND,
                           "rank %d: NCCL %s did not complete within %g s "
                           "(CTRAINER_COLLECTIVE_TIMEOUT): another rank died, failed, or "
                           "stopped calling the same collectives",
                           rt->rank, what, rt->timeout_s);
-        if (st != CT_OK) {
-            ncclCommAbort(n->comm); /* frees the communicator */
-            n->comm = NULL;
-            return st;
-        }
-        nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
+        if (st == CT_OK) nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
     }
+    n->m->abort(n->comm);
+    n->comm = NULL;
+    return st;
 }
 
-/* Opens the communicator on first use and orders the collective after the
- * work that produced its input. */
+/* Opens the communicator on first use. */
 static CtStatus begin(Runtime *rt, const char *what)
 {
     if (!rt->nccl) TRY(open_nccl(rt));
@@ -137,75 +112,42 @@ static CtStatus begin(Runtime *rt, const char *what)
                         "rank %d: NCCL %s after an earlier collective failed: the "
                         "communicator was aborted",
                         rt->rank, what);
-    TRY(CUDA_STATUS(cudaSetDevice(rt->device.index)));
-    return CUDA_STATUS(cudaDeviceSynchronize());
+    return CT_OK;
 }
 
 CtStatus rt_nccl_allreduce(Runtime *rt, void *buf, int64_t n, CtDType dt,
                            RuntimeReduceOp op)
 {
-    ncclDataType_t type;
-    ncclRedOp_t nop;
+    int type, nop;
     if (!rt_nccl_datatype(dt, &type) || !rt_nccl_op(op, &nop))
         return ct_error(CT_ERR_DTYPE,
                         "rank %d: NCCL all-reduce of %s (op %d) is not supported",
                         rt->rank, ct_dtype_name(dt), (int)op);
     TRY(begin(rt, "all-reduce"));
-    TRY(NCCL_STATUS(
-        ncclAllReduce(buf, buf, (size_t)n, type, nop, rt->nccl->comm, rt->nccl->stream)));
-    return wait_stream(rt, "all-reduce");
+    RtNccl *c = rt->nccl;
+    return wait_done(rt, c->m->all_reduce(c->comm, buf, (size_t)n, type, nop),
+                     "all-reduce");
 }
 
 CtStatus rt_nccl_bcast(Runtime *rt, void *buf, int64_t bytes, int root)
 {
     TRY(begin(rt, "broadcast"));
-    TRY(NCCL_STATUS(ncclBroadcast(buf, buf, (size_t)bytes, ncclUint8, root,
-                                  rt->nccl->comm, rt->nccl->stream)));
-    return wait_stream(rt, "broadcast");
+    RtNccl *c = rt->nccl;
+    return wait_done(rt, c->m->broadcast(c->comm, buf, (size_t)bytes, root), "broadcast");
 }
 
 CtStatus rt_nccl_allgather(Runtime *rt, const void *send, void *recv, int64_t bytes)
 {
     TRY(begin(rt, "gather"));
-    TRY(NCCL_STATUS(ncclAllGather(send, recv, (size_t)bytes, ncclUint8, rt->nccl->comm,
-                                  rt->nccl->stream)));
-    return wait_stream(rt, "gather");
+    RtNccl *c = rt->nccl;
+    return wait_done(rt, c->m->all_gather(c->comm, send, recv, (size_t)bytes), "gather");
 }
 
 void rt_nccl_close(Runtime *rt)
 {
     RtNccl *n = rt->nccl;
     if (!n) return;
-    if (n->comm) ncclCommDestroy(n->comm);
-    if (n->stream) cudaStreamDestroy(n->stream);
+    if (n->comm) n->m->close(n->comm);
     free(n);
     rt->nccl = NULL;
 }
-
-#else /* no NCCL */
-
-static CtStatus no_nccl(Runtime *rt, const char *what)
-{
-    return ct_error(
-        CT_ERR_UNSUPPORTED,
-        "rank %d: %s of a CUDA tensor needs NCCL, which this build of ctrainer "
-        "does not have (build with -DCTRAINER_NCCL=ON, or move the tensor to the "
-        "CPU first)",
-        rt->rank, what);
-}
-
-CtStatus rt_nccl_allreduce(Runtime *rt, void *buf, int64_t n, CtDType dt,
-                           RuntimeReduceOp op)
-{
-    return no_nccl(rt, "all-reduce");
-}
-CtStatus rt_nccl_bcast(Runtime *rt, void *buf, int64_t bytes, int root)
-{
-    return no_nccl(rt, "broadcast");
-}
-CtStatus rt_nccl_allgather(Runtime *rt, const void *send, void *recv, int64_t bytes)
-{
-    return no_nccl(rt, "gather");
-}
-void rt_nccl_close(Runtime *rt) {}
-#endif

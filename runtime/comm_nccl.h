@@ -1,17 +1,19 @@
-/* Private to runtime/ (and its tests): how ctrainer's types map onto
- * NCCL's. Pure functions, no communication. */
+/* Private to runtime/ (and its tests): the library side of the NCCL
+ * collectives (comm_nccl.c, nccl_load.c). */
 #ifndef CTRAINER_COMM_NCCL_H
 #define CTRAINER_COMM_NCCL_H
-#ifdef CTRAINER_HAVE_NCCL
 
-#include <nccl.h>
-
+#include "nccl_module.h"
 #include "runtime_internal.h"
 
-/* false for a dtype / op NCCL cannot carry. Every dtype maps (bool as
- * uint8); MEAN is NCCL's average. */
-bool rt_nccl_datatype(CtDType dt, ncclDataType_t *out);
-bool rt_nccl_op(RuntimeReduceOp op, ncclRedOp_t *out);
+/* NCCL's data type / reduction op (RT_NCCL_*) for ours; false for a dtype
+ * or op NCCL cannot carry. Every dtype maps (bool as uint8); MEAN is
+ * NCCL's average. Pure. */
+bool rt_nccl_datatype(CtDType dt, int *out);
+bool rt_nccl_op(RuntimeReduceOp op, int *out);
 
-#endif
+/* The NCCL module, loaded on the first call; NULL with an error naming the
+ * rank and why it could not be loaded (nccl_load.c). */
+const CtNcclModule *rt_nccl_module(int rank);
+
 #endif

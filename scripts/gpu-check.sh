@@ -1,27 +1,40 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one command, on any machine with one:
 #
-#   scripts/gpu-check.sh [BUILD_DIR]      (default: build-gpu)
+#   scripts/gpu-check.sh [--dry-run] [BUILD_DIR]      (default: build-gpu)
 #
 #   1. configures and builds with CUDA (CTRAINER_CUDA=ON, warnings as errors,
-#      benchmarks on);
-#   2. checks a GPU is visible (nvidia-smi) and the CUDA module loads;
+#      examples and benchmarks on; CTRAINER_NCCL=ON too with nccl.h and MPI);
+#   2. checks a GPU is visible (nvidia-smi);
 #   3. runs the whole CTest suite, with the CUDA tests (tensor.test_cuda and
-#      every test that skips without a device) running for real;
-#   4. runs every example that takes --cuda on a few batches on cuda:0;
-#   5. runs every benchmark that takes --cuda (PyTorch comparisons run when
-#      python3 can import torch).
+#      every test that skips without a device) running for real, and fails
+#      when any suite still reports skipped CUDA tests;
+#   4. runs EVERY example (each examples/*.c) with --cuda for a few batches
+#      (CTRAINER_LIMIT_BATCHES=GPU_CHECK_BATCHES, default 3);
+#   5. runs the GPU benchmarks: bench_trainer's mlp and basicnet train steps
+#      (and the PyTorch eager loop beside them when python3 can import torch
+#      with CUDA), and ResNet-50 at 224x224, batch 128, bf16 (images/s).
 #
 # Every step is reported in the summary as PASS, FAIL or NOT RUN with the
-# reason (an example or benchmark without --cuda support, no torch): nothing
-# is skipped silently. Exits non-zero when any step failed. Logs go to
-# BUILD_DIR/gpu-check/.
+# reason (no torch): nothing is skipped silently. Exits non-zero when any
+# step failed. Logs go to BUILD_DIR/gpu-check/; the summary and every
+# benchmark's figures to BUILD_DIR/gpu-check/results.txt.
+#
+# --dry-run prints each command it would run, one per line (prefixed
+# "run: "), without building or running anything and without a GPU; CTest
+# checks that listing (tools.gpu_check_dry_run).
 set -u -o pipefail
 
+dry=0
+if [ "${1:-}" = --dry-run ]; then
+    dry=1
+    shift
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build-gpu}
 case $build in /*) ;; *) build=$root/$build ;; esac
 logs=$build/gpu-check
+results=$logs/results.txt
 jobs=${JOBS:-$(nproc)}
 batches=${GPU_CHECK_BATCHES:-3}
 
@@ -32,9 +45,15 @@ record() { # record STATUS NAME [DETAIL]
     if [ "$1" = FAIL ]; then failed=1; fi
 }
 # step NAME LOGFILE CMD...: runs CMD, logs its output, records PASS or FAIL.
+# Environment assignments go first through `env`.
 step() {
     local name=$1 log=$2
     shift 2
+    if [ $dry -eq 1 ]; then
+        echo "run: $*"
+        record PASS "$name" "dry run"
+        return 0
+    fi
     echo "==> $name"
     if "$@" >"$log" 2>&1; then
         record PASS "$name"
@@ -43,22 +62,48 @@ step() {
         tail -n 20 "$log"
     fi
 }
+# bench NAME CMD...: a step whose output figures go to the results file.
+bench() {
+    local name=$1 log=$logs/bench_${1//[^A-Za-z0-9_]/_}.log
+    shift
+    step "$name" "$log" "$@"
+    if [ $dry -eq 0 ] && [ -f "$log" ]; then
+        {
+            echo "## $name: $*"
+            grep -E '^(epoch_s|images_per_s|peak_rss_mib)' "$log"
+        } >>"$results"
+    fi
+}
 finish() {
-    echo
-    echo "==================== gpu-check summary ===================="
-    printf '%s\n' "${summary[@]}"
-    echo "==========================================================="
-    if [ $failed -ne 0 ]; then echo "gpu-check: FAILED"; exit 1; fi
-    echo "gpu-check: all steps passed"
+    {
+        echo
+        echo "==================== gpu-check summary ===================="
+        printf '%s\n' "${summary[@]}"
+        echo "==========================================================="
+    } | tee -a "$results"
+    if [ $failed -ne 0 ]; then
+        echo "gpu-check: FAILED" | tee -a "$results"
+        exit 1
+    fi
+    echo "gpu-check: all steps passed" | tee -a "$results"
     exit 0
 }
 
 mkdir -p "$logs"
+{
+    echo "# gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} >"$results"
 
 # 1. build
-step "configure (CUDA on)" "$logs/configure.log" \
-    cmake -S "$root" -B "$build" -DCTRAINER_CUDA=ON -DCTRAINER_WERROR=ON \
-    -DCTRAINER_BUILD_BENCH=ON -DCMAKE_BUILD_TYPE=Release
+nccl=OFF # the NCCL module needs nccl.h and MPI
+for d in /usr/include /usr/local/cuda/include /usr/local/include; do
+    [ -f "$d/nccl.h" ] && command -v mpicc >/dev/null && nccl=ON
+done
+step "configure (CUDA on, NCCL $nccl)" "$logs/configure.log" \
+    cmake -S "$root" -B "$build" -DCTRAINER_CUDA=ON -DCTRAINER_NCCL=$nccl \
+    -DCTRAINER_WERROR=ON -DCTRAINER_BUILD_EXAMPLES=ON -DCTRAINER_BUILD_BENCH=ON \
+    -DCMAKE_BUILD_TYPE=Release
 step "build" "$logs/build.log" cmake --build "$build" -j "$jobs"
 if [ $failed -ne 0 ]; then
     record "NOT RUN" "tests, examples, benchmarks" "the build failed"
@@ -66,65 +111,87 @@ if [ $failed -ne 0 ]; then
 fi
 
 # 2. a GPU must be visible, or every later step would only skip
-if ! nvidia-smi -L >"$logs/nvidia-smi.log" 2>&1; then
+if [ $dry -eq 1 ]; then
+    echo "run: nvidia-smi -L"
+elif ! nvidia-smi -L >"$logs/nvidia-smi.log" 2>&1; then
     record FAIL "GPU visible" "nvidia-smi -L failed, log $logs/nvidia-smi.log"
     record "NOT RUN" "tests, examples, benchmarks" "no GPU"
     finish
+else
+    record PASS "GPU visible" "$(head -n 1 "$logs/nvidia-smi.log")"
+    cat "$logs/nvidia-smi.log" >>"$results"
 fi
-record PASS "GPU visible" "$(head -n 1 "$logs/nvidia-smi.log")"
 
 # 3. the test suite; a CUDA test that still skips means the device was not
 # usable from the library
 step "ctest (all suites)" "$logs/ctest.log" \
     ctest --test-dir "$build" --output-on-failure -j 1
-if grep -q "SKIPPED .* CUDA tests" "$logs/ctest.log"; then
-    record FAIL "CUDA tests ran on the device" \
-        "some suites skipped their CUDA tests: grep SKIPPED $logs/ctest.log"
-else
-    record PASS "CUDA tests ran on the device"
+if [ $dry -eq 0 ]; then
+    if grep -q "SKIPPED .*CUDA" "$logs/ctest.log"; then
+        record FAIL "CUDA tests ran on the device" \
+            "some suites skipped their CUDA tests: grep SKIPPED $logs/ctest.log"
+    else
+        record PASS "CUDA tests ran on the device"
+    fi
 fi
 
-# takes_cuda PROGRAM: whether PROGRAM --help mentions --cuda
-takes_cuda() { "$1" --help 2>&1 | grep -q -- "--cuda"; }
-
-# 4. examples
-shopt -s nullglob
-examples=("$build"/examples/*)
-n_examples=0
-for exe in "${examples[@]}"; do
-    [ -f "$exe" ] && [ -x "$exe" ] || continue
-    n_examples=$((n_examples + 1))
-    name=example/$(basename "$exe")
-    if ! takes_cuda "$exe"; then
-        record "NOT RUN" "$name" "no --cuda option"
+# 4. every example, in dependency order (finetune_image_folder reads what
+# make_image_folder and pretrain_backbone wrote); the arguments mirror
+# examples/CMakeLists.txt
+out=$build/gpu-check/examples
+example_args() {
+    case $1 in
+    tensor_mlp) echo "--epochs 1 --limit 2000" ;;
+    optim_tour) echo "--steps 200" ;;
+    train_mnist | train_mnist_metrics_subclass | train_mnist_metrics_callback)
+        echo "--epochs 1 --no-progress-bar" ;;
+    train_basicnet | pretrain_backbone) echo "--no-progress-bar" ;;
+    train_tabular) echo "--epochs 3 --out $out/tabular_run" ;;
+    make_image_folder) echo "$out/image_folder --limit 200" ;;
+    finetune_image_folder)
+        echo "$out/image_folder $out/resnet18_fashion_mnist.safetensors --processes 1" \
+            "--epochs 1 --no-progress-bar" ;;
+    esac
+}
+mkdir -p "$out"
+names=()
+for src in "$root"/examples/*.c; do names+=("$(basename "$src" .c)"); done
+ordered=()
+for n in make_image_folder pretrain_backbone; do ordered+=("$n"); done
+for n in "${names[@]}"; do
+    case $n in make_image_folder | pretrain_backbone | finetune_image_folder) ;;
+    *) ordered+=("$n") ;; esac
+done
+ordered+=(finetune_image_folder)
+for n in "${ordered[@]}"; do
+    exe=$build/examples/$n
+    args=$(example_args "$n")
+    [ "$n" = pretrain_backbone ] && args="$args --out $out/resnet18_fashion_mnist.safetensors"
+    if [ $dry -eq 0 ] && [ ! -x "$exe" ]; then
+        record FAIL "example/$n --cuda" "not built: $exe"
         continue
     fi
-    step "$name --cuda" "$logs/$(basename "$exe").log" \
-        "$exe" --cuda --limit-batches "$batches" --epochs 1
+    # shellcheck disable=SC2086 # args are words
+    step "example/$n --cuda" "$logs/example_$n.log" \
+        env CTRAINER_LIMIT_BATCHES="$batches" "$exe" $args --cuda
 done
-[ $n_examples -gt 0 ] || record FAIL "examples" "none built in $build/examples"
 
-# 5. benchmarks
-benches=("$build"/bench/bench_*)
-if [ ${#benches[@]} -eq 0 ]; then record "NOT RUN" "benchmarks" "none built"; fi
-for exe in "${benches[@]}"; do
-    [ -f "$exe" ] && [ -x "$exe" ] || continue
-    name=bench/$(basename "$exe")
-    if ! takes_cuda "$exe"; then
-        record "NOT RUN" "$name" "no --cuda option"
-        continue
-    fi
-    step "$name --cuda" "$logs/$(basename "$exe").log" "$exe" --cuda
+# 5. benchmarks (figures into the results file)
+bt=$build/bench/bench_trainer
+for w in mlp basicnet; do
+    bench "bench_trainer $w cuda" "$bt" --workload "$w" --epochs 2 --cuda
 done
-if python3 -c "import torch; assert torch.cuda.is_available()" >/dev/null 2>&1; then
-    for py in "$root"/bench/*_torch.py; do
-        if ! grep -q -- "--cuda" "$py"; then
-            record "NOT RUN" "bench/$(basename "$py")" "no --cuda option"
-            continue
-        fi
-        step "bench/$(basename "$py") --cuda" "$logs/$(basename "$py").log" \
-            python3 "$py" --cuda
+bench "bench_trainer resnet50 224 bf16 batch 128 cuda" \
+    "$bt" --workload resnet50 --batch 128 --batches 10 --epochs 2 \
+    --mixed-precision bf16 --cuda
+if [ $dry -eq 1 ] ||
+    python3 -c "import torch; assert torch.cuda.is_available()" >/dev/null 2>&1; then
+    for w in mlp basicnet; do
+        bench "pytorch eager $w cuda" \
+            python3 "$root/bench/bench_trainer_torch.py" --workload "$w" --epochs 2 --cuda
     done
+    record "NOT RUN" "pytorch eager resnet50" \
+        "bench_trainer_torch.py has no resnet50 workload"
 else
     record "NOT RUN" "PyTorch benchmarks" "python3 cannot import torch with CUDA"
 fi

@@ -131,5 +131,6 @@ CtStatus ct_device_synchronize(CtDevice dev)
     if (dev.type == CT_DEVICE_CPU) return CT_OK;
     const CtBackend *be = ct_backend_for(dev);
     if (!be) return ct_last_status();
+    ct_host_sync_note();
     return be->iface->synchronize ? be->iface->synchronize(be) : CT_OK;
 }

@@ -114,6 +114,7 @@ Tensor *ct_contiguous_ref(Tensor *t)
 CtStatus tensor_copy_to_host(const Tensor *t, void *dst, CtDType dt)
 {
     if (!t || !dst) return null_arg("tensor_copy_to_host");
+    ct_host_sync_note();
     Tensor *host = ct_tensor_new_persistent(0, NULL, dt, ct_cpu());
     if (!host) return ct_last_status();
     /* point a host tensor header at dst with t's shape */

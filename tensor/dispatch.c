@@ -69,7 +69,9 @@ CtStatus ct_backend_run(const CtBackend *be, const CtOpCall *c)
                         ct_dtype_name(typed->dtype));
     }
     CtStatus st = be->iface->kernels[c->op](&call);
-    if (st == CT_ERR_BACKEND) { /* a device failure: say which op, on what */
+    /* a device failure, or a kernel's workspace that did not fit: say which
+     * op, on what */
+    if (st == CT_ERR_BACKEND || st == CT_ERR_OOM) {
         const Tensor *t = call_ref(c);
         char d[16], shape[96];
         ct_error_wrap(CT_OK, "%s on %s (%s %s %s)", ct_op_name(c->op),

@@ -258,6 +258,9 @@ typedef bool (*CtSupportsFn)(const CtOpCall *c);
  * kernel fits. */
 CtStatus ct_dispatch(const CtOpCall *c);
 
+/* Counts one host synchronisation (tensor/host_sync.c, ct_host_sync_count). */
+void ct_host_sync_note(void);
+
 /* Caching allocator (tensor/allocator.c) of the device's instance. */
 void *ct_device_alloc(CtDevice dev, size_t nbytes);
 void ct_device_free(CtDevice dev, void *p, size_t nbytes);

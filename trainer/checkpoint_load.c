@@ -245,6 +245,7 @@ static CtStatus apply(Trainer *t, Loaded *l, int64_t epoch, int64_t batch, int64
     l->callbacks = l->trainer = NULL;
     s->pos_epoch = epoch;
     s->pos_batch = batch;
+    loss_tracker_reset(&s->pos_loss);
     s->pos_loss = lt;
     return CT_OK;
 }
@@ -278,7 +279,10 @@ static void restore_snapshot(Trainer *t, const Snapshot *sn)
     LossTracker lt;
     nn_module_load_state_dict(t->model, sn->model, true, NULL);
     optim_state_load(t->optimizer, sn->optimizer);
-    if (ckpt_apply_rank_state(t, sn->rank, &lt, "(snapshot)") == CT_OK) s->pos_loss = lt;
+    if (ckpt_apply_rank_state(t, sn->rank, &lt, "(snapshot)") == CT_OK) {
+        loss_tracker_reset(&s->pos_loss);
+        s->pos_loss = lt;
+    }
     ckpt_apply_history(s->history, sn->trainer, run_history_current_epoch(s->history));
     s->pos_epoch = sn->pos_epoch;
     s->pos_batch = sn->pos_batch;

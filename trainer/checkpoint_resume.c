@@ -84,6 +84,8 @@ int64_t trainer_resume_epoch_start(Trainer *t)
     TrainerState *s = t->state;
     if (!s->resume.pending) return 0;
     int64_t batch = s->resume.batch;
+    /* the resumed tracker holds host values only: no device tensor */
+    loss_tracker_reset(&s->train_loss);
     s->train_loss = s->resume.train_loss;
     trainer_resume_clear(t);
     return batch;

@@ -188,7 +188,9 @@ static CtStatus save_generator(const char *name, CtGenerator *g, void *ctx)
 CtStatus ckpt_rank_state(const Trainer *t, CtStateDict *out)
 {
     const LossTracker *lt = &t->state->pos_loss;
-    CtStatus st = ckpt_add_f64(out, "train_loss.total", &lt->total, -1);
+    double total;
+    CtStatus st = loss_tracker_total(lt, &total); /* a host read per save */
+    if (st == CT_OK) st = ckpt_add_f64(out, "train_loss.total", &total, -1);
     if (st == CT_OK) st = ckpt_add_f64(out, "train_loss.count", &lt->count, -1);
     if (st == CT_OK) st = visit_generators(t->model, "", save_generator, out);
     return st;
@@ -222,7 +224,7 @@ static CtStatus load_generator(const char *name, CtGenerator *g, void *ctx)
 CtStatus ckpt_apply_rank_state(Trainer *t, const CtStateDict *d, LossTracker *lt,
                                const char *file)
 {
-    LossTracker l;
+    LossTracker l = {0};
     CtStatus st = get_f64(d, "train_loss.total", file, &l.total);
     if (st == CT_OK) st = get_f64(d, "train_loss.count", file, &l.count);
     GenLoad gl = {.d = d, .file = file, .apply = false};

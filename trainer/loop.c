@@ -48,7 +48,8 @@ CtStatus trainer_fire(Trainer *t, CallbackEvent ev, const CallbackEventArgs *arg
 
 CtStatus trainer_record_loss(Trainer *t, const LossTracker *lt, const char *name)
 {
-    double v[2] = {lt->total, lt->count};
+    double v[2] = {0, lt->count};
+    TRY(loss_tracker_total(lt, &v[0])); /* the epoch's one host read */
     TRY(runtime_reduce_f64(t->state->rt, v, 2, RUNTIME_REDUCE_SUM));
     if (v[1] <= 0) return CT_OK; /* no batches: nothing to record */
     return run_history_update(t->state->history, name, v[0] / v[1]);
@@ -68,14 +69,9 @@ static CtStatus track(LossTracker *lt, const TrainerBatchOutput *out, bool all_p
     if (out->batch_size < 0 || (out->batch_size == 0 && !all_padding))
         return ct_error(CT_ERR_INVALID, "trainer: %s gave batch_size %lld (must be > 0)",
                         hook, (long long)out->batch_size);
-    /* one host read per step (a device sync on GPUs): callbacks such as
-     * TerminateOnNaN read the value anyway */
-    double v;
-    CtStatus st = tensor_copy_to_host(out->loss, &v, CT_F64);
-    if (st != CT_OK) return ct_error_wrap(st, "trainer: reading the %s loss", hook);
-    lt->total += v * (double)out->batch_size;
-    lt->count += (double)out->batch_size;
-    return CT_OK;
+    /* accumulated on the device: no host read per step */
+    CtStatus st = loss_tracker_add(lt, out->loss, out->batch_size);
+    return st == CT_OK ? st : ct_error_wrap(st, "trainer: tracking the %s loss", hook);
 }
 
 /* Fetches batch `step` of a loader; false (status in *st) at its end. */
@@ -180,11 +176,11 @@ static CtStatus train_epoch(Trainer *t, bool *reached_max)
 {
     TrainerState *s = t->state;
     TRY_STOP(t, HOOK(t, train_epoch_start)(t));
-    s->train_loss = (LossTracker){0};
+    loss_tracker_reset(&s->train_loss);
     int64_t first = trainer_resume_epoch_start(t); /* > 0: resumed mid-epoch */
     s->pos_epoch = run_history_current_epoch(s->history);
     s->pos_batch = first;
-    s->pos_loss = s->train_loss;
+    TRY(loss_tracker_assign(&s->pos_loss, &s->train_loss));
     TRY_STOP(t, trainer_fire(t, CB_ON_TRAIN_EPOCH_START, NULL));
     /* the shuffle order is a function of (seed, epoch) */
     TRY(data_loader_set_epoch(s->train_dl, s->pos_epoch - 1));
@@ -209,7 +205,7 @@ static CtStatus train_epoch(Trainer *t, bool *reached_max)
         ct_scope_close(scope);
         if (st != CT_OK || s->stop_agreed) return st;
         s->pos_batch = step + 1;
-        s->pos_loss = s->train_loss;
+        TRY(loss_tracker_assign(&s->pos_loss, &s->train_loss));
         if (p.update && s->max_steps_set && s->global_step >= s->rc.max_num_train_steps) {
             *reached_max = true;
             break;
@@ -266,7 +262,7 @@ static CtStatus eval_epoch_inner(Trainer *t, bool is_intermediate, const char *n
     TrainerState *s = t->state;
     CallbackEventArgs ea = {.is_intermediate = is_intermediate};
     TRY_STOP(t, HOOK(t, eval_epoch_start)(t));
-    s->eval_loss = (LossTracker){0};
+    loss_tracker_reset(&s->eval_loss);
     TRY_STOP(t, trainer_fire(t, CB_ON_EVAL_EPOCH_START, &ea));
     TRY(eval_batches(t));
     if (trainer_stop_point(t)) return CT_OK;
@@ -297,10 +293,12 @@ CtStatus trainer_run_eval_epoch(Trainer *t, bool is_intermediate)
                         "trainer_run_eval_epoch: this run has no eval loader "
                         "(TrainArgs.eval_dataset is NULL)");
     bool training = t->model->training;
-    LossTracker saved = t->state->eval_loss;
+    LossTracker saved = t->state->eval_loss; /* moved out, moved back */
+    t->state->eval_loss = (LossTracker){0};
     CtStatus st =
         eval_epoch(t, is_intermediate,
                    is_intermediate ? "intermediate_eval_loss" : "eval_loss_epoch");
+    loss_tracker_reset(&t->state->eval_loss);
     t->state->eval_loss = saved;
     if (training) nn_module_train(t->model); /* fixes the reference's §9.8 */
     return st;
@@ -326,7 +324,7 @@ static CtStatus run_epochs(Trainer *t)
         }
         s->pos_epoch = run_history_current_epoch(s->history) + 1; /* epoch done */
         s->pos_batch = 0;
-        s->pos_loss = (LossTracker){0};
+        loss_tracker_reset(&s->pos_loss);
         TRY_STOP(t, HOOK(t, training_run_epoch_end)(t));
         TRY_STOP(t, trainer_fire(t, CB_ON_TRAINING_RUN_EPOCH_END, NULL));
         run_history_increment_epoch(s->history);
@@ -414,7 +412,9 @@ static void begin_run(Trainer *t)
     s->stop_reason[0] = '\0';
     s->global_step = 0;
     s->epoch_step = -1;
-    s->train_loss = s->eval_loss = (LossTracker){0};
+    loss_tracker_reset(&s->train_loss);
+    loss_tracker_reset(&s->eval_loss);
+    loss_tracker_reset(&s->pos_loss);
 }
 
 static CtStatus prepare_training(Trainer *t, const TrainArgs *a)

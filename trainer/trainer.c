@@ -140,6 +140,9 @@ void trainer_deinit(Trainer *t)
     TrainerState *s = t->state;
     trainer_release_run(t);
     trainer_resume_clear(t);
+    loss_tracker_reset(&s->train_loss);
+    loss_tracker_reset(&s->eval_loss);
+    loss_tracker_reset(&s->pos_loss);
     callback_list_free(s->callbacks);
     run_history_free(s->history);
     if (s->own_rt) runtime_free(s->rt);
@@ -260,6 +263,19 @@ int64_t trainer_epoch_step(const Trainer *t)
 bool trainer_in_eval(const Trainer *t)
 {
     return t->state->in_eval;
+}
+
+CtStatus trainer_running_loss(const Trainer *t, double *mean)
+{
+    if (!t || !t->state || !mean)
+        return ct_error(CT_ERR_NULL, "trainer_running_loss: NULL argument");
+    const LossTracker *lt =
+        t->state->in_eval ? &t->state->eval_loss : &t->state->train_loss;
+    double total;
+    CtStatus st = loss_tracker_total(lt, &total);
+    if (st != CT_OK) return ct_error_wrap(st, "trainer_running_loss");
+    *mean = lt->count > 0 ? total / lt->count : 0;
+    return CT_OK;
 }
 
 const TrainerRunConfig *trainer_run_config(const Trainer *t)

@@ -5,11 +5,26 @@
 #include "ctrainer/trainer.h"
 
 /* Sample-weighted running loss of one epoch (pytorch-accelerated's
- * LossTracker); totals are reduced across processes at the epoch end. */
+ * LossTracker); totals are reduced across processes at the epoch end. The
+ * running total lives on the loss's device (`sum`, owned) once a batch is
+ * added, so a step never reads it back; `total` is the value it started
+ * from (0, or a resumed checkpoint's). Copy with loss_tracker_assign, not
+ * `=`; release with loss_tracker_reset. */
 typedef struct LossTracker {
-    double total; /* sum of loss * batch_size */
+    double total; /* sum of loss * batch_size while sum is NULL */
     double count; /* samples */
+    Tensor *sum;  /* f64[1] on the loss's device, or NULL */
 } LossTracker;
+
+/* total += loss * batch_size on the loss's device (no host read). */
+CtStatus loss_tracker_add(LossTracker *lt, Tensor *loss, int64_t batch_size);
+/* The running total in *total: one host read (a device synchronisation)
+ * when it lives on a device. */
+CtStatus loss_tracker_total(const LossTracker *lt, double *total);
+/* dst <- src, keeping dst's own device tensor (a device copy, no read). */
+CtStatus loss_tracker_assign(LossTracker *dst, const LossTracker *src);
+/* Releases lt's device tensor; lt becomes the empty tracker. */
+void loss_tracker_reset(LossTracker *lt);
 
 /* A loaded checkpoint's position and the parts applied once a run reaches
  * them (trainer_load_state; consumed by the next trainer_train). */

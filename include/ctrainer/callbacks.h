@@ -55,6 +55,8 @@ typedef struct ProgressBarArgs {
  * summed), ETA and the running sample-weighted mean of the batch losses, e.g.
  *     train 1 [#######.............]  7/20  35% | 41.2 it/s 1318 samples/s eta 0:00 |
  * loss 0.6931 The bar ends with a newline at the end of its epoch. args NULL: defaults.
+ * The loss is the trainer's running loss (trainer_running_loss), read only
+ * when a line is drawn, so a GPU run is not synchronised every step.
  */
 Callback *callback_progress_bar_create(const ProgressBarArgs *args);
 
@@ -122,6 +124,13 @@ CtStatus callback_move_modules_add(Callback *cb, MoveToDeviceFn fn, void *object
  * calls sys.exit(); we never exit. Ask callback_terminate_on_nan_triggered
  * after the run and exit non-zero yourself. */
 Callback *callback_terminate_on_nan_create(void);
+/* The same, looking every `every` steps (and at each epoch end) instead of
+ * every step. It looks at the epoch's running loss, which stays non-finite
+ * once a step's loss was, so no bad step goes unnoticed; but a look is a
+ * host read (a device synchronisation on a GPU), and a step between two
+ * looks may update the weights. every = 1 is callback_terminate_on_nan_create.
+ * Errors: every < 1. */
+Callback *callback_terminate_on_nan_create_every(int64_t every);
 /* True when the last training or evaluation run was stopped by a
  * non-finite loss (reset at each run start). */
 bool callback_terminate_on_nan_triggered(const Callback *cb);

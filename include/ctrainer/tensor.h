@@ -349,6 +349,12 @@ Tensor *tensor_to_device_async(Tensor *t, CtDevice dev);
 /* Waits until everything queued on dev has finished (CT_OK at once for the
  * CPU). Errors: dev does not exist. */
 CtStatus ct_device_synchronize(CtDevice dev);
+/* How many host synchronisations this thread has made so far: every
+ * tensor_copy_to_host / tensor_item (counted on every device, the CPU
+ * included, so that code meant to run without per-step syncs on a GPU can
+ * be checked on the CPU) and every ct_device_synchronize of a GPU. A
+ * diagnostic: compare two readings around the code of interest. */
+uint64_t ct_host_sync_count(void);
 
 /* ------------------------------------------------------------ elementwise */
 /* Binary ops broadcast as in NumPy/PyTorch; both inputs must have the same

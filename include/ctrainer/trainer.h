@@ -629,6 +629,13 @@ int64_t trainer_global_step(const Trainer *t);
 int64_t trainer_epoch_step(const Trainer *t);
 /* True while an evaluation epoch runs (inside trainer_train or evaluate). */
 bool trainer_in_eval(const Trainer *t);
+/* The sample-weighted mean loss of the current epoch so far on this process
+ * (the eval epoch's inside one, else the train epoch's), in *mean; 0 when
+ * no sample has been tracked yet. The running sum stays on the loss's
+ * device during the epoch, so this is one host read (a device
+ * synchronisation on a GPU): callbacks call it when they draw or log, not
+ * every step. Errors: NULL argument, the read failed. */
+CtStatus trainer_running_loss(const Trainer *t, double *mean);
 
 /* Runs one evaluation epoch over the current eval loader from inside a
  * training run (pytorch-accelerated's _run_eval_epoch), e.g. for a step

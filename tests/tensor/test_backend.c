@@ -72,8 +72,16 @@ static CtStatus failing_kernel(const CtOpCall *c)
     return ct_error(CT_ERR_BACKEND, "test device: launch failed");
 }
 
-static CtKernelFn test_kernels[CT_OP_COUNT] = {
-    [CT_OP_FILL] = fill_kernel, [CT_OP_ONE_HOT] = failing_kernel};
+/* A kernel whose workspace allocation fails, as cudaMalloc's does. */
+static CtStatus oom_kernel(const CtOpCall *c)
+{
+    (void)c;
+    return ct_error(CT_ERR_OOM, "test device: workspace of 4096 bytes failed");
+}
+
+static CtKernelFn test_kernels[CT_OP_COUNT] = {[CT_OP_FILL] = fill_kernel,
+                                               [CT_OP_ONE_HOT] = failing_kernel,
+                                               [CT_OP_GATHER] = oom_kernel};
 static CtSupportsFn test_supports[CT_OP_COUNT] = {[CT_OP_FILL] = fill_supports};
 
 static const CtBackendIface test_iface = {
@@ -137,6 +145,10 @@ START_TEST(test_failures_name_op_and_sizes)
     ck_assert_int_eq(ct_backend_run(be, &c), CT_ERR_BACKEND);
     tu_assert_error(CT_ERR_BACKEND,
                     "one_hot on cpu (out [2, 3] f32): test device: launch failed");
+    c.op = CT_OP_GATHER;
+    ck_assert_int_eq(ct_backend_run(be, &c), CT_ERR_OOM);
+    tu_assert_error(CT_ERR_OOM, "gather on cpu (out [2, 3] f32): test device: workspace "
+                                "of 4096 bytes failed");
     tensor_free(out);
     ct_backend_destroy(be);
 

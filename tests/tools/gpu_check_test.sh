@@ -1,0 +1,53 @@
+#!/bin/sh
+# scripts/gpu-check.sh without a GPU: it parses; its dry run lists the CUDA
+# build, the suite, every example with --cuda and the GPU benchmarks; and a
+# failing step makes it exit non-zero with FAIL in its summary.
+set -eu
+root=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+script=$root/scripts/gpu-check.sh
+bash -n "$script"
+
+fail() {
+    echo "gpu_check_test: $*" >&2
+    exit 1
+}
+b=$tmp/b
+bash "$script" --dry-run "$b" >"$tmp/out" || fail "the dry run failed"
+has() { grep -q -e "$1" "$tmp/out" || fail "dry run does not list: $1"; }
+has "^run: cmake -S $root -B $b -DCTRAINER_CUDA=ON"
+has "^run: cmake --build $b"
+has "^run: nvidia-smi -L"
+has "^run: ctest --test-dir $b"
+for src in "$root"/examples/*.c; do
+    n=$(basename "$src" .c)
+    has "^run: env CTRAINER_LIMIT_BATCHES=3 $b/examples/$n .*--cuda\$"
+done
+has "^run: $b/bench/bench_trainer --workload mlp .*--cuda\$"
+has "^run: $b/bench/bench_trainer --workload basicnet .*--cuda\$"
+has "^run: $b/bench/bench_trainer --workload resnet50 --batch 128 .*--mixed-precision bf16 --cuda\$"
+has "^run: python3 $root/bench/bench_trainer_torch.py --workload mlp .*--cuda\$"
+has "gpu-check: all steps passed"
+# make_image_folder and pretrain_backbone run before finetune_image_folder
+order=$(grep -n -e "examples/make_image_folder" -e "examples/pretrain_backbone" \
+    -e "examples/finetune_image_folder" "$tmp/out" | cut -d: -f1 | tr '\n' ' ')
+# shellcheck disable=SC2086 # the three line numbers, as words
+set -- $order
+if [ $# -ne 3 ] || [ "$1" -ge "$3" ] || [ "$2" -ge "$3" ]; then
+    fail "example order: $order"
+fi
+
+# a failing configure: FAIL in the summary, nothing else run, exit 1
+mkdir "$tmp/bin"
+printf '#!/bin/sh\necho "cmake: configured to fail" >&2\nexit 3\n' >"$tmp/bin/cmake"
+chmod +x "$tmp/bin/cmake"
+if PATH="$tmp/bin:$PATH" bash "$script" "$tmp/f" >"$tmp/fail.out" 2>&1; then
+    fail "a failing build did not make gpu-check fail"
+fi
+grep -q "^FAIL .*configure" "$tmp/fail.out" || fail "no FAIL line for the configure"
+grep -q "^NOT RUN .*tests, examples, benchmarks" "$tmp/fail.out" ||
+    fail "later steps not reported as NOT RUN"
+grep -q "gpu-check: FAILED" "$tmp/f/gpu-check/results.txt" ||
+    fail "the results file does not say FAILED"
+echo "gpu_check_test: ok"
