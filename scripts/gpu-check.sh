@@ -6,8 +6,9 @@
 #   1. configures and builds with CUDA (CTRAINER_CUDA=ON, warnings as errors,
 #      benchmarks on);
 #   2. checks a GPU is visible (nvidia-smi) and the CUDA module loads;
-#   3. runs the whole CTest suite, with the CUDA tests (tensor.test_cuda and
-#      every test that skips without a device) running for real;
+#   3. runs the whole CTest suite, with the CUDA tests (tensor.test_cuda,
+#      tensor.test_cuda_dnn and every test that skips without a device)
+#      running for real;
 #   4. runs every example that takes --cuda on a few batches on cuda:0;
 #   5. runs every benchmark that takes --cuda (PyTorch comparisons run when
 #      python3 can import torch).

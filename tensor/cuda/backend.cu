@@ -323,6 +323,7 @@ static void register_all(void)
     ct_cuda_register_random(kernels, supports);
     ct_cuda_register_conv(kernels, supports);
     ct_cuda_register_bnorm(kernels, supports);
+    ct_cuda_register_pool(kernels, supports);
 }
 
 /* One iface for every cuda:N; the instance's context tells them apart. */

@@ -74,6 +74,7 @@ void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
 void ct_cuda_register_conv(CtKernelFn *k, CtSupportsFn *s);        /* CONV2D (+BWD) */
 void ct_cuda_register_bnorm(CtKernelFn *k, CtSupportsFn *s);       /* BATCH_NORM (+BWD) */
+void ct_cuda_register_pool(CtKernelFn *k, CtSupportsFn *s);        /* POOL2D (+BWD) */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */

@@ -218,6 +218,8 @@ static bool cuda_matmul_supports(const CtOpCall *call)
     CtDType dt = call->out[0]->dtype;
     if (p->autocast != CT_F32 && dt != CT_F32) return false;
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
+    bool epilogue = p->bias || p->act != CT_MATMUL_ACT_NONE;
+    if (epilogue && (dt == CT_F64 || p->autocast != CT_F32)) return false;
     if (p->bias &&
         (!call->in[2] || call->in[2]->dtype != dt || tensor_numel(call->in[2]) != p->n ||
          !tensor_is_contiguous(call->in[2])))

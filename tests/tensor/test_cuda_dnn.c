@@ -1,8 +1,8 @@
 /* CUDA library paths against the CPU backend on cuda:0: cuDNN conv2d
  * (forward, backward data, backward weight and bias), cuDNN batch norm in
- * training and the eval-mode kernels, the cuBLASLt bias + ReLU epilogue,
- * and the deterministic switch (two backward-weight runs give the same
- * bits). Without a device every test is skipped, loudly. */
+ * training and the eval-mode kernels, pooling, the cuBLASLt bias + ReLU
+ * epilogue and linear's fused bias, and the deterministic switch (two backward-weight
+ * runs give the same bits). Without a device every test is skipped, loudly. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -182,19 +182,77 @@ START_TEST(test_matmul_bias_relu_epilogue)
 }
 END_TEST
 
+START_TEST(test_linear_bias_fused)
+{
+    CtScope *s = ct_scope_open();
+    /* linear on CUDA takes the bias epilogue; the CPU prefills the bias */
+    for (int dt = CT_F32; dt <= CT_F64; dt++) {
+        Tensor *x = tensor_reshape(rand_t(dt, 6 * 5, -1, 1, 16), 2, (int64_t[]){6, 5});
+        Tensor *w = tensor_reshape(rand_t(dt, 4 * 5, -1, 1, 17), 2, (int64_t[]){4, 5});
+        Tensor *b = rand_t(dt, 4, -1, 1, 18);
+        Tensor *y = tensor_linear(x, w, b);
+        Tensor *Y = tensor_linear(on_gpu(x), on_gpu(w), on_gpu(b));
+        ck_assert_msg(Y, "%s", ct_last_error());
+        assert_same(y, Y, dt == CT_F64 ? 1e-12 : 1e-5);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_pool2d_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    CtPool2dParams p = {.kind = CT_POOL_MAX,
+                        .n = 2,
+                        .c = 3,
+                        .h = 7,
+                        .w = 9,
+                        .oh = 4,
+                        .ow = 5,
+                        .kh = 3,
+                        .kw = 3,
+                        .sh = 2,
+                        .sw = 2,
+                        .ph = 1,
+                        .pw = 1};
+    for (int kind = CT_POOL_MAX; kind <= CT_POOL_AVG; kind++) {
+        p.kind = (CtPoolKind)kind;
+        Tensor *x = rand_t(CT_F32, 378, -1, 1, 19), *gy = rand_t(CT_F32, 120, -1, 1, 20);
+        bool max = kind == CT_POOL_MAX;
+        Tensor *y = tensor_zeros(1, (int64_t[]){120}, CT_F32, ct_cpu()), *Y = on_gpu(y);
+        Tensor *ix = max ? tensor_zeros(1, (int64_t[]){120}, CT_I64, ct_cpu()) : NULL;
+        Tensor *IX = on_gpu(ix);
+        Tensor *gx = tensor_zeros(1, (int64_t[]){378}, CT_F32, ct_cpu()),
+               *GX = on_gpu(gx);
+        CtOpCall calls[] = {{CT_OP_POOL2D, {y, ix}, {x}, &p, NULL},
+                            {CT_OP_POOL2D, {Y, IX}, {on_gpu(x)}, &p, NULL},
+                            {CT_OP_POOL2D_BWD, {gx}, {gy, ix}, &p, NULL},
+                            {CT_OP_POOL2D_BWD, {GX}, {on_gpu(gy), IX}, &p, NULL}};
+        for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) run(&calls[i]);
+        assert_same(y, Y, 0); /* the CPU's bits */
+        if (max) assert_same(ix, IX, 0);
+        assert_same(gx, GX, 0);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tensor_cuda_dnn");
     TCase *tc = tcase_create("cuda_dnn");
     tcase_set_timeout(tc, 120);
-    const TTest *tests[] = {test_conv2d_matches_cpu, test_conv2d_deterministic_switch,
-                            test_batch_norm_matches_cpu, test_matmul_bias_relu_epilogue};
+    const TTest *tests[] = {test_conv2d_matches_cpu,     test_conv2d_deterministic_switch,
+                            test_batch_norm_matches_cpu, test_matmul_bias_relu_epilogue,
+                            test_linear_bias_fused,      test_pool2d_matches_cpu};
     int n = (int)(sizeof tests / sizeof *tests);
     if (ct_cuda_device_count() > 0) {
         setenv("CK_FORK", "no", 1); /* CUDA does not survive fork() */
         for (int i = 0; i < n; i++) tcase_add_test(tc, tests[i]);
     } else {
-        fprintf(stderr, "\n*** SKIPPED %d CUDA library tests: no CUDA device ***\n\n", n);
+        fprintf(stderr,
+                "\n*** SKIPPED %d CUDA tests (cuDNN, cuBLASLt): no CUDA device ***\n\n",
+                n);
     }
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -2,8 +2,8 @@
  * hand-computed expectations: stored layouts of each operand (rows, cols,
  * leading dims) with and without transposes, batch counts and strides,
  * compute types under TF32 and autocast, epilogue mapping, the reduction
- * restriction, the workspace size, and the errors. Runs in every build (no
- * CUDA needed). */
+ * restriction, the workspace size, the errors, and the CPU kernel refusing
+ * an epilogue. Runs in every build (no CUDA needed). */
 #include "tensor/cuda/lt_desc.h"
 #include "testutil.h"
 
@@ -135,6 +135,29 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* The CPU kernel has no fused epilogue: its supports rejects one, so a
+ * caller (linear) falls back to the unfused form. */
+START_TEST(test_cpu_rejects_epilogue)
+{
+    CtScope *s = ct_scope_open();
+    Tensor *a = tensor_ones(1, (int64_t[]){6}, CT_F32, ct_cpu());
+    Tensor *b = tensor_ones(1, (int64_t[]){6}, CT_F32, ct_cpu());
+    Tensor *bias = tensor_ones(1, (int64_t[]){3}, CT_F32, ct_cpu());
+    Tensor *c = tensor_zeros(1, (int64_t[]){6}, CT_F32, ct_cpu());
+    CtMatmulParams p = {.batch = 1, .m = 2, .n = 3, .k = 2, .alpha = 1, .bias = true};
+    CtOpCall call = {.op = CT_OP_MATMUL, .out = {c}, .in = {a, b, bias}, .params = &p};
+    ck_assert(!ct_backend_supports(ct_backend_for(ct_cpu()), &call));
+    ck_assert_int_eq(ct_dispatch(&call), CT_ERR_UNSUPPORTED);
+    tu_assert_error(CT_ERR_UNSUPPORTED, "matmul: not supported on cpu");
+    p.bias = false;
+    p.act = CT_MATMUL_ACT_RELU;
+    ck_assert(!ct_backend_supports(ct_backend_for(ct_cpu()), &call));
+    p.act = CT_MATMUL_ACT_NONE;
+    ck_assert(ct_backend_supports(ct_backend_for(ct_cpu()), &call));
+    ct_scope_close(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tensor_lt_desc");
@@ -145,6 +168,7 @@ int main(void)
     tcase_add_test(tc, test_epilogues);
     tcase_add_test(tc, test_determinism_and_workspace);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_cpu_rejects_epilogue);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
