@@ -1,5 +1,8 @@
 /* CONV2D, CONV2D_BWD_DATA and CONV2D_BWD_WEIGHT through cuDNN 9, for f32,
- * f64, bf16 and f16 (descriptors from dnn_desc.h).
+ * f64, bf16 and f16, and f32 under bf16/f16 autocast (the operands rounded
+ * to the low type by the COPY kernel, convolved on the tensor cores with
+ * f32 accumulation, the results widened back to f32); descriptors from
+ * dnn_desc.h.
  *
  * cuDNN's legacy (descriptor) API, not the graph API: each op is one call
  * on a few descriptors that dnn_desc.h builds as plain values, and its v7
@@ -14,6 +17,8 @@
  * Workspace comes from the instance's caching allocator, capped at
  * CT_DNN_WORKSPACE_MAX. The bias is added with cudnnAddTensor and its
  * gradient summed with cudnnConvolutionBackwardBias. */
+#include <string.h>
+
 #include "common.cuh"
 #include "dnn_desc.h"
 
@@ -128,7 +133,8 @@ static const void *zero(CtDType dt)
     return dt == CT_F64 ? (const void *)&scales.zero64 : (const void *)&scales.zero32;
 }
 
-/* One convolution call: its descriptors, handle and instance. */
+/* One convolution call (operands in the dtype cuDNN convolves in): its
+ * descriptors, handle and instance. */
 typedef struct ConvCall {
     const CtOpCall *call;
     CtDnnConv d;
@@ -237,22 +243,101 @@ static CtStatus run_empty(const CtOpCall *call, CtCudaCtx *c)
     return CT_OK;
 }
 
-static CtStatus run(const CtOpCall *call, CtStatus (*body)(ConvCall *))
+static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt,
+                           CtStatus (*body)(ConvCall *))
 {
-    const CtConv2dParams *p = (const CtConv2dParams *)call->params;
     ConvCall k = {};
     k.call = call;
-    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &k.c));
-    if (p->n == 0 || p->c == 0 || p->o == 0 || p->oh == 0 || p->ow == 0)
-        return run_empty(call, k.c);
-    CtDType dt = (call->op == CT_OP_CONV2D_BWD_WEIGHT ? call->in[1] : call->in[0])->dtype;
-    CT_RETURN_IF_ERROR(ct_dnn_conv(p, dt, ct_allow_tf32(), &k.d));
-    CT_RETURN_IF_ERROR(ct_cuda_dnn(k.c, &k.h));
+    k.c = c;
+    CT_RETURN_IF_ERROR(
+        ct_dnn_conv((const CtConv2dParams *)call->params, dt, ct_allow_tf32(), &k.d));
+    CT_RETURN_IF_ERROR(ct_cuda_dnn(c, &k.h));
     CtStatus st = conv_build(&k.d, &k.o);
     if (st == CT_OK) st = body(&k);
     conv_destroy(&k.o);
-    CT_RETURN_IF_ERROR(st);
-    if (ct_cuda_sync_mode()) CT_CUDA_CHECK(cudaStreamSynchronize(k.c->stream));
+    return st;
+}
+
+/* An operand or result of an autocast call in the low dtype: scratch from
+ * the caching allocator seen as a contiguous tensor of the f32 one's shape
+ * (conv operands are contiguous). */
+typedef struct LowTensor {
+    Tensor t;
+    CtStorage s;
+} LowTensor;
+
+static CtStatus low_make(const CtBackend *be, const Tensor *like, CtDType dt,
+                         LowTensor *l)
+{
+    memset(l, 0, sizeof *l);
+    l->t.refcount = 1;
+    l->t.storage = &l->s;
+    l->t.dtype = dt;
+    l->t.ndim = like->ndim;
+    for (int d = 0; d < like->ndim; d++) {
+        l->t.shape[d] = like->shape[d];
+        l->t.stride[d] = like->stride[d];
+    }
+    l->s.refcount = 1;
+    l->s.device = like->storage->device;
+    l->s.nbytes = (size_t)tensor_numel(like) * ct_dtype_size(dt);
+    return ct_cuda_scratch(be, l->s.nbytes, &l->s.data);
+}
+
+/* dst <- src converted, through the instance's COPY kernel. */
+static CtStatus cast(const CtOpCall *call, Tensor *dst, const Tensor *src)
+{
+    CtOpCall c = {};
+    c.op = CT_OP_COPY;
+    c.out[0] = dst;
+    c.in[0] = src;
+    c.backend = call->backend;
+    return call->backend->iface->kernels[CT_OP_COPY](&c);
+}
+
+/* Autocast: the f32 operands rounded to `low`, the convolution in `low`
+ * with f32 accumulation, the results widened back to f32. */
+static CtStatus run_autocast(const CtOpCall *call, CtCudaCtx *c, CtDType low,
+                             CtStatus (*body)(ConvCall *))
+{
+    LowTensor in[CT_CALL_MAX_IN], out[CT_CALL_MAX_OUT];
+    CtOpCall lc = *call;
+    CtStatus st = CT_OK;
+    for (int i = 0; i < CT_CALL_MAX_IN; i++) {
+        in[i].s.data = NULL;
+        if (!call->in[i] || st != CT_OK) continue;
+        st = low_make(call->backend, call->in[i], low, &in[i]);
+        if (st == CT_OK) st = cast(call, &in[i].t, call->in[i]);
+        lc.in[i] = &in[i].t;
+    }
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++) {
+        out[i].s.data = NULL;
+        if (!call->out[i] || st != CT_OK) continue;
+        st = low_make(call->backend, call->out[i], low, &out[i]);
+        lc.out[i] = &out[i].t;
+    }
+    if (st == CT_OK) st = run_native(&lc, c, low, body);
+    for (int i = 0; i < CT_CALL_MAX_OUT && st == CT_OK; i++)
+        if (call->out[i]) st = cast(call, call->out[i], &out[i].t);
+    for (int i = 0; i < CT_CALL_MAX_IN; i++)
+        ct_cuda_scratch_free(call->backend, in[i].s.data, in[i].s.nbytes);
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+        ct_cuda_scratch_free(call->backend, out[i].s.data, out[i].s.nbytes);
+    return st;
+}
+
+static CtStatus run(const CtOpCall *call, CtStatus (*body)(ConvCall *))
+{
+    const CtConv2dParams *p = (const CtConv2dParams *)call->params;
+    CtCudaCtx *c;
+    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
+    if (p->n == 0 || p->c == 0 || p->o == 0 || p->oh == 0 || p->ow == 0)
+        return run_empty(call, c);
+    CtDType dt = (call->op == CT_OP_CONV2D_BWD_WEIGHT ? call->in[1] : call->in[0])->dtype;
+    CtDType low = ct_dnn_conv_dtype(p, dt);
+    CT_RETURN_IF_ERROR(low == dt ? run_native(call, c, dt, body)
+                                 : run_autocast(call, c, low, body));
+    if (ct_cuda_sync_mode()) CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     return CT_OK;
 }
 

@@ -93,22 +93,28 @@ static inline bool ct_dnn_tensor_ops_ok(CtDType dt, bool allow_tf32)
     return dt == CT_BF16 || dt == CT_F16 || (dt == CT_F32 && allow_tf32);
 }
 
-/* Fills d for p over operands of dtype dt (f32, f64, bf16 or f16). Records
- * CT_ERR_UNSUPPORTED for autocast (cuDNN has no f32 convolution on bf16
- * tensor cores: run the model in bf16 on CUDA instead), for sizes beyond
- * 32 bits, CT_ERR_DTYPE for another dtype, and CT_ERR_INVALID when p's
- * output size is not cuDNN's. */
+/* The dtype cuDNN convolves in for operands of dtype dt: their own, or
+ * under autocast (f32 operands, p->autocast bf16 or f16) the low type.
+ * cuDNN takes x, w and y of one dtype, so conv.cu rounds the f32 operands
+ * to it, convolves with f32 accumulation and widens the results to f32
+ * (the CPU's contract, with the results rounded to the low type once more,
+ * as PyTorch's autocast conv returns them). */
+static inline CtDType ct_dnn_conv_dtype(const CtConv2dParams *p, CtDType dt)
+{
+    return dt == CT_F32 && (p->autocast == CT_BF16 || p->autocast == CT_F16) ? p->autocast
+                                                                             : dt;
+}
+
+/* Fills d for p over operands of dtype dt (f32, f64, bf16 or f16), the
+ * dtype cuDNN convolves in (ct_dnn_conv_dtype; p->autocast is not read).
+ * Records CT_ERR_UNSUPPORTED for sizes beyond 32 bits, CT_ERR_DTYPE for
+ * another dtype, and CT_ERR_INVALID when p's output size is not cuDNN's. */
 static inline CtStatus ct_dnn_conv(const CtConv2dParams *p, CtDType dt, bool allow_tf32,
                                    CtDnnConv *d)
 {
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16)
         return ct_error(CT_ERR_DTYPE, "conv2d: cuDNN has no convolution for %s on cuda",
                         ct_dtype_name(dt));
-    if (p->autocast != CT_F32)
-        return ct_error(CT_ERR_UNSUPPORTED,
-                        "conv2d: autocast to %s is not available on cuda (cuDNN needs "
-                        "operands of one dtype); convert the model and input to %s",
-                        ct_dtype_name(p->autocast), ct_dtype_name(p->autocast));
     if (p->oh != ct_dnn_conv_out(p->h, p->kh, p->ph, p->sh, p->dh) ||
         p->ow != ct_dnn_conv_out(p->w, p->kw, p->pw, p->sw, p->dw))
         return ct_error(CT_ERR_INVALID,

@@ -1,8 +1,9 @@
 /* CUDA library paths against the CPU backend on cuda:0: cuDNN conv2d
- * (forward, backward data, backward weight and bias), cuDNN batch norm in
- * training and the eval-mode kernels, pooling, the cuBLASLt bias + ReLU
- * epilogue and linear's fused bias, and the deterministic switch (two backward-weight
- * runs give the same bits). Without a device every test is skipped, loudly. */
+ * (forward, backward data, backward weight and bias; f32, f64 and bf16
+ * autocast), cuDNN batch norm in training and the eval-mode kernels,
+ * pooling, the cuBLASLt bias + ReLU epilogue and linear's fused bias, and
+ * the deterministic switch (two backward-weight runs give the same bits).
+ * Without a device every test is skipped, loudly. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -92,6 +93,34 @@ START_TEST(test_conv2d_matches_cpu)
         assert_same(gw, GW, tol);
         assert_same(gb, GB, tol);
     }
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_conv2d_autocast_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    CtConv2dParams p = conv_p;
+    p.autocast = CT_BF16; /* both backends round the operands to bf16 */
+    Tensor *x = rand_t(CT_F32, 504, -1, 1, 21), *w = rand_t(CT_F32, 108, -1, 1, 22);
+    Tensor *gy = rand_t(CT_F32, 180, -1, 1, 23);
+    Tensor *y = tensor_zeros(1, (int64_t[]){180}, CT_F32, ct_cpu()), *Y = on_gpu(y);
+    Tensor *gx = tensor_zeros(1, (int64_t[]){504}, CT_F32, ct_cpu()), *GX = on_gpu(gx);
+    Tensor *gw = tensor_zeros(1, (int64_t[]){108}, CT_F32, ct_cpu()), *GW = on_gpu(gw);
+    Tensor *X = on_gpu(x), *W = on_gpu(w), *GY = on_gpu(gy);
+    CtOpCall calls[] = {
+        {CT_OP_CONV2D, {y}, {x, w, NULL}, &p, NULL},
+        {CT_OP_CONV2D, {Y}, {X, W, NULL}, &p, NULL},
+        {CT_OP_CONV2D_BWD_DATA, {gx}, {gy, w}, &p, NULL},
+        {CT_OP_CONV2D_BWD_DATA, {GX}, {GY, W}, &p, NULL},
+        {CT_OP_CONV2D_BWD_WEIGHT, {gw, NULL}, {gy, x}, &p, NULL},
+        {CT_OP_CONV2D_BWD_WEIGHT, {GW, NULL}, {GY, X}, &p, NULL},
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) run(&calls[i]);
+    /* CUDA rounds the results to bf16 once more: 2^-8 relative */
+    assert_same(y, Y, 1e-2);
+    assert_same(gx, GX, 1e-2);
+    assert_same(gw, GW, 1e-2);
     ct_scope_close(s);
 }
 END_TEST
@@ -242,9 +271,12 @@ int main(void)
     Suite *s = suite_create("tensor_cuda_dnn");
     TCase *tc = tcase_create("cuda_dnn");
     tcase_set_timeout(tc, 120);
-    const TTest *tests[] = {test_conv2d_matches_cpu,     test_conv2d_deterministic_switch,
-                            test_batch_norm_matches_cpu, test_matmul_bias_relu_epilogue,
-                            test_linear_bias_fused,      test_pool2d_matches_cpu};
+    const TTest *tests[] = {
+        test_conv2d_matches_cpu,          test_conv2d_autocast_matches_cpu,
+        test_conv2d_deterministic_switch, test_batch_norm_matches_cpu,
+        test_matmul_bias_relu_epilogue,   test_linear_bias_fused,
+        test_pool2d_matches_cpu,
+    };
     int n = (int)(sizeof tests / sizeof *tests);
     if (ct_cuda_device_count() > 0) {
         setenv("CK_FORK", "no", 1); /* CUDA does not survive fork() */

@@ -2,6 +2,7 @@
  * expectations: NCHW dims and strides (contiguous and strided), the
  * convolution's padding/stride/dilation/groups, filter and bias shapes,
  * output-size check, compute and math types per dtype and TF32 setting, the
+ * autocast dtype, the
  * algorithm filter (determinism, tensor cores, workspace cap), batch-norm
  * mapping, and the errors. Runs in every build (no CUDA needed). */
 #include <limits.h>
@@ -101,17 +102,30 @@ START_TEST(test_conv_types)
 }
 END_TEST
 
+START_TEST(test_conv_autocast_dtype)
+{
+    CtConv2dParams p = conv_params();
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F32), CT_F32);
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F64), CT_F64);
+    p.autocast = CT_BF16; /* f32 operands convolve in bf16 */
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F32), CT_BF16);
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F64), CT_F64); /* autocast takes f32 only */
+    p.autocast = CT_F16;
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F32), CT_F16);
+    CtDnnConv d;
+    ck_assert_int_eq(ct_dnn_conv(&p, ct_dnn_conv_dtype(&p, CT_F32), false, &d), CT_OK);
+    ck_assert_int_eq(d.data, CT_F16);
+    ck_assert_int_eq(d.compute, CT_F32);
+    ck_assert_int_eq(d.math, CT_DNN_MATH_TENSOR_OP);
+}
+END_TEST
+
 START_TEST(test_conv_errors)
 {
     CtConv2dParams p = conv_params();
     CtDnnConv d;
     ck_assert_int_eq(ct_dnn_conv(&p, CT_I32, false, &d), CT_ERR_DTYPE);
     tu_assert_error(CT_ERR_DTYPE, "conv2d: cuDNN has no convolution for i32 on cuda");
-    p.autocast = CT_BF16;
-    ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &d), CT_ERR_UNSUPPORTED);
-    tu_assert_error(CT_ERR_UNSUPPORTED,
-                    "conv2d: autocast to bf16 is not available on cuda");
-    p = conv_params();
     p.oh = 4; /* a ceil-mode-like size cuDNN does not produce */
     ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &d), CT_ERR_INVALID);
     tu_assert_error(
@@ -171,6 +185,7 @@ int main(void)
     tcase_add_test(tc, test_tensor_strides);
     tcase_add_test(tc, test_conv_geometry);
     tcase_add_test(tc, test_conv_types);
+    tcase_add_test(tc, test_conv_autocast_dtype);
     tcase_add_test(tc, test_conv_errors);
     tcase_add_test(tc, test_algorithm_pick);
     tcase_add_test(tc, test_batch_norm);
