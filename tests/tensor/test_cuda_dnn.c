@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tensor/conv.h"
+#include "conv_case.h"
 #include "tensor/norm.h"
 #include "testutil.h"
 
@@ -46,25 +46,6 @@ static void run(CtOpCall *call)
                   ct_last_error());
 }
 
-/* x (2, 4, 9, 7), w (6, 2, 3, 3), groups 2, stride (2, 1), padding (1, 0),
- * dilation (1, 2) -> y (2, 6, 5, 3) */
-static const CtConv2dParams conv_p = {.n = 2,
-                                      .c = 4,
-                                      .h = 9,
-                                      .w = 7,
-                                      .o = 6,
-                                      .kh = 3,
-                                      .kw = 3,
-                                      .oh = 5,
-                                      .ow = 3,
-                                      .sh = 2,
-                                      .sw = 1,
-                                      .ph = 1,
-                                      .pw = 0,
-                                      .dh = 1,
-                                      .dw = 2,
-                                      .groups = 2};
-
 START_TEST(test_conv2d_matches_cpu)
 {
     CtScope *s = ct_scope_open();
@@ -80,12 +61,12 @@ START_TEST(test_conv2d_matches_cpu)
         Tensor *Y = on_gpu(y), *GX = on_gpu(gx), *GW = on_gpu(gw), *GB = on_gpu(gb);
         Tensor *X = on_gpu(x), *W = on_gpu(w), *B = on_gpu(b), *GY = on_gpu(gy);
         CtOpCall calls[] = {
-            {CT_OP_CONV2D, {y}, {x, w, b}, &conv_p, NULL},
-            {CT_OP_CONV2D, {Y}, {X, W, B}, &conv_p, NULL},
-            {CT_OP_CONV2D_BWD_DATA, {gx}, {gy, w}, &conv_p, NULL},
-            {CT_OP_CONV2D_BWD_DATA, {GX}, {GY, W}, &conv_p, NULL},
-            {CT_OP_CONV2D_BWD_WEIGHT, {gw, gb}, {gy, x}, &conv_p, NULL},
-            {CT_OP_CONV2D_BWD_WEIGHT, {GW, GB}, {GY, X}, &conv_p, NULL},
+            {CT_OP_CONV2D, {y}, {x, w, b}, &conv_case, NULL},
+            {CT_OP_CONV2D, {Y}, {X, W, B}, &conv_case, NULL},
+            {CT_OP_CONV2D_BWD_DATA, {gx}, {gy, w}, &conv_case, NULL},
+            {CT_OP_CONV2D_BWD_DATA, {GX}, {GY, W}, &conv_case, NULL},
+            {CT_OP_CONV2D_BWD_WEIGHT, {gw, gb}, {gy, x}, &conv_case, NULL},
+            {CT_OP_CONV2D_BWD_WEIGHT, {GW, GB}, {GY, X}, &conv_case, NULL},
         };
         for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) run(&calls[i]);
         assert_same(y, Y, tol);
@@ -100,7 +81,7 @@ END_TEST
 START_TEST(test_conv2d_autocast_matches_cpu)
 {
     CtScope *s = ct_scope_open();
-    CtConv2dParams p = conv_p;
+    CtConv2dParams p = conv_case;
     p.autocast = CT_BF16; /* both backends round the operands to bf16 */
     Tensor *x = rand_t(CT_F32, 504, -1, 1, 21), *w = rand_t(CT_F32, 108, -1, 1, 22);
     Tensor *gy = rand_t(CT_F32, 180, -1, 1, 23);
@@ -134,7 +115,7 @@ START_TEST(test_conv2d_deterministic_switch)
     Tensor *gw[2];
     for (int r = 0; r < 2; r++) {
         gw[r] = tensor_zeros(1, (int64_t[]){108}, CT_F32, gpu());
-        CtOpCall c = {CT_OP_CONV2D_BWD_WEIGHT, {gw[r], NULL}, {GY, X}, &conv_p, NULL};
+        CtOpCall c = {CT_OP_CONV2D_BWD_WEIGHT, {gw[r], NULL}, {GY, X}, &conv_case, NULL};
         run(&c);
     }
     Tensor *h = tensor_to_device(gw[0], ct_cpu());

@@ -7,6 +7,7 @@
  * mapping, and the errors. Runs in every build (no CUDA needed). */
 #include <limits.h>
 
+#include "conv_case.h"
 #include "tensor/cuda/dnn_desc.h"
 #include "testutil.h"
 
@@ -35,34 +36,11 @@ START_TEST(test_tensor_strides)
 }
 END_TEST
 
-/* x (2, 4, 9, 7), w (6, 2, 3, 3), groups 2, stride (2, 1), padding (1, 0),
- * dilation (1, 2): oh = (9 + 2 - 2 - 1)/2 + 1 = 5, ow = (7 - 4 - 1)/1 + 1 = 3 */
-static CtConv2dParams conv_params(void)
-{
-    return (CtConv2dParams){.n = 2,
-                            .c = 4,
-                            .h = 9,
-                            .w = 7,
-                            .o = 6,
-                            .kh = 3,
-                            .kw = 3,
-                            .oh = 5,
-                            .ow = 3,
-                            .sh = 2,
-                            .sw = 1,
-                            .ph = 1,
-                            .pw = 0,
-                            .dh = 1,
-                            .dw = 2,
-                            .groups = 2,
-                            .autocast = CT_F32};
-}
-
 START_TEST(test_conv_geometry)
 {
     ck_assert_int_eq(ct_dnn_conv_out(9, 3, 1, 2, 1), 5);
     ck_assert_int_eq(ct_dnn_conv_out(7, 3, 0, 1, 2), 3);
-    CtConv2dParams p = conv_params();
+    CtConv2dParams p = conv_case;
     CtDnnConv d;
     ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &d), CT_OK);
     assert_dims(d.x.dims, 2, 4, 9, 7);
@@ -83,7 +61,7 @@ END_TEST
 
 START_TEST(test_conv_types)
 {
-    CtConv2dParams p = conv_params();
+    CtConv2dParams p = conv_case;
     CtDnnConv d;
     ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &d), CT_OK);
     ck_assert_int_eq(d.compute, CT_F32);
@@ -104,7 +82,7 @@ END_TEST
 
 START_TEST(test_conv_autocast_dtype)
 {
-    CtConv2dParams p = conv_params();
+    CtConv2dParams p = conv_case;
     ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F32), CT_F32);
     ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F64), CT_F64);
     p.autocast = CT_BF16; /* f32 operands convolve in bf16 */
@@ -122,7 +100,7 @@ END_TEST
 
 START_TEST(test_conv_errors)
 {
-    CtConv2dParams p = conv_params();
+    CtConv2dParams p = conv_case;
     CtDnnConv d;
     ck_assert_int_eq(ct_dnn_conv(&p, CT_I32, false, &d), CT_ERR_DTYPE);
     tu_assert_error(CT_ERR_DTYPE, "conv2d: cuDNN has no convolution for i32 on cuda");
