@@ -117,23 +117,15 @@ static CtStatus bn_build(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
     size_t row = (size_t)p->c * ct_dtype_size(dt);
     k->scratch_bytes = 4 * row;
     CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, k->scratch_bytes, &k->scratch));
-    double one64 = 1.0;
-    float one32 = 1.0f;
-    const void *one = dt == CT_F64 ? (const void *)&one64 : (const void *)&one32;
-    CT_CUDNN_CHECK(cudnnSetTensor(k->h, k->param, k->scratch, one));
+    CT_CUDNN_CHECK(cudnnSetTensor(k->h, k->param, k->scratch, ct_dnn_one(dt)));
     CT_CUDA_CHECK(cudaMemsetAsync((char *)k->scratch + row, 0, row, c->stream));
     return CT_OK;
 }
 
-static const double one64 = 1.0, zero64 = 0.0;
-static const float one32 = 1.0f, zero32 = 0.0f;
-
 static CtStatus train_forward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
 {
     CT_RETURN_IF_ERROR(bn_build(call, c, k));
-    bool f64 = k->d.dtype == CT_F64;
-    const void *one = f64 ? (const void *)&one64 : (const void *)&one32;
-    const void *zero = f64 ? (const void *)&zero64 : (const void *)&zero32;
+    const void *one = ct_dnn_one(k->d.dtype), *zero = ct_dnn_zero(k->d.dtype);
     char *stats = (char *)ct_ptr(call->out[1]);
     size_t row = (size_t)k->d.param.dims[1] * ct_dtype_size(k->d.dtype);
     const void *w = call->in[1] ? ct_ptr(call->in[1]) : k->scratch;
@@ -148,23 +140,25 @@ static CtStatus train_forward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
 static CtStatus train_backward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
 {
     CT_RETURN_IF_ERROR(bn_build(call, c, k));
-    bool f64 = k->d.dtype == CT_F64;
-    const void *one = f64 ? (const void *)&one64 : (const void *)&one32;
-    const void *zero = f64 ? (const void *)&zero64 : (const void *)&zero32;
+    const void *one = ct_dnn_one(k->d.dtype), *zero = ct_dnn_zero(k->d.dtype);
     const char *stats = (const char *)ct_ptr(call->in[3]);
     size_t row = (size_t)k->d.param.dims[1] * ct_dtype_size(k->d.dtype);
     /* cuDNN always writes dx, dscale and dbias: missing ones go to scratch
-     * (dx only exists when asked for; it is never optional to cuDNN) */
+     * (a whole x for dx, when only the parameters need gradients) */
     char *spare = (char *)k->scratch + 2 * row;
     void *dw = call->out[1] ? ct_ptr(call->out[1]) : spare;
     void *db = call->out[2] ? ct_ptr(call->out[2]) : spare + row;
     const void *w = call->in[2] ? ct_ptr(call->in[2]) : k->scratch;
+    size_t dx_bytes =
+        call->out[0] ? 0 : (size_t)tensor_numel(call->in[1]) * ct_dtype_size(k->d.dtype);
     void *dx = mptr(call->out[0]);
-    CT_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+    if (!dx) CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, dx_bytes, &dx));
+    CtStatus st = CT_CUDNN_STATUS(cudnnBatchNormalizationBackward(
         k->h, CUDNN_BATCHNORM_SPATIAL, one, zero, one, zero, k->x, ct_ptr(call->in[1]),
         k->x, ct_ptr(call->in[0]), k->x, dx, k->param, w, dw, db, k->d.eps, stats,
         stats + row));
-    return CT_OK;
+    if (dx_bytes) ct_cuda_scratch_free(call->backend, dx, dx_bytes);
+    return st;
 }
 
 static CtStatus bn_forward(const CtOpCall *call)
@@ -195,9 +189,8 @@ static CtStatus bn_backward(const CtOpCall *call)
     return st;
 }
 
-/* f32 or f64 operands, all contiguous. Training needs a non-empty batch
- * (n · inner > 1, as the front-end checks) and, backward, dx: cuDNN always
- * computes it, and its scratch would be a whole x. */
+/* f32 or f64 operands, all contiguous. Training needs more than one value
+ * per channel (n · inner > 1, as the front-end checks) and a channel. */
 static bool bn_supports(const CtOpCall *call)
 {
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
@@ -212,8 +205,7 @@ static bool bn_supports(const CtOpCall *call)
             (call->out[i]->dtype != dt || !tensor_is_contiguous(call->out[i])))
             return false;
     if (!p->training) return true;
-    if (p->n * p->inner < 2 || p->c == 0) return false;
-    return call->op != CT_OP_BATCH_NORM_BWD || call->out[0];
+    return p->n * p->inner >= 2 && p->c > 0;
 }
 
 void ct_cuda_register_bnorm(CtKernelFn *k, CtSupportsFn *s)

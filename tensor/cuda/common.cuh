@@ -62,6 +62,10 @@ void ct_cuda_host_free(const CtBackend *be, void *p);
 void ct_cuda_pinned_init(CtPinnedCache *pc);
 void ct_cuda_host_empty_cache(CtCudaCtx *ctx);
 
+/* cuDNN's host scaling factors alpha = 1 and beta = 0: double for f64
+ * data, float otherwise (conv.cu). */
+const void *ct_dnn_one(CtDType dt);
+const void *ct_dnn_zero(CtDType dt);
 /* A cuDNN 4-D tensor descriptor of t's dims and strides (conv.cu). */
 typedef struct CtDnnTensor CtDnnTensor;
 CtStatus ct_dnn_tensor_create(const CtDnnTensor *t, CtDType dt,

@@ -57,6 +57,19 @@ static void conv_destroy(ConvObjects *o)
     if (o->x) (void)CT_CUDNN_STATUS(cudnnDestroyTensorDescriptor(o->x));
 }
 
+static const double one64 = 1.0, zero64 = 0.0;
+static const float one32 = 1.0f, zero32 = 0.0f;
+
+const void *ct_dnn_one(CtDType dt)
+{
+    return dt == CT_F64 ? (const void *)&one64 : (const void *)&one32;
+}
+
+const void *ct_dnn_zero(CtDType dt)
+{
+    return dt == CT_F64 ? (const void *)&zero64 : (const void *)&zero32;
+}
+
 CtStatus ct_dnn_tensor_create(const CtDnnTensor *t, CtDType dt,
                               cudnnTensorDescriptor_t *out)
 {
@@ -115,24 +128,6 @@ static CtStatus pick(const char *what, const CtDnnConv *d, const Perf *perf, int
     return CT_OK;
 }
 
-/* alpha = 1 and beta = 0 or 1 in the scale type (double for f64). */
-typedef struct Scales {
-    float one32, zero32;
-    double one64, zero64;
-} Scales;
-
-static const Scales scales = {1.0f, 0.0f, 1.0, 0.0};
-
-static const void *one(CtDType dt)
-{
-    return dt == CT_F64 ? (const void *)&scales.one64 : (const void *)&scales.one32;
-}
-
-static const void *zero(CtDType dt)
-{
-    return dt == CT_F64 ? (const void *)&scales.zero64 : (const void *)&scales.zero32;
-}
-
 /* One convolution call (operands in the dtype cuDNN convolves in): its
  * descriptors, handle and instance. */
 typedef struct ConvCall {
@@ -160,12 +155,12 @@ static CtStatus forward(ConvCall *k)
     CtDType dt = k->d.data;
     void *Y = ct_ptr(call->out[0]);
     CtStatus st = CT_CUDNN_STATUS(cudnnConvolutionForward(
-        k->h, one(dt), o->x, ct_ptr(call->in[0]), o->w, ct_ptr(call->in[1]), o->conv,
-        best.algo, ws, ws_size, zero(dt), o->y, Y));
+        k->h, ct_dnn_one(dt), o->x, ct_ptr(call->in[0]), o->w, ct_ptr(call->in[1]),
+        o->conv, best.algo, ws, ws_size, ct_dnn_zero(dt), o->y, Y));
     ct_cuda_scratch_free(call->backend, ws, ws_size);
     if (st == CT_OK && call->in[2])
-        st = CT_CUDNN_STATUS(
-            cudnnAddTensor(k->h, one(dt), o->b, ct_ptr(call->in[2]), one(dt), o->y, Y));
+        st = CT_CUDNN_STATUS(cudnnAddTensor(
+            k->h, ct_dnn_one(dt), o->b, ct_ptr(call->in[2]), ct_dnn_one(dt), o->y, Y));
     return st;
 }
 
@@ -187,8 +182,8 @@ static CtStatus backward_data(ConvCall *k)
     CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, ws_size, &ws));
     CtDType dt = k->d.data;
     CtStatus st = CT_CUDNN_STATUS(cudnnConvolutionBackwardData(
-        k->h, one(dt), o->w, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]), o->conv,
-        best.algo, ws, ws_size, zero(dt), o->x, ct_ptr(call->out[0])));
+        k->h, ct_dnn_one(dt), o->w, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]),
+        o->conv, best.algo, ws, ws_size, ct_dnn_zero(dt), o->x, ct_ptr(call->out[0])));
     ct_cuda_scratch_free(call->backend, ws, ws_size);
     return st;
 }
@@ -211,8 +206,8 @@ static CtStatus backward_filter(ConvCall *k)
     CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, ws_size, &ws));
     CtDType dt = k->d.data;
     CtStatus st = CT_CUDNN_STATUS(cudnnConvolutionBackwardFilter(
-        k->h, one(dt), o->x, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]), o->conv,
-        best.algo, ws, ws_size, zero(dt), o->w, ct_ptr(call->out[0])));
+        k->h, ct_dnn_one(dt), o->x, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]),
+        o->conv, best.algo, ws, ws_size, ct_dnn_zero(dt), o->w, ct_ptr(call->out[0])));
     ct_cuda_scratch_free(call->backend, ws, ws_size);
     return st;
 }
@@ -224,9 +219,9 @@ static CtStatus backward_weight(ConvCall *k)
     if (call->out[0]) CT_RETURN_IF_ERROR(backward_filter(k));
     if (!call->out[1]) return CT_OK;
     CtDType dt = k->d.data;
-    CT_CUDNN_CHECK(cudnnConvolutionBackwardBias(k->h, one(dt), k->o.y,
-                                                ct_ptr(call->in[0]), zero(dt), k->o.b,
-                                                ct_ptr(call->out[1])));
+    CT_CUDNN_CHECK(cudnnConvolutionBackwardBias(k->h, ct_dnn_one(dt), k->o.y,
+                                                ct_ptr(call->in[0]), ct_dnn_zero(dt),
+                                                k->o.b, ct_ptr(call->out[1])));
     return CT_OK;
 }
 

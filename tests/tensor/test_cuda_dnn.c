@@ -155,6 +155,14 @@ static void check_batch_norm(bool training, bool affine)
     assert_same(dx, DX, 1e-4);
     assert_same(dw, DW, 1e-4);
     assert_same(db, DB, 1e-4);
+    /* only the parameters need gradients (x is an input): no dx asked for */
+    Tensor *DW2 = tensor_zeros(1, (int64_t[]){3}, CT_F32, gpu());
+    Tensor *DB2 = tensor_zeros(1, (int64_t[]){3}, CT_F32, gpu());
+    CtOpCall params_only = {
+        CT_OP_BATCH_NORM_BWD, {NULL, DW2, DB2}, {G, X, W, ST}, &p, NULL};
+    run(&params_only);
+    assert_same(dw, DW2, 1e-4);
+    assert_same(db, DB2, 1e-4);
 }
 
 START_TEST(test_batch_norm_matches_cpu)
