@@ -116,6 +116,7 @@ Runtime *runtime_create(const RuntimeArgs *args)
     snprintf(rt->mixed_precision, sizeof rt->mixed_precision, "%s", set.mixed_precision);
     rt->gradient_accumulation_steps = set.gradient_accumulation_steps;
     rt->deterministic = args && args->deterministic;
+    if (rt->deterministic) ct_set_deterministic(true);
     rt->device = ct_cpu();
     if (join(rt) != CT_OK || pick_device(rt, use_cuda) != CT_OK) {
         runtime_free(rt);

@@ -6,8 +6,9 @@
 #   1. configures and builds with CUDA (CTRAINER_CUDA=ON, warnings as errors,
 #      examples and benchmarks on; CTRAINER_NCCL=ON too with nccl.h and MPI);
 #   2. checks a GPU is visible (nvidia-smi);
-#   3. runs the whole CTest suite, with the CUDA tests (tensor.test_cuda and
-#      every test that skips without a device) running for real, and fails
+#   3. runs the whole CTest suite, with the CUDA tests (tensor.test_cuda,
+#      tensor.test_cuda_dnn, tensor.test_cuda_nn and every test that skips
+#      without a device) running for real, and fails
 #      when any suite still reports skipped CUDA tests;
 #   4. runs EVERY example (each examples/*.c) with --cuda for a few batches
 #      (CTRAINER_LIMIT_BATCHES=GPU_CHECK_BATCHES, default 3);

@@ -59,6 +59,50 @@ typedef struct CtPool2dParams {
     bool count_include_pad;
 } CtPool2dParams;
 
+/* Window of output (oh, ow) clipped to the input, and its divisor: the
+ * CPU kernels and the CUDA thread bodies (tensor/cuda/pool_body.h) share
+ * it, so both backends pool the same elements. */
+typedef struct CtPoolWindow {
+    int64_t h0, h1, w0, w1; /* [h0, h1) x [w0, w1) inside the input */
+    int64_t div;            /* avg divisor (0: empty window) */
+} CtPoolWindow;
+
+#ifdef __CUDACC__
+#define CT_POOL_HD __host__ __device__
+#else
+#define CT_POOL_HD
+#endif
+
+static inline CT_POOL_HD CtPoolWindow ct_pool_window(const CtPool2dParams *p, int64_t oh,
+                                                     int64_t ow)
+{
+    CtPoolWindow r;
+    if (p->kind == CT_POOL_ADAPTIVE_AVG) {
+        r.h0 = oh * p->h / p->oh;
+        r.h1 = ((oh + 1) * p->h + p->oh - 1) / p->oh;
+        r.w0 = ow * p->w / p->ow;
+        r.w1 = ((ow + 1) * p->w + p->ow - 1) / p->ow;
+        r.div = (r.h1 - r.h0) * (r.w1 - r.w0);
+        return r;
+    }
+    int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;
+    /* with ceil_mode a window may hang past the right padding; PyTorch's
+     * "include pad" divisor counts only up to the padded edge */
+    int64_t h1 = h0 + p->kh, w1 = w0 + p->kw;
+    if (h1 > p->h + p->ph) h1 = p->h + p->ph;
+    if (w1 > p->w + p->pw) w1 = p->w + p->pw;
+    int64_t padded = (h1 - h0) * (w1 - w0);
+    r.h0 = h0 > 0 ? h0 : 0;
+    r.w0 = w0 > 0 ? w0 : 0;
+    r.h1 = h1 < p->h ? h1 : p->h;
+    r.w1 = w1 < p->w ? w1 : p->w;
+    if (r.h0 >= r.h1 || r.w0 >= r.w1)
+        r.div = 0;
+    else
+        r.div = p->count_include_pad ? padded : (r.h1 - r.h0) * (r.w1 - r.w0);
+    return r;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,6 +38,10 @@ static const CtCudaHost host = {
     .f32_to_f16 = ct_f32_to_f16,
     .tensor_numel = tensor_numel,
     .tensor_is_contiguous = tensor_is_contiguous,
+    .backend_alloc = ct_backend_alloc,
+    .backend_free = ct_backend_free,
+    .deterministic = ct_deterministic,
+    .allow_tf32 = ct_allow_tf32,
 };
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;

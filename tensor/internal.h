@@ -349,6 +349,18 @@ typedef struct CtUnscaleParams {
     double inv_scale;
 } CtUnscaleParams;
 
+/* Activation fused after a matmul (CtMatmulParams.act). GELU is the tanh
+ * approximation (CT_UN_GELU_TANH), the one cuBLASLt's epilogue computes. */
+typedef enum CtMatmulAct {
+    CT_MATMUL_ACT_NONE,
+    CT_MATMUL_ACT_RELU,
+    CT_MATMUL_ACT_GELU_TANH,
+} CtMatmulAct;
+
+/* With `bias` or `act` (a fused epilogue, which only the CUDA kernel takes;
+ * the CPU kernel's supports rejects it): C[i] = act(alpha * op(A[i]) @
+ * op(B[i]) + beta * C[i] + bias), in2 = bias (n), C's dtype, added to every
+ * row of C. */
 typedef struct CtMatmulParams {
     int64_t batch, m, n, k;
     bool trans_a, trans_b;
@@ -358,6 +370,8 @@ typedef struct CtMatmulParams {
      * CT_F16 (autocast): f32 operands are rounded to it, the products are
      * accumulated in f32 and C stays f32. */
     CtDType autocast;
+    bool bias;       /* in2 holds the bias */
+    CtMatmulAct act; /* CT_MATMUL_ACT_NONE (the zero default): none */
 } CtMatmulParams;
 
 #ifdef __cplusplus

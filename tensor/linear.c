@@ -1,6 +1,7 @@
 /* y = x · wᵀ + b as one op with its own autograd node.
  *
- * Forward is one GEMM: x's leading dims are flattened to rows, the output is
+ * Forward is one GEMM: x's leading dims are flattened to rows; the bias is
+ * the GEMM's epilogue where the backend fuses it (CUDA), else the output is
  * pre-filled with the broadcast bias and the GEMM accumulates onto it
  * (beta = 1); w goes in with a trans flag, so neither w nor a transposed
  * view of it is copied. Backward is one GEMM per gradient: dx = g·w,
@@ -75,6 +76,23 @@ static bool flat_row_stride(const Tensor *x, int64_t *rs)
     return true;
 }
 
+/* Makes the bias the GEMM's epilogue (beta 0, in2 = b) when out's backend
+ * fuses it (CUDA's cuBLASLt): one kernel instead of a broadcast copy and a
+ * GEMM. Leaves c and p as they were and returns false otherwise. */
+static bool bias_fused(CtOpCall *c, CtMatmulParams *p, const Tensor *b)
+{
+    const CtBackend *be = ct_backend_peek(c->out[0]->storage->device);
+    if (!be || !tensor_is_contiguous(b)) return false;
+    p->bias = true;
+    p->beta = 0.0;
+    c->in[2] = b;
+    if (ct_backend_supports(be, c)) return true;
+    p->bias = false;
+    p->beta = 1.0;
+    c->in[2] = NULL;
+    return false;
+}
+
 /* out (contiguous, (*, out)) <- x·wᵀ + b. No autograd. */
 static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const Tensor *b,
                            int64_t rows, CtDType autocast)
@@ -97,13 +115,6 @@ static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const 
         w = wc;
         wt = false;
     }
-    CtStatus st = CT_OK;
-    if (b) { /* out <- broadcast bias; the GEMM adds onto it */
-        Tensor *bb = ct_broadcast_alias(b, out->ndim, out->shape);
-        CtOpCall fill = {.op = CT_OP_COPY, .out = {out}, .in = {bb}};
-        st = bb ? ct_dispatch(&fill) : ct_error(CT_ERR_OOM, "linear: out of memory");
-        tensor_free(bb);
-    }
     /* B = wᵀ: a row-major w is B transposed; a column-major w is B itself */
     CtMatmulParams p = {.batch = 1,
                         .m = rows,
@@ -115,6 +126,13 @@ static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const 
                         .beta = b ? 1.0 : 0.0,
                         .autocast = autocast};
     CtOpCall c = {.op = CT_OP_MATMUL, .out = {out}, .in = {x, w}, .params = &p};
+    CtStatus st = CT_OK;
+    if (b && !bias_fused(&c, &p, b)) { /* out <- broadcast bias; the GEMM adds onto it */
+        Tensor *bb = ct_broadcast_alias(b, out->ndim, out->shape);
+        CtOpCall fill = {.op = CT_OP_COPY, .out = {out}, .in = {bb}};
+        st = bb ? ct_dispatch(&fill) : ct_error(CT_ERR_OOM, "linear: out of memory");
+        tensor_free(bb);
+    }
     if (st == CT_OK) st = ct_dispatch(&c);
     tensor_free(xc);
     tensor_free(wc);

@@ -96,7 +96,8 @@ typedef struct RuntimeArgs {
      * deterministic variants (sorted segment reductions instead of atomics,
      * a fixed GEMM algorithm without split-K, cuDNN's deterministic
      * algorithms, cudnn benchmark off) or report CT_ERR_UNSUPPORTED for an
-     * op that has none. */
+     * op that has none. Setting it turns ct_set_deterministic (tensor.h)
+     * on for the process. */
     bool deterministic;
 } RuntimeArgs;
 

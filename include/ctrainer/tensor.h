@@ -234,6 +234,28 @@ void ct_alloc_empty_cache(CtDevice dev);
 bool ct_set_grad_enabled(bool on);
 bool ct_grad_enabled(void);
 
+/* ------------------------------------------------------ backend settings */
+
+/* Process-wide switches read by the GPU backend (the CPU backend is always
+ * deterministic and never uses TF32). Each setter returns the previous value;
+ * a call affects ops dispatched after it, on every thread.
+ *
+ * Deterministic algorithms (PyTorch's torch.use_deterministic_algorithms),
+ * default off, or on when CTRAINER_DETERMINISTIC is set to anything but ""
+ * or "0"; RuntimeArgs.deterministic turns it on. On CUDA it makes cuDNN
+ * pick only algorithms it reports deterministic and cuBLAS/cuBLASLt use no
+ * split-K reduction or atomics. docs/checkpoints.md lists the CUDA paths
+ * that are nondeterministic without it.
+ *
+ * TF32 for f32 matmul and convolution on CUDA tensor cores (PyTorch's
+ * allow_tf32), default off, or on when CTRAINER_ALLOW_TF32 is set to
+ * anything but "" or "0". TF32 keeps f32's range with a 10-bit mantissa:
+ * faster, with errors near 1e-3 relative. */
+bool ct_set_deterministic(bool on);
+bool ct_deterministic(void);
+bool ct_set_allow_tf32(bool on);
+bool ct_allow_tf32(void);
+
 /* --------------------------------------------------------------- autocast */
 
 /* Autocast (PyTorch's torch.autocast), per thread, off by default. Inside a

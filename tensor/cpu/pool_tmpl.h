@@ -11,7 +11,7 @@ static void FN(max_plane)(const CtPool2dParams *p, const T *x, T *y, int64_t *id
 {
     for (int64_t oh = 0; oh < p->oh; oh++)
         for (int64_t ow = 0; ow < p->ow; ow++) {
-            Window r = window_at(p, oh, ow);
+            CtPoolWindow r = ct_pool_window(p, oh, ow);
             int64_t best = r.h0 * p->w + r.w0;
             T m = -INFINITY;
             for (int64_t ih = r.h0; ih < r.h1; ih++)
@@ -59,7 +59,7 @@ static void FN(avg_plane)(const CtPool2dParams *p, const T *x, T *y)
 {
     for (int64_t oh = 0; oh < p->oh; oh++)
         for (int64_t ow = 0; ow < p->ow; ow++) {
-            Window r = window_at(p, oh, ow);
+            CtPoolWindow r = ct_pool_window(p, oh, ow);
             T s = 0;
             for (int64_t ih = r.h0; ih < r.h1; ih++)
                 for (int64_t iw = r.w0; iw < r.w1; iw++) s += x[ih * p->w + iw];
@@ -71,7 +71,7 @@ static void FN(avg_plane_bwd)(const CtPool2dParams *p, const T *gy, T *gx)
 {
     for (int64_t oh = 0; oh < p->oh; oh++)
         for (int64_t ow = 0; ow < p->ow; ow++) {
-            Window r = window_at(p, oh, ow);
+            CtPoolWindow r = ct_pool_window(p, oh, ow);
             if (!r.div) continue;
             T g = gy[oh * p->ow + ow] / (T)r.div;
             for (int64_t ih = r.h0; ih < r.h1; ih++)

@@ -1,5 +1,6 @@
 /* The CUDA backend: device discovery, the context of each cuda:N instance
- * (stream, cuBLAS handle, pinned-block cache), memory, checks, and the iface
+ * (stream, cuBLAS/cuBLASLt/cuDNN handles, pinned-block cache), memory,
+ * checks, and the iface
  * shared by every cuda:N instance. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,6 +21,12 @@ CtStatus ct_cublas_fail(cublasStatus_t s, const char *call, const char *file, in
 {
     return ct_error(CT_ERR_BACKEND, "%s failed at %s:%d: %s", call, file, line,
                     cublasGetStatusString(s));
+}
+
+CtStatus ct_cudnn_fail(cudnnStatus_t s, const char *call, const char *file, int line)
+{
+    return ct_error(CT_ERR_BACKEND, "%s failed at %s:%d: %s", call, file, line,
+                    cudnnGetErrorString(s));
 }
 
 static pthread_once_t sync_once = PTHREAD_ONCE_INIT;
@@ -127,6 +134,8 @@ static void cuda_teardown(CtBackend *be)
     (void)ct_cuda_select_device(c->device);
     ct_cuda_host_empty_cache(c);
     if (c->blas) (void)CT_CUBLAS_STATUS(cublasDestroy(c->blas));
+    if (c->lt) (void)CT_CUBLAS_STATUS(cublasLtDestroy(c->lt));
+    if (c->dnn) (void)CT_CUDNN_STATUS(cudnnDestroy(c->dnn));
     (void)CT_CUDA_STATUS(cudaStreamDestroy(c->stream));
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->pinned.mu);
@@ -134,31 +143,87 @@ static void cuda_teardown(CtBackend *be)
     be->context = NULL;
 }
 
-static CtStatus blas_create(CtCudaCtx *c)
+/* *slot, made by make() under the context's lock on first use. */
+template <typename H>
+static CtStatus lazy_handle(CtCudaCtx *c, H *slot, CtStatus (*make)(CtCudaCtx *, H *),
+                            H *out)
+{
+    H h = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!h) {
+        pthread_mutex_lock(&c->mu);
+        CtStatus st = CT_OK;
+        if (!*slot && (st = make(c, &h)) == CT_OK)
+            __atomic_store_n(slot, h, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&c->mu);
+        CT_RETURN_IF_ERROR(st);
+        h = *slot;
+    }
+    *out = h;
+    return CT_OK;
+}
+
+static CtStatus blas_create(CtCudaCtx *c, cublasHandle_t *out)
 {
     cublasHandle_t h;
     CT_CUBLAS_CHECK(cublasCreate(&h));
     CtStatus st = CT_CUBLAS_STATUS(cublasSetStream(h, c->stream));
+    /* deterministic or not: no atomics (cuBLAS's default, stated here) */
+    if (st == CT_OK)
+        st = CT_CUBLAS_STATUS(cublasSetAtomicsMode(h, CUBLAS_ATOMICS_NOT_ALLOWED));
     if (st != CT_OK) {
         cublasDestroy(h);
         return st;
     }
-    __atomic_store_n(&c->blas, h, __ATOMIC_RELEASE);
+    *out = h;
+    return CT_OK;
+}
+
+static CtStatus lt_create(CtCudaCtx *c, cublasLtHandle_t *out)
+{
+    (void)c;
+    CT_CUBLAS_CHECK(cublasLtCreate(out));
+    return CT_OK;
+}
+
+static CtStatus dnn_create(CtCudaCtx *c, cudnnHandle_t *out)
+{
+    cudnnHandle_t h;
+    CT_CUDNN_CHECK(cudnnCreate(&h));
+    CtStatus st = CT_CUDNN_STATUS(cudnnSetStream(h, c->stream));
+    if (st != CT_OK) {
+        cudnnDestroy(h);
+        return st;
+    }
+    *out = h;
     return CT_OK;
 }
 
 CtStatus ct_cuda_blas(CtCudaCtx *c, cublasHandle_t *out)
 {
-    cublasHandle_t h = __atomic_load_n(&c->blas, __ATOMIC_ACQUIRE);
-    if (!h) {
-        pthread_mutex_lock(&c->mu);
-        CtStatus st = c->blas ? CT_OK : blas_create(c);
-        pthread_mutex_unlock(&c->mu);
-        CT_RETURN_IF_ERROR(st);
-        h = c->blas;
-    }
-    *out = h;
-    return CT_OK;
+    return lazy_handle(c, &c->blas, blas_create, out);
+}
+
+CtStatus ct_cuda_lt(CtCudaCtx *c, cublasLtHandle_t *out)
+{
+    return lazy_handle(c, &c->lt, lt_create, out);
+}
+
+CtStatus ct_cuda_dnn(CtCudaCtx *c, cudnnHandle_t *out)
+{
+    return lazy_handle(c, &c->dnn, dnn_create, out);
+}
+
+CtStatus ct_cuda_scratch(const CtBackend *be, size_t nbytes, void **out)
+{
+    *out = NULL;
+    if (nbytes == 0) return CT_OK;
+    *out = ct_backend_alloc(be, nbytes);
+    return *out ? CT_OK : ct_last_status();
+}
+
+void ct_cuda_scratch_free(const CtBackend *be, void *p, size_t nbytes)
+{
+    if (p) ct_backend_free(be, p, nbytes);
 }
 
 extern "C" void *ct_cuda_stream(const CtBackend *be)
@@ -259,6 +324,9 @@ static void register_all(void)
     ct_cuda_register_softmax(kernels, supports);
     ct_cuda_register_layer_norm(kernels, supports);
     ct_cuda_register_index(kernels, supports);
+    ct_cuda_register_conv(kernels, supports);
+    ct_cuda_register_bnorm(kernels, supports);
+    ct_cuda_register_pool(kernels, supports);
 }
 
 /* One iface for every cuda:N; the instance's context tells them apart. */

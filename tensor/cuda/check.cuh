@@ -1,4 +1,5 @@
-/* Check macros for CUDA runtime and cuBLAS calls (CUDA sources only).
+/* Check macros for CUDA runtime, cuBLAS(Lt) and cuDNN calls (CUDA sources
+ * only).
  *
  * Every call is evaluated exactly once. On failure the macro records
  *     CT_ERR_BACKEND "<call text> failed at <file>:<line>: <error string>"
@@ -17,7 +18,9 @@
 #ifndef CTRAINER_TENSOR_CUDA_CHECK_CUH
 #define CTRAINER_TENSOR_CUDA_CHECK_CUH
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cudnn.h>
 #include <cuda_runtime_api.h>
 
 #include "ctrainer/status.h"
@@ -25,6 +28,7 @@
 /* Record a failed call (and clear CUDA's non-sticky last error). */
 CtStatus ct_cuda_fail(cudaError_t e, const char *call, const char *file, int line);
 CtStatus ct_cublas_fail(cublasStatus_t s, const char *call, const char *file, int line);
+CtStatus ct_cudnn_fail(cudnnStatus_t s, const char *call, const char *file, int line);
 /* cudaGetLastError after a launch, then a stream synchronise when
  * CTRAINER_CUDA_SYNC=1. */
 cudaError_t ct_cuda_after_launch(cudaStream_t stream);
@@ -43,9 +47,16 @@ static inline CtStatus ct_cublas_status_at(cublasStatus_t s, const char *call,
     return s == CUBLAS_STATUS_SUCCESS ? CT_OK : ct_cublas_fail(s, call, file, line);
 }
 
+static inline CtStatus ct_cudnn_status_at(cudnnStatus_t s, const char *call,
+                                          const char *file, int line)
+{
+    return s == CUDNN_STATUS_SUCCESS ? CT_OK : ct_cudnn_fail(s, call, file, line);
+}
+
 /* Expression forms: evaluate to the CtStatus without returning. */
 #define CT_CUDA_STATUS(call)   ct_cuda_status_at((call), #call, __FILE__, __LINE__)
 #define CT_CUBLAS_STATUS(call) ct_cublas_status_at((call), #call, __FILE__, __LINE__)
+#define CT_CUDNN_STATUS(call)  ct_cudnn_status_at((call), #call, __FILE__, __LINE__)
 
 /* Statement forms: return the status from the enclosing function on failure. */
 #define CT_RETURN_IF_ERROR(expr)                                                         \
@@ -55,6 +66,7 @@ static inline CtStatus ct_cublas_status_at(cublasStatus_t s, const char *call,
     } while (0)
 #define CT_CUDA_CHECK(call)   CT_RETURN_IF_ERROR(CT_CUDA_STATUS(call))
 #define CT_CUBLAS_CHECK(call) CT_RETURN_IF_ERROR(CT_CUBLAS_STATUS(call))
+#define CT_CUDNN_CHECK(call)  CT_RETURN_IF_ERROR(CT_CUDNN_STATUS(call))
 /* After a <<<...>>> launch; `what` names the kernel (a string). */
 #define CT_CUDA_CHECK_LAUNCH(what, stream)                                               \
     CT_RETURN_IF_ERROR(ct_cuda_status_at(ct_cuda_after_launch(stream),                   \

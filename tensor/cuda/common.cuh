@@ -24,8 +24,10 @@ typedef struct CtPinnedCache {
 typedef struct CtCudaCtx {
     int device;
     cudaStream_t stream;  /* non-blocking; every kernel and copy runs on it */
-    pthread_mutex_t mu;   /* guards the lazy creation of blas */
+    pthread_mutex_t mu;   /* guards the lazy creation of the handles */
     cublasHandle_t blas;  /* bound to `stream`; NULL until ct_cuda_blas */
+    cublasLtHandle_t lt;  /* NULL until ct_cuda_lt */
+    cudnnHandle_t dnn;    /* bound to `stream`; NULL until ct_cuda_dnn */
     bool async_copies;    /* atomic: asynchronous copies were queued on stream */
     CtPinnedCache pinned; /* used on the pinned provider (ct_pinned_backend) */
 } CtCudaCtx;
@@ -37,8 +39,18 @@ static inline CtStatus ct_cuda_call_ctx(const CtOpCall *call, CtCudaCtx **out)
 {
     return ct_cuda_enter(call->backend, out);
 }
-/* The context's cuBLAS handle, created on first use. */
+/* The context's cuBLAS, cuBLASLt and cuDNN handles, each created on first
+ * use (a run that never convolves never initialises cuDNN). */
 CtStatus ct_cuda_blas(CtCudaCtx *ctx, cublasHandle_t *out);
+CtStatus ct_cuda_lt(CtCudaCtx *ctx, cublasLtHandle_t *out);
+CtStatus ct_cuda_dnn(CtCudaCtx *ctx, cudnnHandle_t *out);
+
+/* Scratch memory from the instance's caching allocator (a library's
+ * workspace), freed with ct_cuda_scratch_free once the work using it is
+ * queued: every kernel of an instance runs on its one stream, so a later
+ * reuse of the block is ordered after that work. NULL for nbytes 0. */
+CtStatus ct_cuda_scratch(const CtBackend *be, size_t nbytes, void **out);
+void ct_cuda_scratch_free(const CtBackend *be, void *p, size_t nbytes);
 
 /* Pinned host memory (pinned.cu): the iface's host_alloc/host_free, an
  * empty cache for a new context, and emptying it (when cudaHostAlloc fails,
@@ -50,6 +62,15 @@ void ct_cuda_host_free(const CtBackend *be, void *p);
 void ct_cuda_pinned_init(CtPinnedCache *pc);
 void ct_cuda_host_empty_cache(CtCudaCtx *ctx);
 
+/* cuDNN's host scaling factors alpha = 1 and beta = 0: double for f64
+ * data, float otherwise (conv.cu). */
+const void *ct_dnn_one(CtDType dt);
+const void *ct_dnn_zero(CtDType dt);
+/* A cuDNN 4-D tensor descriptor of t's dims and strides (conv.cu). */
+typedef struct CtDnnTensor CtDnnTensor;
+CtStatus ct_dnn_tensor_create(const CtDnnTensor *t, CtDType dt,
+                              cudnnTensorDescriptor_t *out);
+
 /* Kernel table slots, filled by each kernel file. */
 void ct_cuda_register_copy(CtKernelFn *k, CtSupportsFn *s);        /* FILL, COPY */
 void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY */
@@ -60,6 +81,9 @@ void ct_cuda_register_softmax(CtKernelFn *k, CtSupportsFn *s);
 void ct_cuda_register_layer_norm(CtKernelFn *k, CtSupportsFn *s); /* LAYER_NORM* */
 /* INDEX_SELECT, INDEX_ADD, GATHER, SCATTER_ADD, ONE_HOT */
 void ct_cuda_register_index(CtKernelFn *k, CtSupportsFn *s);
+void ct_cuda_register_conv(CtKernelFn *k, CtSupportsFn *s);        /* CONV2D (+BWD) */
+void ct_cuda_register_bnorm(CtKernelFn *k, CtSupportsFn *s);       /* BATCH_NORM (+BWD) */
+void ct_cuda_register_pool(CtKernelFn *k, CtSupportsFn *s);        /* POOL2D (+BWD) */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */

@@ -1,6 +1,7 @@
 /* Private to tensor/cuda: the argument building of the cuBLAS GEMM call
- * (matmul.cu), as a pure function that names no CUDA type, so it is unit
- * tested on the CPU (tests/tensor/test_gemm_desc.c). C and C++.
+ * (matmul.cu; lt_desc.h builds cuBLASLt's descriptors on it), as a pure function that
+ * names no CUDA type, so it is unit tested on the CPU (tests/tensor/test_gemm_desc.c). C
+ * and C++.
  *
  * CtMatmulParams describes row-major matrices; cuBLAS is column-major. A
  * row-major (r, c) matrix is the column-major (c, r) matrix of its
@@ -18,12 +19,27 @@
 typedef enum CtGemmOp { CT_GEMM_OP_N, CT_GEMM_OP_T } CtGemmOp;
 
 /* Accumulation: f32 for f32, bf16 and f16 (TF32 tensor cores for f32 only
- * when allowed), f64 for f64. */
+ * when allowed), f64 for f64. f32 under autocast (CtMatmulParams.autocast
+ * bf16 / f16) runs on the tensor cores: the operands are rounded to the low
+ * precision and the products accumulated in f32, C stays f32. */
 typedef enum CtGemmCompute {
     CT_GEMM_COMPUTE_32F,
     CT_GEMM_COMPUTE_32F_FAST_TF32,
+    CT_GEMM_COMPUTE_32F_FAST_16BF,
+    CT_GEMM_COMPUTE_32F_FAST_16F,
     CT_GEMM_COMPUTE_64F,
 } CtGemmCompute;
+
+/* The compute type of dtype dt (f32 under p->autocast). */
+static inline CtGemmCompute ct_gemm_compute(const CtMatmulParams *p, CtDType dt,
+                                            bool allow_tf32)
+{
+    if (dt == CT_F64) return CT_GEMM_COMPUTE_64F;
+    if (dt != CT_F32) return CT_GEMM_COMPUTE_32F;
+    if (p->autocast == CT_BF16) return CT_GEMM_COMPUTE_32F_FAST_16BF;
+    if (p->autocast == CT_F16) return CT_GEMM_COMPUTE_32F_FAST_16F;
+    return allow_tf32 ? CT_GEMM_COMPUTE_32F_FAST_TF32 : CT_GEMM_COMPUTE_32F;
+}
 
 /* The arguments of one strided-batched GEMM, in cuBLAS's (column-major)
  * terms. */
@@ -39,7 +55,7 @@ typedef struct CtGemmDesc {
 } CtGemmDesc;
 
 /* Fills g for p over matrices of dtype dt (f32, f64, bf16 or f16).
- * allow_tf32 lets f32 use TF32 tensor cores. Records CT_ERR_UNSUPPORTED
+ * allow_tf32 lets f32 outside autocast use TF32 tensor cores. Records CT_ERR_UNSUPPORTED
  * naming the sizes when one exceeds cuBLAS's 32-bit ints, CT_ERR_DTYPE for
  * another dtype. */
 static inline CtStatus ct_gemm_desc(const CtMatmulParams *p, CtDType dt, bool allow_tf32,
@@ -72,9 +88,7 @@ static inline CtStatus ct_gemm_desc(const CtMatmulParams *p, CtDType dt, bool al
     g->batch = (int)p->batch;
     g->dtype = dt;
     g->scale_f64 = dt == CT_F64;
-    g->compute = dt == CT_F64                 ? CT_GEMM_COMPUTE_64F
-                 : dt == CT_F32 && allow_tf32 ? CT_GEMM_COMPUTE_32F_FAST_TF32
-                                              : CT_GEMM_COMPUTE_32F;
+    g->compute = ct_gemm_compute(p, dt, allow_tf32);
     return CT_OK;
 }
 

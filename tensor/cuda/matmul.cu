@@ -1,11 +1,16 @@
-/* MATMUL through cuBLAS (cublasGemmStridedBatchedEx; arguments from
- * gemm_desc.h): f32 and f64 natively, bf16 and f16 with f32 accumulation.
- * f32 uses full-precision FMA, not TF32 (no opt-in flag is exposed yet).
- * f32 under autocast (CtMatmulParams.autocast bf16 / f16) runs on the tensor
- * cores with CUBLAS_COMPUTE_32F_FAST_16BF / _16F: the operands are rounded
- * to the low precision and the products accumulated in f32, C stays f32. */
+/* MATMUL through cuBLASLt (descriptors from lt_desc.h): f32 and f64
+ * natively, bf16 and f16 on the tensor cores with f32 accumulation, f32
+ * under autocast with the operands rounded to bf16/f16 (C stays f32), f32
+ * on TF32 tensor cores only when ct_allow_tf32() (off by default), strided
+ * batches, and the bias + ReLU/GELU epilogues (CtMatmulParams.bias/act).
+ * The algorithm is cuBLASLt's first heuristic choice for a workspace from
+ * the caching allocator; with ct_deterministic() the heuristic is limited to
+ * algorithms without a split-K reduction. When cuBLASLt offers no algorithm
+ * for a plain product (some f64 or odd-alignment shapes), the product runs
+ * through cublasGemmStridedBatchedEx (gemm_desc.h) instead, which is
+ * reproducible run to run on one GPU model. */
 #include "common.cuh"
-#include "gemm_desc.h"
+#include "lt_desc.h"
 
 static cudaDataType_t cuda_type(CtDType dt)
 {
@@ -22,6 +27,8 @@ static cublasComputeType_t compute_type(CtGemmCompute c)
     switch (c) {
     case CT_GEMM_COMPUTE_64F: return CUBLAS_COMPUTE_64F;
     case CT_GEMM_COMPUTE_32F_FAST_TF32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case CT_GEMM_COMPUTE_32F_FAST_16BF: return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case CT_GEMM_COMPUTE_32F_FAST_16F: return CUBLAS_COMPUTE_32F_FAST_16F;
     default: return CUBLAS_COMPUTE_32F;
     }
 }
@@ -31,48 +38,192 @@ static cublasOperation_t op(CtGemmOp o)
     return o == CT_GEMM_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
-/* f32 under autocast: the tensor-core compute type of the low precision. */
-static cublasComputeType_t autocast_compute(CtDType autocast, cublasComputeType_t dflt)
+static cublasLtEpilogue_t epilogue(CtLtEpilogue e)
 {
-    if (autocast == CT_BF16) return CUBLAS_COMPUTE_32F_FAST_16BF;
-    if (autocast == CT_F16) return CUBLAS_COMPUTE_32F_FAST_16F;
-    return dflt;
+    switch (e) {
+    case CT_LT_EPI_RELU: return CUBLASLT_EPILOGUE_RELU;
+    case CT_LT_EPI_BIAS: return CUBLASLT_EPILOGUE_BIAS;
+    case CT_LT_EPI_RELU_BIAS: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case CT_LT_EPI_GELU: return CUBLASLT_EPILOGUE_GELU;
+    case CT_LT_EPI_GELU_BIAS: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    default: return CUBLASLT_EPILOGUE_DEFAULT;
+    }
+}
+
+/* The operands of one call: pointers and the alpha/beta of the scale type. */
+typedef struct MatmulArgs {
+    const void *A, *B, *bias;
+    void *C;
+    float alpha32, beta32;
+    double alpha64, beta64;
+} MatmulArgs;
+
+static const void *alpha_of(const CtGemmDesc *g, const MatmulArgs *a)
+{
+    return g->scale_f64 ? (const void *)&a->alpha64 : (const void *)&a->alpha32;
+}
+
+static const void *beta_of(const CtGemmDesc *g, const MatmulArgs *a)
+{
+    return g->scale_f64 ? (const void *)&a->beta64 : (const void *)&a->beta32;
+}
+
+/* Every cuBLASLt object of one call, destroyed together. */
+typedef struct LtObjects {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulPreference_t pref;
+} LtObjects;
+
+static void lt_destroy(LtObjects *o)
+{
+    if (o->pref) (void)CT_CUBLAS_STATUS(cublasLtMatmulPreferenceDestroy(o->pref));
+    if (o->c) (void)CT_CUBLAS_STATUS(cublasLtMatrixLayoutDestroy(o->c));
+    if (o->b) (void)CT_CUBLAS_STATUS(cublasLtMatrixLayoutDestroy(o->b));
+    if (o->a) (void)CT_CUBLAS_STATUS(cublasLtMatrixLayoutDestroy(o->a));
+    if (o->op) (void)CT_CUBLAS_STATUS(cublasLtMatmulDescDestroy(o->op));
+}
+
+static CtStatus layout_create(const CtLtLayout *l, CtDType dt,
+                              cublasLtMatrixLayout_t *out)
+{
+    CT_CUBLAS_CHECK(
+        cublasLtMatrixLayoutCreate(out, cuda_type(dt), l->rows, l->cols, l->ld));
+    if (l->batch <= 1) return CT_OK;
+    CT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+        *out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &l->batch, sizeof l->batch));
+    CT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+        *out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &l->stride, sizeof l->stride));
+    return CT_OK;
+}
+
+static CtStatus op_create(const CtLtDesc *d, const void *bias, cublasLtMatmulDesc_t *out)
+{
+    const CtGemmDesc *g = &d->gemm;
+    cudaDataType_t scale = g->scale_f64 ? CUDA_R_64F : CUDA_R_32F;
+    CT_CUBLAS_CHECK(cublasLtMatmulDescCreate(out, compute_type(g->compute), scale));
+    cublasOperation_t ta = op(g->op_a), tb = op(g->op_b);
+    cublasLtEpilogue_t epi = epilogue(d->epilogue);
+    CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(*out, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                                   sizeof ta));
+    CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(*out, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                                   sizeof tb));
+    CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(*out, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                   &epi, sizeof epi));
+    if (bias)
+        CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+            *out, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    return CT_OK;
+}
+
+static CtStatus pref_create(const CtLtDesc *d, cublasLtMatmulPreference_t *out)
+{
+    uint64_t ws = d->workspace;
+    CT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(out));
+    CT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        *out, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    if (!d->reduction_free) return CT_OK;
+    uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
+    CT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        *out, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &none, sizeof none));
+    return CT_OK;
+}
+
+static CtStatus lt_build(const CtLtDesc *d, const void *bias, LtObjects *o)
+{
+    CT_RETURN_IF_ERROR(op_create(d, bias, &o->op));
+    CT_RETURN_IF_ERROR(layout_create(&d->a, d->gemm.dtype, &o->a));
+    CT_RETURN_IF_ERROR(layout_create(&d->b, d->gemm.dtype, &o->b));
+    CT_RETURN_IF_ERROR(layout_create(&d->c, d->gemm.dtype, &o->c));
+    return pref_create(d, &o->pref);
+}
+
+/* Runs the product through cuBLASLt; *found = false (nothing queued) when
+ * its heuristic has no algorithm for it. */
+static CtStatus lt_run(const CtBackend *be, CtCudaCtx *c, const CtLtDesc *d,
+                       const MatmulArgs *a, const LtObjects *o, bool *found)
+{
+    cublasLtHandle_t lt;
+    CT_RETURN_IF_ERROR(ct_cuda_lt(c, &lt));
+    cublasLtMatmulHeuristicResult_t r = {};
+    int n = 0;
+    CT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, o->op, o->a, o->b, o->c, o->c,
+                                                   o->pref, 1, &r, &n));
+    *found = n > 0;
+    if (!*found) return CT_OK;
+    void *ws;
+    CT_RETURN_IF_ERROR(ct_cuda_scratch(be, r.workspaceSize, &ws));
+    const CtGemmDesc *g = &d->gemm;
+    /* Lt's A is our B (lt_desc.h) */
+    CtStatus st = CT_CUBLAS_STATUS(
+        cublasLtMatmul(lt, o->op, alpha_of(g, a), a->B, o->a, a->A, o->b, beta_of(g, a),
+                       a->C, o->c, a->C, o->c, &r.algo, ws, r.workspaceSize, c->stream));
+    ct_cuda_scratch_free(be, ws, r.workspaceSize);
+    return st;
+}
+
+static CtStatus blas_run(CtCudaCtx *c, const CtGemmDesc *g, const MatmulArgs *a)
+{
+    cublasHandle_t h;
+    CT_RETURN_IF_ERROR(ct_cuda_blas(c, &h));
+    cudaDataType_t t = cuda_type(g->dtype);
+    /* cuBLAS's A is our B (gemm_desc.h) */
+    CT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        h, op(g->op_a), op(g->op_b), g->m, g->n, g->k, alpha_of(g, a), a->B, t, g->lda,
+        g->stride_a, a->A, t, g->ldb, g->stride_b, beta_of(g, a), a->C, t, g->ldc,
+        g->stride_c, g->batch, compute_type(g->compute), CUBLAS_GEMM_DEFAULT));
+    return CT_OK;
 }
 
 static CtStatus cuda_matmul(const CtOpCall *call)
 {
     const CtMatmulParams *p = (const CtMatmulParams *)call->params;
     Tensor *out = call->out[0];
-    const void *A = ct_ptr(call->in[0]), *B = ct_ptr(call->in[1]);
-    void *C = ct_ptr(out);
     if (p->batch == 0 || p->m == 0 || p->n == 0) return CT_OK;
-    CtGemmDesc g = {};
-    CT_RETURN_IF_ERROR(ct_gemm_desc(p, out->dtype, false, &g));
+    CtLtDesc d = {};
+    CT_RETURN_IF_ERROR(
+        ct_lt_desc(p, out->dtype, ct_allow_tf32(), ct_deterministic(), &d));
+    MatmulArgs a = {ct_ptr(call->in[0]),
+                    ct_ptr(call->in[1]),
+                    p->bias ? ct_ptr(call->in[2]) : NULL,
+                    ct_ptr(out),
+                    (float)p->alpha,
+                    (float)p->beta,
+                    p->alpha,
+                    p->beta};
     CtCudaCtx *c;
-    cublasHandle_t h;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(ct_cuda_blas(c, &h));
-    float alpha32 = (float)p->alpha, beta32 = (float)p->beta;
-    double alpha64 = p->alpha, beta64 = p->beta;
-    const void *alpha = g.scale_f64 ? (const void *)&alpha64 : (const void *)&alpha32;
-    const void *beta = g.scale_f64 ? (const void *)&beta64 : (const void *)&beta32;
-    cudaDataType_t t = cuda_type(g.dtype);
-    /* cuBLAS's A is our B (gemm_desc.h) */
-    CT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        h, op(g.op_a), op(g.op_b), g.m, g.n, g.k, alpha, B, t, g.lda, g.stride_a, A, t,
-        g.ldb, g.stride_b, beta, C, t, g.ldc, g.stride_c, g.batch,
-        autocast_compute(p->autocast, compute_type(g.compute)), CUBLAS_GEMM_DEFAULT));
+    LtObjects o = {};
+    bool found = false;
+    CtStatus st = lt_build(&d, a.bias, &o);
+    if (st == CT_OK) st = lt_run(call->backend, c, &d, &a, &o, &found);
+    lt_destroy(&o);
+    CT_RETURN_IF_ERROR(st);
+    if (!found && d.epilogue != CT_LT_EPI_DEFAULT)
+        return ct_error(CT_ERR_UNSUPPORTED,
+                        "matmul: cuBLASLt has no algorithm for a %s (%lld, %lld) x "
+                        "(%lld, %lld) product with a bias/activation epilogue on cuda:%d",
+                        ct_dtype_name(out->dtype), (long long)p->m, (long long)p->k,
+                        (long long)p->k, (long long)p->n, c->device);
+    if (!found) CT_RETURN_IF_ERROR(blas_run(c, &d.gemm, &a));
     if (ct_cuda_sync_mode()) CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     return CT_OK;
 }
 
-/* A, B and C of one dtype among f32, f64, bf16, f16; f32 under autocast. */
+/* A, B and C of one dtype among f32, f64, bf16, f16; f32 under autocast; a
+ * bias of C's dtype and n entries. */
 static bool cuda_matmul_supports(const CtOpCall *call)
 {
     const CtMatmulParams *p = (const CtMatmulParams *)call->params;
     CtDType dt = call->out[0]->dtype;
     if (p->autocast != CT_F32 && dt != CT_F32) return false;
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
+    bool epilogue = p->bias || p->act != CT_MATMUL_ACT_NONE;
+    if (epilogue && (dt == CT_F64 || p->autocast != CT_F32)) return false;
+    if (p->bias &&
+        (!call->in[2] || call->in[2]->dtype != dt || tensor_numel(call->in[2]) != p->n ||
+         !tensor_is_contiguous(call->in[2])))
+        return false;
     return call->in[0]->dtype == dt && call->in[1]->dtype == dt;
 }
 

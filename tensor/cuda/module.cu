@@ -65,6 +65,26 @@ extern "C" bool tensor_is_contiguous(const Tensor *t)
     return host->tensor_is_contiguous(t);
 }
 
+extern "C" void *ct_backend_alloc(const CtBackend *be, size_t nbytes)
+{
+    return host->backend_alloc(be, nbytes);
+}
+
+extern "C" void ct_backend_free(const CtBackend *be, void *p, size_t nbytes)
+{
+    host->backend_free(be, p, nbytes);
+}
+
+extern "C" bool ct_deterministic(void)
+{
+    return host->deterministic();
+}
+
+extern "C" bool ct_allow_tf32(void)
+{
+    return host->allow_tf32();
+}
+
 static const CtCudaModule table = {
     CT_CUDA_MODULE_ABI,    ct_cuda_device_count, ct_cuda_initialized,
     ct_cuda_select_device, ct_cuda_stream,       ct_cuda_iface,

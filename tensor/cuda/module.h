@@ -26,7 +26,7 @@ extern "C" {
 
 /* Bumped whenever a table below, CtBackendIface, CtOpCall or Tensor changes
  * layout. */
-#define CT_CUDA_MODULE_ABI   1
+#define CT_CUDA_MODULE_ABI   2
 #define CT_CUDA_MODULE_ENTRY "ct_cuda_module_open"
 #define CT_CUDA_MODULE_FILE  "libctrainer_cuda.so"
 
@@ -43,6 +43,10 @@ typedef struct CtCudaHost {
     uint16_t (*f32_to_f16)(float x);
     int64_t (*tensor_numel)(const Tensor *t);
     bool (*tensor_is_contiguous)(const Tensor *t);
+    void *(*backend_alloc)(const CtBackend *be, size_t nbytes);
+    void (*backend_free)(const CtBackend *be, void *p, size_t nbytes);
+    bool (*deterministic)(void);
+    bool (*allow_tf32)(void);
 } CtCudaHost;
 
 /* What the module provides; the functions are those of tensor/cuda/cuda.h

@@ -1,0 +1,78 @@
+/* Private to tensor/cuda: thread bodies of batch norm in eval mode
+ * (bnorm.cu), where the statistics are the running ones and cuDNN's
+ * training kernels do not apply. Each follows the CPU kernel's formula
+ * (tensor/cpu/norm_tmpl.h) in the same precision per element: stats match
+ * it bit for bit, y and dx within one rounding (whether a compiler fuses
+ * the multiply-add); dweight and dbias sum each channel in row order in
+ * double, within rounding of the CPU's sums. x, y, g, dx:
+ * (n, c, inner) contiguous; w, b: (c) or NULL; stats: (2, c). */
+#ifndef CTRAINER_TENSOR_CUDA_BNORM_BODY_H
+#define CTRAINER_TENSOR_CUDA_BNORM_BODY_H
+
+#include <math.h>
+
+#include "hd.h"
+
+/* stats[0][c] = running mean, stats[1][c] = 1 / sqrt(running var + eps);
+ * one item per channel. */
+template <typename T>
+CT_HD void ct_bn_eval_stats_body(CtThread t, int64_t C, double eps, const T *rm,
+                                 const T *rv, T *stats)
+{
+    CT_THREAD_FOR(c, t, C)
+    {
+        stats[c] = rm[c];
+        stats[C + c] = (T)(1.0 / sqrt((double)rv[c] + eps));
+    }
+}
+
+/* y = x * scale + shift with scale = invstd * w and shift = b - mean *
+ * scale, rounded to T as the CPU does; one item per element. */
+template <typename T>
+CT_HD void ct_bn_eval_fwd_body(CtThread t, int64_t N, int64_t C, int64_t K, const T *x,
+                               const T *w, const T *b, const T *stats, T *y)
+{
+    CT_THREAD_FOR(i, t, N * C * K)
+    {
+        int64_t c = (i / K) % C;
+        double sc = (double)stats[C + c] * (w ? (double)w[c] : 1.0);
+        T scale = (T)sc, shift = (T)((b ? (double)b[c] : 0.0) - (double)stats[c] * sc);
+        y[i] = x[i] * scale + shift;
+    }
+}
+
+/* dx = a * g with a = invstd * w (the CPU's a*g + 0*x + 0); one item per
+ * element. */
+template <typename T>
+CT_HD void ct_bn_eval_dx_body(CtThread t, int64_t N, int64_t C, int64_t K, const T *g,
+                              const T *x, const T *w, const T *stats, T *dx)
+{
+    CT_THREAD_FOR(i, t, N * C * K)
+    {
+        int64_t c = (i / K) % C;
+        T a = (T)((double)stats[C + c] * (w ? (double)w[c] : 1.0)), zero = 0;
+        dx[i] = a * g[i] + zero * x[i] + zero;
+    }
+}
+
+/* db = sum g, dw = invstd * sum g * (x - mean) per channel (either NULL);
+ * one item per channel. */
+template <typename T>
+CT_HD void ct_bn_eval_dparams_body(CtThread t, int64_t N, int64_t C, int64_t K,
+                                   const T *g, const T *x, const T *stats, T *dw, T *db)
+{
+    CT_THREAD_FOR(c, t, C)
+    {
+        double mean = (double)stats[c], sg = 0, sgx = 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t k = 0; k < K; k++) {
+                int64_t i = (n * C + c) * K + k;
+                sg += (double)g[i];
+                sgx += (double)g[i] * ((double)x[i] - mean);
+            }
+        if (db) db[c] = (T)sg;
+        if (dw) dw[c] = (T)(sgx * (double)stats[C + c]);
+    }
+}
+
+#endif

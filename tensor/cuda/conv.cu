@@ -1,0 +1,380 @@
+/* CONV2D, CONV2D_BWD_DATA and CONV2D_BWD_WEIGHT through cuDNN 9, for f32,
+ * f64, bf16 and f16, and f32 under bf16/f16 autocast (the operands rounded
+ * to the low type by the COPY kernel, convolved on the tensor cores with
+ * f32 accumulation, the results widened back to f32); descriptors from
+ * dnn_desc.h.
+ *
+ * cuDNN's legacy (descriptor) API, not the graph API: each op is one call
+ * on a few descriptors that dnn_desc.h builds as plain values, and its v7
+ * heuristics list every algorithm with its workspace, math type and a
+ * determinism flag, which is what the deterministic switch and the
+ * workspace cap filter on (ct_dnn_pick). The graph API would add operation
+ * graphs, engine configurations and execution plans to finalise and cache
+ * for the same three convolutions, without a fusion that these separate
+ * ops could use. The legacy calls are deprecated in cuDNN 9 (still shipped
+ * there); moving to the graph API changes this file only.
+ *
+ * Workspace comes from the instance's caching allocator, capped at
+ * CT_DNN_WORKSPACE_MAX. The bias is added with cudnnAddTensor and its
+ * gradient summed with cudnnConvolutionBackwardBias. */
+#include <string.h>
+
+#include "common.cuh"
+#include "dnn_desc.h"
+
+static cudnnDataType_t dnn_type(CtDType dt)
+{
+    switch (dt) {
+    case CT_F64: return CUDNN_DATA_DOUBLE;
+    case CT_BF16: return CUDNN_DATA_BFLOAT16;
+    case CT_F16: return CUDNN_DATA_HALF;
+    default: return CUDNN_DATA_FLOAT;
+    }
+}
+
+static cudnnMathType_t dnn_math(CtDnnMath m)
+{
+    switch (m) {
+    case CT_DNN_MATH_TENSOR_OP: return CUDNN_TENSOR_OP_MATH;
+    case CT_DNN_MATH_FMA: return CUDNN_FMA_MATH;
+    default: return CUDNN_DEFAULT_MATH;
+    }
+}
+
+/* Every descriptor of one call, destroyed together. */
+typedef struct ConvObjects {
+    cudnnTensorDescriptor_t x, y, b;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+} ConvObjects;
+
+static void conv_destroy(ConvObjects *o)
+{
+    if (o->conv) (void)CT_CUDNN_STATUS(cudnnDestroyConvolutionDescriptor(o->conv));
+    if (o->w) (void)CT_CUDNN_STATUS(cudnnDestroyFilterDescriptor(o->w));
+    if (o->b) (void)CT_CUDNN_STATUS(cudnnDestroyTensorDescriptor(o->b));
+    if (o->y) (void)CT_CUDNN_STATUS(cudnnDestroyTensorDescriptor(o->y));
+    if (o->x) (void)CT_CUDNN_STATUS(cudnnDestroyTensorDescriptor(o->x));
+}
+
+static const double one64 = 1.0, zero64 = 0.0;
+static const float one32 = 1.0f, zero32 = 0.0f;
+
+const void *ct_dnn_one(CtDType dt)
+{
+    return dt == CT_F64 ? (const void *)&one64 : (const void *)&one32;
+}
+
+const void *ct_dnn_zero(CtDType dt)
+{
+    return dt == CT_F64 ? (const void *)&zero64 : (const void *)&zero32;
+}
+
+CtStatus ct_dnn_tensor_create(const CtDnnTensor *t, CtDType dt,
+                              cudnnTensorDescriptor_t *out)
+{
+    CT_CUDNN_CHECK(cudnnCreateTensorDescriptor(out));
+    CT_CUDNN_CHECK(
+        cudnnSetTensorNdDescriptor(*out, dnn_type(dt), 4, t->dims, t->strides));
+    return CT_OK;
+}
+
+static CtStatus conv_build(const CtDnnConv *d, ConvObjects *o)
+{
+    CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&d->x, d->data, &o->x));
+    CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&d->y, d->data, &o->y));
+    CtDnnTensor b;
+    CT_RETURN_IF_ERROR(ct_dnn_tensor_nchw("conv2d", 1, d->bias[1], 1, 1, &b));
+    CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&b, d->data, &o->b));
+    CT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&o->w));
+    CT_CUDNN_CHECK(
+        cudnnSetFilterNdDescriptor(o->w, dnn_type(d->data), CUDNN_TENSOR_NCHW, 4, d->w));
+    CT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&o->conv));
+    CT_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(o->conv, 2, d->pad, d->stride,
+                                                   d->dilation, CUDNN_CROSS_CORRELATION,
+                                                   dnn_type(d->compute)));
+    CT_CUDNN_CHECK(cudnnSetConvolutionGroupCount(o->conv, d->groups));
+    CT_CUDNN_CHECK(cudnnSetConvolutionMathType(o->conv, dnn_math(d->math)));
+    return CT_OK;
+}
+
+/* The chosen entry of cuDNN's heuristic list (any of the three AlgoPerf
+ * types), with the convolution's math type set to the algorithm's; records
+ * CT_ERR_UNSUPPORTED naming `what` when none qualifies. */
+template <typename Perf>
+static CtStatus pick(const char *what, const CtDnnConv *d, const Perf *perf, int n,
+                     cudnnConvolutionDescriptor_t conv, Perf *out)
+{
+    CtDnnAlgo r[16];
+    n = n < 16 ? n : 16;
+    for (int i = 0; i < n; i++)
+        r[i] = (CtDnnAlgo){(int)perf[i].algo, perf[i].status == CUDNN_STATUS_SUCCESS,
+                           perf[i].determinism == CUDNN_DETERMINISTIC,
+                           perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+                               perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION,
+                           perf[i].memory};
+    bool det = ct_deterministic();
+    int i = ct_dnn_pick(r, n, det, ct_dnn_tensor_ops_ok(d->data, ct_allow_tf32()),
+                        CT_DNN_WORKSPACE_MAX);
+    if (i < 0)
+        return ct_error(CT_ERR_UNSUPPORTED,
+                        "%s: cuDNN offers no %salgorithm within %zu MiB of workspace for "
+                        "%s input (%d, %d, %d, %d), filter (%d, %d, %d, %d) on cuda",
+                        what, det ? "deterministic " : "", CT_DNN_WORKSPACE_MAX >> 20,
+                        ct_dtype_name(d->data), d->x.dims[0], d->x.dims[1], d->x.dims[2],
+                        d->x.dims[3], d->w[0], d->w[1], d->w[2], d->w[3]);
+    *out = perf[i];
+    CT_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, perf[i].mathType));
+    return CT_OK;
+}
+
+/* One convolution call (operands in the dtype cuDNN convolves in): its
+ * descriptors, handle and instance. */
+typedef struct ConvCall {
+    const CtOpCall *call;
+    CtDnnConv d;
+    ConvObjects o;
+    cudnnHandle_t h;
+    CtCudaCtx *c;
+} ConvCall;
+
+static CtStatus forward(ConvCall *k)
+{
+    const CtOpCall *call = k->call;
+    const ConvObjects *o = &k->o;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT], best = {};
+    int n = 0;
+    CT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+        k->h, o->x, o->w, o->conv, o->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+    CT_RETURN_IF_ERROR(pick("conv2d", &k->d, perf, n, o->conv, &best));
+    size_t ws_size = 0;
+    CT_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(k->h, o->x, o->w, o->conv,
+                                                           o->y, best.algo, &ws_size));
+    void *ws;
+    CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, ws_size, &ws));
+    CtDType dt = k->d.data;
+    void *Y = ct_ptr(call->out[0]);
+    CtStatus st = CT_CUDNN_STATUS(cudnnConvolutionForward(
+        k->h, ct_dnn_one(dt), o->x, ct_ptr(call->in[0]), o->w, ct_ptr(call->in[1]),
+        o->conv, best.algo, ws, ws_size, ct_dnn_zero(dt), o->y, Y));
+    ct_cuda_scratch_free(call->backend, ws, ws_size);
+    if (st == CT_OK && call->in[2])
+        st = CT_CUDNN_STATUS(cudnnAddTensor(
+            k->h, ct_dnn_one(dt), o->b, ct_ptr(call->in[2]), ct_dnn_one(dt), o->y, Y));
+    return st;
+}
+
+static CtStatus backward_data(ConvCall *k)
+{
+    const CtOpCall *call = k->call;
+    const ConvObjects *o = &k->o;
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT],
+        best = {};
+    int n = 0;
+    CT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        k->h, o->w, o->y, o->conv, o->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
+        perf));
+    CT_RETURN_IF_ERROR(pick("conv2d backward (input)", &k->d, perf, n, o->conv, &best));
+    size_t ws_size = 0;
+    CT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        k->h, o->w, o->y, o->conv, o->x, best.algo, &ws_size));
+    void *ws;
+    CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, ws_size, &ws));
+    CtDType dt = k->d.data;
+    CtStatus st = CT_CUDNN_STATUS(cudnnConvolutionBackwardData(
+        k->h, ct_dnn_one(dt), o->w, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]),
+        o->conv, best.algo, ws, ws_size, ct_dnn_zero(dt), o->x, ct_ptr(call->out[0])));
+    ct_cuda_scratch_free(call->backend, ws, ws_size);
+    return st;
+}
+
+static CtStatus backward_filter(ConvCall *k)
+{
+    const CtOpCall *call = k->call;
+    const ConvObjects *o = &k->o;
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT],
+        best = {};
+    int n = 0;
+    CT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        k->h, o->x, o->y, o->conv, o->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
+        perf));
+    CT_RETURN_IF_ERROR(pick("conv2d backward (weight)", &k->d, perf, n, o->conv, &best));
+    size_t ws_size = 0;
+    CT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        k->h, o->x, o->y, o->conv, o->w, best.algo, &ws_size));
+    void *ws;
+    CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, ws_size, &ws));
+    CtDType dt = k->d.data;
+    CtStatus st = CT_CUDNN_STATUS(cudnnConvolutionBackwardFilter(
+        k->h, ct_dnn_one(dt), o->x, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]),
+        o->conv, best.algo, ws, ws_size, ct_dnn_zero(dt), o->w, ct_ptr(call->out[0])));
+    ct_cuda_scratch_free(call->backend, ws, ws_size);
+    return st;
+}
+
+/* BWD_WEIGHT: gw and gb, each optional. */
+static CtStatus backward_weight(ConvCall *k)
+{
+    const CtOpCall *call = k->call;
+    if (call->out[0]) CT_RETURN_IF_ERROR(backward_filter(k));
+    if (!call->out[1]) return CT_OK;
+    CtDType dt = k->d.data;
+    CT_CUDNN_CHECK(cudnnConvolutionBackwardBias(k->h, ct_dnn_one(dt), k->o.y,
+                                                ct_ptr(call->in[0]), ct_dnn_zero(dt),
+                                                k->o.b, ct_ptr(call->out[1])));
+    return CT_OK;
+}
+
+/* An empty batch, channel range or output: the outputs that exist are
+ * empty, or zero for the backward ops (cuDNN rejects empty operands). */
+static CtStatus run_empty(const CtOpCall *call, CtCudaCtx *c)
+{
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++) {
+        Tensor *t = call->out[i];
+        if (!t) continue;
+        size_t bytes = (size_t)tensor_numel(t) * ct_dtype_size(t->dtype);
+        if (bytes) CT_CUDA_CHECK(cudaMemsetAsync(ct_ptr(t), 0, bytes, c->stream));
+    }
+    return CT_OK;
+}
+
+static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt,
+                           CtStatus (*body)(ConvCall *))
+{
+    ConvCall k = {};
+    k.call = call;
+    k.c = c;
+    CT_RETURN_IF_ERROR(
+        ct_dnn_conv((const CtConv2dParams *)call->params, dt, ct_allow_tf32(), &k.d));
+    CT_RETURN_IF_ERROR(ct_cuda_dnn(c, &k.h));
+    CtStatus st = conv_build(&k.d, &k.o);
+    if (st == CT_OK) st = body(&k);
+    conv_destroy(&k.o);
+    return st;
+}
+
+/* An operand or result of an autocast call in the low dtype: scratch from
+ * the caching allocator seen as a contiguous tensor of the f32 one's shape
+ * (conv operands are contiguous). */
+typedef struct LowTensor {
+    Tensor t;
+    CtStorage s;
+} LowTensor;
+
+static CtStatus low_make(const CtBackend *be, const Tensor *like, CtDType dt,
+                         LowTensor *l)
+{
+    memset(l, 0, sizeof *l);
+    l->t.refcount = 1;
+    l->t.storage = &l->s;
+    l->t.dtype = dt;
+    l->t.ndim = like->ndim;
+    for (int d = 0; d < like->ndim; d++) {
+        l->t.shape[d] = like->shape[d];
+        l->t.stride[d] = like->stride[d];
+    }
+    l->s.refcount = 1;
+    l->s.device = like->storage->device;
+    l->s.nbytes = (size_t)tensor_numel(like) * ct_dtype_size(dt);
+    return ct_cuda_scratch(be, l->s.nbytes, &l->s.data);
+}
+
+/* dst <- src converted, through the instance's COPY kernel. */
+static CtStatus cast(const CtOpCall *call, Tensor *dst, const Tensor *src)
+{
+    CtOpCall c = {};
+    c.op = CT_OP_COPY;
+    c.out[0] = dst;
+    c.in[0] = src;
+    c.backend = call->backend;
+    return call->backend->iface->kernels[CT_OP_COPY](&c);
+}
+
+/* Autocast: the f32 operands rounded to `low`, the convolution in `low`
+ * with f32 accumulation, the results widened back to f32. */
+static CtStatus run_autocast(const CtOpCall *call, CtCudaCtx *c, CtDType low,
+                             CtStatus (*body)(ConvCall *))
+{
+    LowTensor in[CT_CALL_MAX_IN], out[CT_CALL_MAX_OUT];
+    CtOpCall lc = *call;
+    CtStatus st = CT_OK;
+    for (int i = 0; i < CT_CALL_MAX_IN; i++) {
+        in[i].s.data = NULL;
+        if (!call->in[i] || st != CT_OK) continue;
+        st = low_make(call->backend, call->in[i], low, &in[i]);
+        if (st == CT_OK) st = cast(call, &in[i].t, call->in[i]);
+        lc.in[i] = &in[i].t;
+    }
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++) {
+        out[i].s.data = NULL;
+        if (!call->out[i] || st != CT_OK) continue;
+        st = low_make(call->backend, call->out[i], low, &out[i]);
+        lc.out[i] = &out[i].t;
+    }
+    if (st == CT_OK) st = run_native(&lc, c, low, body);
+    for (int i = 0; i < CT_CALL_MAX_OUT && st == CT_OK; i++)
+        if (call->out[i]) st = cast(call, call->out[i], &out[i].t);
+    for (int i = 0; i < CT_CALL_MAX_IN; i++)
+        ct_cuda_scratch_free(call->backend, in[i].s.data, in[i].s.nbytes);
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+        ct_cuda_scratch_free(call->backend, out[i].s.data, out[i].s.nbytes);
+    return st;
+}
+
+static CtStatus run(const CtOpCall *call, CtStatus (*body)(ConvCall *))
+{
+    const CtConv2dParams *p = (const CtConv2dParams *)call->params;
+    CtCudaCtx *c;
+    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
+    if (p->n == 0 || p->c == 0 || p->o == 0 || p->oh == 0 || p->ow == 0)
+        return run_empty(call, c);
+    CtDType dt = (call->op == CT_OP_CONV2D_BWD_WEIGHT ? call->in[1] : call->in[0])->dtype;
+    CtDType low = ct_dnn_conv_dtype(p, dt);
+    CT_RETURN_IF_ERROR(low == dt ? run_native(call, c, dt, body)
+                                 : run_autocast(call, c, low, body));
+    if (ct_cuda_sync_mode()) CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return CT_OK;
+}
+
+static CtStatus conv_forward(const CtOpCall *call)
+{
+    return run(call, forward);
+}
+
+static CtStatus conv_backward_data(const CtOpCall *call)
+{
+    return run(call, backward_data);
+}
+
+static CtStatus conv_backward_weight(const CtOpCall *call)
+{
+    return run(call, backward_weight);
+}
+
+/* Operands of one dtype among f32, f64, bf16, f16. A forward over zero
+ * input channels (y = bias, which cuDNN does not express) is left to the
+ * dispatcher's "not supported" error. */
+static bool conv_supports(const CtOpCall *call)
+{
+    const CtConv2dParams *p = (const CtConv2dParams *)call->params;
+    const Tensor *ref = call->op == CT_OP_CONV2D_BWD_WEIGHT ? call->in[1] : call->in[0];
+    CtDType dt = ref->dtype;
+    if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
+    if (call->op == CT_OP_CONV2D && p->c == 0 && call->in[2] && p->n > 0 && p->oh > 0 &&
+        p->ow > 0)
+        return false;
+    for (int i = 0; i < CT_CALL_MAX_IN; i++)
+        if (call->in[i] && call->in[i]->dtype != dt) return false;
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+        if (call->out[i] && call->out[i]->dtype != dt) return false;
+    return true;
+}
+
+void ct_cuda_register_conv(CtKernelFn *k, CtSupportsFn *s)
+{
+    k[CT_OP_CONV2D] = conv_forward;
+    k[CT_OP_CONV2D_BWD_DATA] = conv_backward_data;
+    k[CT_OP_CONV2D_BWD_WEIGHT] = conv_backward_weight;
+    for (int op = CT_OP_CONV2D; op <= CT_OP_CONV2D_BWD_WEIGHT; op++)
+        s[op] = conv_supports;
+}

@@ -1,0 +1,112 @@
+/* Private to tensor/cuda: the descriptors of one cuBLASLt matmul
+ * (matmul.cu) as plain values, built by pure functions that name no CUDA
+ * type, so they are unit tested on the CPU (tests/tensor/test_lt_desc.c).
+ * C and C++.
+ *
+ * cuBLASLt computes D = epilogue(alpha·op(A)·op(B) + beta·C) over
+ * column-major matrices, each described by a layout: the rows and columns
+ * of the matrix as stored, its leading dimension, and for a strided batch
+ * the count and the element distance between matrices. The operands are
+ * those of gemm_desc.h (Lt's A is our B, its B our A, its M our n), so a
+ * stored matrix of op N is (rows, cols) = (M or K, K or N) and one of op T
+ * the transpose. C and D are our C (updated in place). The bias of a bias
+ * epilogue is a vector of Lt's M = our n entries, added to every row of our
+ * C: linear's bias, whose output features are C's columns.
+ */
+#ifndef CTRAINER_TENSOR_CUDA_LT_DESC_H
+#define CTRAINER_TENSOR_CUDA_LT_DESC_H
+
+#include <stddef.h>
+
+#include "gemm_desc.h"
+
+/* cuBLASLt's epilogues we use (the CUBLASLT_EPILOGUE_* of the same name). */
+typedef enum CtLtEpilogue {
+    CT_LT_EPI_DEFAULT, /* none */
+    CT_LT_EPI_RELU,
+    CT_LT_EPI_BIAS,
+    CT_LT_EPI_RELU_BIAS,
+    CT_LT_EPI_GELU, /* tanh approximation */
+    CT_LT_EPI_GELU_BIAS,
+} CtLtEpilogue;
+
+/* A cublasLtMatrixLayout: the matrix as stored, column-major. */
+typedef struct CtLtLayout {
+    uint64_t rows, cols;
+    int64_t ld;
+    int32_t batch;  /* CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT */
+    int64_t stride; /* CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, elements */
+} CtLtLayout;
+
+typedef struct CtLtDesc {
+    CtGemmDesc gemm;    /* ops, sizes, dtype, compute and scale types */
+    CtLtLayout a, b, c; /* c describes both C and D */
+    CtLtEpilogue epilogue;
+    bool reduction_free; /* restrict the heuristic to algorithms without a
+                          * split-K reduction (the deterministic switch) */
+    size_t workspace;    /* bytes the heuristic may ask for */
+} CtLtDesc;
+
+/* The workspace offered to cuBLASLt: enough for split-K partial sums of up
+ * to CT_LT_WORKSPACE_SLICES copies of one D matrix in the accumulation type,
+ * within [CT_LT_WORKSPACE_MIN, CT_LT_WORKSPACE_MAX] (NVIDIA recommends 32 MiB
+ * on Hopper). The block comes from the instance's caching allocator. */
+#define CT_LT_WORKSPACE_SLICES 4
+#define CT_LT_WORKSPACE_MIN    ((size_t)1 << 20)
+#define CT_LT_WORKSPACE_MAX    ((size_t)32 << 20)
+
+static inline size_t ct_lt_workspace(const CtGemmDesc *g)
+{
+    size_t acc = g->compute == CT_GEMM_COMPUTE_64F ? 8 : 4;
+    size_t ws = (size_t)g->m * (size_t)g->n * acc * CT_LT_WORKSPACE_SLICES;
+    if (ws < CT_LT_WORKSPACE_MIN) return CT_LT_WORKSPACE_MIN;
+    return ws > CT_LT_WORKSPACE_MAX ? CT_LT_WORKSPACE_MAX : ws;
+}
+
+/* The epilogue of a bias flag and an activation. */
+static inline CtLtEpilogue ct_lt_epilogue(bool bias, CtMatmulAct act)
+{
+    switch (act) {
+    case CT_MATMUL_ACT_RELU: return bias ? CT_LT_EPI_RELU_BIAS : CT_LT_EPI_RELU;
+    case CT_MATMUL_ACT_GELU_TANH: return bias ? CT_LT_EPI_GELU_BIAS : CT_LT_EPI_GELU;
+    default: return bias ? CT_LT_EPI_BIAS : CT_LT_EPI_DEFAULT;
+    }
+}
+
+/* The layout of an operand of op `op` whose op(X) is (rows, cols). */
+static inline CtLtLayout ct_lt_layout(CtGemmOp op, int rows, int cols, int ld, int batch,
+                                      long long stride)
+{
+    CtLtLayout l;
+    l.rows = (uint64_t)(op == CT_GEMM_OP_N ? rows : cols);
+    l.cols = (uint64_t)(op == CT_GEMM_OP_N ? cols : rows);
+    l.ld = ld;
+    l.batch = batch;
+    l.stride = stride;
+    return l;
+}
+
+/* Fills d for p over matrices of dtype dt: ct_gemm_desc's checks and
+ * errors, then the layouts, epilogue, reduction restriction and workspace.
+ * A bias or activation on f64 is CT_ERR_UNSUPPORTED (cuBLASLt has no f64
+ * epilogue). */
+static inline CtStatus ct_lt_desc(const CtMatmulParams *p, CtDType dt, bool allow_tf32,
+                                  bool deterministic, CtLtDesc *d)
+{
+    CtGemmDesc *g = &d->gemm;
+    CtStatus st = ct_gemm_desc(p, dt, allow_tf32, g);
+    if (st != CT_OK) return st;
+    d->epilogue = ct_lt_epilogue(p->bias, p->act);
+    if (d->epilogue != CT_LT_EPI_DEFAULT && dt == CT_F64)
+        return ct_error(
+            CT_ERR_UNSUPPORTED,
+            "matmul: cuBLASLt has no bias/activation epilogue for f64 on cuda");
+    d->a = ct_lt_layout(g->op_a, g->m, g->k, g->lda, g->batch, g->stride_a);
+    d->b = ct_lt_layout(g->op_b, g->k, g->n, g->ldb, g->batch, g->stride_b);
+    d->c = ct_lt_layout(CT_GEMM_OP_N, g->m, g->n, g->ldc, g->batch, g->stride_c);
+    d->reduction_free = deterministic;
+    d->workspace = ct_lt_workspace(g);
+    return CT_OK;
+}
+
+#endif

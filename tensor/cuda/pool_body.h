@@ -1,0 +1,103 @@
+/* Private to tensor/cuda: thread bodies of POOL2D and POOL2D_BWD (pool.cu),
+ * f32 and f64, over contiguous NCHW operands (tensor/conv.h).
+ *
+ * The forward gives each thread one output element and walks its window
+ * (ct_pool_window, shared with the CPU kernels) in the CPU's order, so y
+ * and the argmax match the CPU bit for bit: max takes the first maximum, a
+ * NaN wins at the first NaN; average sums in row order and divides once.
+ * The backward gathers instead of scattering: each thread owns one input
+ * element and adds the gradients of the outputs whose window holds it (for
+ * max: whose argmax it is), in increasing output order, which is the order
+ * the CPU's scatter adds them in. No atomics, so it is deterministic and
+ * matches the CPU bit for bit. */
+#ifndef CTRAINER_TENSOR_CUDA_POOL_BODY_H
+#define CTRAINER_TENSOR_CUDA_POOL_BODY_H
+
+#include "../conv.h"
+#include "hd.h"
+
+/* One output element of plane q (= n * C + c) at (oh, ow). */
+template <typename T>
+CT_HD void ct_pool_out(const CtPool2dParams &p, const T *x, int64_t q, int64_t oh,
+                       int64_t ow, T *y, int64_t *idx)
+{
+    CtPoolWindow r = ct_pool_window(&p, oh, ow);
+    const T *xp = x + q * p.h * p.w;
+    int64_t o = (q * p.oh + oh) * p.ow + ow;
+    if (p.kind != CT_POOL_MAX) {
+        T s = 0;
+        for (int64_t ih = r.h0; ih < r.h1; ih++)
+            for (int64_t iw = r.w0; iw < r.w1; iw++) s += xp[ih * p.w + iw];
+        y[o] = r.div ? s / (T)r.div : (T)0;
+        return;
+    }
+    int64_t best = r.h0 * p.w + r.w0;
+    T m = -(T)INFINITY;
+    bool nan = false;
+    for (int64_t ih = r.h0; ih < r.h1 && !nan; ih++)
+        for (int64_t iw = r.w0; iw < r.w1 && !nan; iw++) {
+            T v = xp[ih * p.w + iw];
+            nan = v != v;
+            if (v > m || nan) {
+                m = v;
+                best = ih * p.w + iw;
+            }
+        }
+    y[o] = m;
+    if (idx) idx[o] = best;
+}
+
+template <typename T>
+CT_HD void ct_pool_fwd_body(CtThread t, const CtPool2dParams &p, const T *x, T *y,
+                            int64_t *idx)
+{
+    CT_THREAD_FOR(i, t, p.n * p.c * p.oh * p.ow)
+    {
+        int64_t ow = i % p.ow, oh = (i / p.ow) % p.oh, q = i / (p.ow * p.oh);
+        ct_pool_out<T>(p, x, q, oh, ow, y, idx);
+    }
+}
+
+/* The outputs along one dim whose window may hold input position `in`:
+ * [*lo, *hi). Adaptive windows are checked one by one (every output). */
+CT_HD void ct_pool_candidates(int64_t in, int64_t k, int s, int pad, int64_t out,
+                              bool adaptive, int64_t *lo, int64_t *hi)
+{
+    if (adaptive) {
+        *lo = 0, *hi = out;
+        return;
+    }
+    int64_t first = in + pad - k + 1; /* o * s >= first */
+    *lo = first <= 0 ? 0 : (first + s - 1) / s;
+    int64_t last = (in + pad) / s + 1;
+    *hi = last < out ? last : out;
+}
+
+template <typename T>
+CT_HD void ct_pool_bwd_body(CtThread t, const CtPool2dParams &p, const T *gy,
+                            const int64_t *idx, T *gx)
+{
+    bool adaptive = p.kind == CT_POOL_ADAPTIVE_AVG;
+    CT_THREAD_FOR(i, t, p.n * p.c * p.h * p.w)
+    {
+        int64_t iw = i % p.w, ih = (i / p.w) % p.h, q = i / (p.w * p.h);
+        int64_t e = ih * p.w + iw, h_lo, h_hi, w_lo, w_hi;
+        ct_pool_candidates(ih, p.kh, p.sh, p.ph, p.oh, adaptive, &h_lo, &h_hi);
+        ct_pool_candidates(iw, p.kw, p.sw, p.pw, p.ow, adaptive, &w_lo, &w_hi);
+        T acc = 0;
+        for (int64_t oh = h_lo; oh < h_hi; oh++)
+            for (int64_t ow = w_lo; ow < w_hi; ow++) {
+                int64_t o = (q * p.oh + oh) * p.ow + ow;
+                if (p.kind == CT_POOL_MAX) {
+                    if (idx[o] == e) acc += gy[o];
+                    continue;
+                }
+                CtPoolWindow r = ct_pool_window(&p, oh, ow);
+                if (r.div && ih >= r.h0 && ih < r.h1 && iw >= r.w0 && iw < r.w1)
+                    acc += gy[o] / (T)r.div;
+            }
+        gx[i] = acc;
+    }
+}
+
+#endif

@@ -1,0 +1,147 @@
+/* cuda_host_pool: the pooling thread bodies (tensor/cuda/pool_body.h)
+ * against the CPU backend's POOL2D and POOL2D_BWD, bit for bit: max (with
+ * the 2x2 fast path of the CPU, ties, NaN, padding, ceil mode), average
+ * (count_include_pad on and off, with ceil-mode windows hanging past the
+ * padded edge) and adaptive average (uneven bins), f32 and f64, planes
+ * past one block and an empty batch. */
+#include <math.h>
+
+#include "harness.h"
+#include "tensor/cuda/pool_body.h"
+
+typedef struct PoolCase {
+    CtPoolKind kind;
+    int64_t n, c, h, w;
+    int k, s, pad;
+    bool ceil_mode, include_pad;
+    int64_t oh, ow; /* adaptive only; else PyTorch's rule below */
+} PoolCase;
+
+static const PoolCase cases[] = {
+    {CT_POOL_MAX, 2, 3, 8, 6, 2, 2, 0, false, false, 0, 0},  /* CPU's 2x2 path */
+    {CT_POOL_MAX, 1, 2, 7, 9, 3, 2, 1, true, false, 0, 0},   /* padding, ceil */
+    {CT_POOL_MAX, 0, 2, 5, 5, 2, 2, 0, false, false, 0, 0},  /* empty batch */
+    {CT_POOL_AVG, 2, 2, 7, 5, 3, 2, 1, true, true, 0, 0},    /* window past the pad */
+    {CT_POOL_AVG, 2, 2, 7, 5, 3, 2, 1, true, false, 0, 0},   /* clipped divisor */
+    {CT_POOL_AVG, 1, 300, 4, 4, 2, 1, 0, false, true, 0, 0}, /* many planes */
+    {CT_POOL_ADAPTIVE_AVG, 2, 3, 7, 10, 0, 0, 0, false, false, 3, 4},
+    {CT_POOL_ADAPTIVE_AVG, 1, 2, 5, 5, 0, 0, 0, false, false, 1, 1},
+};
+
+/* Output length along one dim (tensor/pool.c's rule). */
+static int64_t out_len(int64_t in, int k, int s, int pad, bool ceil_mode)
+{
+    int64_t span = in + 2 * (int64_t)pad - k;
+    int64_t o = (ceil_mode ? span + s - 1 : span) / s + 1;
+    if (ceil_mode && (o - 1) * s >= in + pad) o--;
+    return o;
+}
+
+static CtPool2dParams params_of(const PoolCase &pc)
+{
+    CtPool2dParams p = {};
+    p.kind = pc.kind;
+    p.n = pc.n, p.c = pc.c, p.h = pc.h, p.w = pc.w;
+    p.kh = p.kw = pc.k;
+    p.sh = p.sw = pc.s;
+    p.ph = p.pw = pc.pad;
+    p.count_include_pad = pc.include_pad;
+    p.oh = pc.kind == CT_POOL_ADAPTIVE_AVG
+               ? pc.oh
+               : out_len(pc.h, pc.k, pc.s, pc.pad, pc.ceil_mode);
+    p.ow = pc.kind == CT_POOL_ADAPTIVE_AVG
+               ? pc.ow
+               : out_len(pc.w, pc.k, pc.s, pc.pad, pc.ceil_mode);
+    return p;
+}
+
+/* Values with ties (multiples of 1/4) and, for max, a NaN. */
+template <typename T> static Tensor *input(int64_t n, CtDType dt, bool nan, unsigned seed)
+{
+    Tensor *t = ch_buffer(n, dt);
+    T *v = (T *)ct_ptr(t);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (T)((int64_t)((i * 37 + seed * 11) % 13) - 6) / 4;
+    if (nan && n > 5) v[5] = (T)NAN;
+    return t;
+}
+
+template <typename T> static void check_case(const PoolCase &pc, CtDType dt)
+{
+    CtPool2dParams p = params_of(pc);
+    bool max = p.kind == CT_POOL_MAX;
+    int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c * p.oh * p.ow;
+    Tensor *x = input<T>(nx, dt, max, 1), *gy = input<T>(ny, dt, false, 2);
+    Tensor *y = ch_buffer(ny, dt), *idx = max ? ch_buffer(ny, CT_I64) : NULL;
+    Tensor *gx = ch_buffer(nx, dt);
+    CtOpCall fwd = {CT_OP_POOL2D, {y, idx}, {x}, &p, NULL};
+    ck_assert_int_eq(ct_dispatch(&fwd), CT_OK);
+    CtOpCall bwd = {CT_OP_POOL2D_BWD, {gx}, {gy, idx}, &p, NULL};
+    ck_assert_int_eq(ct_dispatch(&bwd), CT_OK);
+    ChShape fs[2], bs[2];
+    int nf = ch_shapes(ny, fs);
+    ch_shapes(nx, bs);
+    for (int k = 0; k < nf; k++) {
+        Tensor *y2 = ch_buffer(ny, dt), *idx2 = max ? ch_buffer(ny, CT_I64) : NULL;
+        Tensor *gx2 = ch_buffer(nx, dt);
+        ch_launch(fs[k].grid, fs[k].block, [&](CtThread t) {
+            ct_pool_fwd_body<T>(t, p, (const T *)ct_ptr(x), (T *)ct_ptr(y2),
+                                idx2 ? (int64_t *)ct_ptr(idx2) : NULL);
+        });
+        ch_launch(bs[k].grid, bs[k].block, [&](CtThread t) {
+            ct_pool_bwd_body<T>(t, p, (const T *)ct_ptr(gy),
+                                idx ? (const int64_t *)ct_ptr(idx) : NULL,
+                                (T *)ct_ptr(gx2));
+        });
+        ch_assert_same_bytes(y, y2, "y");
+        if (max) ch_assert_same_bytes(idx, idx2, "argmax");
+        ch_assert_same_bytes(gx, gx2, "gx");
+        tensor_free(y2);
+        tensor_free(idx2);
+        tensor_free(gx2);
+    }
+    Tensor *all[] = {x, gy, y, idx, gx};
+    for (Tensor *t : all) tensor_free(t);
+}
+
+START_TEST(test_pool_bodies_match_cpu)
+{
+    int checked = 0;
+    for (const PoolCase &pc : cases) {
+        check_case<float>(pc, CT_F32);
+        check_case<double>(pc, CT_F64);
+        checked += 2;
+    }
+    ck_assert_int_eq(checked, 16);
+}
+END_TEST
+
+START_TEST(test_candidates)
+{
+    int64_t lo, hi;
+    /* k 3, s 2, pad 1: window o covers inputs [2o - 1, 2o + 2), so input 4
+     * is in window 2 ([3, 6)) only */
+    ct_pool_candidates(4, 3, 2, 1, 4, false, &lo, &hi);
+    ck_assert_int_eq(lo, 2);
+    ck_assert_int_eq(hi, 3);
+    ct_pool_candidates(0, 3, 2, 1, 4, false, &lo, &hi); /* window 0: [-1, 2) */
+    ck_assert_int_eq(lo, 0);
+    ck_assert_int_eq(hi, 1);
+    ct_pool_candidates(5, 3, 2, 1, 3, false, &lo, &hi); /* windows 2 and 3; 3 outputs */
+    ck_assert_int_eq(lo, 2);
+    ck_assert_int_eq(hi, 3);
+    ct_pool_candidates(5, 0, 0, 0, 7, true, &lo, &hi); /* adaptive: every output */
+    ck_assert_int_eq(lo, 0);
+    ck_assert_int_eq(hi, 7);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cuda_host_pool");
+    TCase *tc = tcase_create("pool");
+    tcase_add_test(tc, test_pool_bodies_match_cpu);
+    tcase_add_test(tc, test_candidates);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

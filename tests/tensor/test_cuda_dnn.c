@@ -1,0 +1,280 @@
+/* CUDA library paths against the CPU backend on cuda:0: cuDNN conv2d
+ * (forward, backward data, backward weight and bias; f32, f64 and bf16
+ * autocast), cuDNN batch norm in training and the eval-mode kernels,
+ * pooling, the cuBLASLt bias + ReLU epilogue and linear's fused bias, and
+ * the deterministic switch (two backward-weight runs give the same bits).
+ * Without a device every test is skipped, loudly. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "conv_case.h"
+#include "tensor/norm.h"
+#include "testutil.h"
+
+static CtDevice gpu(void)
+{
+    return ct_cuda(0);
+}
+
+static Tensor *rand_t(CtDType dt, int64_t n, double lo, double hi, unsigned seed)
+{
+    Tensor *x = tu_rand64(1, &n, lo, hi, seed, false);
+    Tensor *y = tensor_cast(x, dt);
+    tensor_free(x);
+    return y; /* scope-owned */
+}
+
+static Tensor *on_gpu(Tensor *t)
+{
+    return t ? tensor_to_device(t, gpu()) : NULL;
+}
+
+/* Asserts the CUDA tensor g holds the values of the CPU tensor c. */
+#define assert_same(c, g, tol) assert_same_at(__LINE__, (c), (g), (tol))
+static void assert_same_at(int line, const Tensor *c, const Tensor *g, double tol)
+{
+    int64_t n = tensor_numel(c);
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    ck_assert_int_eq(tensor_copy_to_host(c, v, CT_F64), CT_OK);
+    tu_assert_values_at(__FILE__, line, g, v, n, tol, tol);
+    free(v);
+}
+
+static void run(CtOpCall *call)
+{
+    ck_assert_msg(ct_dispatch(call) == CT_OK, "%s: %s", ct_op_name(call->op),
+                  ct_last_error());
+}
+
+START_TEST(test_conv2d_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    for (int dt = CT_F32; dt <= CT_F64; dt++) {
+        double tol = dt == CT_F64 ? 1e-12 : 1e-5;
+        Tensor *x = rand_t(dt, 2 * 4 * 9 * 7, -1, 1, 1),
+               *w = rand_t(dt, 6 * 2 * 9, -1, 1, 2);
+        Tensor *b = rand_t(dt, 6, -1, 1, 3), *gy = rand_t(dt, 2 * 6 * 5 * 3, -1, 1, 4);
+        Tensor *y = tensor_zeros(1, (int64_t[]){180}, dt, ct_cpu());
+        Tensor *gx = tensor_zeros(1, (int64_t[]){504}, dt, ct_cpu());
+        Tensor *gw = tensor_zeros(1, (int64_t[]){108}, dt, ct_cpu());
+        Tensor *gb = tensor_zeros(1, (int64_t[]){6}, dt, ct_cpu());
+        Tensor *Y = on_gpu(y), *GX = on_gpu(gx), *GW = on_gpu(gw), *GB = on_gpu(gb);
+        Tensor *X = on_gpu(x), *W = on_gpu(w), *B = on_gpu(b), *GY = on_gpu(gy);
+        CtOpCall calls[] = {
+            {CT_OP_CONV2D, {y}, {x, w, b}, &conv_case, NULL},
+            {CT_OP_CONV2D, {Y}, {X, W, B}, &conv_case, NULL},
+            {CT_OP_CONV2D_BWD_DATA, {gx}, {gy, w}, &conv_case, NULL},
+            {CT_OP_CONV2D_BWD_DATA, {GX}, {GY, W}, &conv_case, NULL},
+            {CT_OP_CONV2D_BWD_WEIGHT, {gw, gb}, {gy, x}, &conv_case, NULL},
+            {CT_OP_CONV2D_BWD_WEIGHT, {GW, GB}, {GY, X}, &conv_case, NULL},
+        };
+        for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) run(&calls[i]);
+        assert_same(y, Y, tol);
+        assert_same(gx, GX, tol);
+        assert_same(gw, GW, tol);
+        assert_same(gb, GB, tol);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_conv2d_autocast_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    CtConv2dParams p = conv_case;
+    p.autocast = CT_BF16; /* both backends round the operands to bf16 */
+    Tensor *x = rand_t(CT_F32, 504, -1, 1, 21), *w = rand_t(CT_F32, 108, -1, 1, 22);
+    Tensor *gy = rand_t(CT_F32, 180, -1, 1, 23);
+    Tensor *y = tensor_zeros(1, (int64_t[]){180}, CT_F32, ct_cpu()), *Y = on_gpu(y);
+    Tensor *gx = tensor_zeros(1, (int64_t[]){504}, CT_F32, ct_cpu()), *GX = on_gpu(gx);
+    Tensor *gw = tensor_zeros(1, (int64_t[]){108}, CT_F32, ct_cpu()), *GW = on_gpu(gw);
+    Tensor *X = on_gpu(x), *W = on_gpu(w), *GY = on_gpu(gy);
+    CtOpCall calls[] = {
+        {CT_OP_CONV2D, {y}, {x, w, NULL}, &p, NULL},
+        {CT_OP_CONV2D, {Y}, {X, W, NULL}, &p, NULL},
+        {CT_OP_CONV2D_BWD_DATA, {gx}, {gy, w}, &p, NULL},
+        {CT_OP_CONV2D_BWD_DATA, {GX}, {GY, W}, &p, NULL},
+        {CT_OP_CONV2D_BWD_WEIGHT, {gw, NULL}, {gy, x}, &p, NULL},
+        {CT_OP_CONV2D_BWD_WEIGHT, {GW, NULL}, {GY, X}, &p, NULL},
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) run(&calls[i]);
+    /* CUDA rounds the results to bf16 once more: 2^-8 relative */
+    assert_same(y, Y, 1e-2);
+    assert_same(gx, GX, 1e-2);
+    assert_same(gw, GW, 1e-2);
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_conv2d_deterministic_switch)
+{
+    CtScope *s = ct_scope_open();
+    bool prev = ct_set_deterministic(true);
+    Tensor *X = on_gpu(rand_t(CT_F32, 504, -1, 1, 5));
+    Tensor *GY = on_gpu(rand_t(CT_F32, 180, -1, 1, 6));
+    Tensor *gw[2];
+    for (int r = 0; r < 2; r++) {
+        gw[r] = tensor_zeros(1, (int64_t[]){108}, CT_F32, gpu());
+        CtOpCall c = {CT_OP_CONV2D_BWD_WEIGHT, {gw[r], NULL}, {GY, X}, &conv_case, NULL};
+        run(&c);
+    }
+    Tensor *h = tensor_to_device(gw[0], ct_cpu());
+    assert_same(h, gw[1], 0); /* the same bits */
+    ct_set_deterministic(prev);
+    ct_scope_close(s);
+}
+END_TEST
+
+static void check_batch_norm(bool training, bool affine)
+{
+    CtBatchNormParams p = {
+        .n = 4, .c = 3, .inner = 10, .training = training, .momentum = 0.1, .eps = 1e-5};
+    Tensor *x = rand_t(CT_F32, 120, -2, 2, 7), *g = rand_t(CT_F32, 120, -1, 1, 8);
+    Tensor *w = affine ? rand_t(CT_F32, 3, 0.5, 1.5, 9) : NULL;
+    Tensor *b = affine ? rand_t(CT_F32, 3, -1, 1, 10) : NULL;
+    Tensor *rm = rand_t(CT_F32, 3, -0.2, 0.2, 11), *rv = rand_t(CT_F32, 3, 0.5, 2, 12);
+    Tensor *RM = on_gpu(rm), *RV = on_gpu(rv), *X = on_gpu(x), *G = on_gpu(g);
+    Tensor *W = on_gpu(w), *B = on_gpu(b);
+    Tensor *y = tensor_zeros(1, (int64_t[]){120}, CT_F32, ct_cpu()), *Y = on_gpu(y);
+    Tensor *st = tensor_zeros(1, (int64_t[]){6}, CT_F32, ct_cpu()), *ST = on_gpu(st);
+    CtOpCall f[] = {{CT_OP_BATCH_NORM, {y, st, rm, rv}, {x, w, b}, &p, NULL},
+                    {CT_OP_BATCH_NORM, {Y, ST, RM, RV}, {X, W, B}, &p, NULL}};
+    run(&f[0]);
+    run(&f[1]);
+    assert_same(y, Y, 1e-5);
+    assert_same(st, ST, 1e-5);
+    assert_same(rm, RM, 1e-6);
+    assert_same(rv, RV, 1e-6);
+    Tensor *dx = tensor_zeros(1, (int64_t[]){120}, CT_F32, ct_cpu()), *DX = on_gpu(dx);
+    Tensor *dw = tensor_zeros(1, (int64_t[]){3}, CT_F32, ct_cpu()), *DW = on_gpu(dw);
+    Tensor *db = tensor_zeros(1, (int64_t[]){3}, CT_F32, ct_cpu()), *DB = on_gpu(db);
+    CtOpCall bw[] = {{CT_OP_BATCH_NORM_BWD, {dx, dw, db}, {g, x, w, st}, &p, NULL},
+                     {CT_OP_BATCH_NORM_BWD, {DX, DW, DB}, {G, X, W, ST}, &p, NULL}};
+    run(&bw[0]);
+    run(&bw[1]);
+    assert_same(dx, DX, 1e-4);
+    assert_same(dw, DW, 1e-4);
+    assert_same(db, DB, 1e-4);
+    /* only the parameters need gradients (x is an input): no dx asked for */
+    Tensor *DW2 = tensor_zeros(1, (int64_t[]){3}, CT_F32, gpu());
+    Tensor *DB2 = tensor_zeros(1, (int64_t[]){3}, CT_F32, gpu());
+    CtOpCall params_only = {
+        CT_OP_BATCH_NORM_BWD, {NULL, DW2, DB2}, {G, X, W, ST}, &p, NULL};
+    run(&params_only);
+    assert_same(dw, DW2, 1e-4);
+    assert_same(db, DB2, 1e-4);
+}
+
+START_TEST(test_batch_norm_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    for (int training = 0; training < 2; training++)
+        for (int affine = 0; affine < 2; affine++) check_batch_norm(training, affine);
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_matmul_bias_relu_epilogue)
+{
+    CtScope *s = ct_scope_open();
+    /* C(5, 7) = relu(A(5, 3) · B(7, 3)ᵀ + bias(7)) */
+    CtMatmulParams p = {.batch = 1, .m = 5, .n = 7, .k = 3, .trans_b = true, .alpha = 1};
+    Tensor *a = rand_t(CT_F32, 15, -1, 1, 13), *b = rand_t(CT_F32, 21, -1, 1, 14);
+    Tensor *bias = rand_t(CT_F32, 7, -1, 1, 15);
+    Tensor *c = tensor_zeros(1, (int64_t[]){35}, CT_F32, ct_cpu()), *C = on_gpu(c);
+    CtOpCall plain = {CT_OP_MATMUL, {c}, {a, b}, &p, NULL};
+    run(&plain);
+    float *v = ct_ptr(c);
+    const float *bv = ct_ptr(bias);
+    for (int i = 0; i < 35; i++) {
+        float t = v[i] + bv[i % 7];
+        v[i] = t > 0 ? t : 0;
+    }
+    CtMatmulParams q = p;
+    q.bias = true;
+    q.act = CT_MATMUL_ACT_RELU;
+    CtOpCall fused = {CT_OP_MATMUL, {C}, {on_gpu(a), on_gpu(b), on_gpu(bias)}, &q, NULL};
+    run(&fused);
+    assert_same(c, C, 1e-5);
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_linear_bias_fused)
+{
+    CtScope *s = ct_scope_open();
+    /* linear on CUDA takes the bias epilogue; the CPU prefills the bias */
+    for (int dt = CT_F32; dt <= CT_F64; dt++) {
+        Tensor *x = tensor_reshape(rand_t(dt, 6 * 5, -1, 1, 16), 2, (int64_t[]){6, 5});
+        Tensor *w = tensor_reshape(rand_t(dt, 4 * 5, -1, 1, 17), 2, (int64_t[]){4, 5});
+        Tensor *b = rand_t(dt, 4, -1, 1, 18);
+        Tensor *y = tensor_linear(x, w, b);
+        Tensor *Y = tensor_linear(on_gpu(x), on_gpu(w), on_gpu(b));
+        ck_assert_msg(Y, "%s", ct_last_error());
+        assert_same(y, Y, dt == CT_F64 ? 1e-12 : 1e-5);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
+START_TEST(test_pool2d_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    CtPool2dParams p = {.kind = CT_POOL_MAX,
+                        .n = 2,
+                        .c = 3,
+                        .h = 7,
+                        .w = 9,
+                        .oh = 4,
+                        .ow = 5,
+                        .kh = 3,
+                        .kw = 3,
+                        .sh = 2,
+                        .sw = 2,
+                        .ph = 1,
+                        .pw = 1};
+    for (int kind = CT_POOL_MAX; kind <= CT_POOL_AVG; kind++) {
+        p.kind = (CtPoolKind)kind;
+        Tensor *x = rand_t(CT_F32, 378, -1, 1, 19), *gy = rand_t(CT_F32, 120, -1, 1, 20);
+        bool max = kind == CT_POOL_MAX;
+        Tensor *y = tensor_zeros(1, (int64_t[]){120}, CT_F32, ct_cpu()), *Y = on_gpu(y);
+        Tensor *ix = max ? tensor_zeros(1, (int64_t[]){120}, CT_I64, ct_cpu()) : NULL;
+        Tensor *IX = on_gpu(ix);
+        Tensor *gx = tensor_zeros(1, (int64_t[]){378}, CT_F32, ct_cpu()),
+               *GX = on_gpu(gx);
+        CtOpCall calls[] = {{CT_OP_POOL2D, {y, ix}, {x}, &p, NULL},
+                            {CT_OP_POOL2D, {Y, IX}, {on_gpu(x)}, &p, NULL},
+                            {CT_OP_POOL2D_BWD, {gx}, {gy, ix}, &p, NULL},
+                            {CT_OP_POOL2D_BWD, {GX}, {on_gpu(gy), IX}, &p, NULL}};
+        for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) run(&calls[i]);
+        assert_same(y, Y, 0); /* the CPU's bits */
+        if (max) assert_same(ix, IX, 0);
+        assert_same(gx, GX, 0);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("tensor_cuda_dnn");
+    TCase *tc = tcase_create("cuda_dnn");
+    tcase_set_timeout(tc, 120);
+    const TTest *tests[] = {
+        test_conv2d_matches_cpu,          test_conv2d_autocast_matches_cpu,
+        test_conv2d_deterministic_switch, test_batch_norm_matches_cpu,
+        test_matmul_bias_relu_epilogue,   test_linear_bias_fused,
+        test_pool2d_matches_cpu,
+    };
+    int n = (int)(sizeof tests / sizeof *tests);
+    if (ct_cuda_device_count() > 0) {
+        setenv("CK_FORK", "no", 1); /* CUDA does not survive fork() */
+        for (int i = 0; i < n; i++) tcase_add_test(tc, tests[i]);
+    } else {
+        fprintf(stderr,
+                "\n*** SKIPPED %d CUDA tests (cuDNN, cuBLASLt): no CUDA device ***\n\n",
+                n);
+    }
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

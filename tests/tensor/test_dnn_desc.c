@@ -1,0 +1,172 @@
+/* The cuDNN call arguments (tensor/cuda/dnn_desc.h) against hand-computed
+ * expectations: NCHW dims and strides (contiguous and strided), the
+ * convolution's padding/stride/dilation/groups, filter and bias shapes,
+ * output-size check, compute and math types per dtype and TF32 setting, the
+ * autocast dtype, the
+ * algorithm filter (determinism, tensor cores, workspace cap), batch-norm
+ * mapping, and the errors. Runs in every build (no CUDA needed). */
+#include <limits.h>
+
+#include "conv_case.h"
+#include "tensor/cuda/dnn_desc.h"
+#include "testutil.h"
+
+static void assert_dims(const int *got, int a, int b, int c, int d)
+{
+    ck_assert_int_eq(got[0], a);
+    ck_assert_int_eq(got[1], b);
+    ck_assert_int_eq(got[2], c);
+    ck_assert_int_eq(got[3], d);
+}
+
+START_TEST(test_tensor_strides)
+{
+    CtDnnTensor t;
+    ck_assert_int_eq(ct_dnn_tensor_nchw("op", 2, 3, 4, 5, &t), CT_OK);
+    assert_dims(t.dims, 2, 3, 4, 5);
+    assert_dims(t.strides, 60, 20, 5, 1);
+    /* a channel slice of a (2, 8, 4, 5) tensor keeps its parent's strides */
+    const int64_t shape[4] = {2, 3, 4, 5}, stride[4] = {160, 20, 5, 1};
+    ck_assert_int_eq(ct_dnn_tensor("op", shape, stride, &t), CT_OK);
+    assert_dims(t.strides, 160, 20, 5, 1);
+    const int64_t big[4] = {1, 1, 1, (int64_t)INT_MAX + 1}, unit[4] = {1, 1, 1, 1};
+    ck_assert_int_eq(ct_dnn_tensor("conv2d", big, unit, &t), CT_ERR_UNSUPPORTED);
+    tu_assert_error(CT_ERR_UNSUPPORTED,
+                    "conv2d: tensor (1, 1, 1, 2147483648) exceeds cuDNN's 32-bit sizes");
+}
+END_TEST
+
+START_TEST(test_conv_geometry)
+{
+    ck_assert_int_eq(ct_dnn_conv_out(9, 3, 1, 2, 1), 5);
+    ck_assert_int_eq(ct_dnn_conv_out(7, 3, 0, 1, 2), 3);
+    CtConv2dParams p = conv_case;
+    CtDnnConv d;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &d), CT_OK);
+    assert_dims(d.x.dims, 2, 4, 9, 7);
+    assert_dims(d.x.strides, 252, 63, 7, 1);
+    assert_dims(d.y.dims, 2, 6, 5, 3);
+    assert_dims(d.y.strides, 90, 15, 3, 1);
+    assert_dims(d.w, 6, 2, 3, 3); /* c / groups input channels per filter */
+    assert_dims(d.bias, 1, 6, 1, 1);
+    ck_assert_int_eq(d.pad[0], 1);
+    ck_assert_int_eq(d.pad[1], 0);
+    ck_assert_int_eq(d.stride[0], 2);
+    ck_assert_int_eq(d.stride[1], 1);
+    ck_assert_int_eq(d.dilation[0], 1);
+    ck_assert_int_eq(d.dilation[1], 2);
+    ck_assert_int_eq(d.groups, 2);
+}
+END_TEST
+
+START_TEST(test_conv_types)
+{
+    CtConv2dParams p = conv_case;
+    CtDnnConv d;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &d), CT_OK);
+    ck_assert_int_eq(d.compute, CT_F32);
+    ck_assert_int_eq(d.math, CT_DNN_MATH_FMA); /* no TF32 by default */
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, true, &d), CT_OK);
+    ck_assert_int_eq(d.math, CT_DNN_MATH_TENSOR_OP);
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_BF16, false, &d), CT_OK);
+    ck_assert_int_eq(d.data, CT_BF16);
+    ck_assert_int_eq(d.compute, CT_F32); /* f32 accumulation */
+    ck_assert_int_eq(d.math, CT_DNN_MATH_TENSOR_OP);
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_F16, false, &d), CT_OK);
+    ck_assert_int_eq(d.math, CT_DNN_MATH_TENSOR_OP);
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_F64, true, &d), CT_OK);
+    ck_assert_int_eq(d.compute, CT_F64);
+    ck_assert_int_eq(d.math, CT_DNN_MATH_DEFAULT);
+}
+END_TEST
+
+START_TEST(test_conv_autocast_dtype)
+{
+    CtConv2dParams p = conv_case;
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F32), CT_F32);
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F64), CT_F64);
+    p.autocast = CT_BF16; /* f32 operands convolve in bf16 */
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F32), CT_BF16);
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F64), CT_F64); /* autocast takes f32 only */
+    p.autocast = CT_F16;
+    ck_assert_int_eq(ct_dnn_conv_dtype(&p, CT_F32), CT_F16);
+    CtDnnConv d;
+    ck_assert_int_eq(ct_dnn_conv(&p, ct_dnn_conv_dtype(&p, CT_F32), false, &d), CT_OK);
+    ck_assert_int_eq(d.data, CT_F16);
+    ck_assert_int_eq(d.compute, CT_F32);
+    ck_assert_int_eq(d.math, CT_DNN_MATH_TENSOR_OP);
+}
+END_TEST
+
+START_TEST(test_conv_errors)
+{
+    CtConv2dParams p = conv_case;
+    CtDnnConv d;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_I32, false, &d), CT_ERR_DTYPE);
+    tu_assert_error(CT_ERR_DTYPE, "conv2d: cuDNN has no convolution for i32 on cuda");
+    p.oh = 4; /* a ceil-mode-like size cuDNN does not produce */
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &d), CT_ERR_INVALID);
+    tu_assert_error(
+        CT_ERR_INVALID,
+        "conv2d: output 4x3 does not match input 9x7, kernel 3x3, stride 2x1, "
+        "padding 1x0, dilation 1x2");
+}
+END_TEST
+
+START_TEST(test_algorithm_pick)
+{
+    const CtDnnAlgo r[] = {
+        {.algo = 7, .ok = false, .deterministic = true, .memory = 0}, /* failed */
+        {.algo = 6, .ok = true, .deterministic = false, .memory = 0}, /* atomics */
+        {.algo = 5, .ok = true, .deterministic = true, .tensor_op = true, .memory = 0},
+        {.algo = 4, .ok = true, .deterministic = true, .memory = (size_t)1 << 40},
+        {.algo = 3, .ok = true, .deterministic = true, .memory = 1024},
+    };
+    const size_t cap = CT_DNN_WORKSPACE_MAX;
+    ck_assert_int_eq(ct_dnn_pick(r, 5, false, true, cap), 1); /* fastest that ran */
+    ck_assert_int_eq(ct_dnn_pick(r, 5, true, true, cap), 2);  /* deterministic */
+    ck_assert_int_eq(ct_dnn_pick(r, 5, true, false, cap), 4); /* no tensor cores, cap */
+    ck_assert_int_eq(ct_dnn_pick(r, 5, true, false, (size_t)1 << 41), 3);
+    ck_assert_int_eq(ct_dnn_pick(r, 1, false, true, cap), -1);
+    ck_assert_int_eq(ct_dnn_pick(r, 0, false, true, cap), -1);
+    ck_assert(!ct_dnn_tensor_ops_ok(CT_F32, false));
+    ck_assert(ct_dnn_tensor_ops_ok(CT_F32, true));
+    ck_assert(ct_dnn_tensor_ops_ok(CT_BF16, false));
+    ck_assert(!ct_dnn_tensor_ops_ok(CT_F64, true));
+}
+END_TEST
+
+START_TEST(test_batch_norm)
+{
+    CtBatchNormParams p = {
+        .n = 8, .c = 16, .inner = 49, .training = true, .momentum = 0.1, .eps = 1e-5};
+    CtDnnBatchNorm d;
+    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_F32, &d), CT_OK);
+    assert_dims(d.x.dims, 8, 16, 49, 1); /* (n, c, inner) as NCHW with W = 1 */
+    assert_dims(d.x.strides, 784, 49, 1, 1);
+    assert_dims(d.param.dims, 1, 16, 1, 1);
+    ck_assert(d.factor == 0.1);
+    ck_assert(d.eps == 1e-5);
+    ck_assert_int_eq(d.dtype, CT_F32);
+    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_BF16, &d), CT_ERR_DTYPE);
+    tu_assert_error(CT_ERR_DTYPE, "batch_norm: no cuDNN batch norm for bf16 on cuda");
+    p.inner = (int64_t)INT_MAX + 1;
+    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_F64, &d), CT_ERR_UNSUPPORTED);
+    tu_assert_error(CT_ERR_UNSUPPORTED, "batch_norm: tensor (8, 16, 2147483648, 1)");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("tensor_dnn_desc");
+    TCase *tc = tcase_create("dnn_desc");
+    tcase_add_test(tc, test_tensor_strides);
+    tcase_add_test(tc, test_conv_geometry);
+    tcase_add_test(tc, test_conv_types);
+    tcase_add_test(tc, test_conv_autocast_dtype);
+    tcase_add_test(tc, test_conv_errors);
+    tcase_add_test(tc, test_algorithm_pick);
+    tcase_add_test(tc, test_batch_norm);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

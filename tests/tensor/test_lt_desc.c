@@ -1,0 +1,174 @@
+/* The cuBLASLt matmul descriptors (tensor/cuda/lt_desc.h) against
+ * hand-computed expectations: stored layouts of each operand (rows, cols,
+ * leading dims) with and without transposes, batch counts and strides,
+ * compute types under TF32 and autocast, epilogue mapping, the reduction
+ * restriction, the workspace size, the errors, and the CPU kernel refusing
+ * an epilogue. Runs in every build (no CUDA needed). */
+#include "tensor/cuda/lt_desc.h"
+#include "testutil.h"
+
+static CtLtDesc desc(CtMatmulParams p, CtDType dt, bool tf32, bool det)
+{
+    CtLtDesc d;
+    memset(&d, 0xff, sizeof d);
+    ck_assert_int_eq(ct_lt_desc(&p, dt, tf32, det, &d), CT_OK);
+    return d;
+}
+
+static void assert_layout(CtLtLayout l, uint64_t rows, uint64_t cols, int64_t ld,
+                          int32_t batch, int64_t stride)
+{
+    ck_assert_uint_eq(l.rows, rows);
+    ck_assert_uint_eq(l.cols, cols);
+    ck_assert_int_eq(l.ld, ld);
+    ck_assert_int_eq(l.batch, batch);
+    ck_assert_int_eq(l.stride, stride);
+}
+
+START_TEST(test_layouts_plain_and_transposed)
+{
+    /* C(2,3) = A(2,4)·B(4,3): Lt's D is Cᵀ (3,2) col-major = Bᵀ(3,4)·Aᵀ(4,2);
+     * B stored row-major (4,3) is col-major (3,4) with ld 3 */
+    CtLtDesc d = desc((CtMatmulParams){.batch = 1, .m = 2, .n = 3, .k = 4, .alpha = 1},
+                      CT_F32, false, false);
+    assert_layout(d.a, 3, 4, 3, 1, 0);
+    assert_layout(d.b, 4, 2, 4, 1, 0);
+    assert_layout(d.c, 3, 2, 3, 1, 0);
+    /* both transposed: A stored (4,2) is col-major (2,4), ld 2; B stored
+     * (3,4) is col-major (4,3), ld 4; Lt applies T to each */
+    d = desc(
+        (CtMatmulParams){
+            .batch = 1, .m = 2, .n = 3, .k = 4, .trans_a = true, .trans_b = true},
+        CT_F32, false, false);
+    ck_assert_int_eq(d.gemm.op_a, CT_GEMM_OP_T);
+    ck_assert_int_eq(d.gemm.op_b, CT_GEMM_OP_T);
+    assert_layout(d.a, 4, 3, 4, 1, 0);
+    assert_layout(d.b, 2, 4, 2, 1, 0);
+    assert_layout(d.c, 3, 2, 3, 1, 0);
+}
+END_TEST
+
+START_TEST(test_batch_strides)
+{
+    /* 5 matrices; B shared (stride 0): Lt's A is our B */
+    CtLtDesc d = desc((CtMatmulParams){.batch = 5,
+                                       .m = 2,
+                                       .n = 3,
+                                       .k = 4,
+                                       .stride_a = 8,
+                                       .stride_b = 0,
+                                       .stride_c = 6},
+                      CT_BF16, false, false);
+    assert_layout(d.a, 3, 4, 3, 5, 0);
+    assert_layout(d.b, 4, 2, 4, 5, 8);
+    assert_layout(d.c, 3, 2, 3, 5, 6);
+    ck_assert_int_eq(d.gemm.dtype, CT_BF16);
+    ck_assert_int_eq(d.gemm.compute, CT_GEMM_COMPUTE_32F);
+}
+END_TEST
+
+START_TEST(test_compute_types)
+{
+    CtMatmulParams p = {.batch = 1, .m = 1, .n = 1, .k = 1};
+    ck_assert_int_eq(desc(p, CT_F32, false, false).gemm.compute, CT_GEMM_COMPUTE_32F);
+    ck_assert_int_eq(desc(p, CT_F32, true, false).gemm.compute,
+                     CT_GEMM_COMPUTE_32F_FAST_TF32);
+    ck_assert_int_eq(desc(p, CT_F16, true, false).gemm.compute, CT_GEMM_COMPUTE_32F);
+    ck_assert_int_eq(desc(p, CT_F64, true, false).gemm.compute, CT_GEMM_COMPUTE_64F);
+    /* autocast wins over TF32: the operands are rounded to the low type */
+    p.autocast = CT_BF16;
+    ck_assert_int_eq(desc(p, CT_F32, true, false).gemm.compute,
+                     CT_GEMM_COMPUTE_32F_FAST_16BF);
+    p.autocast = CT_F16;
+    ck_assert_int_eq(desc(p, CT_F32, false, false).gemm.compute,
+                     CT_GEMM_COMPUTE_32F_FAST_16F);
+}
+END_TEST
+
+START_TEST(test_epilogues)
+{
+    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_NONE), CT_LT_EPI_DEFAULT);
+    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_NONE), CT_LT_EPI_BIAS);
+    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_RELU), CT_LT_EPI_RELU);
+    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_RELU), CT_LT_EPI_RELU_BIAS);
+    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_GELU_TANH), CT_LT_EPI_GELU);
+    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_GELU_TANH), CT_LT_EPI_GELU_BIAS);
+    CtLtDesc d = desc((CtMatmulParams){.batch = 1,
+                                       .m = 8,
+                                       .n = 16,
+                                       .k = 4,
+                                       .bias = true,
+                                       .act = CT_MATMUL_ACT_GELU_TANH},
+                      CT_F16, false, false);
+    ck_assert_int_eq(d.epilogue, CT_LT_EPI_GELU_BIAS);
+    ck_assert_uint_eq(d.c.rows, 16); /* the bias has n = 16 entries, D's rows */
+}
+END_TEST
+
+START_TEST(test_determinism_and_workspace)
+{
+    CtMatmulParams p = {.batch = 1, .m = 64, .n = 32, .k = 8};
+    ck_assert(!desc(p, CT_F32, false, false).reduction_free);
+    ck_assert(desc(p, CT_F32, false, true).reduction_free);
+    /* small D: the floor */
+    ck_assert_uint_eq(desc(p, CT_F32, false, false).workspace, CT_LT_WORKSPACE_MIN);
+    /* 512×1024 f32 D, 4 slices: 8 MiB */
+    p.m = 512, p.n = 1024;
+    ck_assert_uint_eq(desc(p, CT_F32, false, false).workspace, (size_t)8 << 20);
+    /* f64 accumulates in 8 bytes: 16 MiB */
+    ck_assert_uint_eq(desc(p, CT_F64, false, false).workspace, (size_t)16 << 20);
+    /* large D: the cap */
+    p.m = 8192, p.n = 8192;
+    ck_assert_uint_eq(desc(p, CT_BF16, false, false).workspace, CT_LT_WORKSPACE_MAX);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    CtLtDesc d;
+    CtMatmulParams p = {.batch = 1, .m = 2, .n = 2, .k = 2, .act = CT_MATMUL_ACT_RELU};
+    ck_assert_int_eq(ct_lt_desc(&p, CT_F64, false, false, &d), CT_ERR_UNSUPPORTED);
+    tu_assert_error(CT_ERR_UNSUPPORTED,
+                    "matmul: cuBLASLt has no bias/activation epilogue for f64 on cuda");
+    ck_assert_int_eq(ct_lt_desc(&p, CT_I64, false, false, &d), CT_ERR_DTYPE);
+    tu_assert_error(CT_ERR_DTYPE, "matmul: cuBLAS has no GEMM for i64 on cuda");
+}
+END_TEST
+
+/* The CPU kernel has no fused epilogue: its supports rejects one, so a
+ * caller (linear) falls back to the unfused form. */
+START_TEST(test_cpu_rejects_epilogue)
+{
+    CtScope *s = ct_scope_open();
+    Tensor *a = tensor_ones(1, (int64_t[]){6}, CT_F32, ct_cpu());
+    Tensor *b = tensor_ones(1, (int64_t[]){6}, CT_F32, ct_cpu());
+    Tensor *bias = tensor_ones(1, (int64_t[]){3}, CT_F32, ct_cpu());
+    Tensor *c = tensor_zeros(1, (int64_t[]){6}, CT_F32, ct_cpu());
+    CtMatmulParams p = {.batch = 1, .m = 2, .n = 3, .k = 2, .alpha = 1, .bias = true};
+    CtOpCall call = {.op = CT_OP_MATMUL, .out = {c}, .in = {a, b, bias}, .params = &p};
+    ck_assert(!ct_backend_supports(ct_backend_for(ct_cpu()), &call));
+    ck_assert_int_eq(ct_dispatch(&call), CT_ERR_UNSUPPORTED);
+    tu_assert_error(CT_ERR_UNSUPPORTED, "matmul: not supported on cpu");
+    p.bias = false;
+    p.act = CT_MATMUL_ACT_RELU;
+    ck_assert(!ct_backend_supports(ct_backend_for(ct_cpu()), &call));
+    p.act = CT_MATMUL_ACT_NONE;
+    ck_assert(ct_backend_supports(ct_backend_for(ct_cpu()), &call));
+    ct_scope_close(s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("tensor_lt_desc");
+    TCase *tc = tcase_create("lt_desc");
+    tcase_add_test(tc, test_layouts_plain_and_transposed);
+    tcase_add_test(tc, test_batch_strides);
+    tcase_add_test(tc, test_compute_types);
+    tcase_add_test(tc, test_epilogues);
+    tcase_add_test(tc, test_determinism_and_workspace);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_cpu_rejects_epilogue);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
