@@ -65,8 +65,8 @@ int cli_plot(int argc, char **argv)
     }
     PlotData d;
     if (plot_read(in, &d) != CT_OK) return cli_fail();
-    CtStatus st = ends_with_png(out) ? plot_png(&d, title ? title : in, out)
-                                     : write_svg(&d, title ? title : in, out);
+    CtStatus st =
+        ends_with_png(out) ? plot_png(&d, out) : write_svg(&d, title ? title : in, out);
     int series = 0;
     for (int i = 0; i < d.n; i++) series += d.s[i].n > 0;
     plot_data_free(&d);

@@ -100,8 +100,8 @@ char *plot_svg(const PlotData *d, const char *title);
 
 /* The same picture as an 8-bit RGB PNG (libpng) written atomically to path:
  * every polyline vertex of the SVG lies in a pixel of its series' colour;
- * text in plot_text's font, the title also in a tEXt "Title" chunk. Errors: CT_ERR_OOM,
- * CT_ERR_IO naming path, CT_ERR_FORMAT with libpng's message. */
-CtStatus plot_png(const PlotData *d, const char *title, const char *path);
+ * text in plot_text's font. Errors: CT_ERR_OOM, CT_ERR_IO naming path,
+ * CT_ERR_FORMAT with libpng's message. */
+CtStatus plot_png(const PlotData *d, const char *path);
 
 #endif

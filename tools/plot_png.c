@@ -1,12 +1,7 @@
 /* Metric curves as a PNG image: the SVG's layout rasterised on a canvas
- * (tools/plot_raster.c), encoded with libpng.
- *
- * libpng reports errors by longjmp; everything the encoder allocates lives
- * in a PngOut reached through a pointer, and the setjmp sits in encode,
- * which only touches it. */
+ * (tools/plot_raster.c), encoded with libpng's simplified API. */
 #include <math.h>
 #include <png.h>
-#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,93 +66,32 @@ static void draw(PlotCanvas *c, const PlotData *d, const PlotPanel *panels, int 
     }
 }
 
-typedef struct PngOut {
-    png_structp png;
-    png_infop info;
-    png_bytep *rows;
-    unsigned char *buf;
-    size_t n, cap;
-    bool oom;
-    char msg[160];
-} PngOut;
-
-static void on_error(png_structp png, png_const_charp msg)
-{
-    PngOut *o = png_get_error_ptr(png);
-    snprintf(o->msg, sizeof o->msg, "%s", msg);
-    png_longjmp(png, 1);
-}
-
-static void on_warning(png_structp png, png_const_charp msg)
-{
-    (void)png;
-    (void)msg;
-}
-
-static void write_mem(png_structp png, png_bytep data, size_t n)
-{
-    PngOut *o = png_get_io_ptr(png);
-    if (o->n + n > o->cap) {
-        size_t cap = (o->cap + n) * 2;
-        unsigned char *b = realloc(o->buf, cap);
-        if (!b) {
-            o->oom = true;
-            png_error(png, "out of memory");
-        }
-        o->buf = b;
-        o->cap = cap;
-    }
-    memcpy(o->buf + o->n, data, n);
-    o->n += n;
-}
-
-static void flush_mem(png_structp png)
-{
-    (void)png;
-}
-
-static int encode(PngOut *o, const PlotCanvas *c, const char *title)
-{
-    if (setjmp(png_jmpbuf(o->png))) return -1;
-    png_set_write_fn(o->png, o, write_mem, flush_mem);
-    png_set_IHDR(o->png, o->info, (png_uint_32)c->w, (png_uint_32)c->h, 8,
-                 PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-                 PNG_FILTER_TYPE_DEFAULT);
-    png_text text = {.compression = PNG_TEXT_COMPRESSION_NONE,
-                     .key = (png_charp) "Title",
-                     .text = (png_charp)title,
-                     .text_length = strlen(title)};
-    png_set_text(o->png, o->info, &text, 1);
-    for (int y = 0; y < c->h; y++) o->rows[y] = c->px + (size_t)y * (size_t)c->w * 3;
-    png_set_rows(o->png, o->info, o->rows);
-    png_write_png(o->png, o->info, PNG_TRANSFORM_IDENTITY, NULL);
-    return 0;
-}
-
-CtStatus plot_png(const PlotData *d, const char *title, const char *path)
+CtStatus plot_png(const PlotData *d, const char *path)
 {
     PlotPanel panels[2];
     int n = plot_layout(d, panels);
-    PlotCanvas c = {PLOT_W, n * PLOT_PANEL_H, NULL};
-    PngOut o = {0};
-    c.px = malloc((size_t)c.w * (size_t)c.h * 3);
-    o.rows = malloc((size_t)c.h * sizeof *o.rows);
-    o.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &o, on_error, on_warning);
-    o.info = o.png ? png_create_info_struct(o.png) : NULL;
+    PlotCanvas c = {PLOT_W, n * PLOT_PANEL_H,
+                    malloc((size_t)PLOT_W * n * PLOT_PANEL_H * 3)};
+    if (!c.px) return ct_error(CT_ERR_OOM, "plot: out of memory");
+    draw(&c, d, panels, n);
+    png_image img = {.version = PNG_IMAGE_VERSION,
+                     .width = (png_uint_32)c.w,
+                     .height = (png_uint_32)c.h,
+                     .format = PNG_FORMAT_RGB};
+    png_alloc_size_t size = 0;
+    unsigned char *buf = NULL;
     CtStatus st = CT_OK;
-    if (!c.px || !o.rows || !o.info) {
+    /* the first call measures, the second encodes */
+    if (!png_image_write_to_memory(&img, NULL, &size, 0, c.px, 0, NULL))
+        st = ct_error(CT_ERR_FORMAT, "%s: PNG encoding failed: %s", path, img.message);
+    else if (!(buf = malloc(size)))
         st = ct_error(CT_ERR_OOM, "plot: out of memory");
-    } else {
-        draw(&c, d, panels, n);
-        if (encode(&o, &c, title) != 0)
-            st = o.oom ? ct_error(CT_ERR_OOM, "plot: out of memory")
-                       : ct_error(CT_ERR_FORMAT, "%s: PNG encoding failed: %s", path,
-                                  o.msg);
-    }
-    if (st == CT_OK) st = ct_write_file_atomic(path, o.buf, o.n);
-    png_destroy_write_struct(&o.png, &o.info);
-    free(o.buf);
-    free(o.rows);
+    else if (!png_image_write_to_memory(&img, buf, &size, 0, c.px, 0, NULL))
+        st = ct_error(CT_ERR_FORMAT, "%s: PNG encoding failed: %s", path, img.message);
+    else
+        st = ct_write_file_atomic(path, buf, size);
+    png_image_free(&img);
+    free(buf);
     free(c.px);
     return st;
 }
