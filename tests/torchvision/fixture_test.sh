@@ -21,7 +21,7 @@ rc=0
 case $mode in
 check) "$prog" "$dir" "$model" ;;
 finetune)
-  "$prog" "$6" "$dir/$model.safetensors" --processes 1 --epochs 1 --limit-batches 2 \
+  "$prog" "$6" "$dir/$model.safetensors" --processes 1 --epochs 1 --limit-batches 1 \
     --no-progress-bar >"$dir/out" 2>&1 || { cat "$dir/out"; exit 1; }
   cat "$dir/out"
   grep -q "^backbone: $model from " "$dir/out"
