@@ -9,9 +9,10 @@
  * FOLDER holds images named <class>_<index>.png (make_image_folder writes
  * Fashion-MNIST's that way); the label is the file name's
  * "^(.*)_[0-9]+\.png$" capture, and a seeded 80/20 split keeps 20% out.
- * BACKBONE is a torchvision resnet18 state dict (pretrain_backbone writes
- * one): the model is a ResNet-18 with a new head sized to the classes (fc
- * re-initialised), trained in two phases with OneCycleLR each: the head
+ * BACKBONE is a torchvision resnet18/34/50 or timm resnet50d state dict
+ * (pretrain_backbone writes a resnet18 one; the architecture is read from
+ * the file): the model is that ResNet with a new head sized to the classes,
+ * trained in two phases with OneCycleLR each: the head
  * alone with the backbone frozen (1 epoch, max lr 1e-3), then everything
  * (--epochs, default 2, max lr 2e-4). Training images are augmented with a
  * random resized crop and a horizontal flip; the forward runs under bf16
@@ -58,27 +59,13 @@ static DataTransformer *image_transform(bool augment)
                data_transform_normalize(1, &mean, &std)});
 }
 
-/* The pretrained ResNet-18 with a new head of num_classes outputs. */
-static Module *pretrained_resnet18(const Finetune *f, int64_t num_classes, CtGenerator *g)
+/* The pretrained ResNet (the architecture the file holds, named in *arch)
+ * with a new head of num_classes outputs, initialised as nn.Linear. */
+static Module *pretrained_resnet(const Finetune *f, int64_t num_classes, CtGenerator *g,
+                                 const char **arch)
 {
-    Module *m = nn_model_resnet18(&(NnResNetArgs){.num_classes = num_classes}, g);
-    NnLoadReport report;
-    /* non-strict: a head of another size is skipped; it is replaced below */
-    CtStatus st = m ? nn_module_load(m, f->backbone, false, &report) : ct_last_status();
-    if (st == CT_OK && report.n_missing + report.n_unexpected > 0)
-        st = ct_error(CT_ERR_INVALID, "%s is not a resnet18 state dict: %s", f->backbone,
-                      report.message);
-    /* fc re-initialised as nn.Linear does */
-    Tensor *w = st == CT_OK ? nn_module_get(m, "fc.weight") : NULL;
-    if (w)
-        st = nn_init_kaiming_uniform_(w, sqrt(5.0), NN_FAN_IN, NN_NONLIN_LEAKY_RELU, g);
-    if (st == CT_OK && w) {
-        double bound = 1.0 / sqrt((double)tensor_shape(w)[1]);
-        st = nn_init_uniform_(nn_module_get(m, "fc.bias"), -bound, bound, g);
-    }
-    if (st == CT_OK) return m;
-    nn_module_free(m);
-    return NULL;
+    return nn_model_resnet_load(f->backbone, &(NnResNetArgs){.num_classes = num_classes},
+                                g, arch);
 }
 
 typedef struct Phase {
@@ -119,9 +106,11 @@ static int finetune(void *user)
     if (st == CT_OK) st = split_folder(f, eval_tf, &all_eval, held_out);
     ex.test = held_out[1];
     CtGenerator g = ct_generator(ex.o.seed, 0);
-    ex.model = st == CT_OK
-                   ? pretrained_resnet18(f, data_image_folder_num_classes(all_train), &g)
-                   : NULL;
+    const char *arch = NULL;
+    ex.model =
+        st == CT_OK
+            ? pretrained_resnet(f, data_image_folder_num_classes(all_train), &g, &arch)
+            : NULL;
     ex.opt = example_adamw(ex.model, 1e-3);
     ex.loss = ex.opt ? nn_loss_cross_entropy(NULL) : NULL;
     Runtime *rt =
@@ -133,6 +122,7 @@ static int finetune(void *user)
     st = t ? example_trainer_ready(&ex, t) : ct_last_status();
     int rc = 0;
     if (st == CT_OK) {
+        trainer_print(t, "backbone: %s from %s\n", arch, f->backbone);
         /* phase 1: the new head only (batch norms frozen too) */
         Phase head = {.max_lr = 1e-3}, all = {.max_lr = 2e-4};
         st = nn_module_freeze_groups(ex.model, 1, false);

@@ -14,6 +14,7 @@ packages=(
   libssl-dev                         # libcrypto: checkpoint SHA-256
   libpng-dev libjpeg-dev             # image datasets
   clang libomp-dev libclang-rt-14-dev # fuzz targets (CTRAINER_FUZZ, libFuzzer runtime)
+  python3-torch python3-torchvision  # tests: ResNet state dicts made by PyTorch
   dataset-fashion-mnist              # the main job's data
 )
 

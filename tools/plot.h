@@ -1,5 +1,5 @@
 /* `ctrainer plot`: metric series read from MetricsLogger files, drawn as
- * SVG. */
+ * SVG or PNG. */
 #ifndef CTRAINER_PLOT_H
 #define CTRAINER_PLOT_H
 
@@ -29,10 +29,79 @@ typedef struct PlotData {
 CtStatus plot_read(const char *path, PlotData *d);
 void plot_data_free(PlotData *d);
 
-/* The SVG document (malloc'd, NUL-terminated; NULL with CT_ERR_OOM): one
- * panel for the series whose name contains "loss" and one for the others
- * (each only when it has series), one polyline per series, axes with
- * ticks, a legend. */
+/* ------------------------------------------------------------- layout */
+/* What the SVG and the PNG both draw (tools/plot_layout.c): one panel for
+ * the series whose name contains "loss" and one for the others (each only
+ * when it has series), PLOT_W pixels wide and PLOT_PANEL_H high each, the
+ * plot area inset by the margins, the legend in the right margin. */
+enum {
+    PLOT_W = 860,
+    PLOT_PANEL_H = 340,
+    PLOT_TOP = 40,
+    PLOT_LEFT = 80,
+    PLOT_RIGHT = 230,
+    PLOT_BOTTOM = 50,
+    PLOT_NUM_COLORS = 10
+};
+
+/* Series colours "#rrggbb", taken in turn across panels. */
+extern const char *const plot_colors[PLOT_NUM_COLORS];
+
+typedef struct PlotRange {
+    double x0, x1, y0, y1;
+} PlotRange;
+
+typedef struct PlotPanel {
+    double top; /* pixel y of the plot area's top */
+    PlotRange r;
+    bool losses;       /* the loss panel, or the metrics one */
+    const char *title; /* "loss" or "metrics" */
+} PlotPanel;
+
+bool plot_is_loss(const PlotSeries *s);
+/* Series with values in the loss panel (losses) or the metrics one. */
+int plot_count(const PlotData *d, bool losses);
+/* The panels to draw, top to bottom, into panels; returns how many (0..2). */
+int plot_layout(const PlotData *d, PlotPanel panels[2]);
+/* Pixel coordinates of an (epoch, value) point in panel p. */
+double plot_px(const PlotPanel *p, double x);
+double plot_py(const PlotPanel *p, double y);
+
+/* ------------------------------------------------------------- raster */
+/* An 8-bit RGB canvas (tools/plot_raster.c); drawing outside it is clipped. */
+typedef struct PlotRgb {
+    unsigned char r, g, b;
+} PlotRgb;
+
+typedef struct PlotCanvas {
+    int w, h;
+    unsigned char *px; /* w * h * 3 bytes, rows top to bottom */
+} PlotCanvas;
+
+/* "#rrggbb" as RGB. */
+PlotRgb plot_rgb(const char *hex);
+void plot_pixel(PlotCanvas *c, int x, int y, PlotRgb color);
+/* A line of width pixels; every point on it, its end points included,
+ * colours the pixel it lies in. */
+void plot_line(PlotCanvas *c, double x0, double y0, double x1, double y1, int width,
+               PlotRgb color);
+/* Text in a 5x7 pixel font magnified scale times, top-left corner at (x, y),
+ * 6 * scale pixels per character: letters (upper case drawn as lower
+ * case), digits and " .-+_:/()<>,=%"; other characters show as '?'. */
+void plot_text(PlotCanvas *c, int x, int y, const char *s, int scale, PlotRgb color);
+int plot_text_width(const char *s, int scale);
+
+/* ------------------------------------------------------------ renderers */
+
+/* The SVG document (malloc'd, NUL-terminated; NULL with CT_ERR_OOM): the
+ * layout with axes, ticks, grid lines, one polyline per series (its name
+ * as the polyline's <title>), a legend. */
 char *plot_svg(const PlotData *d, const char *title);
+
+/* The same picture as an 8-bit RGB PNG (libpng) written atomically to path:
+ * every polyline vertex of the SVG lies in a pixel of its series' colour;
+ * text in plot_text's font. Errors: CT_ERR_OOM, CT_ERR_IO naming path,
+ * CT_ERR_FORMAT with libpng's message. */
+CtStatus plot_png(const PlotData *d, const char *path);
 
 #endif

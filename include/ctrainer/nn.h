@@ -320,6 +320,22 @@ Module *nn_model_resnet18(const NnResNetArgs *args, CtGenerator *g);
 Module *nn_model_resnet34(const NnResNetArgs *args, CtGenerator *g);
 Module *nn_model_resnet50(const NnResNetArgs *args, CtGenerator *g);
 Module *nn_model_resnet50d(const NnResNetArgs *args, CtGenerator *g);
+/* The ResNet a torchvision or timm state dict (safetensors, path) holds,
+ * with that file loaded: the architecture is read from the names and
+ * shapes (conv1.0.weight: timm's deep stem; layer1.0.conv3.weight:
+ * Bottlenecks; blocks per stage from layer<s>.<j>), and must be one of
+ * the four above; in_channels comes from the stem. args (may be NULL):
+ * in_channels 0 or the file's; num_classes 0 keeps the file's head, a
+ * positive value gives a new fc of that size (even the file's size: the
+ * fine-tuning case), initialised as nn.Linear; the file's fc is then not
+ * loaded. Everything else must match exactly, batch
+ * norms' running statistics and num_batches_tracked included. *arch (may
+ * be NULL) gets "resnet18", "resnet34", "resnet50" or "resnet50d" (static
+ * strings). g draws the initial values before loading. Errors (NULL, the
+ * path in the message): unreadable or malformed files, an architecture
+ * that is none of the four, missing, unexpected or mis-shaped keys. */
+Module *nn_model_resnet_load(const char *path, const NnResNetArgs *args, CtGenerator *g,
+                             const char **arch);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
  * and gradients against PyTorch with deterministic weights, output shapes,
  * classifier heads, bad input. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "ctrainer/nn.h"
 #include "testutil.h"
@@ -637,6 +638,84 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* a and b hold the same values (read as f64). */
+static void assert_same(const Tensor *a, const Tensor *b)
+{
+    ck_assert_int_eq(tensor_numel(a), tensor_numel(b));
+    int64_t n = tensor_numel(a);
+    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    ck_assert(x && y);
+    ck_assert_int_eq(tensor_copy_to_host(a, x, CT_F64), CT_OK);
+    ck_assert_int_eq(tensor_copy_to_host(b, y, CT_F64), CT_OK);
+    ck_assert(memcmp(x, y, (size_t)n * sizeof *x) == 0);
+    free(x);
+    free(y);
+}
+
+/* nn_model_resnet_load: the architecture is read from the file (resnet18
+ * with one input channel and 10 classes here; a resnet50d and PyTorch's own
+ * files are checked in tests/torchvision), a new head loads the body only,
+ * and files that do not fit are errors naming the path. */
+START_TEST(test_resnet_load)
+{
+    TU_MEM_BEGIN;
+    char dir[256], path[320], bad[320];
+    tu_make_temp_dir(dir, sizeof dir, "ct_resnet_load");
+    snprintf(path, sizeof path, "%s/r18.safetensors", dir);
+    snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
+    Module *src = resnet(nn_model_resnet18, 10, 1);
+    ck_assert_int_eq(nn_module_save(src, path), CT_OK);
+    CtGenerator g = ct_generator(5, 0);
+    const char *arch = NULL;
+    Module *m = nn_model_resnet_load(path, NULL, &g, &arch);
+    ck_assert_msg(m != NULL, "%s", ct_last_error());
+    ck_assert_str_eq(arch, "resnet18");
+    ck_assert_int_eq(tensor_shape(nn_module_get(m, "conv1.weight"))[1], 1);
+    assert_same(nn_module_get(m, "fc.bias"), nn_module_get(src, "fc.bias"));
+    assert_same(nn_module_get(m, "layer3.1.bn2.running_var"),
+                nn_module_get(src, "layer3.1.bn2.running_var"));
+    nn_module_free(m);
+    /* a new head of 4 classes: fc is new, the body is the file's */
+    m = nn_model_resnet_load(path, &(NnResNetArgs){.num_classes = 4}, &g, NULL);
+    ck_assert_msg(m != NULL, "%s", ct_last_error());
+    ck_assert_int_eq(tensor_shape(nn_module_get(m, "fc.weight"))[0], 4);
+    assert_same(nn_module_get(m, "layer4.1.conv2.weight"),
+                nn_module_get(src, "layer4.1.conv2.weight"));
+    nn_module_free(m);
+
+    ck_assert_ptr_null(
+        nn_model_resnet_load(path, &(NnResNetArgs){.in_channels = 3}, &g, NULL));
+    tu_assert_error(CT_ERR_SHAPE,
+                    "r18.safetensors: the stem takes 1 input channels, not 3");
+    /* a key missing from the body, with or without a new head */
+    CtStateDict *d = nn_module_state_dict(src);
+    ck_assert(ct_state_dict_remove(d, "layer2.0.bn1.running_mean"));
+    ck_assert_int_eq(nn_safetensors_save(bad, d, 0, NULL, NULL), CT_OK);
+    ct_state_dict_free(d);
+    ck_assert_ptr_null(nn_model_resnet_load(bad, NULL, &g, NULL));
+    tu_assert_error(CT_ERR_INVALID, "1 missing key: layer2.0.bn1.running_mean");
+    ck_assert_ptr_null(
+        nn_model_resnet_load(bad, &(NnResNetArgs){.num_classes = 4}, &g, NULL));
+    tu_assert_error(CT_ERR_INVALID,
+                    "new head: 3 missing keys: layer2.0.bn1.running_mean, fc.weight");
+    /* not a ResNet of the four */
+    Module *mlp = nn_model_mlp(4, 0, NULL, 2, &g);
+    ck_assert_int_eq(nn_module_save(mlp, bad), CT_OK);
+    ck_assert_ptr_null(nn_model_resnet_load(bad, NULL, &g, NULL));
+    tu_assert_error(CT_ERR_INVALID,
+                    "bad.safetensors: a ResNet with a 7x7 (conv1) stem and "
+                    "BasicBlock blocks {0, 0, 0, 0} per stage is none of");
+    ck_assert_ptr_null(nn_model_resnet_load(dir, NULL, &g, NULL));
+    tu_assert_error(CT_ERR_IO, dir);
+    ck_assert_ptr_null(nn_model_resnet_load(NULL, NULL, &g, NULL));
+    tu_assert_error(CT_ERR_NULL, "nn_model_resnet_load: path is NULL");
+    nn_module_free(mlp);
+    nn_module_free(src);
+    tu_remove_dir(dir);
+    TU_MEM_END;
+}
+END_TEST
+
 Suite *zoo_suite(void)
 {
     Suite *s = suite_create("nn_zoo");
@@ -652,6 +731,7 @@ Suite *zoo_suite(void)
     tcase_add_test(tc, test_forward_shapes);
     tcase_add_test(tc, test_classifier);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_resnet_load);
     suite_add_tcase(s, tc);
     return s;
 }

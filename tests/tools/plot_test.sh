@@ -1,10 +1,12 @@
 #!/bin/sh
 # ctrainer plot: MetricsLogger JSON lines and CSV files drawn as SVG that
 # parses (python3's XML parser) with one polyline per series and one point
-# per value; bad inputs fail with a clear message and write nothing.
-# usage: plot_test.sh CTRAINER
+# per value, and as PNG that libpng decodes (png_pixels) to the SVG's size
+# with each polyline vertex in its series' colour; bad inputs fail with a
+# clear message and write nothing.
+# usage: plot_test.sh CTRAINER PNG_PIXELS
 set -u
-ctrainer=$1
+ctrainer=$1 png_pixels=$2
 . "$(dirname "$0")/checks.sh"
 
 # svg_series FILE: "name:points" per polyline, from the parsed document
@@ -37,6 +39,37 @@ check "jsonl: one polyline per series" test "$(cat "$dir/series")" = "train_loss
 eval_loss_epoch:2
 accuracy:3
 f1 <macro>:1"
+
+# png_matches_svg PNG SVG: the PNG has the SVG's size, and the pixel under
+# every polyline vertex has the polyline's colour ("ok N" with N vertices)
+png_matches_svg() {
+    python3 - "$png_pixels" "$1" "$2" <<'PY'
+import subprocess, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[3]).getroot()
+want = {}
+for p in root.iter(ns + "polyline"):
+    for xy in p.get("points").split():
+        x, y = map(float, xy.split(","))
+        want["%d,%d" % (int(x), int(y))] = p.get("stroke")
+out = subprocess.run([sys.argv[1], sys.argv[2]] + list(want), capture_output=True,
+                     text=True, check=True).stdout.split("\n")
+assert out[0] == "%s %s" % (root.get("width"), root.get("height")), out[0]
+for line in out[1:-1]:
+    xy, color = line.split()
+    assert color == want[xy], (xy, color, want[xy])
+print("ok", len(want))
+PY
+}
+
+"$ctrainer" plot "$dir/run.jsonl" -o "$dir/a.png" >"$dir/out" 2>&1
+check "plot png exits 0" test $? -eq 0
+check "plot png says what it wrote" has "4 curves written to $dir/a.png"
+check "png: decodes to the SVG's size, vertices in their series' colours" \
+    test "$(png_matches_svg "$dir/a.png" "$dir/a.svg" 2>&1)" = "ok 9"
+"$ctrainer" plot "$dir/run.jsonl" -o "$dir/no/such/dir/a.png" >"$dir/out" 2>&1
+check "png into a missing folder fails" test $? -eq 1
+check "png failure names the path" has "$dir/no/such/dir/a.png"
 
 printf 'epoch,train_loss_epoch,eval_loss_epoch,eval_acc\n1,0.5,0.6,\n2,0.25,0.3,0.9\n3,0.125,nan,0.95\n' \
     >"$dir/run.csv"
