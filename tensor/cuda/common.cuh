@@ -52,9 +52,10 @@ void ct_cuda_host_empty_cache(CtCudaCtx *ctx);
 
 /* Kernel table slots, filled by each kernel file. */
 void ct_cuda_register_copy(CtKernelFn *k, CtSupportsFn *s);        /* FILL, COPY */
-void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY */
+void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY, WHERE */
 void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
+void ct_cuda_register_unary(CtKernelFn *k, CtSupportsFn *s);       /* UNARY(_BWD) */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */
