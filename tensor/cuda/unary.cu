@@ -124,6 +124,11 @@ static bool valid_kind(CtUnaryKind k)
     return (unsigned)k <= (unsigned)CT_UN_DIV_SCALAR;
 }
 
+static bool is_float(CtDType dt)
+{
+    return dt == CT_F32 || dt == CT_F64 || dt == CT_BF16 || dt == CT_F16;
+}
+
 /* The CPU's dtypes: the floating ones for every kind, i64 and i32 for the
  * integer kinds. */
 static bool cuda_unary_supports(const CtOpCall *call)
@@ -133,14 +138,14 @@ static bool cuda_unary_supports(const CtOpCall *call)
     CtDType dt = call->in[0]->dtype;
     if (call->out[0]->dtype != dt) return false;
     if (dt == CT_I64 || dt == CT_I32) return ct_unary_kind_has_int(p->kind);
-    return ct_dtype_is_float(dt);
+    return is_float(dt);
 }
 
 static bool cuda_unary_bwd_supports(const CtOpCall *call)
 {
     const CtUnaryParams *p = (const CtUnaryParams *)call->params;
     CtDType dt = call->in[0]->dtype;
-    return valid_kind(p->kind) && ct_dtype_is_float(dt) && call->in[1]->dtype == dt &&
+    return valid_kind(p->kind) && is_float(dt) && call->in[1]->dtype == dt &&
            call->out[0]->dtype == dt;
 }
 
