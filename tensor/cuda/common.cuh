@@ -56,6 +56,7 @@ void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY, WH
 void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
 void ct_cuda_register_unary(CtKernelFn *k, CtSupportsFn *s);       /* UNARY(_BWD) */
+void ct_cuda_register_reduce(CtKernelFn *k, CtSupportsFn *s);      /* (ARG_)REDUCE */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */
