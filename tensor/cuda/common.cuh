@@ -57,6 +57,7 @@ void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
 void ct_cuda_register_unary(CtKernelFn *k, CtSupportsFn *s);       /* UNARY(_BWD) */
 void ct_cuda_register_reduce(CtKernelFn *k, CtSupportsFn *s);      /* (ARG_)REDUCE */
+void ct_cuda_register_unscale(CtKernelFn *k, CtSupportsFn *s);     /* UNSCALE */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */
