@@ -1,7 +1,9 @@
 /* REDUCE (sum/mean, max/min with their index, var) and ARG_REDUCE (the
  * scatter behind max/min's gradient) on f32 and f64, over any dims of
- * strided inputs: one thread per output element (reduce_body.h, which
- * states the accumulation order and how results compare with the CPU's). */
+ * strided inputs: one thread per output element, or, with few outputs and
+ * long slices, runs of each slice on threads of their own folded by a
+ * second kernel (reduce_body.h, which states the accumulation order and
+ * how results compare with the CPU's). */
 #include "common.cuh"
 #include "reduce_body.h"
 
@@ -11,10 +13,61 @@ __global__ void reduce_kernel(T *y, int64_t *yi, const T *x, double scale, CtCud
     ct_reduce_thread<T, M>(ct_cuda_thread(), y, yi, x, scale, g);
 }
 
+template <typename T, int M>
+__global__ void part_kernel(double *pv, int64_t *pi, const T *x, const double *mean,
+                            CtCudaReduce g, CtReduceSplit s)
+{
+    ct_reduce_part_thread<T, M>(ct_cuda_thread(), pv, pi, x, mean, g, s);
+}
+
+template <typename T, int M>
+__global__ void fold_kernel(T *y, int64_t *yi, double *mean, const double *pv,
+                            const int64_t *pi, double scale, CtCudaReduce g,
+                            CtReduceSplit s)
+{
+    ct_reduce_fold_thread<T, M>(ct_cuda_thread(), y, yi, mean, pv, pi, scale, g, s);
+}
+
 template <typename T>
 __global__ void scatter_kernel(T *out, const T *gy, const int64_t *idx, CtCudaReduce g)
 {
     ct_scatter_thread<T>(ct_cuda_thread(), out, gy, idx, g);
+}
+
+/* Both passes of a split reduction (ct_reduce_split), VAR's mean first. The
+ * runs' results live in a stream-ordered scratch block. */
+template <typename T, int M>
+static CtStatus launch_split(CtCudaCtx *c, const CtOpCall *call, const CtCudaReduce &g,
+                             CtReduceSplit s, T *y, int64_t *yi)
+{
+    const CtReduceParams *p = (const CtReduceParams *)call->params;
+    const T *x = (const T *)ct_ptr(call->in[0]);
+    const bool ext = M == CT_RED_MAX || M == CT_RED_MIN, var = M == CT_RED_VAR;
+    const int64_t nq = g.kn * s.parts;
+    size_t nbytes = (size_t)nq * sizeof(double);
+    if (ext) nbytes += (size_t)nq * sizeof(int64_t);
+    if (var) nbytes += (size_t)g.kn * sizeof(double);
+    void *scratch;
+    CT_CUDA_CHECK(cudaMallocAsync(&scratch, nbytes, c->stream));
+    double *pv = (double *)scratch;
+    int64_t *pi = ext ? (int64_t *)(pv + nq) : NULL;
+    double *mean = var ? pv + nq : NULL;
+    const unsigned bq = ct_cuda_blocks(nq), bk = ct_cuda_blocks(g.kn);
+    cudaStream_t st = c->stream;
+    if (var) {
+        part_kernel<T, CT_RED_SUM>
+            <<<bq, CT_CUDA_THREADS, 0, st>>>(pv, NULL, x, NULL, g, s);
+        fold_kernel<T, CT_RED_SUM><<<bk, CT_CUDA_THREADS, 0, st>>>(
+            NULL, NULL, mean, pv, NULL, 1.0 / (double)g.rn, g, s);
+    }
+    part_kernel<T, M><<<bq, CT_CUDA_THREADS, 0, st>>>(pv, pi, x, mean, g, s);
+    fold_kernel<T, M>
+        <<<bk, CT_CUDA_THREADS, 0, st>>>(y, yi, NULL, pv, pi, p->scale, g, s);
+    CtStatus launched =
+        ct_cuda_status_at(ct_cuda_after_launch(st), "launch of part_kernel/fold_kernel",
+                          __FILE__, __LINE__);
+    CT_CUDA_CHECK(cudaFreeAsync(scratch, st));
+    return launched;
 }
 
 template <typename T, int M>
@@ -22,9 +75,12 @@ static CtStatus launch_reduce(CtCudaCtx *c, const CtOpCall *call, const CtCudaRe
 {
     const CtReduceParams *p = (const CtReduceParams *)call->params;
     bool ext = M == CT_RED_MAX || M == CT_RED_MIN;
+    T *y = (T *)ct_ptr(call->out[0]);
     int64_t *yi = ext && call->out[1] ? (int64_t *)ct_ptr(call->out[1]) : NULL;
+    CtReduceSplit s = ct_reduce_split(g);
+    if (s.parts > 1) return launch_split<T, M>(c, call, g, s, y, yi);
     reduce_kernel<T, M><<<ct_cuda_blocks(g.kn), CT_CUDA_THREADS, 0, c->stream>>>(
-        (T *)ct_ptr(call->out[0]), yi, (const T *)ct_ptr(call->in[0]), p->scale, g);
+        y, yi, (const T *)ct_ptr(call->in[0]), p->scale, g);
     CT_CUDA_CHECK_LAUNCH("reduce_kernel", c->stream);
     return CT_OK;
 }

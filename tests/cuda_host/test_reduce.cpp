@@ -9,6 +9,8 @@
  * for bit by construction. VAR's squared deviations round, so it is checked
  * within (n + 4) ulp of the result (n terms summed in T on the CPU, in
  * double here). */
+#include <vector>
+
 #include "tensor/cuda/reduce_body.h"
 #include "layouts.h"
 #include "values.h"
@@ -62,6 +64,48 @@ static void run_reduce(ChShape sh, CtReduceKind kind, Tensor *y, Tensor *yi,
         case CT_RED_VAR: ct_reduce_thread<T, CT_RED_VAR>(t, py, pi, px, scale, g); break;
         }
     });
+}
+
+/* The split path (ct_reduce_split) as reduce.cu launches it, with a given
+ * split: VAR's mean passes first, then the kind's part and fold passes. */
+template <typename T, int M>
+static void run_split_kind(ChShape sh, T *y, int64_t *yi, const T *x, double scale,
+                           const CtCudaReduce &g, CtReduceSplit s)
+{
+    int64_t nq = g.kn * s.parts;
+    std::vector<double> pv((size_t)nq + 1), mean((size_t)g.kn + 1);
+    std::vector<int64_t> pi((size_t)nq + 1);
+    if (M == CT_RED_VAR) {
+        ch_launch(sh.grid, sh.block, [&](CtThread t) {
+            ct_reduce_part_thread<T, CT_RED_SUM>(t, pv.data(), NULL, x, NULL, g, s);
+        });
+        ch_launch(sh.grid, sh.block, [&](CtThread t) {
+            ct_reduce_fold_thread<T, CT_RED_SUM>(t, NULL, NULL, mean.data(), pv.data(),
+                                                 NULL, 1.0 / (double)g.rn, g, s);
+        });
+    }
+    ch_launch(sh.grid, sh.block, [&](CtThread t) {
+        ct_reduce_part_thread<T, M>(t, pv.data(), pi.data(), x, mean.data(), g, s);
+    });
+    ch_launch(sh.grid, sh.block, [&](CtThread t) {
+        ct_reduce_fold_thread<T, M>(t, y, yi, NULL, pv.data(), pi.data(), scale, g, s);
+    });
+}
+
+template <typename T>
+static void run_split(ChShape sh, CtReduceKind kind, Tensor *y, Tensor *yi,
+                      const Tensor *x, double scale, const CtCudaReduce &g,
+                      CtReduceSplit s)
+{
+    T *py = (T *)ct_ptr(y);
+    int64_t *pi = yi ? (int64_t *)ct_ptr(yi) : NULL;
+    const T *px = (const T *)ct_ptr(x);
+    switch (kind) {
+    case CT_RED_SUM: run_split_kind<T, CT_RED_SUM>(sh, py, pi, px, scale, g, s); break;
+    case CT_RED_MAX: run_split_kind<T, CT_RED_MAX>(sh, py, pi, px, scale, g, s); break;
+    case CT_RED_MIN: run_split_kind<T, CT_RED_MIN>(sh, py, pi, px, scale, g, s); break;
+    case CT_RED_VAR: run_split_kind<T, CT_RED_VAR>(sh, py, pi, px, scale, g, s); break;
+    }
 }
 
 /* |got - want| <= (n + 4) ulp(want) elementwise (NaN matches NaN). */
@@ -145,8 +189,16 @@ template <typename T> static int check_case(int c)
                                  "%s kind %d scale %g, mask %d, %s -> %s, case %d",
                                  ct_dtype_name(dt), (int)p.kind, p.scale, mask,
                                  ch_layout_names[lx], ch_layout_names[ly], c);
-                        for (int s = 0; s < ns; s++) {
-                            run_reduce<T>(shapes[s], p.kind, yg, ig, x, p.scale, g);
+                        /* the one-thread path under both shapes, then a split
+                         * into runs of a third of each slice */
+                        int64_t len = g.rn > 2 ? (g.rn + 2) / 3 : 1;
+                        CtReduceSplit split = {(g.rn + len - 1) / len, len};
+                        for (int s = 0; s < ns + 1; s++) {
+                            if (s < ns)
+                                run_reduce<T>(shapes[s], p.kind, yg, ig, x, p.scale, g);
+                            else if (split.parts > 0)
+                                run_split<T>(shapes[1], p.kind, yg, ig, x, p.scale, g,
+                                             split);
                             if (p.kind == CT_RED_VAR)
                                 assert_close<T>(want, got, g.rn, what);
                             else
@@ -191,24 +243,26 @@ START_TEST(test_extremum_nan_ties_and_scatter_range)
     int64_t idx;
     ct_cuda_reduce_init(&g, x, y, yi);
     ck_assert_int_eq(g.rn, 6);
-    ck_assert(isnan(
-        (ct_reduce_extremum<float, CT_RED_MAX>(g, (const float *)ct_ptr(x), &idx))));
+    ck_assert(isnan((ct_reduce_extremum<float, CT_RED_MAX>(g, (const float *)ct_ptr(x), 0,
+                                                           g.rn, &idx))));
     ck_assert_int_eq(idx, 3);
     CtScope *scope = ct_scope_open();
     Tensor *head = tensor_slice(x, 0, 0, 3, 1);
     ct_cuda_reduce_init(&g, head, y, yi);
-    ck_assert_float_eq(
-        (ct_reduce_extremum<float, CT_RED_MAX>(g, (const float *)ct_ptr(x), &idx)), 5);
+    ck_assert_float_eq((ct_reduce_extremum<float, CT_RED_MAX>(g, (const float *)ct_ptr(x),
+                                                              0, g.rn, &idx)),
+                       5);
     ck_assert_int_eq(idx, 1);
-    ck_assert_float_eq(
-        (ct_reduce_extremum<float, CT_RED_MIN>(g, (const float *)ct_ptr(x), &idx)), 2);
+    ck_assert_float_eq((ct_reduce_extremum<float, CT_RED_MIN>(g, (const float *)ct_ptr(x),
+                                                              0, g.rn, &idx)),
+                       2);
     ck_assert_int_eq(idx, 0);
     const float ninf[2] = {-INFINITY, -INFINITY};
     memcpy(ct_ptr(x), ninf, sizeof ninf);
     ct_cuda_reduce_init(&g, tensor_slice(x, 0, 0, 2, 1), y, yi);
-    ck_assert_float_eq(
-        (ct_reduce_extremum<float, CT_RED_MAX>(g, (const float *)ct_ptr(x), &idx)),
-        -INFINITY);
+    ck_assert_float_eq((ct_reduce_extremum<float, CT_RED_MAX>(g, (const float *)ct_ptr(x),
+                                                              0, g.rn, &idx)),
+                       -INFINITY);
     ck_assert_int_eq(idx, 0);
     /* scatter: index 6 is outside the slice of 6 */
     memset(ct_ptr(x), 0, 6 * sizeof(float));
@@ -229,6 +283,35 @@ START_TEST(test_extremum_nan_ties_and_scatter_range)
 }
 END_TEST
 
+/* Splits only few outputs with long slices, into runs that cover each slice
+ * exactly, and bounds the runs in all. */
+START_TEST(test_split_choice)
+{
+    const int64_t kn[] = {1, 1, 7, 1000, 4095, 4096, 3};
+    const int64_t rn[] = {2047, 1 << 20, 5000, 1000000, 1 << 22, 1 << 22, 0};
+    for (int i = 0; i < 7; i++) {
+        CtCudaReduce g = {};
+        g.kn = kn[i];
+        g.rn = rn[i];
+        CtReduceSplit s = ct_reduce_split(g);
+        bool split = kn[i] < CT_REDUCE_SPLIT_OUTPUTS && rn[i] >= 2 * CT_REDUCE_SPLIT_LEN;
+        ck_assert_int_eq(s.parts > 1, split);
+        if (!split) {
+            ck_assert_int_eq(s.parts, 1);
+            continue;
+        }
+        ck_assert_int_le((s.parts - 1) * s.len, rn[i] - 1);
+        ck_assert_int_ge(s.parts * s.len, rn[i]);
+        ck_assert_int_le(s.parts * kn[i], CT_REDUCE_SPLIT_THREADS);
+    }
+    CtCudaReduce g = {};
+    g.kn = 1;
+    g.rn = 1 << 20;
+    ck_assert_int_eq(ct_reduce_split(g).parts, 1024);
+    ck_assert_int_eq(ct_reduce_split(g).len, 1024);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cuda_host_reduce");
@@ -236,6 +319,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_reduce_every_dims_kind_and_layout);
     tcase_add_test(tc, test_extremum_nan_ties_and_scatter_range);
+    tcase_add_test(tc, test_split_choice);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
