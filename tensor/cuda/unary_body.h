@@ -37,7 +37,8 @@ static inline int ct_unary_pow_kind(bool bwd, CtUnaryKind kind, double a)
  * floating forward, floating backward, and integer forward. */
 #define CT_UNARY_FLOAT_KINDS_(X)                                                         \
     X(CT_UN_NEG)                                                                         \
-    X(CT_UN_EXP) X(CT_UN_LOG) X(CT_UN_SQRT) X(CT_UN_ABS) X(CT_UN_CLAMP) X(CT_UN_RELU)    \
+    X(CT_UN_EXP)                                                                         \
+    X(CT_UN_LOG) X(CT_UN_SQRT) X(CT_UN_ABS) X(CT_UN_CLAMP) X(CT_UN_RELU)                 \
         X(CT_UN_LEAKY_RELU) X(CT_UN_GELU_ERF) X(CT_UN_GELU_TANH) X(CT_UN_SILU)           \
             X(CT_UN_SIGMOID) X(CT_UN_TANH) X(CT_UN_ADD_SCALAR) X(CT_UN_MUL_SCALAR)       \
                 X(CT_UN_RSUB_SCALAR) X(CT_UN_POW_SCALAR) X(CT_UN_RDIV_SCALAR)            \
@@ -46,22 +47,28 @@ static inline int ct_unary_pow_kind(bool bwd, CtUnaryKind kind, double a)
 #define CT_UNARY_BWD_KINDS(X) CT_UNARY_FLOAT_KINDS_(X) X(CT_UNK_POW_0)
 #define CT_UNARY_INT_KINDS(X)                                                            \
     X(CT_UN_NEG)                                                                         \
-    X(CT_UN_ABS) X(CT_UN_CLAMP) X(CT_UN_RELU) X(CT_UN_ADD_SCALAR) X(CT_UN_MUL_SCALAR)    \
+    X(CT_UN_ABS)                                                                         \
+    X(CT_UN_CLAMP) X(CT_UN_RELU) X(CT_UN_ADD_SCALAR) X(CT_UN_MUL_SCALAR)                 \
         X(CT_UN_RSUB_SCALAR)
 
-/* Storage type S and compute type C of dtype DT, with the conversions. */
-template <int DT> struct CtUnaryType;
-template <> struct CtUnaryType<CT_F32> {
-    typedef float S;
-    typedef float C;
+/* Storage type S and compute type C of dtype DT, with the conversions;
+ * integer dtypes also name their unsigned type U. */
+template <typename S_> struct CtUnaryPlain {
+    typedef S_ S;
+    typedef S_ C;
     static CT_HD C load(S v) { return v; }
     static CT_HD S store(C v) { return v; }
 };
-template <> struct CtUnaryType<CT_F64> {
-    typedef double S;
-    typedef double C;
-    static CT_HD C load(S v) { return v; }
-    static CT_HD S store(C v) { return v; }
+template <int DT> struct CtUnaryType;
+template <> struct CtUnaryType<CT_F32> : CtUnaryPlain<float> {
+};
+template <> struct CtUnaryType<CT_F64> : CtUnaryPlain<double> {
+};
+template <> struct CtUnaryType<CT_I64> : CtUnaryPlain<int64_t> {
+    typedef uint64_t U;
+};
+template <> struct CtUnaryType<CT_I32> : CtUnaryPlain<int32_t> {
+    typedef uint32_t U;
 };
 template <> struct CtUnaryType<CT_BF16> {
     typedef uint16_t S;
@@ -74,20 +81,6 @@ template <> struct CtUnaryType<CT_F16> {
     typedef float C;
     static CT_HD C load(S v) { return ct_hd_f16_to_f32(v); }
     static CT_HD S store(C v) { return ct_hd_f32_to_f16(v); }
-};
-template <> struct CtUnaryType<CT_I64> {
-    typedef int64_t S;
-    typedef int64_t C;
-    typedef uint64_t U;
-    static CT_HD C load(S v) { return v; }
-    static CT_HD S store(C v) { return v; }
-};
-template <> struct CtUnaryType<CT_I32> {
-    typedef int32_t S;
-    typedef int32_t C;
-    typedef uint32_t U;
-    static CT_HD C load(S v) { return v; }
-    static CT_HD S store(C v) { return v; }
 };
 
 /* A double param in DT's compute type, as the CPU converts it: a cast for

@@ -53,51 +53,56 @@ static void run_where(ChShape sh, Tensor *out, const Tensor *cond, const Tensor 
     }
 }
 
+/* One shape case and dtype: the condition, a and b (layout lc + la) over
+ * every layout pair, into contiguous and strided outputs; returns the
+ * comparisons made. */
+static int check_case(int c, CtDType dt, Tensor *cbuf, Tensor *abuf, Tensor *bbuf)
+{
+    const ChShapeCase &sc = ch_cases[c];
+    int64_t nb = ch_buffer_size(sc);
+    int checked = 0;
+    for (int l = 0; l < CH_LAYOUTS * CH_LAYOUTS * 2; l++) {
+        int lc = l / (2 * CH_LAYOUTS), la = l / 2 % CH_LAYOUTS, lo = l % 2 * CH_STRIDED;
+        int lb = (lc + la) % CH_LAYOUTS;
+        CtScope *scope = ct_scope_open();
+        Tensor *cond = ch_view(cbuf, lc, sc), *a = ch_view(abuf, la, sc);
+        Tensor *b = ch_view(bbuf, lb, sc);
+        Tensor *want = ch_buffer(nb, dt), *got = ch_clone(want);
+        Tensor *ow = ch_view(want, lo, sc), *og = ch_view(got, lo, sc);
+        if (cond && a && b) {
+            cpu_where(ow, cond, a, b);
+            CtCudaIndex ix;
+            const Tensor *ops[4] = {og, cond, a, b};
+            int64_t n =
+                ct_cuda_index_init(&ix, tensor_ndim(og), tensor_shape(og), 4, ops);
+            ChShape shapes[2];
+            int ns = ch_shapes(n, shapes);
+            char what[96];
+            snprintf(what, sizeof what, "%s, %s/%s/%s -> %s, case %d", ct_dtype_name(dt),
+                     ch_layout_names[lc], ch_layout_names[la], ch_layout_names[lb],
+                     ch_layout_names[lo], c);
+            for (int s = 0; s < ns; s++, checked++) {
+                run_where(shapes[s], og, cond, a, b, ix, n);
+                ch_assert_same_bytes(want, got, what);
+            }
+        }
+        tensor_free(want);
+        tensor_free(got);
+        ct_scope_close(scope);
+    }
+    return checked;
+}
+
 START_TEST(test_where_every_dtype_and_layout)
 {
     int checked = 0;
     for (int c = 0; c < CH_NCASES; c++) {
-        const ChShapeCase &sc = ch_cases[c];
-        int64_t nb = ch_buffer_size(sc);
+        int64_t nb = ch_buffer_size(ch_cases[c]);
         Tensor *cbuf = input_buffer(nb, CT_BOOL, 0, 2, 7 + c);
         for (int di = 0; di < NDTYPES; di++) {
-            CtDType dt = dtypes[di];
-            Tensor *abuf = input_buffer(nb, dt, -40, 40, 13 + c);
-            Tensor *bbuf = input_buffer(nb, dt, -40, 40, 17 + c);
-            for (int lc = 0; lc < CH_LAYOUTS; lc++) {
-                for (int la = 0; la < CH_LAYOUTS; la++) {
-                    for (int lo = 0; lo < CH_BROADCAST; lo += CH_STRIDED) {
-                        CtScope *scope = ct_scope_open();
-                        int lb = (lc + la) % CH_LAYOUTS;
-                        Tensor *cond = ch_view(cbuf, lc, sc), *a = ch_view(abuf, la, sc),
-                               *b = ch_view(bbuf, lb, sc);
-                        Tensor *want = ch_buffer(nb, dt), *got = ch_clone(want);
-                        Tensor *ow = ch_view(want, lo, sc), *og = ch_view(got, lo, sc);
-                        if (cond && a && b) {
-                            cpu_where(ow, cond, a, b);
-                            CtCudaIndex ix;
-                            const Tensor *ops[4] = {og, cond, a, b};
-                            int64_t n = ct_cuda_index_init(&ix, tensor_ndim(og),
-                                                           tensor_shape(og), 4, ops);
-                            ChShape shapes[2];
-                            int ns = ch_shapes(n, shapes);
-                            for (int s = 0; s < ns; s++) {
-                                run_where(shapes[s], og, cond, a, b, ix, n);
-                                char what[96];
-                                snprintf(what, sizeof what, "%s, %s/%s/%s -> %s, case %d",
-                                         ct_dtype_name(dt), ch_layout_names[lc],
-                                         ch_layout_names[la], ch_layout_names[lb],
-                                         ch_layout_names[lo], c);
-                                ch_assert_same_bytes(want, got, what);
-                                checked++;
-                            }
-                        }
-                        tensor_free(want);
-                        tensor_free(got);
-                        ct_scope_close(scope);
-                    }
-                }
-            }
+            Tensor *abuf = input_buffer(nb, dtypes[di], -40, 40, 13 + c);
+            Tensor *bbuf = input_buffer(nb, dtypes[di], -40, 40, 17 + c);
+            checked += check_case(c, dtypes[di], cbuf, abuf, bbuf);
             tensor_free(abuf);
             tensor_free(bbuf);
         }
