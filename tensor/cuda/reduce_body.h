@@ -101,11 +101,16 @@ CT_HD void ct_reduce_next(const CtCudaReduce &g, int64_t *cnt, int64_t *off)
 }
 
 /* Offset in x (from the slice start) of reduced position pos; sets the
- * odometer cnt to it. */
+ * odometer cnt to it. Position 0 needs no division (and an empty slice,
+ * with a size-0 dim, only ever seeks it). */
 CT_HD int64_t ct_reduce_seek(const CtCudaReduce &g, int64_t pos, int64_t *cnt)
 {
     int64_t off = 0;
     for (int d = g.nr - 1; d >= 0; d--) {
+        if (pos == 0) {
+            cnt[d] = 0;
+            continue;
+        }
         int64_t q = pos / g.rs[d];
         cnt[d] = pos - q * g.rs[d];
         pos = q;
