@@ -25,7 +25,8 @@ typedef enum CtReduceKind {
 
 /* CT_OP_REDUCE: out0 (y geometry, x's dtype) <- reduction of in0 (x).
  * For MAX/MIN, out1 (optional, CT_I64, y geometry) receives the flat index
- * of the first extremal element. f32 accumulates in f32, f64 in f64. */
+ * of the first extremal element. f32 accumulates in f32, f64 in f64 (on
+ * the CPU; the CUDA backend sums in double, tensor/cuda/reduce_body.h). */
 typedef struct CtReduceParams {
     CtReduceKind kind;
     double scale;

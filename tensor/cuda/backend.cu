@@ -327,6 +327,9 @@ static void register_all(void)
     ct_cuda_register_conv(kernels, supports);
     ct_cuda_register_bnorm(kernels, supports);
     ct_cuda_register_pool(kernels, supports);
+    ct_cuda_register_unary(kernels, supports);
+    ct_cuda_register_reduce(kernels, supports);
+    ct_cuda_register_unscale(kernels, supports);
 }
 
 /* One iface for every cuda:N; the instance's context tells them apart. */

@@ -73,7 +73,7 @@ CtStatus ct_dnn_tensor_create(const CtDnnTensor *t, CtDType dt,
 
 /* Kernel table slots, filled by each kernel file. */
 void ct_cuda_register_copy(CtKernelFn *k, CtSupportsFn *s);        /* FILL, COPY */
-void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY */
+void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY, WHERE */
 void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
 /* SOFTMAX*, CROSS_ENTROPY* */
@@ -84,6 +84,9 @@ void ct_cuda_register_index(CtKernelFn *k, CtSupportsFn *s);
 void ct_cuda_register_conv(CtKernelFn *k, CtSupportsFn *s);        /* CONV2D (+BWD) */
 void ct_cuda_register_bnorm(CtKernelFn *k, CtSupportsFn *s);       /* BATCH_NORM (+BWD) */
 void ct_cuda_register_pool(CtKernelFn *k, CtSupportsFn *s);        /* POOL2D (+BWD) */
+void ct_cuda_register_unary(CtKernelFn *k, CtSupportsFn *s);       /* UNARY(_BWD) */
+void ct_cuda_register_reduce(CtKernelFn *k, CtSupportsFn *s);      /* (ARG_)REDUCE */
+void ct_cuda_register_unscale(CtKernelFn *k, CtSupportsFn *s);     /* UNSCALE */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */

@@ -1,6 +1,7 @@
 /* Elementwise kernels: BINARY (arithmetic and comparisons) on f32 and f64,
- * strided, broadcasting through stride-0 operands. Semantics follow
- * tensor/cpu/elementwise.c (max/min propagate a NaN in the first operand). */
+ * and WHERE on every dtype, strided, broadcasting through stride-0 operands.
+ * Semantics follow tensor/cpu/elementwise.c (max/min propagate a NaN in the
+ * first operand). */
 #include "common.cuh"
 #include "elementwise_body.h"
 
@@ -16,6 +17,13 @@ __global__ void compare_kernel(uint8_t *out, const T *a, const T *b, CtCudaIndex
                                int64_t n)
 {
     ct_compare_thread<T, K>(ct_cuda_thread(), out, a, b, ix, n);
+}
+
+template <typename W>
+__global__ void where_kernel(W *out, const uint8_t *cond, const W *a, const W *b,
+                             CtCudaIndex ix, int64_t n)
+{
+    ct_where_thread<W>(ct_cuda_thread(), out, cond, a, b, ix, n);
 }
 
 template <typename T, int K>
@@ -87,8 +95,48 @@ static bool cuda_binary_supports(const CtOpCall *call)
     return call->out[0]->dtype == (p->kind >= CT_BIN_EQ ? CT_BOOL : dt);
 }
 
+template <typename W>
+static CtStatus launch_where(CtCudaCtx *c, const CtOpCall *call, const CtCudaIndex &ix,
+                             int64_t n)
+{
+    where_kernel<W><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
+        (W *)ct_ptr(call->out[0]), (const uint8_t *)ct_ptr(call->in[0]),
+        (const W *)ct_ptr(call->in[1]), (const W *)ct_ptr(call->in[2]), ix, n);
+    CT_CUDA_CHECK_LAUNCH("where_kernel", c->stream);
+    return CT_OK;
+}
+
+// out <- in0 ? in1 : in2; in0 bool, all of out's shape (stride 0 broadcasts)
+static CtStatus cuda_where(const CtOpCall *call)
+{
+    Tensor *out = call->out[0];
+    CtCudaCtx *c;
+    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
+    CtCudaIndex ix;
+    const Tensor *ops[4] = {out, call->in[0], call->in[1], call->in[2]};
+    int64_t n = ct_cuda_index_init(&ix, out->ndim, out->shape, 4, ops);
+    if (n == 0) return CT_OK;
+    switch (ct_dtype_size(out->dtype)) {
+    case 1: return launch_where<uint8_t>(c, call, ix, n);
+    case 2: return launch_where<uint16_t>(c, call, ix, n);
+    case 4: return launch_where<uint32_t>(c, call, ix, n);
+    default: return launch_where<uint64_t>(c, call, ix, n);
+    }
+}
+
+/* A bool condition; the values and out of one dtype of 1, 2, 4 or 8 bytes. */
+static bool cuda_where_supports(const CtOpCall *call)
+{
+    CtDType dt = call->out[0]->dtype;
+    size_t sz = ct_dtype_size(dt);
+    return call->in[0]->dtype == CT_BOOL && call->in[1]->dtype == dt &&
+           call->in[2]->dtype == dt && (sz == 1 || sz == 2 || sz == 4 || sz == 8);
+}
+
 void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s)
 {
     k[CT_OP_BINARY] = cuda_binary;
     s[CT_OP_BINARY] = cuda_binary_supports;
+    k[CT_OP_WHERE] = cuda_where;
+    s[CT_OP_WHERE] = cuda_where_supports;
 }

@@ -1,4 +1,4 @@
-/* Private to tensor/cuda: the thread bodies of BINARY (elementwise.cu),
+/* Private to tensor/cuda: the thread bodies of BINARY and WHERE (elementwise.cu),
  * shared with the host harness (hd.h). Semantics follow
  * tensor/cpu/elementwise.c: max/min propagate a NaN in the first operand;
  * f32 pow is powf. */
@@ -67,6 +67,20 @@ CT_HD void ct_compare_thread(CtThread t, uint8_t *out, const T *a, const T *b,
         int64_t off[3];
         ct_cuda_offsets<3>(ix, i, off);
         out[off[0]] = ct_compare<T, K>(a[off[1]], b[off[2]]);
+    }
+}
+
+/* out, cond, a, b are operands 0, 1, 2, 3 of ix. Elements move as bits, so
+ * W is the unsigned type of the element size. */
+template <typename W>
+CT_HD void ct_where_thread(CtThread t, W *out, const uint8_t *cond, const W *a,
+                           const W *b, const CtCudaIndex &ix, int64_t n)
+{
+    CT_THREAD_FOR(i, t, n)
+    {
+        int64_t off[4];
+        ct_cuda_offsets<4>(ix, i, off);
+        out[off[0]] = cond[off[1]] ? a[off[2]] : b[off[3]];
     }
 }
 

@@ -57,7 +57,7 @@ static inline unsigned ct_cuda_blocks(int64_t n)
  * by value. Size-1 dims are dropped and dims contiguous for every operand
  * merged, so contiguous operands become one dim and the offset of linear
  * index i is a multiply. */
-#define CT_CUDA_MAX_OPS 3
+#define CT_CUDA_MAX_OPS 4
 typedef struct CtCudaIndex {
     int ndim;
     int64_t shape[CT_MAX_DIMS];
