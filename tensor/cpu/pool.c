@@ -6,6 +6,7 @@
 
 #include "../conv.h"
 #include "cpu.h"
+#include "isa.h"
 #include "pool_avx512.h"
 
 void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s);
