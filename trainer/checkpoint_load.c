@@ -298,9 +298,9 @@ static void restore_snapshot(Trainer *t, const Snapshot *sn)
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", ct_last_error());
     LossTracker lt;
+    if (s->scaler) scaler_state_load(s->scaler, sn->scaler, NULL);
     nn_module_load_state_dict(t->model, sn->model, true, NULL);
     optim_state_load(t->optimizer, sn->optimizer);
-    if (s->scaler) scaler_state_load(s->scaler, sn->scaler, NULL);
     if (ckpt_apply_rank_state(t, sn->rank, &lt, "(snapshot)") == CT_OK) s->pos_loss = lt;
     ckpt_apply_history(s->history, sn->trainer, run_history_current_epoch(s->history));
     s->pos_epoch = sn->pos_epoch;

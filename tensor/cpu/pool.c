@@ -46,16 +46,16 @@ static inline Window window_at(const CtPool2dParams *p, int64_t oh, int64_t ow)
     return r;
 }
 
-/* NATIVE_2X2: whether the dtype has a vector 2x2 max kernel on this CPU;
- * MAX_2X2: that kernel. */
-#define T                             float
-#define SFX                           f32
+#define T   float
+#define SFX f32
+/* whether the dtype has a vector 2x2 max kernel here, and the kernel */
 #define NATIVE_2X2()                  ct_cpu_avx512_native()
 #define MAX_2X2(x, w, oh, ow, y, idx) ct_cpu_max_pool_2x2_f32_avx512(x, w, oh, ow, y, idx)
 #include "pool_tmpl.h"
 
-#define T                             double
-#define SFX                           f64
+#define T   double
+#define SFX f64
+/* none for f64 */
 #define NATIVE_2X2()                  false
 #define MAX_2X2(x, w, oh, ow, y, idx) (void)0
 #include "pool_tmpl.h"
