@@ -35,6 +35,13 @@ bool cb_improved(double cur, double best, bool greater_is_better);
 CtStatus cb_state_put(CtStateDict *out, const char *name, double v);
 CtStatus cb_state_get(const CtStateDict *in, const char *type, const char *name,
                       double *v);
+/* A 1-d array entry of n elements of dt (n >= 1). get: *n < 0 takes any
+ * length and returns it, else the entry must have *n elements; *data is
+ * the entry's, valid while `in` lives. */
+CtStatus cb_state_put_array(CtStateDict *out, const char *name, const void *data,
+                            int64_t n, CtDType dt);
+CtStatus cb_state_get_array(const CtStateDict *in, const char *type, const char *name,
+                            CtDType dt, int64_t *n, const void **data);
 
 /* A growable string for building file contents. */
 typedef struct CbBuf {

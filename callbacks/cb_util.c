@@ -76,14 +76,27 @@ void cb_buf_free(CbBuf *b)
     *b = (CbBuf){0};
 }
 
-CtStatus cb_state_put(CtStateDict *out, const char *name, double v)
+/* data as an ndim tensor (0: a scalar) of n elements named name in out. */
+static CtStatus put(CtStateDict *out, const char *name, const void *data, int ndim,
+                    int64_t n, CtDType dt)
 {
     CtScope *sc = ct_scope_open(); /* inside a step's scope or not */
     if (!sc) return ct_error(CT_ERR_OOM, "callback state: out of memory");
-    Tensor *x = tensor_from_data(&v, 0, NULL, CT_F64, ct_cpu());
+    Tensor *x = tensor_from_data(data, ndim, &n, dt, ct_cpu());
     CtStatus st = x ? ct_state_dict_add(out, name, x) : ct_last_status();
     ct_scope_close(sc);
     return st;
+}
+
+CtStatus cb_state_put(CtStateDict *out, const char *name, double v)
+{
+    return put(out, name, &v, 0, 1, CT_F64);
+}
+
+CtStatus cb_state_put_array(CtStateDict *out, const char *name, const void *data,
+                            int64_t n, CtDType dt)
+{
+    return put(out, name, data, 1, n, dt);
 }
 
 CtStatus cb_state_get(const CtStateDict *in, const char *type, const char *name,
@@ -94,5 +107,20 @@ CtStatus cb_state_get(const CtStateDict *in, const char *type, const char *name,
         return ct_error(CT_ERR_INVALID, "%s: state entry '%s' %s", type, name,
                         x ? "is not a single float64" : "is missing");
     *v = *(const double *)tensor_data(x);
+    return CT_OK;
+}
+
+CtStatus cb_state_get_array(const CtStateDict *in, const char *type, const char *name,
+                            CtDType dt, int64_t *n, const void **data)
+{
+    Tensor *x = ct_state_dict_get(in, name);
+    if (!x || tensor_dtype(x) != dt || tensor_ndim(x) != 1 ||
+        (*n >= 0 && tensor_numel(x) != *n))
+        return ct_error(CT_ERR_INVALID,
+                        "%s: state entry '%s' %s a 1-d %s array of the expected length",
+                        type, name, x ? "is not" : "is missing: expected",
+                        ct_dtype_name(dt));
+    *n = tensor_numel(x);
+    *data = tensor_data(x);
     return CT_OK;
 }

@@ -1,4 +1,5 @@
 /* StepBasedEvaluation: an intermediate evaluation every n train steps. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,8 +39,29 @@ static CtStatus se_step_end(Callback *cb, Trainer *t, const DataBatch *batch,
     return CT_OK;
 }
 
+static CtStatus se_state_save(Callback *cb, Trainer *t, CtStateDict *out)
+{
+    (void)t;
+    return cb_state_put(out, "count", (double)((StepEval *)cb)->count);
+}
+
+static CtStatus se_state_load(Callback *cb, Trainer *t, const CtStateDict *in)
+{
+    (void)t;
+    double count;
+    CtStatus st = cb_state_get(in, "StepBasedEvaluation", "count", &count);
+    if (st == CT_OK && !(count >= 0 && count < 0x1p53 && count == floor(count)))
+        st = ct_error(CT_ERR_INVALID,
+                      "StepBasedEvaluation: state entry 'count' is %g, not a count",
+                      count);
+    if (st == CT_OK) ((StepEval *)cb)->count = (int64_t)count;
+    return st;
+}
+
 static const CallbackVtable step_eval_vt = {
     .type = "StepBasedEvaluation",
+    .state_save = se_state_save,
+    .state_load = se_state_load,
     .on_training_run_start = se_run_start,
     .on_train_step_end = se_step_end,
 };

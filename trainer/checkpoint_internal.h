@@ -16,8 +16,8 @@
 #define CKPT_SCHEDULER      "scheduler.safetensors"
 #define CKPT_TRAINER        "trainer_state.safetensors"
 #define CKPT_CALLBACKS      "callbacks.safetensors"
-/* Reserved for the loss scaler of fp16 training: written only when a scaler
- * exists, so adding one needs no format change. */
+/* The loss scaler's state (runtime.h, scaler_state_save): written when the
+ * run has a scaler (fp16, or one given in TrainerConfig), absent otherwise. */
 #define CKPT_SCALER "scaler.safetensors"
 /* random_states_<rank>.safetensors: one per process (RNG states and the
  * process's partial epoch loss). */

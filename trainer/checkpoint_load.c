@@ -11,7 +11,7 @@
 
 typedef struct Loaded {
     const char *dir;
-    CtStateDict *model, *optimizer, *scheduler, *trainer, *rank, *callbacks;
+    CtStateDict *model, *optimizer, *scheduler, *scaler, *trainer, *rank, *callbacks;
     char rank_file[64];
 } Loaded;
 
@@ -20,6 +20,7 @@ static void loaded_free(Loaded *l)
     ct_state_dict_free(l->model);
     ct_state_dict_free(l->optimizer);
     ct_state_dict_free(l->scheduler);
+    ct_state_dict_free(l->scaler);
     ct_state_dict_free(l->trainer);
     ct_state_dict_free(l->rank);
     ct_state_dict_free(l->callbacks);
@@ -82,11 +83,6 @@ static CtStatus verify_manifest(const char *dir, json_t *root, const char *mpath
         free(path);
         if (st != CT_OK) return st;
     }
-    if (json_object_get(files, CKPT_SCALER))
-        return ct_error(CT_ERR_UNSUPPORTED,
-                        "checkpoint %s: it holds a loss scaler state (%s), which this "
-                        "trainer cannot restore",
-                        dir, CKPT_SCALER);
     return CT_OK;
 }
 
@@ -127,6 +123,7 @@ static CtStatus read_all(Loaded *l, const char *dir, int world)
     if (st == CT_OK) st = load_file(dir, files, CKPT_MODEL, true, &l->model);
     if (st == CT_OK) st = load_file(dir, files, CKPT_OPTIMIZER, true, &l->optimizer);
     if (st == CT_OK) st = load_file(dir, files, CKPT_SCHEDULER, false, &l->scheduler);
+    if (st == CT_OK) st = load_file(dir, files, CKPT_SCALER, false, &l->scaler);
     if (st == CT_OK) st = load_file(dir, files, CKPT_TRAINER, true, &l->trainer);
     if (st == CT_OK) st = load_file(dir, files, l->rank_file, true, &l->rank);
     if (st == CT_OK) st = load_file(dir, files, CKPT_CALLBACKS, false, &l->callbacks);
@@ -192,6 +189,27 @@ static CtStatus check_optimizer(const Trainer *t, const Loaded *l)
     return CT_OK;
 }
 
+/* A scaler state exactly when the trainer has a scaler, and a valid one
+ * (loaded into a scratch scaler). */
+static CtStatus check_scaler(const Trainer *t, const Loaded *l)
+{
+    bool have = t->state->scaler != NULL;
+    if (have != (l->scaler != NULL))
+        return ct_error(CT_ERR_INVALID,
+                        "checkpoint %s: %s (mismatched mixed precision: resume an fp16 "
+                        "run as fp16, and a bf16 or f32 run without a loss scaler)",
+                        l->dir,
+                        have ? "the run has a loss scaler, the checkpoint no " CKPT_SCALER
+                             : "it holds a loss scaler state (" CKPT_SCALER
+                               "), the run has no loss scaler");
+    if (!have) return CT_OK;
+    GradScaler *scratch = scaler_create(NULL);
+    CtStatus st =
+        scratch ? scaler_state_load(scratch, l->scaler, NULL) : ct_last_status();
+    scaler_free(scratch);
+    return st == CT_OK ? st : ct_error_wrap(st, "checkpoint %s: %s", l->dir, CKPT_SCALER);
+}
+
 static CtStatus check_callbacks(Trainer *t, const Loaded *l)
 {
     CallbackList *cl = trainer_callbacks(t);
@@ -213,7 +231,7 @@ static CtStatus check_callbacks(Trainer *t, const Loaded *l)
 
 /* What apply() changes, to put back on failure. */
 typedef struct Snapshot {
-    CtStateDict *model, *optimizer, *trainer, *rank;
+    CtStateDict *model, *optimizer, *scaler, *trainer, *rank;
     int64_t pos_epoch, pos_batch;
 } Snapshot;
 
@@ -228,6 +246,7 @@ static CtStatus apply(Trainer *t, Loaded *l, int64_t epoch, int64_t batch, int64
     Scheduler *sched = s->running ? t->scheduler : NULL;
     if (st == CT_OK && sched && l->scheduler)
         st = scheduler_state_load(sched, l->scheduler);
+    if (st == CT_OK && s->scaler) st = scaler_state_load(s->scaler, l->scaler, NULL);
     if (st == CT_OK) st = ckpt_apply_rank_state(t, l->rank, &lt, l->rank_file);
     if (st == CT_OK) st = ckpt_apply_history(s->history, l->trainer, epoch);
     if (st != CT_OK) return ct_error_wrap(st, "checkpoint %s", l->dir);
@@ -259,9 +278,12 @@ static CtStatus take_snapshot(Trainer *t, Snapshot *sn)
     if (live && optim_state_save(t->optimizer, live) == CT_OK)
         sn->optimizer = ckpt_clone_dict(live);
     ct_state_dict_free(live);
+    sn->scaler = ct_state_dict_create();
     sn->trainer = ct_state_dict_create();
     sn->rank = ct_state_dict_create();
-    bool ok = sn->model && sn->optimizer && sn->trainer && sn->rank &&
+    GradScaler *sc = t->state->scaler;
+    bool ok = sn->model && sn->optimizer && sn->scaler && sn->trainer && sn->rank &&
+              (!sc || scaler_state_save(sc, sn->scaler, NULL) == CT_OK) &&
               ckpt_trainer_state(t, sn->trainer) == CT_OK &&
               ckpt_rank_state(t, sn->rank) == CT_OK;
     sn->pos_epoch = t->state->pos_epoch;
@@ -277,6 +299,7 @@ static void restore_snapshot(Trainer *t, const Snapshot *sn)
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", ct_last_error());
     LossTracker lt;
+    if (s->scaler) scaler_state_load(s->scaler, sn->scaler, NULL);
     nn_module_load_state_dict(t->model, sn->model, true, NULL);
     optim_state_load(t->optimizer, sn->optimizer);
     if (ckpt_apply_rank_state(t, sn->rank, &lt, "(snapshot)") == CT_OK) {
@@ -293,6 +316,7 @@ static void snapshot_free(Snapshot *sn)
 {
     ct_state_dict_free(sn->model);
     ct_state_dict_free(sn->optimizer);
+    ct_state_dict_free(sn->scaler);
     ct_state_dict_free(sn->trainer);
     ct_state_dict_free(sn->rank);
 }
@@ -311,6 +335,7 @@ static CtStatus read_checked(Trainer *t, Loaded *l, int64_t pos[3])
                       CKPT_TRAINER, (long long)pos[0], (long long)pos[1]);
     if (st == CT_OK) st = check_model(t, l);
     if (st == CT_OK) st = check_optimizer(t, l);
+    if (st == CT_OK) st = check_scaler(t, l);
     if (st == CT_OK) st = check_callbacks(t, l);
     if (st == CT_OK && t->state->running && t->state->train_dl)
         st = ckpt_check_loader(t, l->trainer, l->dir);

@@ -64,6 +64,10 @@ static CtStatus fill_scheduler(Trainer *t, CtStateDict *out)
 {
     return t->scheduler ? scheduler_state_save(t->scheduler, out) : CT_OK;
 }
+static CtStatus fill_scaler(Trainer *t, CtStateDict *out)
+{
+    return scaler_state_save(t->state->scaler, out, NULL);
+}
 static CtStatus fill_trainer(Trainer *t, CtStateDict *out)
 {
     return ckpt_trainer_state(t, out);
@@ -131,6 +135,8 @@ static CtStatus write_own(Trainer *t, const char *tmp, Written *w)
         st = write_dict(t, tmp, CKPT_OPTIMIZER, fill_optimizer, false, w);
     if (main && st == CT_OK && t->scheduler)
         st = write_dict(t, tmp, CKPT_SCHEDULER, fill_scheduler, false, w);
+    if (main && st == CT_OK && t->state->scaler)
+        st = write_dict(t, tmp, CKPT_SCALER, fill_scaler, false, w);
     if (main && st == CT_OK)
         st = write_dict(t, tmp, CKPT_TRAINER, fill_trainer, false, w);
     if (main && st == CT_OK)

@@ -509,7 +509,8 @@ CtStatus trainer_evaluate(Trainer *t, const EvalArgs *args);
  *
  * trainer_save_state writes everything an exact resume needs into `dir`
  * (docs/checkpoints.md has the layout): the model and the optimizer state
- * keyed by parameter name (safetensors), the scheduler, the trainer's
+ * keyed by parameter name (safetensors), the scheduler, the loss scaler
+ * (scale, growth tracker, skipped steps; when the run has one), the trainer's
  * counters and run history, the position (epoch, next batch), every
  * process's RNG states (the model's generators; the loaders' order is a
  * function of (seed, epoch), so their position is the batch index) and
@@ -539,9 +540,11 @@ CtStatus trainer_save_state(Trainer *t, const char *dir);
  * shapes, dtypes) and optimizer (parameter groups, buffers) before anything
  * changes; a failure leaves the trainer as it was. Errors name the file: a
  * missing, truncated or corrupt file (SHA-256 mismatch), another format
- * version, a mismatched model, optimizer, scheduler or callback list, and
- * in a run, a train loader of another seed, batch size or length. The
- * model, optimizer, RNG states and run history are applied at once; the
+ * version, a mismatched model, optimizer, scheduler or callback list, a
+ * loss scaler state without a scaler in the trainer or the reverse (an
+ * fp16 checkpoint resumed without fp16), and in a run, a train loader of
+ * another seed, batch size or length. The model, optimizer, loss scaler,
+ * RNG states and run history are applied at once; the
  * position, the scheduler state (when no run is active) and the callback
  * states are applied by the next trainer_train, which resumes there.
  * Collective: every process checks the files it reads (the shared ones and

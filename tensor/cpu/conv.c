@@ -5,7 +5,9 @@
  * samples, each pool slot with its own column buffer, claimed one at a
  * time so that a stalled thread on a busy machine holds nobody up;
  * otherwise an OpenMP team shares each sample, splitting im2col/col2im and
- * the gemm's columns.
+ * the gemm's columns. The weight gradient of a batch is summed over
+ * fixed chunks of samples (weight_plan), so it is bitwise the same on any
+ * number of threads.
  * Measured on a 2-core EPYC for BasicNet's and a ResNet-18 stage's shapes
  * (docs/benchmarks.md, "CPU conv2d"): samples-per-thread was 2-7x faster
  * than running samples one by one with OpenBLAS threading the gemm, partly
@@ -71,10 +73,11 @@ static inline void team_barrier(Team t)
 }
 
 typedef struct ConvPlan {
-    bool batch;    /* threads over samples (else they share each sample) */
-    int nt;        /* threads of the parallel region */
-    int64_t col;   /* elements of one column buffer (0: 1x1 conv, none) */
-    int64_t total; /* scratch elements */
+    bool batch;     /* threads over samples (else they share each sample) */
+    int64_t chunks; /* weight gradient: chunks of samples (0: share each) */
+    int nt;         /* threads of the parallel region */
+    int64_t col;    /* elements of one column buffer (0: 1x1 conv, none) */
+    int64_t total;  /* scratch elements */
 } ConvPlan;
 
 /* acc: elements of the per-thread accumulator the batch-parallel path needs. */
@@ -91,6 +94,23 @@ static ConvPlan plan(const CtConv2dParams *p, int64_t acc)
     pl.batch = nt > 1 && p->n >= nt;
     pl.nt = nt;
     pl.total = pl.batch ? pl.nt * (pl.col + acc) : pl.col;
+    return pl;
+}
+
+/* The weight gradient of a batch: the samples in WEIGHT_CHUNKS contiguous
+ * chunks (fewer for a smaller batch), each summed in order into its own
+ * gradient block by one pool item, the blocks then added in chunk order.
+ * The chunks depend on the batch size alone, never on the thread count,
+ * so the gradient is bitwise the same on any number of threads. A single
+ * sample is shared by the threads (plan()). acc: elements of one block. */
+#define WEIGHT_CHUNKS 8
+static ConvPlan weight_plan(const CtConv2dParams *p, int64_t acc)
+{
+    ConvPlan pl = plan(p, acc);
+    if (p->n < 2) return pl;
+    pl.batch = false;
+    pl.chunks = p->n < WEIGHT_CHUNKS ? p->n : WEIGHT_CHUNKS;
+    pl.total = pl.nt * pl.col + pl.chunks * acc;
     return pl;
 }
 

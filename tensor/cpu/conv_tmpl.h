@@ -178,6 +178,7 @@ typedef struct FN(ConvJob) {
     const ConvPlan *pl;
     const T *x, *w, *b, *gy;
     T *y, *gx, *scratch, *blocks;
+    int64_t per; /* samples per weight-gradient chunk */
     bool want_w, want_b;
 } FN(ConvJob);
 
@@ -204,13 +205,15 @@ static void FN(data_item)(void *ctx, int64_t n, int slot)
      FN(slot_col)(j, slot), SOLO);
 }
 
-static void FN(weight_item)(void *ctx, int64_t n, int slot)
+/* Item ch: the samples of chunk ch, in order, into the chunk's own block. */
+static void FN(weight_item)(void *ctx, int64_t ch, int slot)
 {
     const FN(ConvJob) *j = ctx;
     const CtConv2dParams *p = j->p;
     const int64_t nw = p->o * (p->c / p->groups) * p->kh * p->kw;
-    T *acc = j->blocks + (int64_t)slot * (nw + p->o);
-    FN(weight_sample)
+    T *acc = j->blocks + ch * (nw + p->o);
+    const int64_t n1 = (ch + 1) * j->per < p->n ? (ch + 1) * j->per : p->n;
+    for (int64_t n = ch * j->per; n < n1; n++) FN(weight_sample)
     (p, j->gy + n * p->o * p->oh * p->ow, j->x + n * p->c * p->h * p->w,
      j->want_w ? acc : NULL, j->want_b ? acc + nw : NULL, FN(slot_col)(j, slot), SOLO);
 }
@@ -279,17 +282,17 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
         for (int64_t e = 0; e < nw; e++) gw[e] = 0;
     if (gb)
         for (int64_t e = 0; e < nb; e++) gb[e] = 0;
-    ConvPlan pl = plan(p, nw + nb);
+    ConvPlan pl = weight_plan(p, nw + nb);
     T *scratch = NULL;
     Tensor *st =
         scratch_new(&pl, (c->out[0] ? c->out[0] : c->out[1])->dtype, (void **)&scratch);
     if (pl.total && !st) return ct_last_status();
     const int64_t xs = p->c * p->h * p->w, ys = p->o * p->oh * p->ow;
-    if (pl.batch) {
-        /* every slot accumulates into its own (gw, gb) block after the
-         * column buffers; the blocks are summed once all samples are done */
+    if (pl.chunks > 0) {
+        /* every chunk accumulates into its own (gw, gb) block after the
+         * slots' column buffers; the blocks are summed in chunk order */
         T *blocks = scratch + pl.nt * pl.col;
-        for (int64_t e = 0; e < pl.nt * (nw + nb); e++) blocks[e] = 0;
+        for (int64_t e = 0; e < pl.chunks * (nw + nb); e++) blocks[e] = 0;
         FN(ConvJob)
         j = {.p = p,
              .pl = &pl,
@@ -297,11 +300,12 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
              .x = x,
              .scratch = scratch,
              .blocks = blocks,
+             .per = (p->n + pl.chunks - 1) / pl.chunks,
              .want_w = gw != NULL,
              .want_b = gb != NULL};
-        ct_workers_run(p->n, pl.nt, FN(weight_item), &j);
-        for (int k = 0; k < pl.nt; k++) {
-            const T *blk = blocks + (int64_t)k * (nw + nb);
+        ct_workers_run(pl.chunks, pl.nt, FN(weight_item), &j);
+        for (int64_t k = 0; k < pl.chunks; k++) {
+            const T *blk = blocks + k * (nw + nb);
             if (gw)
                 for (int64_t e = 0; e < nw; e++) gw[e] += blk[e];
             if (gb)

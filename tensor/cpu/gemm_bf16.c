@@ -5,15 +5,12 @@
 
 #include "cpu.h"
 #include "gemm_bf16.h"
+#include "isa.h"
 
 bool ct_cpu_bf16_native(void)
 {
-    const char *isa = getenv("CTRAINER_CPU_ISA");
-    if (isa && strcmp(isa, "baseline") == 0) return false;
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
+    return ct_cpu_avx512_native() && __builtin_cpu_supports("avx512bf16");
 #else
     return false;
 #endif

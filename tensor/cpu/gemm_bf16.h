@@ -29,8 +29,9 @@ typedef struct CtGemmBf16 {
     int ldc;
 } CtGemmBf16;
 
-/* Runs g on up to nt threads (pass 1 inside a parallel region). Cannot
- * fail: the packed operands live in per-thread scratch that grows as
+/* Runs g on up to nt threads of the engine pool (workers.h; 1: inline).
+ * The work is split by the shape alone, so C is bitwise the same for any
+ * nt. Cannot fail: the packed operands live in per-thread scratch that grows as
  * needed, and when it cannot grow the product is computed unpacked (slowly,
  * same numerics). */
 void ct_cpu_gemm_bf16(const CtGemmBf16 *g, int nt);

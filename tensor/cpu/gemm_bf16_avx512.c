@@ -14,9 +14,11 @@
  *
  * Loops: for each block of NR columns, for each KC-pair block of k, for each
  * MR-row panel. The B block (NR x KC pairs, 32 KiB) stays in L1 across the
- * row panels; A's KC block stays in L2. Threads take whole column blocks
- * (or row panels when there are fewer column blocks than threads), so no two
- * threads write the same element of C.
+ * row panels; A's KC block stays in L2. Threads (the engine pool, workers.h)
+ * take whole column blocks, or whole row panels when C has fewer than
+ * MIN_COL_ITEMS column blocks; which of the two is a function of the shape
+ * alone. Either way every element of C is summed over k in the same order
+ * by one thread, so the result is bitwise the same for any thread count.
  *
  * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512bf16; called only
  * when the CPU has them (ct_cpu_bf16_native). */
@@ -26,11 +28,13 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include <omp.h>
+#include "workers.h"
 
 #define MR  8
 #define NR  32
 #define KCP 256 /* pairs of k per block */
+/* Column blocks below which pool items are row panels instead. */
+#define MIN_COL_ITEMS 4
 
 static inline __mmask16 lanes(int64_t n)
 {
@@ -230,13 +234,23 @@ static void tile(const Packed *pk, int64_t jt, int64_t it)
         tile_k(pk, jt, it, p0, pk->kp - p0 < KCP ? pk->kp - p0 : KCP);
 }
 
-/* Column block jt: its k blocks outermost, so its B block is reused across
- * the row panels. */
-static void column_block(const Packed *pk, int64_t jt)
+/* Pool item: column block jt, its k blocks outermost, so its B block is
+ * reused across the row panels. */
+static void column_block(void *ctx, int64_t jt, int slot)
 {
+    (void)slot;
+    const Packed *pk = ctx;
     for (int64_t p0 = 0; p0 < pk->kp; p0 += KCP)
         for (int64_t it = 0; it < pk->n_it; it++)
             tile_k(pk, jt, it, p0, pk->kp - p0 < KCP ? pk->kp - p0 : KCP);
+}
+
+/* Pool item: row panel it, every column block. */
+static void row_panel(void *ctx, int64_t it, int slot)
+{
+    (void)slot;
+    const Packed *pk = ctx;
+    for (int64_t jt = 0; jt < pk->n_jt; jt++) tile(pk, jt, it);
 }
 
 void ct_cpu_gemm_bf16_avx512(const CtGemmBf16 *g, int nt)
@@ -259,16 +273,10 @@ void ct_cpu_gemm_bf16_avx512(const CtGemmBf16 *g, int nt)
     pack(bp, g->b, g->trans_b ? g->ldb : 1, g->trans_b ? 1 : g->ldb, g->n, g->k, NR,
          true);
     pk.bp = bp;
-    if (nt > 1 && pk.n_jt >= nt) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t jt = 0; jt < pk.n_jt; jt++) column_block(&pk, jt);
-    } else if (nt > 1) {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t it = 0; it < pk.n_it; it++)
-            for (int64_t jt = 0; jt < pk.n_jt; jt++) tile(&pk, jt, it);
-    } else {
-        for (int64_t jt = 0; jt < pk.n_jt; jt++) column_block(&pk, jt);
-    }
+    if (pk.n_jt >= MIN_COL_ITEMS || pk.n_it == 1)
+        ct_workers_run(pk.n_jt, nt, column_block, &pk);
+    else
+        ct_workers_run(pk.n_it, nt, row_panel, &pk);
 }
 #else
 /* Not an x86-64 build: ct_cpu_bf16_native() is false and this never runs. */

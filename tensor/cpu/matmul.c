@@ -202,33 +202,46 @@ static CtStatus gemm_bf16(const CtMatmulParams *p, const uint16_t *A, const uint
 
 /* --------------------------------------------------------- bf16 autocast */
 
-/* f32 operands computed in bf16 (gemm_bf16.h), threads as for sgemm. */
+/* f32 operands computed in bf16 (gemm_bf16.h), threads as for sgemm: one
+ * GEMM per pool item for a batch of small ones, else the pool inside each
+ * GEMM (an item's GEMM runs inline). */
+typedef struct AutocastJob {
+    const CtMatmulParams *p;
+    const float *a, *b;
+    float *c;
+    int nt; /* threads inside one GEMM */
+} AutocastJob;
+
+static void autocast_item(void *ctx, int64_t i, int slot)
+{
+    (void)slot;
+    const AutocastJob *j = ctx;
+    const CtMatmulParams *p = j->p;
+    CtGemmBf16 g = {.trans_a = p->trans_a,
+                    .trans_b = p->trans_b,
+                    .m = (int)p->m,
+                    .n = (int)p->n,
+                    .k = (int)p->k,
+                    .alpha = (float)p->alpha,
+                    .beta = (float)p->beta,
+                    .a = j->a + i * p->stride_a,
+                    .lda = (int)(p->trans_a ? p->m : p->k),
+                    .b = j->b + i * p->stride_b,
+                    .ldb = (int)(p->trans_b ? p->k : p->n),
+                    .c = j->c + i * p->stride_c,
+                    .ldc = (int)p->n};
+    ct_cpu_gemm_bf16(&g, j->nt);
+}
+
 static void gemm_autocast(const CtMatmulParams *p, const float *a, const float *b,
                           float *c)
 {
-    /* one GEMM per item for a batch of small ones, else threads inside */
     const GemmPlan plan = gemm_plan(p);
     const double mnk = (double)p->m * (double)p->n * (double)p->k;
-    const bool par =
+    const bool per_gemm =
         plan.nt > 1 && p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK;
-    const int nt = par ? 1 : plan.nt;
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t i = 0; i < p->batch; i++) {
-        CtGemmBf16 g = {.trans_a = p->trans_a,
-                        .trans_b = p->trans_b,
-                        .m = (int)p->m,
-                        .n = (int)p->n,
-                        .k = (int)p->k,
-                        .alpha = (float)p->alpha,
-                        .beta = (float)p->beta,
-                        .a = a + i * p->stride_a,
-                        .lda = (int)(p->trans_a ? p->m : p->k),
-                        .b = b + i * p->stride_b,
-                        .ldb = (int)(p->trans_b ? p->k : p->n),
-                        .c = c + i * p->stride_c,
-                        .ldc = (int)p->n};
-        ct_cpu_gemm_bf16(&g, nt);
-    }
+    AutocastJob j = {.p = p, .a = a, .b = b, .c = c, .nt = per_gemm ? 1 : plan.nt};
+    ct_workers_run(p->batch, per_gemm ? plan.nt : 1, autocast_item, &j);
 }
 
 /* ---------------------------------------------------------------- kernel */

@@ -1,19 +1,28 @@
 /* Pooling kernels (POOL2D, POOL2D_BWD), f32 and f64, parallel over the
  * N*C planes: windows overlap inside a plane, never across planes, so the
- * backward scatter needs no atomics. */
+ * backward scatter needs no atomics. The common 2x2 stride-2 max pool of
+ * f32 has an AVX-512 kernel (pool_avx512.c) with the same results. */
 #include <math.h>
 
 #include "../conv.h"
 #include "cpu.h"
+#include "isa.h"
+#include "pool_avx512.h"
 
 void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s);
 
 #define T   float
 #define SFX f32
+/* whether the dtype has a vector 2x2 max kernel here, and the kernel */
+#define NATIVE_2X2()                  ct_cpu_avx512_native()
+#define MAX_2X2(x, w, oh, ow, y, idx) ct_cpu_max_pool_2x2_f32_avx512(x, w, oh, ow, y, idx)
 #include "pool_tmpl.h"
 
 #define T   double
 #define SFX f64
+/* none for f64 */
+#define NATIVE_2X2()                  false
+#define MAX_2X2(x, w, oh, ow, y, idx) (void)0
 #include "pool_tmpl.h"
 
 static CtStatus cpu_pool(const CtOpCall *c)

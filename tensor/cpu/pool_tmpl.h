@@ -1,6 +1,7 @@
 /* Per-dtype pooling loops; included by pool.c once per dtype with T
- * (element type: float, double) and SFX (name suffix: f32, f64) defined.
- * Not a standalone header. */
+ * (element type: float, double), SFX (name suffix: f32, f64), NATIVE_2X2()
+ * and MAX_2X2(x, w, oh, ow, y, idx) (a vector max_plane_2x2, used when
+ * NATIVE_2X2() is true) defined. Not a standalone header. */
 
 #define PT_CAT_(a, b) a##_##b
 #define PT_CAT(a, b)  PT_CAT_(a, b)
@@ -89,9 +90,13 @@ static void FN(pool)(const CtOpCall *c)
     const bool k2 = p->kind == CT_POOL_MAX && p->kh == 2 && p->kw == 2 && p->sh == 2 &&
                     p->sw == 2 && p->ph == 0 && p->pw == 0 && 2 * p->oh <= p->h &&
                     2 * p->ow <= p->w;
+    const bool native = k2 && NATIVE_2X2();
 #pragma omp parallel for if (planes * hw >= CT_CPU_PAR_MIN)
     for (int64_t q = 0; q < planes; q++) {
-        if (k2)
+        if (native)
+            MAX_2X2(x + q * hw, p->w, p->oh, p->ow, y + q * ohw,
+                    idx ? idx + q * ohw : NULL);
+        else if (k2)
             FN(max_plane_2x2)(p, x + q * hw, y + q * ohw, idx ? idx + q * ohw : NULL);
         else if (p->kind == CT_POOL_MAX)
             FN(max_plane)(p, x + q * hw, y + q * ohw, idx ? idx + q * ohw : NULL);
@@ -125,3 +130,5 @@ static void FN(pool_bwd)(const CtOpCall *c)
 /* the parameters too, so the next instantiation defines them afresh */
 #undef T
 #undef SFX
+#undef NATIVE_2X2
+#undef MAX_2X2

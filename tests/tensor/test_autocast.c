@@ -2,6 +2,7 @@
  * the documented tolerance, gradients, the native (avx512_bf16) GEMM engine
  * against the portable one (CTRAINER_CPU_ISA=baseline), bad input. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 
 #include "tensor/cpu/gemm_bf16.h"
@@ -350,6 +351,64 @@ START_TEST(test_gemm_engines)
 }
 END_TEST
 
+/* --------------------------------------------------------- threads */
+
+/* Shapes big enough for the engine pool: a GEMM split into column blocks,
+ * one into row panels (few columns), a batch of small GEMMs one per item,
+ * and conv2d over samples (batch >= threads) and inside one sample. */
+static const OpCase THREAD_CASES[] = {
+    {"linear, column blocks", op_linear, {2, 2}, {{256, 300}, {200, 300}}, 200},
+    {"matmul, row panels", op_matmul, {2, 2}, {{512, 400}, {400, 40}}, 0},
+    {"matmul, batch of small", op_matmul, {3, 3}, {{128, 16, 64}, {128, 64, 16}}, 0},
+    {"conv2d, samples", op_conv, {4, 4}, {{8, 16, 32, 32}, {32, 16, 3, 3}}, 32},
+    {"conv2d, one sample", op_conv, {4, 4}, {{1, 16, 64, 64}, {32, 16, 3, 3}}, 32},
+};
+
+/* The output and every input gradient of c in bf16 on nt threads, as f32
+ * bits: out[0] the output, out[1 + k] input k's gradient. */
+static void thread_run(const OpCase *c, int nt, float *out[4], int64_t n[4])
+{
+    omp_set_num_threads(nt);
+    CtScope *s = ct_scope_open();
+    Tensor *in[3];
+    case_inputs(c, in, true);
+    Tensor *y = in_bf16(c->fn, in);
+    Tensor *loss = tensor_sum(tensor_mul(y, y), 0, NULL, false);
+    ck_assert_int_eq(tensor_backward(loss, NULL), CT_OK);
+    Tensor *t[4] = {y, tensor_grad(in[0]), tensor_grad(in[1]),
+                    in[2] ? tensor_grad(in[2]) : NULL};
+    for (int k = 0; k < 4; k++) {
+        n[k] = t[k] ? tensor_numel(t[k]) : 0;
+        out[k] = malloc((size_t)n[k] * sizeof(float) + 4);
+        if (t[k]) ck_assert_int_eq(tensor_copy_to_host(t[k], out[k], CT_F32), CT_OK);
+    }
+    ct_scope_close(s);
+}
+
+/* bf16 results (forward and backward) are bitwise the same on 1 and 2
+ * threads: the work is split by the shape alone. */
+START_TEST(test_autocast_same_bits_over_threads)
+{
+    int saved = omp_get_max_threads();
+    for (size_t i = 0; i < sizeof THREAD_CASES / sizeof THREAD_CASES[0]; i++) {
+        const OpCase *c = &THREAD_CASES[i];
+        float *a[4], *b[4];
+        int64_t na[4], nb[4];
+        thread_run(c, 1, a, na);
+        thread_run(c, 2, b, nb);
+        for (int k = 0; k < 4; k++) {
+            ck_assert_int_eq(na[k], nb[k]);
+            ck_assert_msg(memcmp(a[k], b[k], (size_t)na[k] * sizeof(float)) == 0,
+                          "%s: %s differs between 1 and 2 threads", c->name,
+                          k ? "a gradient" : "the output");
+            free(a[k]);
+            free(b[k]);
+        }
+    }
+    omp_set_num_threads(saved);
+}
+END_TEST
+
 /* ----------------------------------------------------------- bad input */
 
 START_TEST(test_autocast_state_and_errors)
@@ -394,6 +453,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_autocast_gradients);
     tcase_add_test(tc, test_autocast_baseline_is_rounded_f32);
     tcase_add_test(tc, test_gemm_engines);
+    tcase_add_test(tc, test_autocast_same_bits_over_threads);
     tcase_add_test(tc, test_autocast_state_and_errors);
     suite_add_tcase(s, tc);
     return s;

@@ -1,6 +1,8 @@
 /* Pooling: max, avg (count_include_pad both ways), adaptive avg, ceil_mode:
  * values (PyTorch), gradients, bad input. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -203,6 +205,60 @@ START_TEST(test_max_pool_nan)
 }
 END_TEST
 
+/* f32 2x2 max pooling (values and where the gradient goes) on plane
+ * widths with and without a tail of 16 outputs, odd sizes, many ties, NaN,
+ * +-0 and inf, under CTRAINER_CPU_ISA=isa ("baseline": the scalar kernel);
+ * v gets the output then the input gradient. */
+static void pool_2x2_run(const char *isa, const int64_t shape[4], float *v)
+{
+    if (isa)
+        setenv("CTRAINER_CPU_ISA", isa, 1);
+    else
+        unsetenv("CTRAINER_CPU_ISA");
+    const int64_t n = shape[0] * shape[1] * shape[2] * shape[3];
+    double *d = malloc((size_t)n * sizeof *d);
+    const double special[5] = {NAN, 0.0, -0.0, INFINITY, -INFINITY};
+    for (int64_t i = 0; i < n; i++)
+        d[i] = i % 23 == 7 ? special[i / 23 % 5] : (double)((i * 7919) % 5);
+    Tensor *x = tu_tensor(CT_F32, 4, shape, d);
+    tensor_set_requires_grad(x, true);
+    CtScope *s = ct_scope_open();
+    Tensor *y = tensor_max_pool2d(x, &(CtPool2dArgs){.kernel = {2, 2}});
+    ck_assert_ptr_nonnull(y);
+    Tensor *g64 = tu_rand64(4, tensor_shape(y), -1, 1, 5, false);
+    ck_assert_int_eq(tensor_backward(y, tensor_cast(g64, CT_F32)), CT_OK);
+    tensor_free(g64);
+    ck_assert_int_eq(tensor_copy_to_host(y, v, CT_F32), CT_OK);
+    ck_assert_int_eq(tensor_copy_to_host(tensor_grad(x), v + tensor_numel(y), CT_F32),
+                     CT_OK);
+    ct_scope_close(s);
+    tensor_free(x);
+    free(d);
+    unsetenv("CTRAINER_CPU_ISA");
+}
+
+START_TEST(test_max_pool_2x2_kernels_agree)
+{
+    TU_MEM_BEGIN;
+    static const int64_t SHAPES[][4] = {
+        {2, 3, 9, 70}, {1, 1, 4, 34}, {1, 2, 5, 33}, {3, 2, 24, 24}, {1, 1, 2, 2}};
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++) {
+        const int64_t *sh = SHAPES[i];
+        size_t n = (size_t)(sh[0] * sh[1] * (sh[2] / 2) * (sh[3] / 2) +
+                            sh[0] * sh[1] * sh[2] * sh[3]);
+        float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        pool_2x2_run("baseline", sh, a);
+        pool_2x2_run(NULL, sh, b);
+        ck_assert_msg(memcmp(a, b, n * sizeof *a) == 0,
+                      "shape %lld x %lld: kernels differ", (long long)sh[2],
+                      (long long)sh[3]);
+        free(a);
+        free(b);
+    }
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_max_pool_ties_and_overlap)
 {
     TU_MEM_BEGIN;
@@ -316,6 +372,7 @@ Suite *pool_suite(void)
     tcase_add_test(tc, test_pool_matches_pytorch);
     tcase_add_test(tc, test_max_pool_ties_and_overlap);
     tcase_add_test(tc, test_max_pool_nan);
+    tcase_add_test(tc, test_max_pool_2x2_kernels_agree);
     tcase_add_test(tc, test_pool_gradcheck);
     tcase_add_test(tc, test_pool_bad_input);
     suite_add_tcase(s, tc);

@@ -50,6 +50,7 @@ typedef struct Run {
     Module *model;
     Optimizer *opt;
     NnLoss *loss;
+    GradScaler *scaler; /* NULL: none */
     Trainer *t;
     Dataset *train, *eval;
 } Run;
@@ -60,8 +61,10 @@ static Scheduler *make_sched(Trainer *t, Optimizer *o, void *user)
     return scheduler_step_lr(o, 5, 0.9);
 }
 
-/* extra: callbacks after EarlyStopping (n of them). */
-static void run_init_with(Run *r, uint64_t init_seed, int hidden, int n, Callback **extra)
+/* extra: callbacks after EarlyStopping (n of them); sa: a loss scaler with
+ * these arguments (NULL: none). */
+static void run_init_with(Run *r, uint64_t init_seed, int hidden, int n, Callback **extra,
+                          const ScalerArgs *sa)
 {
     r->init = ct_generator(init_seed, 0);
     r->drop = ct_generator(7, 1);
@@ -74,6 +77,8 @@ static void run_init_with(Run *r, uint64_t init_seed, int hidden, int n, Callbac
         &(AdamArgs){
             .lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01});
     r->loss = nn_loss_mse(CT_REDUCTION_MEAN);
+    r->scaler = sa ? scaler_create(sa) : NULL;
+    ck_assert(!sa || r->scaler);
     Callback *cbs[8] = {callback_early_stopping_create(
         &(EarlyStoppingArgs){.patience = 100, .threshold = 1e-9})};
     for (int i = 0; i < n; i++) cbs[1 + i] = extra[i];
@@ -82,7 +87,8 @@ static void run_init_with(Run *r, uint64_t init_seed, int hidden, int n, Callbac
                                            .loss = r->loss,
                                            .optimizer = r->opt,
                                            .callbacks = cbs,
-                                           .n_callbacks = n});
+                                           .n_callbacks = n,
+                                           .scaler = r->scaler});
     ck_assert_msg(r->t != NULL, "%s", ct_last_error());
     r->train = make_dataset(N_TRAIN, 0);
     r->eval = make_dataset(40, 3);
@@ -93,7 +99,7 @@ static void run_init(Run *r, uint64_t init_seed, int hidden, Callback *extra1,
 {
     Callback *extra[2] = {extra1, extra2};
     run_init_with(r, init_seed, hidden, (extra1 != NULL) + (extra2 != NULL),
-                  extra1 ? extra : extra + 1);
+                  extra1 ? extra : extra + 1, NULL);
 }
 
 static CtStatus run_train(Run *r, int64_t epochs, int workers, const char *resume,
@@ -128,6 +134,7 @@ static void run_free(Run *r)
     trainer_free(r->t);
     nn_loss_free(r->loss);
     optim_free(r->opt);
+    scaler_free(r->scaler);
     nn_module_free(r->model);
     data_dataset_free(r->train);
     data_dataset_free(r->eval);
@@ -273,7 +280,7 @@ static void ema_run(Run *r, uint64_t seed, const char *best_path, int n_more,
             &(ModelEmaArgs){.decay = 0.9, .update_every_step = true}),
         callback_save_best_model_create(&(SaveBestModelArgs){.save_path = best_path})};
     for (int i = 0; i < n_more; i++) cbs[2 + i] = more[i];
-    run_init_with(r, seed, 16, 2 + n_more, cbs);
+    run_init_with(r, seed, 16, 2 + n_more, cbs, NULL);
 }
 
 START_TEST(resume_restores_ema_and_best_model_state)
@@ -452,6 +459,182 @@ START_TEST(mismatched_checkpoints_change_nothing)
 }
 END_TEST
 
+/* MetricsLogger (its rows so far) and StepBasedEvaluation (its count)
+ * survive a mid-epoch resume: the resumed run's CSV and JSON lines files
+ * are byte-identical to the uninterrupted run's. */
+static void logged_run(Run *r, uint64_t seed, const char *dir, const char *name,
+                       Callback *more1, Callback *more2)
+{
+    char csv[160], jsonl[160];
+    snprintf(csv, sizeof csv, "%s/%s.csv", dir, name);
+    snprintf(jsonl, sizeof jsonl, "%s/%s.jsonl", dir, name);
+    Callback *cbs[4] = {callback_metrics_logger_create(
+                            &(MetricsLoggerArgs){.csv_path = csv, .jsonl_path = jsonl}),
+                        callback_step_based_evaluation_create(4), more1, more2};
+    run_init_with(r, seed, 16, 2 + (more1 != NULL) + (more2 != NULL), cbs, NULL);
+}
+
+/* dir/a and dir/b exist, are not empty and hold the same bytes. */
+static void assert_same_file(const char *dir, const char *a, const char *b)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd '%s' && test -s %s && cmp -s %s %s", dir, a, a, b);
+    ck_assert_msg(system(cmd) == 0, "%s and %s differ", a, b);
+}
+
+START_TEST(resume_restores_logger_and_step_eval_state)
+{
+    char dir[64], root[96];
+    temp_dir(dir, sizeof dir);
+    snprintf(root, sizeof root, "%s/ckpt", dir);
+    Run a, b1, b2;
+    logged_run(&a, 1, dir, "a", NULL, NULL);
+    ck_assert_int_eq(run_train(&a, 3, 0, NULL, NULL), CT_OK);
+    logged_run(&b1, 1, dir, "b",
+               callback_checkpoint_create(&(CheckpointArgs){
+                   .dir = root, .every_n_updates = 5, .no_at_end = true}),
+               stopper(33));
+    ck_assert_int_eq(run_train(&b1, 3, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_global_step(b1.t), 33); /* epoch 3, after 2 rows */
+    logged_run(&b2, 5, dir, "b", NULL, NULL);
+    CtStatus st = run_train(&b2, 3, 0, "latest", root);
+    ck_assert_msg(st == CT_OK, "%s", ct_last_error());
+    assert_same_run(&a, &b2);
+    assert_same_file(dir, "a.csv", "b.csv");
+    assert_same_file(dir, "a.jsonl", "b.jsonl");
+    Callback *sa = callback_list_find(trainer_callbacks(a.t), "StepBasedEvaluation");
+    Callback *sb = callback_list_find(trainer_callbacks(b2.t), "StepBasedEvaluation");
+    ck_assert_int_eq(callback_step_based_evaluation_count(sa), 9); /* 3 per epoch */
+    ck_assert_int_eq(callback_step_based_evaluation_count(sb), 9);
+    free_runs(&a, &b1, &b2, dir);
+}
+END_TEST
+
+/* Damaged logger and step-evaluation states are refused by name. */
+START_TEST(bad_logger_and_step_eval_states_are_errors)
+{
+    Callback *ml = callback_metrics_logger_create(&(MetricsLoggerArgs){.csv_path = "x"});
+    Callback *se = callback_step_based_evaluation_create(2);
+    CtStateDict *d = ct_state_dict_create();
+    tu_assert_error(ml->vt->state_load(ml, NULL, d), "'row_epochs' is missing");
+    tu_assert_error(se->vt->state_load(se, NULL, d), "'count' is missing");
+    Tensor *x = tensor_full(1, (const int64_t[]){2}, 1.0, CT_I64, ct_cpu());
+    Tensor *bad = tensor_full(0, NULL, -1.0, CT_F64, ct_cpu());
+    ck_assert_int_eq(ct_state_dict_add(d, "row_epochs", x), CT_OK);
+    ck_assert_int_eq(ct_state_dict_add(d, "count", bad), CT_OK);
+    tu_assert_error(ml->vt->state_load(ml, NULL, d), "'row_columns' is missing");
+    tu_assert_error(se->vt->state_load(se, NULL, d), "'count' is -1, not a count");
+    Tensor *cols = tensor_full(1, (const int64_t[]){2}, 3.0, CT_I64, ct_cpu());
+    ck_assert_int_eq(ct_state_dict_add(d, "row_columns", cols), CT_OK);
+    tu_assert_error(ml->vt->state_load(ml, NULL, d), "state row 0 has 3 columns of 0");
+    tensor_free(x);
+    tensor_free(bad);
+    tensor_free(cols);
+    ct_state_dict_free(d);
+    callback_free(ml);
+    callback_free(se);
+}
+END_TEST
+
+/* ------------------------------------------------------------ loss scaler */
+
+/* A loss scaler on the CPU (given in TrainerConfig: fp16 itself needs
+ * CUDA) at the edge of f32's range: the scale doubles every 3 clean
+ * steps until the scaled gradients overflow, then halves and the step is
+ * skipped, so a run sees growth, back-off and skipped steps. */
+static const ScalerArgs EDGE_SCALER = {.init_scale = 0x1p124, .growth_interval = 3};
+
+static void scaled_run(Run *r, uint64_t seed, Callback *extra1, Callback *extra2,
+                       const ScalerArgs *sa)
+{
+    Callback *extra[2] = {extra1, extra2};
+    run_init_with(r, seed, 16, (extra1 != NULL) + (extra2 != NULL), extra, sa);
+}
+
+/* Every entry of the scalers' states (scale, growth tracker, skipped
+ * steps, factors, interval) is equal; returns the skipped steps. */
+static double assert_same_scaler(const GradScaler *a, const GradScaler *b)
+{
+    CtStateDict *da = ct_state_dict_create(), *db = ct_state_dict_create();
+    ck_assert_int_eq(scaler_state_save(a, da, NULL), CT_OK);
+    ck_assert_int_eq(scaler_state_save(b, db, NULL), CT_OK);
+    ck_assert_int_eq(ct_state_dict_size(da), ct_state_dict_size(db));
+    for (int64_t i = 0; i < ct_state_dict_size(da); i++) {
+        const char *name = ct_state_dict_name(da, i);
+        double x, y;
+        tensor_copy_to_host(ct_state_dict_get(da, name), &x, CT_F64);
+        tensor_copy_to_host(ct_state_dict_get(db, name), &y, CT_F64);
+        ck_assert_msg(x == y, "scaler %s: %g vs %g", name, x, y);
+    }
+    double skipped;
+    tensor_copy_to_host(ct_state_dict_get(da, "skipped_steps"), &skipped, CT_F64);
+    ct_state_dict_free(da);
+    ct_state_dict_free(db);
+    return skipped;
+}
+
+/* Stopped at update 17 and resumed from the update-15 checkpoint by a
+ * trainer whose scaler starts elsewhere: the same weights, scale, growth
+ * tracker and skipped-step history as the uninterrupted run. */
+START_TEST(resume_restores_loss_scaler_state)
+{
+    char dir[64];
+    temp_dir(dir, sizeof dir);
+    Run a, b1, b2;
+    scaled_run(&a, 1, NULL, NULL, &EDGE_SCALER);
+    ck_assert_int_eq(run_train(&a, 3, 0, NULL, NULL), CT_OK);
+    scaled_run(&b1, 1,
+               callback_checkpoint_create(&(CheckpointArgs){
+                   .dir = dir, .every_n_updates = 5, .no_at_end = true}),
+               stopper(17), &EDGE_SCALER);
+    ck_assert_int_eq(run_train(&b1, 3, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_global_step(b1.t), 17);
+    scaled_run(&b2, 99, NULL, NULL, &(ScalerArgs){0});
+    CtStatus st = run_train(&b2, 3, 0, "latest", dir);
+    ck_assert_msg(st == CT_OK, "%s", ct_last_error());
+    assert_same_run(&a, &b2);
+    ck_assert_double_gt(assert_same_scaler(a.scaler, b2.scaler), 2);
+    assert_same_history(a.t, b2.t, "skipped_steps");
+    free_runs(&a, &b1, &b2, dir);
+}
+END_TEST
+
+/* trainer_save_state / trainer_load_state carry the scaler exactly; a
+ * scaler state without a scaler in the trainer, or the reverse, is refused
+ * with nothing changed. */
+START_TEST(scaler_state_round_trip_and_mismatch)
+{
+    char dir[64], ckpt[128], plain[128];
+    temp_dir(dir, sizeof dir);
+    snprintf(ckpt, sizeof ckpt, "%s/scaled", dir);
+    snprintf(plain, sizeof plain, "%s/plain", dir);
+    Run a, b, c;
+    scaled_run(&a, 1, NULL, NULL, &EDGE_SCALER);
+    ck_assert_int_eq(run_train(&a, 1, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_save_state(a.t, ckpt), CT_OK);
+    scaled_run(&b, 2, NULL, NULL, &(ScalerArgs){.init_scale = 8, .growth_interval = 7});
+    ck_assert_int_eq(trainer_load_state(b.t, ckpt), CT_OK);
+    assert_same_scaler(a.scaler, b.scaler);
+    ck_assert_double_eq(scaler_get_scale(b.scaler), scaler_get_scale(a.scaler));
+
+    run_init(&c, 3, 16, NULL, NULL);
+    assert_load_fails(&c, ckpt,
+                      "it holds a loss scaler state (scaler.safetensors), the "
+                      "run has no loss scaler");
+    ck_assert_int_eq(trainer_save_state(c.t, plain), CT_OK);
+    run_free(&b);
+    scaled_run(&b, 4, NULL, NULL, &(ScalerArgs){.init_scale = 8, .growth_interval = 7});
+    ck_assert_int_eq(trainer_load_state(b.t, plain), CT_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), "the run has a loss scaler, the "
+                                                  "checkpoint no scaler.safetensors"));
+    ck_assert_double_eq(scaler_get_scale(b.scaler), 8);
+    run_free(&a);
+    run_free(&b);
+    run_free(&c);
+    tu_remove_dir(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------ SIGKILL */
 
 /* A child saves checkpoints in a loop and is killed at a varying moment;
@@ -543,6 +726,10 @@ static Suite *suite(void)
     tcase_add_test(tc, resume_restores_ema_and_best_model_state);
     tcase_add_test(tc, damaged_checkpoints_are_clear_errors);
     tcase_add_test(tc, mismatched_checkpoints_change_nothing);
+    tcase_add_test(tc, resume_restores_logger_and_step_eval_state);
+    tcase_add_test(tc, bad_logger_and_step_eval_states_are_errors);
+    tcase_add_test(tc, resume_restores_loss_scaler_state);
+    tcase_add_test(tc, scaler_state_round_trip_and_mismatch);
     tcase_add_test(tc, sigkill_during_saves_leaves_a_loadable_latest);
     tcase_add_test(tc, same_seed_same_bits_over_threads_and_workers);
     tcase_add_test(tc, checkpoint_callback_bad_args);

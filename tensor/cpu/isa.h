@@ -1,0 +1,12 @@
+/* Private to tensor/cpu: which vector extensions the kernels may use. */
+#ifndef CTRAINER_TENSOR_CPU_ISA_H
+#define CTRAINER_TENSOR_CPU_ISA_H
+
+#include <stdbool.h>
+
+/* Whether the CPU has AVX-512 F/BW/VL/DQ and CTRAINER_CPU_ISA does not say
+ * "baseline" (which forces the portable kernels, for tests). Checked at
+ * each call (once per op). */
+bool ct_cpu_avx512_native(void);
+
+#endif
