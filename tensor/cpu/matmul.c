@@ -15,6 +15,7 @@
 
 #include "cpu.h"
 #include "gemm_bf16.h"
+#include "sgemm.h"
 #include "workers.h"
 
 /* Work (m*n*k summed over the batch) below which a matmul runs on the
@@ -61,6 +62,7 @@ static GemmPlan gemm_plan(const CtMatmulParams *p)
 typedef struct GemmJob {
     const CtMatmulParams *p;
     GemmPlan g;
+    CtSgemmIsa isa; /* f32: the engine of sgemm.h, or NONE for OpenBLAS */
     const void *A, *B;
     void *C;
 } GemmJob;
@@ -85,15 +87,16 @@ typedef struct GemmJob {
         const int64_t len = j->g.rows ? m : n;                                           \
         const int bl = (int)(len - s0 < j->g.step ? len - s0 : j->g.step);               \
         if (j->g.rows)                                                                   \
-            GEMM(CblasRowMajor, ta, tb, bl, n, k, (T)p->alpha,                           \
-                 a + (p->trans_a ? s0 : s0 * lda), lda, b, ldb, (T)p->beta, c + s0 * n,  \
-                 n);                                                                     \
+            GEMM(j, ta, tb, bl, n, k, (T)p->alpha, a + (p->trans_a ? s0 : s0 * lda),     \
+                 lda, b, ldb, (T)p->beta, c + s0 * n, n);                                \
         else                                                                             \
-            GEMM(CblasRowMajor, ta, tb, m, bl, k, (T)p->alpha, a, lda,                   \
+            GEMM(j, ta, tb, m, bl, k, (T)p->alpha, a, lda,                               \
                  b + (p->trans_b ? s0 * ldb : s0), ldb, (T)p->beta, c + s0, n);          \
     }
-GEMM_ITEM(sgemm_item, float, cblas_sgemm)
-GEMM_ITEM(dgemm_item, double, cblas_dgemm)
+#define SGEMM_BLOCK(j, ...) ct_cpu_sgemm_cblas((j)->isa, __VA_ARGS__)
+#define DGEMM_BLOCK(j, ...) cblas_dgemm(CblasRowMajor, __VA_ARGS__)
+GEMM_ITEM(sgemm_item, float, SGEMM_BLOCK)
+GEMM_ITEM(dgemm_item, double, DGEMM_BLOCK)
 
 /* C = beta * C for every matrix (k == 0: the product is empty). */
 static void scale_c(const CtMatmulParams *p, CtDType dt, void *C)
@@ -121,7 +124,8 @@ static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void 
         scale_c(p, dt, C);
         return;
     }
-    GemmJob j = {.p = p, .g = gemm_plan(p), .A = A, .B = B, .C = C};
+    GemmJob j = {.p = p, .g = gemm_plan(p), .isa = CT_SGEMM_NONE, .A = A, .B = B, .C = C};
+    if (dt == CT_F32 && ct_cpu_sgemm_picks(p->m, p->n, p->k)) j.isa = ct_cpu_sgemm_isa();
     ct_workers_run(p->batch * j.g.blocks, j.g.nt, dt == CT_F32 ? sgemm_item : dgemm_item,
                    &j);
 }
