@@ -5,12 +5,12 @@
  * the trans flag is set (A then stored (k, m), B stored (n, k)). beta == 0
  * never reads C. Single-threaded: callers split C into blocks (matmul.c).
  *
- * Two micro-kernels from one template (sgemm_tmpl.h): AVX-512 (6 x 32, 12
+ * Two micro-kernels from one template (sgemm_tmpl.h): AVX-512 (8 x 32, 16
  * zmm accumulators) and AVX2/FMA (6 x 16, 12 ymm accumulators), chosen at
  * run time by CPUID. Both compute every element of C the same way: its
  * products summed in k order with fused multiply-adds, restarting at each
- * block of SGEMM_KC values of k, each block's sum then scaled by alpha and
- * added to C. So the two ISA paths, any split of C into blocks and any
+ * block of k (SGEMM_KC), each block's sum then scaled by alpha and added
+ * to C. So the two ISA paths, any split of C into blocks and any
  * thread count give bitwise identical results; OpenBLAS sums in another
  * order (rounding differs from it in the last bits).
  *
@@ -23,10 +23,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SGEMM_MR 6
+/* Blocking: k in near-equal blocks of at most SGEMM_KC (the one blocking
+ * that shapes the results), columns in blocks of SGEMM_NC. */
 #define SGEMM_KC 256
-#define SGEMM_MC 96
 #define SGEMM_NC 512
+/* A row-major B is read in place (not packed) when m is at most this. */
+#define SGEMM_B_IN_PLACE_MAX_M 128
 
 typedef struct CtSgemm {
     bool trans_a, trans_b;

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #define VEC           __m256
+#define MR            6
 #define VL            8
 #define VLOAD(p)      _mm256_loadu_ps(p)
 #define VSTORE(p, v)  _mm256_storeu_ps(p, v)

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #define VEC           __m512
+#define MR            8
 #define VL            16
 #define VLOAD(p)      _mm512_loadu_ps(p)
 #define VSTORE(p, v)  _mm512_storeu_ps(p, v)

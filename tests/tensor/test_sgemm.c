@@ -108,7 +108,7 @@ START_TEST(test_sgemm_values)
 }
 END_TEST
 
-/* k over one block of SGEMM_KC, n over SGEMM_NC, m over SGEMM_MC; alpha and
+/* k over one block of SGEMM_KC, n over SGEMM_NC, m over many row panels; alpha and
  * beta other than 0 and 1 */
 START_TEST(test_sgemm_blocks_alpha_beta)
 {
@@ -116,7 +116,7 @@ START_TEST(test_sgemm_blocks_alpha_beta)
         int m, n, k;
         float alpha, beta;
     } cases[] = {
-        {SGEMM_MC + 5, 40, SGEMM_KC * 2 + 3, 1, 1},
+        {101, 40, SGEMM_KC * 2 + 3, 1, 1},
         {13, SGEMM_NC + 37, 300, 0.5f, -2},
         {32, 128, 784, 2, 0.25f},
         {3, 5, 9216, 1, 0},
