@@ -28,17 +28,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench.h"
 #include "ctrainer/ctrainer.h"
 
 #define MEAN 0.2860
 #define STD  0.3530
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* u8 (B, 1, 28, 28) batch -> f32 (B, 784) in [0, 1] */
 static CtStatus collate_mlp(const DataSample *s, int64_t n, DataBatch *out, void *user)
@@ -72,14 +66,15 @@ static CtStatus collate_basicnet(const DataSample *s, int64_t n, DataBatch *out,
 
 typedef struct EpochTimer {
     Callback base;
-    double t0;
+    double t0, c0; /* wall and process CPU seconds at the epoch start */
     double last_loss;
 } EpochTimer;
 
 static CtStatus et_start(Callback *cb, Trainer *t)
 {
     (void)t;
-    ((EpochTimer *)cb)->t0 = now();
+    ((EpochTimer *)cb)->t0 = bench_now();
+    ((EpochTimer *)cb)->c0 = bench_cpu_now();
     return CT_OK;
 }
 
@@ -98,9 +93,10 @@ static CtStatus et_step_end(Callback *cb, Trainer *t, const DataBatch *b,
 static CtStatus et_end(Callback *cb, Trainer *t)
 {
     EpochTimer *e = (EpochTimer *)cb;
-    double dt = now() - e->t0;
-    printf("epoch_s %.4f step_ms %.4f last_loss %.4f\n", dt,
-           1e3 * dt / (double)trainer_train_dataloader_len(t), e->last_loss);
+    double dt = bench_now() - e->t0, dc = bench_cpu_now() - e->c0;
+    double steps = (double)trainer_train_dataloader_len(t);
+    printf("epoch_s %.4f step_ms %.4f cpu_s %.4f cpu_step_ms %.4f last_loss %.4f\n", dt,
+           1e3 * dt / steps, dc, 1e3 * dc / steps, e->last_loss);
     fflush(stdout);
     return CT_OK;
 }

@@ -1,4 +1,6 @@
-/* MATMUL: batched GEMM through OpenBLAS (CtMatmulParams in internal.h).
+/* MATMUL: batched GEMM (CtMatmulParams in internal.h). f32 runs on the
+ * engine of sgemm.h for the shapes it wins (ct_cpu_sgemm_picks), else on
+ * OpenBLAS, as do f64 and bf16.
  *
  * Threading: OpenBLAS runs single-threaded (openblas_set_num_threads(1)
  * when the CPU backend starts) and GEMM parallelism comes from the engine
@@ -42,7 +44,10 @@ typedef struct GemmPlan {
     bool rows;      /* blocks of rows of C (else columns) */
 } GemmPlan;
 
-static GemmPlan gemm_plan(const CtMatmulParams *p)
+/* engine: the f32 engine of sgemm.h runs the blocks. Its results do not
+ * depend on the blocks, so on one thread it takes the whole GEMM, and its
+ * blocks are whole 32-wide tiles. */
+static GemmPlan gemm_plan(const CtMatmulParams *p, bool engine)
 {
     double mnk = (double)p->m * (double)p->n * (double)p->k;
     GemmPlan g = {.nt = ct_workers_max(), .blocks = 1, .rows = p->m >= p->n};
@@ -50,10 +55,10 @@ static GemmPlan gemm_plan(const CtMatmulParams *p)
     bool small = mnk * (double)p->batch < PAR_MIN_MNK;
     bool per_gemm = p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK;
     if (small) g.nt = 1;
-    if (!small && !per_gemm) {
-        int64_t len = g.step, most = len / SPLIT_MIN_EDGE;
+    if (!small && !per_gemm && !(engine && g.nt == 1)) {
+        int64_t len = g.step, most = len / SPLIT_MIN_EDGE, unit = engine ? 32 : 16;
         g.blocks = most < SPLIT_BLOCKS ? (most > 1 ? most : 1) : SPLIT_BLOCKS;
-        g.step = ((len + g.blocks - 1) / g.blocks + 15) / 16 * 16;
+        g.step = ((len + g.blocks - 1) / g.blocks + unit - 1) / unit * unit;
         g.blocks = (len + g.step - 1) / g.step;
     }
     return g;
@@ -124,8 +129,9 @@ static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void 
         scale_c(p, dt, C);
         return;
     }
-    GemmJob j = {.p = p, .g = gemm_plan(p), .isa = CT_SGEMM_NONE, .A = A, .B = B, .C = C};
+    GemmJob j = {.p = p, .isa = CT_SGEMM_NONE, .A = A, .B = B, .C = C};
     if (dt == CT_F32 && ct_cpu_sgemm_picks(p->m, p->n, p->k)) j.isa = ct_cpu_sgemm_isa();
+    j.g = gemm_plan(p, j.isa != CT_SGEMM_NONE);
     ct_workers_run(p->batch * j.g.blocks, j.g.nt, dt == CT_F32 ? sgemm_item : dgemm_item,
                    &j);
 }
@@ -211,7 +217,7 @@ static void gemm_autocast(const CtMatmulParams *p, const float *a, const float *
                           float *c)
 {
     /* one GEMM per item for a batch of small ones, else threads inside */
-    const GemmPlan plan = gemm_plan(p);
+    const GemmPlan plan = gemm_plan(p, false);
     const double mnk = (double)p->m * (double)p->n * (double)p->k;
     const bool par =
         plan.nt > 1 && p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK;

@@ -28,12 +28,14 @@ CtSgemmIsa ct_cpu_sgemm_isa(void)
 
 /* OpenBLAS keeps the thin shapes: a narrow C (n below two AVX2 panels)
  * wastes most of the engine's 16- or 32-wide tiles, and a few rows or a
- * short k do not pay for its per-tile epilogue (bench_engines, 1 thread:
- * the engine wins 32x128x784 Bᵀ 90 vs 78 GFLOP/s and loses 32x10x64 Bᵀ
- * 20 vs 36; docs/benchmarks.md). */
+ * short k do not pay for its per-tile epilogue and packing. k < 64 also
+ * covers the weight gradients at batch 32: the engine wins them alone
+ * (bench_engines: 128x784x32 Aᵀ 88 vs 86 GFLOP/s) but loses inside a
+ * training step, where OpenBLAS's unpacked small-matrix kernels touch less
+ * memory (MLP epoch CPU time +10%; docs/benchmarks.md). */
 bool ct_cpu_sgemm_picks(int64_t m, int64_t n, int64_t k)
 {
-    return m >= 16 && n >= 32 && k >= 16 && ct_cpu_sgemm_isa() != CT_SGEMM_NONE;
+    return m >= 16 && n >= 32 && k >= 64 && ct_cpu_sgemm_isa() != CT_SGEMM_NONE;
 }
 
 bool ct_cpu_sgemm_run(const CtSgemm *g, CtSgemmIsa isa)
