@@ -45,14 +45,6 @@
 
 void openblas_set_num_threads(int n);
 
-/* The clock of every measurement (BENCH_CLOCK). */
-static double now(void)
-{
-    static int cpu = -1;
-    if (cpu < 0) cpu = getenv("BENCH_CLOCK") && strcmp(getenv("BENCH_CLOCK"), "cpu") == 0;
-    return cpu ? bench_cpu_now() : bench_now();
-}
-
 #define FMA_ITERS 20000000L
 
 __attribute__((target("avx512f"))) static float fma_avx512(long iters)
@@ -87,14 +79,14 @@ static double peak(float (*fn)(long), int lanes, int nt)
     double best = 0;
     volatile float sink = 0;
     for (int r = 0; r < 3; r++) {
-        double t0 = now();
+        double t0 = bench_clock();
 #pragma omp parallel num_threads(nt)
         {
             float s = fn(FMA_ITERS / 4);
 #pragma omp atomic
             sink += s;
         }
-        double g = 2.0 * 12 * lanes * (FMA_ITERS / 4) * nt / (now() - t0) / 1e9;
+        double g = 2.0 * 12 * lanes * (FMA_ITERS / 4) * nt / (bench_clock() - t0) / 1e9;
         best = g > best ? g : best;
     }
     (void)sink;
@@ -154,11 +146,11 @@ static double gflops(int engine, const Shape *s, const Operands *o)
     double best = 0;
     for (int r = 0; r < 6; r++) {
         long reps = 0;
-        double t0 = now(), dt;
+        double t0 = bench_clock(), dt;
         do {
             call(engine, s, o);
             reps++;
-        } while ((dt = now() - t0) < 0.01);
+        } while ((dt = bench_clock() - t0) < 0.01);
         double g = 2.0 * s->m * s->n * (double)s->k * (double)reps / dt / 1e9;
         if (r > 0 && g > best) best = g;
     }
