@@ -83,6 +83,15 @@ static void check_run(CtSgemm *g, CtSgemmIsa isa)
     free(c0);
 }
 
+/* f32 tensor of values in [-1, 1), owned by the open scope. */
+static Tensor *rand_f32(int64_t rows, int64_t cols, unsigned seed)
+{
+    Tensor *r = tu_rand64(2, (const int64_t[]){rows, cols}, -1, 1, seed, false);
+    Tensor *t = tensor_cast(r, CT_F32);
+    tensor_free(r);
+    return t;
+}
+
 static bool has_isa(CtSgemmIsa isa)
 {
     unsetenv("CTRAINER_CPU_ISA");
@@ -164,11 +173,8 @@ START_TEST(test_sgemm_threads_bitwise)
     const int64_t shapes[][3] = {
         {32, 784, 128}, {784, 96, 128}, {131, 97, 83}, {64, 9216, 128}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
-        Tensor *a =
-            tensor_cast(tu_rand64(2, shapes[i], -1, 1, 40 + (unsigned)i, false), CT_F32);
-        Tensor *b = tensor_cast(
-            tu_rand64(2, (const int64_t[]){shapes[i][1], shapes[i][2]}, -1, 1, 50, false),
-            CT_F32);
+        Tensor *a = rand_f32(shapes[i][0], shapes[i][1], 40 + (unsigned)i);
+        Tensor *b = rand_f32(shapes[i][1], shapes[i][2], 50);
         int64_t n = shapes[i][0] * shapes[i][2];
         float *out[3];
         for (int r = 0; r < 3; r++) {
