@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gemm_bf16.h"
+
 /* Blocking: k in near-equal blocks of at most SGEMM_KC (the one blocking
  * that shapes the results), columns in blocks of SGEMM_NC. */
 #define SGEMM_KC 256
@@ -30,17 +32,8 @@
 /* A row-major B is read in place (not packed) when m is at most this. */
 #define SGEMM_B_IN_PLACE_MAX_M 128
 
-typedef struct CtSgemm {
-    bool trans_a, trans_b;
-    int m, n, k;
-    float alpha, beta;
-    const float *a;
-    int lda;
-    const float *b;
-    int ldb;
-    float *c;
-    int ldc;
-} CtSgemm;
+/* The GEMM's operands: the same block as the bf16-autocast GEMM's. */
+typedef CtGemmBf16 CtSgemm;
 
 typedef enum CtSgemmIsa { CT_SGEMM_NONE, CT_SGEMM_AVX2, CT_SGEMM_AVX512 } CtSgemmIsa;
 
