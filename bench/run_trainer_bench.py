@@ -31,7 +31,7 @@ Workloads:
 With --clock cpu every figure is process CPU seconds (epoch: the process's
 CPU time over the epoch; process: user + system time) instead of wall time:
 on a machine shared with other work, pinned (taskset) to one core with
-OMP_NUM_THREADS=1 and PyTorch's 1-thread configurations, this is the cost
+OMP_NUM_THREADS=1 and PyTorch probed on 1 thread only, this is the cost
 each side actually ran, not its waits for the core. It says nothing about
 how threads scale; final ratios still need wall time on an idle machine.
 With --busy a busy loop occupies one core for the whole run, and ctrainer
@@ -118,7 +118,8 @@ def best_torch(name):
     """(threads, blas) of the fastest PyTorch probe for workload name."""
     res = []
     for blas in BLAS:
-        for threads in (1, 2):
+        # CPU seconds of 2 threads count their spin-waits: 1 thread only
+        for threads in (1,) if CPU_CLOCK else (1, 2):
             env, _ = torch_env(threads, blas)
             out, _, _ = run(torch_cmd(PROBE[name], threads), env)
             res.append((last(out, key("step_ms")), threads, blas))
