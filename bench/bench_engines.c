@@ -9,8 +9,12 @@
  * OpenMP thread. Then, per shape, GFLOP/s (2*m*n*k per GEMM) and % of the
  * 1-thread AVX-512 peak (x threads for the multi-threaded columns) for:
  *   blas1 / blas2   cblas_sgemm on OpenBLAS's own 1 / 2 threads
- *   ct              ctrainer's engine: tensor_matmul on the CPU backend
- *                   (its OpenMP threads, OMP_NUM_THREADS)
+ *   own1            the f32 GEMM engine's kernel (tensor/cpu/sgemm.h) called
+ *                   directly, 1 thread, whatever shape (CTRAINER_CPU_ISA=avx2
+ *                   for its AVX2 kernel)
+ *   ct              tensor_matmul on the CPU backend (the engine or OpenBLAS
+ *                   per shape, output allocation included), its OpenMP
+ *                   threads (OMP_NUM_THREADS)
  *   dnnl1 / dnnl2   oneDNN's dnnl_sgemm on 1 / 2 OpenMP threads (built only
  *                   where <dnnl.h> exists: apt-get install libdnnl-dev)
  * Shapes are row-major C (m, n) = op(A) (m, k) op(B) (k, n): each linear
@@ -18,6 +22,9 @@
  * each conv's per-sample im2col GEMMs (forward w col, data wᵀ gy, weight
  * gy colᵀ) and, for ResNet-18, the same with the batch's columns side by
  * side (n or k times the batch). Best of 5 samples of at least 10 ms.
+ * BENCH_CLOCK=cpu times in process CPU seconds instead of wall seconds:
+ * on a busy machine with OMP_NUM_THREADS=1, the kernels' own speed (the
+ * multi-thread columns then read as per-CPU-second rates).
  */
 #include <cblas.h>
 #include <immintrin.h>
@@ -27,6 +34,7 @@
 
 #include "bench.h"
 #include "ctrainer/ctrainer.h"
+#include "tensor/cpu/sgemm.h"
 
 #if __has_include(<dnnl.h>)
 #include <dnnl.h>
@@ -71,14 +79,14 @@ static double peak(float (*fn)(long), int lanes, int nt)
     double best = 0;
     volatile float sink = 0;
     for (int r = 0; r < 3; r++) {
-        double t0 = bench_now();
+        double t0 = bench_clock();
 #pragma omp parallel num_threads(nt)
         {
             float s = fn(FMA_ITERS / 4);
 #pragma omp atomic
             sink += s;
         }
-        double g = 2.0 * 12 * lanes * (FMA_ITERS / 4) * nt / (bench_now() - t0) / 1e9;
+        double g = 2.0 * 12 * lanes * (FMA_ITERS / 4) * nt / (bench_clock() - t0) / 1e9;
         best = g > best ? g : best;
     }
     (void)sink;
@@ -113,11 +121,15 @@ typedef struct Operands {
     Tensor *va, *vb; /* op(A), op(B) as tensor views */
 } Operands;
 
-enum { BLAS, CT, DNNL };
+enum { BLAS, OWN, CT, DNNL };
 
 static void call(int engine, const Shape *s, const Operands *o)
 {
     if (engine == BLAS) blas(s, o->a, o->b, o->c);
+    if (engine == OWN)
+        ct_cpu_sgemm_cblas(ct_cpu_sgemm_isa(), s->ta ? CblasTrans : CblasNoTrans,
+                           s->tb ? CblasTrans : CblasNoTrans, s->m, s->n, s->k, 1, o->a,
+                           s->ta ? s->m : s->k, o->b, s->tb ? s->k : s->n, 0, o->c, s->n);
 #if HAVE_DNNL
     if (engine == DNNL) dnnl(s, o->a, o->b, o->c);
 #endif
@@ -134,11 +146,11 @@ static double gflops(int engine, const Shape *s, const Operands *o)
     double best = 0;
     for (int r = 0; r < 6; r++) {
         long reps = 0;
-        double t0 = bench_now(), dt;
+        double t0 = bench_clock(), dt;
         do {
             call(engine, s, o);
             reps++;
-        } while ((dt = bench_now() - t0) < 0.01);
+        } while ((dt = bench_clock() - t0) < 0.01);
         double g = 2.0 * s->m * s->n * (double)s->k * (double)reps / dt / 1e9;
         if (r > 0 && g > best) best = g;
     }
@@ -198,9 +210,9 @@ int main(void)
            p512, nt, peak(fma_avx512, 16, nt), p256, nt, peak(fma_avx2, 8, nt));
     printf("%% of peak: 1-thread columns vs %.1f, multi-thread vs %d x %.1f\n", p512, nt,
            p512);
-    printf("| shape | m x n x k | blas1 | blas2 | ct (%d thr) |%s\n", nt,
+    printf("| shape | m x n x k | blas1 | blas2 | own1 | ct (%d thr) |%s\n", nt,
            HAVE_DNNL ? " dnnl1 | dnnl2 |" : "");
-    printf("|---|---|---|---|---|%s\n", HAVE_DNNL ? "---|---|" : "");
+    printf("|---|---|---|---|---|---|%s\n", HAVE_DNNL ? "---|---|" : "");
     for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++) {
         const Shape *s = &SHAPES[i];
         size_t na = (size_t)s->m * s->k, nb = (size_t)s->k * s->n,
@@ -208,7 +220,7 @@ int main(void)
         float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4);
         for (size_t j = 0; j < na; j++) a[j] = (float)(j % 7) * 0.1f;
         for (size_t j = 0; j < nb; j++) b[j] = (float)(j % 5) * 0.1f;
-        double g[5];
+        double g[6];
         Operands o = {.a = a, .b = b, .c = c};
         Tensor *ta, *tb;
         make_views(s, &o, &ta, &tb);
@@ -217,24 +229,27 @@ int main(void)
         openblas_set_num_threads(nt);
         g[1] = gflops(BLAS, s, &o);
         openblas_set_num_threads(1); /* the CPU backend's setting */
-        g[2] = gflops(CT, s, &o);
+        g[2] = gflops(OWN, s, &o);
+        g[3] = gflops(CT, s, &o);
 #if HAVE_DNNL
         omp_set_num_threads(1);
-        g[3] = gflops(DNNL, s, &o);
-        omp_set_num_threads(nt);
         g[4] = gflops(DNNL, s, &o);
+        omp_set_num_threads(nt);
+        g[5] = gflops(DNNL, s, &o);
 #endif
         if (o.va != ta) tensor_free(o.va);
         if (o.vb != tb) tensor_free(o.vb);
         tensor_free(ta);
         tensor_free(tb);
-        printf("| %s | %dx%dx%d%s%s | %.0f (%.0f%%) | %.0f (%.0f%%) | %.0f (%.0f%%) |",
-               s->what, s->m, s->n, s->k, s->ta ? " Aᵀ" : "", s->tb ? " Bᵀ" : "", g[0],
-               100 * g[0] / p512, g[1], 100 * g[1] / (nt * p512), g[2],
-               100 * g[2] / (nt * p512));
+        printf(
+            "| %s | %dx%dx%d%s%s | %.0f (%.0f%%) | %.0f (%.0f%%) | %.0f (%.0f%%) | %.0f "
+            "(%.0f%%) |",
+            s->what, s->m, s->n, s->k, s->ta ? " Aᵀ" : "", s->tb ? " Bᵀ" : "", g[0],
+            100 * g[0] / p512, g[1], 100 * g[1] / (nt * p512), g[2], 100 * g[2] / p512,
+            g[3], 100 * g[3] / (nt * p512));
 #if HAVE_DNNL
-        printf(" %.0f (%.0f%%) | %.0f (%.0f%%) |", g[3], 100 * g[3] / p512, g[4],
-               100 * g[4] / (nt * p512));
+        printf(" %.0f (%.0f%%) | %.0f (%.0f%%) |", g[4], 100 * g[4] / p512, g[5],
+               100 * g[5] / (nt * p512));
 #endif
         printf("\n");
         fflush(stdout);

@@ -36,17 +36,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench.h"
 #include "ctrainer/ctrainer.h"
 
 #define MEAN 0.2860
 #define STD  0.3530
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* u8 (B, 1, 28, 28) batch -> f32 (B, 784) in [0, 1] */
 static CtStatus collate_mlp(const DataSample *s, int64_t n, DataBatch *out, void *user)
@@ -80,7 +74,7 @@ static CtStatus collate_basicnet(const DataSample *s, int64_t n, DataBatch *out,
 
 typedef struct EpochTimer {
     Callback base;
-    double t0;
+    double t0, c0; /* wall and process CPU seconds at the epoch start */
     double last_loss;
     int64_t batch_images; /* > 0: print images/s */
 } EpochTimer;
@@ -88,7 +82,8 @@ typedef struct EpochTimer {
 static CtStatus et_start(Callback *cb, Trainer *t)
 {
     (void)t;
-    ((EpochTimer *)cb)->t0 = now();
+    ((EpochTimer *)cb)->t0 = bench_now();
+    ((EpochTimer *)cb)->c0 = bench_cpu_now();
     return CT_OK;
 }
 
@@ -107,12 +102,12 @@ static CtStatus et_step_end(Callback *cb, Trainer *t, const DataBatch *b,
 static CtStatus et_end(Callback *cb, Trainer *t)
 {
     EpochTimer *e = (EpochTimer *)cb;
-    double dt = now() - e->t0;
-    int64_t steps = trainer_train_dataloader_len(t);
-    printf("epoch_s %.4f step_ms %.4f last_loss %.4f\n", dt, 1e3 * dt / (double)steps,
-           e->last_loss);
+    double dt = bench_now() - e->t0, dc = bench_cpu_now() - e->c0;
+    double steps = (double)trainer_train_dataloader_len(t);
+    printf("epoch_s %.4f step_ms %.4f cpu_s %.4f cpu_step_ms %.4f last_loss %.4f\n", dt,
+           1e3 * dt / steps, dc, 1e3 * dc / steps, e->last_loss);
     if (e->batch_images > 0)
-        printf("images_per_s %.1f\n", (double)(steps * e->batch_images) / dt);
+        printf("images_per_s %.1f\n", (double)e->batch_images * steps / dt);
     fflush(stdout);
     return CT_OK;
 }

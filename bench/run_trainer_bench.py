@@ -2,6 +2,7 @@
 
     /usr/bin/python3 bench/run_trainer_bench.py [--build DIR] [--repeats N]
                                                 [--busy] [--only W,W]
+                                                [--clock wall|cpu]
 
 Set-up (Debian): python3-torch, plus Debian's OpenMP OpenBLAS so that both
 BLAS builds can be tried: `apt-get install python3-torch libopenblas0-openmp`
@@ -27,6 +28,12 @@ Workloads:
   process    examples/train_mnist --epochs 1 vs bench/train_mnist_torch.py
              --epochs 1: whole-process wall time (start-up, loading, 55 000
              training images, validation, test evaluation) and peak RSS
+With --clock cpu every figure is process CPU seconds (epoch: the process's
+CPU time over the epoch; process: user + system time) instead of wall time:
+on a machine shared with other work, pinned (taskset) to one core with
+OMP_NUM_THREADS=1 and PyTorch probed on 1 thread only, this is the cost
+each side actually ran, not its waits for the core. It says nothing about
+how threads scale; final ratios still need wall time on an idle machine.
 With --busy a busy loop occupies one core for the whole run, and ctrainer
 is compared with itself at OMP_NUM_THREADS=2 vs 1 instead (the "never
 slower with more threads" check; ratio > 1: 2 threads are faster).
@@ -58,16 +65,27 @@ PROBE = {  # shorter runs to choose PyTorch's configuration
 }
 
 
+CPU_CLOCK = False  # --clock cpu
+CPU_KEY = {"epoch_s": "cpu_s", "step_ms": "cpu_step_ms"}
+
+
+def key(k):
+    """The figure printed under k by the benchmark programs, for the clock."""
+    return CPU_KEY[k] if CPU_CLOCK else k
+
+
 def run(cmd, env):
-    """stdout of cmd, and its wall time and peak RSS (MiB) from /usr/bin/time."""
+    """stdout of cmd, and its wall (or CPU) time and peak RSS (MiB) from
+    /usr/bin/time."""
     tf = f"/tmp/ct_bench_time.{os.getpid()}"
-    out = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", tf] + cmd, env=env,
+    out = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", tf] + cmd, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                          check=True).stdout
     with open(tf) as f:
-        wall, rss = f.read().split()[-2:]
+        wall, user, system, rss = f.read().split()[-4:]
     os.remove(tf)
-    return out, float(wall), float(rss) / 1024
+    secs = float(user) + float(system) if CPU_CLOCK else float(wall)
+    return out, secs, float(rss) / 1024
 
 
 def last(out, key):
@@ -100,10 +118,11 @@ def best_torch(name):
     """(threads, blas) of the fastest PyTorch probe for workload name."""
     res = []
     for blas in BLAS:
-        for threads in (1, 2):
+        # CPU seconds of 2 threads count their spin-waits: 1 thread only
+        for threads in (1,) if CPU_CLOCK else (1, 2):
             env, _ = torch_env(threads, blas)
             out, _, _ = run(torch_cmd(PROBE[name], threads), env)
-            res.append((last(out, "step_ms"), threads, blas))
+            res.append((last(out, key("step_ms")), threads, blas))
     res.sort()
     print(f"  {name:9s} PyTorch probes (ms/step): " +
           ", ".join(f"{t}T {b} {v:.3f}" for v, t, b in res) +
@@ -124,13 +143,17 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--busy", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated workloads")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = ap.parse_args()
+    global CPU_CLOCK
+    CPU_CLOCK = args.clock == "cpu"
     names = [w for w in list(WORKLOADS) + ["process"]
              if not args.only or w in args.only.split(",")]
     bench = [f"{args.build}/bench/bench_trainer", "--epochs", "2"]
     busy = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if args.busy else None
     try:
-        print(f"date {time.strftime('%Y-%m-%d %H:%M:%S %Z')}  load {os.getloadavg()}")
+        print(f"date {time.strftime('%Y-%m-%d %H:%M:%S %Z')}  load {os.getloadavg()}"
+              f"  clock {args.clock}")
         if args.busy:
             sides = ("2 threads", "1 thread ")
             cfg = {}
@@ -160,15 +183,15 @@ def main():
                     cmds = [(bench + WORKLOADS[w][0], ct_env()),
                             (torch_cmd(WORKLOADS[w][0], t), env)]
                 for side, (cmd, env) in enumerate(cmds):
-                    out, wall, peak = run(cmd, env)
+                    out, secs, peak = run(cmd, env)
                     if w == "process":
-                        res[w][side].append(wall)
+                        res[w][side].append(secs)
                         rss[side].append(peak)
                     else:
-                        res[w][side].append(last(out, WORKLOADS[w][1]))
+                        res[w][side].append(last(out, key(WORKLOADS[w][1])))
                         if w == "mlp":
                             res.setdefault("step_b32", ([], []))[side].append(
-                                last(out, "step_ms"))
+                                last(out, key("step_ms")))
         print(f"results (median (min-max); load now {os.getloadavg()}):")
         for w, (a, b) in res.items():
             unit = "s" if w in ("mlp", "process") else "ms"

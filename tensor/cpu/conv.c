@@ -18,6 +18,7 @@
 #include "../conv.h"
 #include "cpu.h"
 #include "gemm_bf16.h"
+#include "sgemm.h"
 #include "workers.h"
 
 /* Pooling kernels live in pool.c and register with this group. */
@@ -128,7 +129,7 @@ static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
 
 #define T    float
 #define SFX  f32
-#define GEMM cblas_sgemm
+#define GEMM ct_cblas_sgemm_f32
 #include "conv_tmpl.h"
 
 #define T    double

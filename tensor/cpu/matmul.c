@@ -1,4 +1,6 @@
-/* MATMUL: batched GEMM through OpenBLAS (CtMatmulParams in internal.h).
+/* MATMUL: batched GEMM (CtMatmulParams in internal.h). f32 runs on the
+ * engine of sgemm.h for the shapes it wins (ct_cpu_sgemm_picks), else on
+ * OpenBLAS, as do f64 and bf16.
  *
  * Threading: OpenBLAS runs single-threaded (openblas_set_num_threads(1)
  * when the CPU backend starts) and GEMM parallelism comes from the engine
@@ -15,6 +17,7 @@
 
 #include "cpu.h"
 #include "gemm_bf16.h"
+#include "sgemm.h"
 #include "workers.h"
 
 /* Work (m*n*k summed over the batch) below which a matmul runs on the
@@ -41,7 +44,10 @@ typedef struct GemmPlan {
     bool rows;      /* blocks of rows of C (else columns) */
 } GemmPlan;
 
-static GemmPlan gemm_plan(const CtMatmulParams *p)
+/* engine: the f32 engine of sgemm.h runs the blocks. Its results do not
+ * depend on the blocks, so on one thread it takes the whole GEMM, and its
+ * blocks are whole 32-wide tiles. */
+static GemmPlan gemm_plan(const CtMatmulParams *p, bool engine)
 {
     double mnk = (double)p->m * (double)p->n * (double)p->k;
     GemmPlan g = {.nt = ct_workers_max(), .blocks = 1, .rows = p->m >= p->n};
@@ -49,10 +55,10 @@ static GemmPlan gemm_plan(const CtMatmulParams *p)
     bool small = mnk * (double)p->batch < PAR_MIN_MNK;
     bool per_gemm = p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK;
     if (small) g.nt = 1;
-    if (!small && !per_gemm) {
-        int64_t len = g.step, most = len / SPLIT_MIN_EDGE;
+    if (!small && !per_gemm && !(engine && g.nt == 1)) {
+        int64_t len = g.step, most = len / SPLIT_MIN_EDGE, unit = engine ? 32 : 16;
         g.blocks = most < SPLIT_BLOCKS ? (most > 1 ? most : 1) : SPLIT_BLOCKS;
-        g.step = ((len + g.blocks - 1) / g.blocks + 15) / 16 * 16;
+        g.step = ((len + g.blocks - 1) / g.blocks + unit - 1) / unit * unit;
         g.blocks = (len + g.step - 1) / g.step;
     }
     return g;
@@ -61,6 +67,7 @@ static GemmPlan gemm_plan(const CtMatmulParams *p)
 typedef struct GemmJob {
     const CtMatmulParams *p;
     GemmPlan g;
+    CtSgemmIsa isa; /* f32: the engine of sgemm.h, or NONE for OpenBLAS */
     const void *A, *B;
     void *C;
 } GemmJob;
@@ -85,15 +92,16 @@ typedef struct GemmJob {
         const int64_t len = j->g.rows ? m : n;                                           \
         const int bl = (int)(len - s0 < j->g.step ? len - s0 : j->g.step);               \
         if (j->g.rows)                                                                   \
-            GEMM(CblasRowMajor, ta, tb, bl, n, k, (T)p->alpha,                           \
-                 a + (p->trans_a ? s0 : s0 * lda), lda, b, ldb, (T)p->beta, c + s0 * n,  \
-                 n);                                                                     \
+            GEMM(j, ta, tb, bl, n, k, (T)p->alpha, a + (p->trans_a ? s0 : s0 * lda),     \
+                 lda, b, ldb, (T)p->beta, c + s0 * n, n);                                \
         else                                                                             \
-            GEMM(CblasRowMajor, ta, tb, m, bl, k, (T)p->alpha, a, lda,                   \
+            GEMM(j, ta, tb, m, bl, k, (T)p->alpha, a, lda,                               \
                  b + (p->trans_b ? s0 * ldb : s0), ldb, (T)p->beta, c + s0, n);          \
     }
-GEMM_ITEM(sgemm_item, float, cblas_sgemm)
-GEMM_ITEM(dgemm_item, double, cblas_dgemm)
+#define SGEMM_BLOCK(j, ...) ct_cpu_sgemm_cblas((j)->isa, __VA_ARGS__)
+#define DGEMM_BLOCK(j, ...) cblas_dgemm(CblasRowMajor, __VA_ARGS__)
+GEMM_ITEM(sgemm_item, float, SGEMM_BLOCK)
+GEMM_ITEM(dgemm_item, double, DGEMM_BLOCK)
 
 /* C = beta * C for every matrix (k == 0: the product is empty). */
 static void scale_c(const CtMatmulParams *p, CtDType dt, void *C)
@@ -121,7 +129,9 @@ static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void 
         scale_c(p, dt, C);
         return;
     }
-    GemmJob j = {.p = p, .g = gemm_plan(p), .A = A, .B = B, .C = C};
+    GemmJob j = {.p = p, .isa = CT_SGEMM_NONE, .A = A, .B = B, .C = C};
+    if (dt == CT_F32 && ct_cpu_sgemm_picks(p->m, p->n, p->k)) j.isa = ct_cpu_sgemm_isa();
+    j.g = gemm_plan(p, j.isa != CT_SGEMM_NONE);
     ct_workers_run(p->batch * j.g.blocks, j.g.nt, dt == CT_F32 ? sgemm_item : dgemm_item,
                    &j);
 }
@@ -236,7 +246,7 @@ static void autocast_item(void *ctx, int64_t i, int slot)
 static void gemm_autocast(const CtMatmulParams *p, const float *a, const float *b,
                           float *c)
 {
-    const GemmPlan plan = gemm_plan(p);
+    const GemmPlan plan = gemm_plan(p, false);
     const double mnk = (double)p->m * (double)p->n * (double)p->k;
     const bool per_gemm =
         plan.nt > 1 && p->batch > 1 && p->stride_c != 0 && mnk <= BATCH_GEMM_MAX_MNK;

@@ -1,0 +1,76 @@
+/* The f32 GEMM engine: kernel choice by CPUID and CTRAINER_CPU_ISA, the
+ * shape classes it runs (sgemm.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sgemm.h"
+
+static CtSgemmIsa cpu_isa(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return CT_SGEMM_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return CT_SGEMM_AVX2;
+#endif
+    return CT_SGEMM_NONE;
+}
+
+CtSgemmIsa ct_cpu_sgemm_isa(void)
+{
+    CtSgemmIsa best = cpu_isa();
+    const char *env = getenv("CTRAINER_CPU_ISA");
+    if (!env) return best;
+    if (strcmp(env, "baseline") == 0) return CT_SGEMM_NONE;
+    if (strcmp(env, "avx2") == 0 && best > CT_SGEMM_AVX2) return CT_SGEMM_AVX2;
+    return best;
+}
+
+/* OpenBLAS keeps the thin shapes: a narrow C (n below two AVX2 panels)
+ * wastes most of the engine's 16- or 32-wide tiles, and a few rows or a
+ * short k do not pay for its per-tile epilogue and packing. k < 64 also
+ * covers the weight gradients at batch 32: the engine wins them alone
+ * (bench_engines: 128x784x32 Aᵀ 88 vs 86 GFLOP/s) but loses inside a
+ * training step, where OpenBLAS's unpacked small-matrix kernels touch less
+ * memory (MLP epoch CPU time +10%; docs/benchmarks.md). */
+bool ct_cpu_sgemm_picks(int64_t m, int64_t n, int64_t k)
+{
+    return m >= 16 && n >= 32 && k >= 64 && ct_cpu_sgemm_isa() != CT_SGEMM_NONE;
+}
+
+bool ct_cpu_sgemm_run(const CtSgemm *g, CtSgemmIsa isa)
+{
+    return isa == CT_SGEMM_AVX512 ? ct_cpu_sgemm_avx512(g) : ct_cpu_sgemm_avx2(g);
+}
+
+void ct_cpu_sgemm_cblas(CtSgemmIsa isa, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb,
+                        int m, int n, int k, float alpha, const float *a, int lda,
+                        const float *b, int ldb, float beta, float *c, int ldc)
+{
+    CtSgemm g = {.trans_a = ta == CblasTrans,
+                 .trans_b = tb == CblasTrans,
+                 .m = m,
+                 .n = n,
+                 .k = k,
+                 .alpha = alpha,
+                 .beta = beta,
+                 .a = a,
+                 .lda = lda,
+                 .b = b,
+                 .ldb = ldb,
+                 .c = c,
+                 .ldc = ldc};
+    if (isa != CT_SGEMM_NONE && m > 0 && n > 0 && k > 0 && ct_cpu_sgemm_run(&g, isa))
+        return;
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void ct_cblas_sgemm_f32(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta,
+                        enum CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+                        const float *a, int lda, const float *b, int ldb, float beta,
+                        float *c, int ldc)
+{
+    (void)order; /* row-major: the only order the library uses */
+    CtSgemmIsa isa = ct_cpu_sgemm_picks(m, n, k) ? ct_cpu_sgemm_isa() : CT_SGEMM_NONE;
+    ct_cpu_sgemm_cblas(isa, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}

@@ -1,0 +1,212 @@
+/* The f32 GEMM engine's body (sgemm.h), instantiated once per ISA. The
+ * includer defines:
+ *   VEC            the vector type, VL f32 lanes; MR rows per tile
+ *   VLOAD(p) VSTORE(p, v) VSET1(x) VZERO()
+ *   VFMA(a, b, c)  a * b + c, fused
+ *   VMUL(a, b) VADD(a, b)
+ *   SGEMM_FN       the entry point's name
+ *
+ * A row-major B's whole panels of NR = 2 * VL columns are read where they
+ * lie; the other panels are packed, element (p, j) at bp[p * NR + j],
+ * padded with zeros (a transposed B is transposed 8 x 8 in registers).
+ * op(A) is read where it lies too: the
+ * micro-kernel broadcasts element (i, p) from a[i * rs + p * cs], so only
+ * a last panel of fewer than MR rows is copied (zero-padded). The
+ * micro-kernel keeps an MR x NR tile of C in 2 * MR accumulators: per k it
+ * loads two vectors of B, broadcasts MR values of A and issues 2 * MR FMAs.
+ *
+ * Loops: columns in blocks of SGEMM_NC, k in near-equal blocks of at most
+ * SGEMM_KC (B's block packed once per k block), then row panels, then
+ * column panels (A's panel stays in L1, B's block in L2). A k block's
+ * products restart from zero and are added to C by the epilogue, so every
+ * element sees the same operations whatever the block of C it is in, and
+ * whatever MR and NR are. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "gemm_bf16.h"
+#include "sgemm.h"
+
+#define NR (2 * VL)
+
+static inline int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Transposes the 8 x 8 floats in r (row q in r[q]) in place. */
+static inline void transpose8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int q = 0; q < 8; q += 2) {
+        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
+        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) {
+        u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xee);
+        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xee);
+    }
+    for (int q = 0; q < 4; q++) {
+        r[q] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
+        r[q + 4] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
+    }
+}
+
+/* cols columns of a transposed B (column j's k values contiguous at
+ * src + j * ld) over kc values of k into one panel. */
+static void pack_bt_panel(float *bp, const float *src, int64_t ld, int64_t cols,
+                          int64_t kc)
+{
+    int64_t j8 = cols / 8 * 8, p8 = kc / 8 * 8;
+    for (int64_t j = 0; j < j8; j += 8)
+        for (int64_t p = 0; p < p8; p += 8) {
+            __m256 r[8];
+            for (int q = 0; q < 8; q++) r[q] = _mm256_loadu_ps(src + (j + q) * ld + p);
+            transpose8(r);
+            for (int q = 0; q < 8; q++) _mm256_storeu_ps(bp + (p + q) * NR + j, r[q]);
+        }
+    for (int64_t j = 0; j < cols; j++)
+        for (int64_t p = j < j8 ? p8 : 0; p < kc; p++) bp[p * NR + j] = src[j * ld + p];
+}
+
+/* Whether B's panels are read where they lie: a row-major B's whole
+ * panels (rows of NR floats, ldb apart) when few row panels reuse them
+ * (packing costs more than it saves there; with many, strided rows thrash
+ * L1); the others are packed. */
+static inline bool b_in_place(const CtSgemm *g, int64_t cols)
+{
+    return !g->trans_b && cols == NR && g->m <= SGEMM_B_IN_PLACE_MAX_M;
+}
+
+/* k [p0, p0 + kc) x columns [j0, j0 + nc) of op(B): the panels that are
+ * not read in place into NR-column panels at bp + jr * kc. */
+static void pack_b(float *bp, const CtSgemm *g, int64_t j0, int64_t nc, int64_t p0,
+                   int64_t kc)
+{
+    for (int64_t jr = 0; jr < nc; jr += NR, bp += NR * kc) {
+        int64_t cols = min64(NR, nc - jr);
+        if (b_in_place(g, cols)) continue;
+        if (cols < NR) memset(bp, 0, (size_t)(NR * kc) * sizeof *bp);
+        if (g->trans_b)
+            pack_bt_panel(bp, g->b + (j0 + jr) * g->ldb + p0, g->ldb, cols, kc);
+        else
+            for (int64_t p = 0; p < kc; p++)
+                memcpy(bp + p * NR, g->b + (p0 + p) * g->ldb + j0 + jr,
+                       (size_t)cols * sizeof *bp);
+    }
+}
+
+/* rows (< MR) rows of op(A) from row i0, k [p0, p0 + kc), into a
+ * zero-padded panel with element (i, p) at ap[p * MR + i]. */
+static void pack_a_edge(float *ap, const CtSgemm *g, int64_t i0, int64_t rows, int64_t p0,
+                        int64_t kc)
+{
+    memset(ap, 0, (size_t)(MR * kc) * sizeof *ap);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t p = 0; p < kc; p++)
+            ap[p * MR + i] = g->trans_a ? g->a[(p0 + p) * g->lda + i0 + i]
+                                        : g->a[(i0 + i) * g->lda + p0 + p];
+}
+
+/* One element: c <- alpha * acc + beta * c (beta == 0: C not read). The
+ * vector epilogue below does the same operations lane by lane. */
+static inline float blend(float acc, float alpha, float beta, const float *c)
+{
+    float v = alpha * acc;
+    return beta == 0 ? v : beta == 1 ? *c + v : v + beta * *c;
+}
+
+static inline VEC blend_v(VEC acc, VEC alpha, float beta, VEC vbeta, const float *c)
+{
+    VEC v = VMUL(alpha, acc);
+    if (beta == 0) return v;
+    VEC old = VLOAD(c);
+    return beta == 1 ? VADD(old, v) : VADD(v, VMUL(vbeta, old));
+}
+
+/* The MR x NR tile at c (rows x cols valid) <- blend of the product of A's
+ * panel (element (i, p) at a[i * rs + p * cs]) and B's panel (row p's NR
+ * floats at bp + p * bs) over kc. */
+static void micro(int64_t kc, const float *a, int64_t rs, int64_t cs, const float *bp,
+                  int64_t bs, float *c, int64_t ldc, int rows, int cols, float alpha,
+                  float beta)
+{
+    VEC acc[MR][2];
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = VZERO();
+    for (int64_t p = 0; p < kc; p++, a += cs, bp += bs) {
+        VEC b0 = VLOAD(bp), b1 = VLOAD(bp + VL);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            VEC ai = VSET1(a[i * rs]);
+            acc[i][0] = VFMA(ai, b0, acc[i][0]);
+            acc[i][1] = VFMA(ai, b1, acc[i][1]);
+        }
+    }
+    if (rows == MR && cols == NR) {
+        VEC va = VSET1(alpha), vb = VSET1(beta);
+        for (int i = 0; i < MR; i++) {
+            float *ci = c + i * ldc;
+            VSTORE(ci, blend_v(acc[i][0], va, beta, vb, ci));
+            VSTORE(ci + VL, blend_v(acc[i][1], va, beta, vb, ci + VL));
+        }
+        return;
+    }
+    float tile[MR][NR];
+    for (int i = 0; i < MR; i++) {
+        VSTORE(tile[i], acc[i][0]);
+        VSTORE(tile[i] + VL, acc[i][1]);
+    }
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            c[i * ldc + j] = blend(tile[i][j], alpha, beta, c + i * ldc + j);
+}
+
+/* Every tile of rows [0, m) x columns [j0, j0 + nc) of C for k [p0, p0 +
+ * kc), B's block packed at bp; ap: scratch for an edge panel of A. */
+static void tiles(const CtSgemm *g, float *ap, const float *bp, int64_t j0, int64_t nc,
+                  int64_t p0, int64_t kc, float beta)
+{
+    const int64_t rs = g->trans_a ? 1 : g->lda, cs = g->trans_a ? g->lda : 1;
+    for (int64_t ir = 0; ir < g->m; ir += MR) {
+        const int rows = (int)min64(MR, g->m - ir);
+        const float *a = g->a + ir * rs + p0 * cs;
+        int64_t ars = rs, acs = cs;
+        if (rows < MR) {
+            pack_a_edge(ap, g, ir, rows, p0, kc);
+            a = ap;
+            ars = 1;
+            acs = MR;
+        }
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+            const int cols = (int)min64(NR, nc - jr);
+            const bool in_place = b_in_place(g, cols);
+            micro(kc, a, ars, acs, in_place ? g->b + p0 * g->ldb + j0 + jr : bp + jr * kc,
+                  in_place ? g->ldb : NR, g->c + ir * g->ldc + j0 + jr, g->ldc, rows,
+                  cols, g->alpha, beta);
+        }
+    }
+}
+
+bool SGEMM_FN(const CtSgemm *g)
+{
+    const int64_t n = g->n, k = g->k;
+    const int64_t kblocks = (k + SGEMM_KC - 1) / SGEMM_KC;
+    const int64_t kc_step = ((k + kblocks - 1) / kblocks + 7) / 8 * 8;
+    const int64_t nc_max = (min64(n, SGEMM_NC) + NR - 1) / NR * NR;
+    float *bp = ct_cpu_gemm_scratch((size_t)((nc_max + MR) * kc_step) * sizeof *bp);
+    if (!bp) return false;
+    float *ap = bp + nc_max * kc_step;
+    for (int64_t j0 = 0; j0 < n; j0 += SGEMM_NC) {
+        int64_t nc = min64(SGEMM_NC, n - j0);
+        for (int64_t p0 = 0; p0 < k; p0 += kc_step) {
+            int64_t kc = min64(kc_step, k - p0);
+            pack_b(bp, g, j0, nc, p0, kc);
+            tiles(g, ap, bp, j0, nc, p0, kc, p0 == 0 ? g->beta : 1.0f);
+        }
+    }
+    return true;
+}
+
+#undef NR
