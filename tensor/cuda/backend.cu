@@ -256,6 +256,7 @@ static void register_all(void)
     ct_cuda_register_elementwise(kernels, supports);
     ct_cuda_register_matmul(kernels, supports);
     ct_cuda_register_random(kernels, supports);
+    ct_cuda_register_optim(kernels, supports);
 }
 
 /* One iface for every cuda:N; the instance's context tells them apart. */

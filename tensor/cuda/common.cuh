@@ -55,6 +55,7 @@ void ct_cuda_register_copy(CtKernelFn *k, CtSupportsFn *s);        /* FILL, COPY
 void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY */
 void ct_cuda_register_matmul(CtKernelFn *k, CtSupportsFn *s);      /* MATMUL */
 void ct_cuda_register_random(CtKernelFn *k, CtSupportsFn *s);      /* RNG */
+void ct_cuda_register_optim(CtKernelFn *k, CtSupportsFn *s);       /* OPTIM_*, BLOCK_* */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */
