@@ -40,15 +40,31 @@ static CtStatus check_operands(const char *op, const Tensor *const *t,
     return CT_OK;
 }
 
+/* Checks param, grad and the state buffers (the first `required` of them
+ * must be given; names[] lists all operands in that order), then runs
+ * `kind` with out = {param, bufs...} and in = {grad}. */
+static CtStatus run_step(CtOp kind, const char *op, const char *const *names,
+                         Tensor *param, const Tensor *grad, Tensor *const *bufs, int nbuf,
+                         int required, const void *params)
+{
+    const Tensor *t[2 + CT_CALL_MAX_OUT] = {param, grad};
+    CtOpCall c = {.op = kind, .out = {param}, .in = {grad}, .params = params};
+    for (int b = 0; b < nbuf; b++) t[2 + b] = c.out[1 + b] = bufs[b];
+    CtStatus st = check_operands(op, t, names, 2 + nbuf, 2 + required);
+    return st == CT_OK ? ct_dispatch(&c) : st;
+}
+
+static CtStatus null_args(const char *op)
+{
+    return ct_error(CT_ERR_NULL, "%s: NULL args", op);
+}
+
 CtStatus tensor_sgd_step_(Tensor *param, const Tensor *grad, Tensor *momentum_buf,
                           const TensorSgdArgs *a)
 {
     const char *op = "tensor_sgd_step_";
-    const Tensor *t[] = {param, grad, momentum_buf};
-    const char *names[] = {"param", "grad", "momentum_buf"};
-    CtStatus st = check_operands(op, t, names, 3, 2);
-    if (st != CT_OK) return st;
-    if (!a) return ct_error(CT_ERR_NULL, "%s: NULL args", op);
+    static const char *const names[] = {"param", "grad", "momentum_buf"};
+    if (!a) return null_args(op);
     if (a->nesterov && !momentum_buf)
         return ct_error(CT_ERR_INVALID, "%s: nesterov needs a momentum_buf", op);
     CtSgdParams p = {.lr = a->lr,
@@ -57,9 +73,7 @@ CtStatus tensor_sgd_step_(Tensor *param, const Tensor *grad, Tensor *momentum_bu
                      .one_minus_dampening = 1.0 - a->dampening,
                      .first = a->first,
                      .nesterov = a->nesterov};
-    CtOpCall c = {
-        .op = CT_OP_OPTIM_SGD, .out = {param, momentum_buf}, .in = {grad}, .params = &p};
-    return ct_dispatch(&c);
+    return run_step(CT_OP_OPTIM_SGD, op, names, param, grad, &momentum_buf, 1, 0, &p);
 }
 
 CtStatus tensor_adam_step_(Tensor *param, const Tensor *grad, Tensor *exp_avg,
@@ -67,29 +81,24 @@ CtStatus tensor_adam_step_(Tensor *param, const Tensor *grad, Tensor *exp_avg,
                            const TensorAdamArgs *a)
 {
     const char *op = "tensor_adam_step_";
-    const Tensor *t[] = {param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq};
-    const char *names[] = {"param", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
-    CtStatus st = check_operands(op, t, names, 5, 4);
-    if (st != CT_OK) return st;
-    if (!a) return ct_error(CT_ERR_NULL, "%s: NULL args", op);
+    static const char *const names[] = {"param", "grad", "exp_avg", "exp_avg_sq",
+                                        "max_exp_avg_sq"};
+    if (!a) return null_args(op);
     if (a->step < 1)
         return ct_error(CT_ERR_INVALID, "%s: step %lld must be >= 1", op,
                         (long long)a->step);
-    double t_ = (double)a->step;
+    double t = (double)a->step;
     CtAdamParams p = {.decay_mul = a->decoupled ? 1.0 - a->lr * a->weight_decay : 1.0,
                       .l2 = a->decoupled ? 0.0 : a->weight_decay,
                       .beta1 = a->beta1,
                       .beta2 = a->beta2,
                       .one_minus_beta1 = 1.0 - a->beta1,
                       .one_minus_beta2 = 1.0 - a->beta2,
-                      .step_size = a->lr / (1.0 - pow(a->beta1, t_)),
-                      .bc2_sqrt = sqrt(1.0 - pow(a->beta2, t_)),
+                      .step_size = a->lr / (1.0 - pow(a->beta1, t)),
+                      .bc2_sqrt = sqrt(1.0 - pow(a->beta2, t)),
                       .eps = a->eps};
-    CtOpCall c = {.op = CT_OP_OPTIM_ADAM,
-                  .out = {param, exp_avg, exp_avg_sq, max_exp_avg_sq},
-                  .in = {grad},
-                  .params = &p};
-    return ct_dispatch(&c);
+    Tensor *bufs[] = {exp_avg, exp_avg_sq, max_exp_avg_sq};
+    return run_step(CT_OP_OPTIM_ADAM, op, names, param, grad, bufs, 3, 2, &p);
 }
 
 CtStatus tensor_rmsprop_step_(Tensor *param, const Tensor *grad, Tensor *square_avg,
@@ -97,22 +106,17 @@ CtStatus tensor_rmsprop_step_(Tensor *param, const Tensor *grad, Tensor *square_
                               const TensorRmspropArgs *a)
 {
     const char *op = "tensor_rmsprop_step_";
-    const Tensor *t[] = {param, grad, square_avg, momentum_buf, grad_avg};
-    const char *names[] = {"param", "grad", "square_avg", "momentum_buf", "grad_avg"};
-    CtStatus st = check_operands(op, t, names, 5, 3);
-    if (st != CT_OK) return st;
-    if (!a) return ct_error(CT_ERR_NULL, "%s: NULL args", op);
+    static const char *const names[] = {"param", "grad", "square_avg", "momentum_buf",
+                                        "grad_avg"};
+    if (!a) return null_args(op);
     CtRmspropParams p = {.lr = a->lr,
                          .weight_decay = a->weight_decay,
                          .momentum = a->momentum,
                          .alpha = a->alpha,
                          .one_minus_alpha = 1.0 - a->alpha,
                          .eps = a->eps};
-    CtOpCall c = {.op = CT_OP_OPTIM_RMSPROP,
-                  .out = {param, square_avg, momentum_buf, grad_avg},
-                  .in = {grad},
-                  .params = &p};
-    return ct_dispatch(&c);
+    Tensor *bufs[] = {square_avg, momentum_buf, grad_avg};
+    return run_step(CT_OP_OPTIM_RMSPROP, op, names, param, grad, bufs, 3, 1, &p);
 }
 
 /* ------------------------------------------------------------ clipping */

@@ -29,16 +29,13 @@ static void split_item(void *ctx, int64_t i, int slot)
     s->fn(s->c, lo, hi);
 }
 
-/* fn over [0, n) in chunks: inline below OPTIM_PAR_MIN, else on the pool. */
+/* fn over [0, n) chunk by chunk: in order on the caller below
+ * OPTIM_PAR_MIN, else on the pool. */
 static void run_chunks(const CtOpCall *c, RangeFn fn, int64_t n)
 {
-    if (n < OPTIM_PAR_MIN) {
-        fn(c, 0, n);
-        return;
-    }
     Split s = {c, fn, n};
-    ct_workers_run((n + CT_NORM_CHUNK - 1) / CT_NORM_CHUNK, ct_workers_max(), split_item,
-                   &s);
+    ct_workers_run((n + CT_NORM_CHUNK - 1) / CT_NORM_CHUNK,
+                   n < OPTIM_PAR_MIN ? 1 : ct_workers_max(), split_item, &s);
 }
 
 static void *buf(const CtOpCall *c, int k)
@@ -167,23 +164,8 @@ KERNEL(rms, out)
 KERNEL(scale, out)
 KERNEL(clamp, out)
 
-/* One partial per chunk: the split is the partials' layout, so the norm
- * runs chunk by chunk on one thread below OPTIM_PAR_MIN too. */
-static void norm_item(void *ctx, int64_t i, int slot)
-{
-    (void)slot;
-    const CtOpCall *c = ctx;
-    int64_t n = tensor_numel(c->in[0]), lo = i * CT_NORM_CHUNK;
-    int64_t hi = lo + CT_NORM_CHUNK < n ? lo + CT_NORM_CHUNK : n;
-    (c->in[0]->dtype == CT_F32 ? norm_range_float : norm_range_double)(c, lo, hi);
-}
-
-static CtStatus norm_kernel(const CtOpCall *c)
-{
-    int64_t n = tensor_numel(c->in[0]), nch = (n + CT_NORM_CHUNK - 1) / CT_NORM_CHUNK;
-    ct_workers_run(nch, n < OPTIM_PAR_MIN ? 1 : ct_workers_max(), norm_item, (void *)c);
-    return CT_OK;
-}
+/* One partial per chunk: the chunks of run_chunks are the partials. */
+KERNEL(norm, in)
 
 void ct_cpu_register_optim(CtKernelFn *k, CtSupportsFn *s)
 {
