@@ -105,7 +105,7 @@ void optim_sgd_settings(const SgdArgs *a, OptimDefaults *d, OptimFlags *f);
 void optim_adam_settings(const AdamArgs *a, OptimDefaults *d, OptimFlags *f);
 void optim_rmsprop_settings(const RmspropArgs *a, OptimDefaults *d, OptimFlags *f);
 
-/* group.c: whether parameter p takes part in this step. */
+/* Whether parameter p takes part in this step. */
 static inline bool optim_wants_update(const Tensor *p)
 {
     return tensor_requires_grad(p) && tensor_grad(p);
