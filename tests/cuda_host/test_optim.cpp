@@ -12,7 +12,9 @@ extern "C" {
 
 #define NBUF 5 /* param, grad, and up to 3 state buffers */
 
-/* NBUF buffers of n elements of dt with values in [lo, 2] (states >= 0). */
+/* NBUF buffers of n elements of dt: param and grad in [-2, 2), states in
+ * [0, 2) except the last in [0, 0.5), so that a centered RMSprop's
+ * square_avg (2) >= grad_avg (4)^2. */
 struct Set {
     Tensor *t[NBUF];
 };
@@ -20,7 +22,8 @@ static Set make_set(int64_t n, CtDType dt, unsigned seed)
 {
     Set s;
     for (int k = 0; k < NBUF; k++) {
-        Tensor *r = tu_rand64(1, &n, k >= 2 ? 0.0 : -2.0, 2.0, seed * 7 + k, false);
+        Tensor *r = tu_rand64(1, &n, k >= 2 ? 0.0 : -2.0, k == 4 ? 0.5 : 2.0,
+                              seed * 7 + k, false);
         s.t[k] = ch_buffer(n, dt);
         ck_assert_int_eq(tensor_copy_(s.t[k], r), CT_OK);
         tensor_free(r);
@@ -49,23 +52,37 @@ template <typename T> static T *P(const Set &s, int k)
 static const int64_t sizes[] = {1, 257, 70001};
 #define NSIZES ((int)(sizeof sizes / sizeof *sizes))
 
+/* Under each launch shape: cpu(want) through the CPU backend, body(t, got)
+ * over the grid, then the sets compared byte for byte. */
+template <typename Cpu, typename Body>
+static void run_case(CtDType dt, int64_t n, unsigned seed, const char *what, Cpu cpu,
+                     Body body)
+{
+    ChShape shapes[2];
+    int ns = ch_shapes(n, shapes);
+    for (int k = 0; k < ns; k++) {
+        Set want = make_set(n, dt, seed), got = clone_set(want);
+        cpu(want);
+        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread t) { body(t, got); });
+        check_and_free(want, got, what);
+    }
+}
+
 template <typename T, bool MOM, bool FIRST, bool NES>
 static void sgd_case(CtDType dt, int64_t n, unsigned seed)
 {
     TensorSgdArgs a = {0.05, 0.01, MOM ? 0.9 : 0, NES ? 0 : 0.1, NES, FIRST};
     CtSgdParams q = {a.lr, a.weight_decay, a.momentum, 1.0 - a.dampening, FIRST, NES};
-    ChShape shapes[2];
-    int ns = ch_shapes(n, shapes);
-    for (int k = 0; k < ns; k++) {
-        Set want = make_set(n, dt, seed), got = clone_set(want);
-        ck_assert_int_eq(
-            tensor_sgd_step_(want.t[0], want.t[1], MOM ? want.t[2] : NULL, &a), CT_OK);
-        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread t) {
-            ct_sgd_thread<T, MOM, FIRST, NES>(t, P<T>(got, 0), P<T>(got, 1),
-                                              MOM ? P<T>(got, 2) : NULL, q, n);
+    run_case(
+        dt, n, seed, "sgd",
+        [&](Set &w) {
+            ck_assert_int_eq(tensor_sgd_step_(w.t[0], w.t[1], MOM ? w.t[2] : NULL, &a),
+                             CT_OK);
+        },
+        [&](CtThread t, Set &g) {
+            ct_sgd_thread<T, MOM, FIRST, NES>(t, P<T>(g, 0), P<T>(g, 1),
+                                              MOM ? P<T>(g, 2) : NULL, q, n);
         });
-        check_and_free(want, got, "sgd");
-    }
 }
 
 template <typename T, bool AMS, bool DEC>
@@ -81,19 +98,17 @@ static void adam_case(CtDType dt, int64_t n, unsigned seed)
                       a.lr / (1.0 - pow(a.beta1, 3.0)),
                       sqrt(1.0 - pow(a.beta2, 3.0)),
                       a.eps};
-    ChShape shapes[2];
-    int ns = ch_shapes(n, shapes);
-    for (int k = 0; k < ns; k++) {
-        Set want = make_set(n, dt, seed), got = clone_set(want);
-        ck_assert_int_eq(tensor_adam_step_(want.t[0], want.t[1], want.t[2], want.t[3],
-                                           AMS ? want.t[4] : NULL, &a),
-                         CT_OK);
-        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread t) {
-            ct_adam_thread<T, AMS>(t, P<T>(got, 0), P<T>(got, 1), P<T>(got, 2),
-                                   P<T>(got, 3), AMS ? P<T>(got, 4) : NULL, q, n);
+    run_case(
+        dt, n, seed, "adam",
+        [&](Set &w) {
+            ck_assert_int_eq(tensor_adam_step_(w.t[0], w.t[1], w.t[2], w.t[3],
+                                               AMS ? w.t[4] : NULL, &a),
+                             CT_OK);
+        },
+        [&](CtThread t, Set &g) {
+            ct_adam_thread<T, AMS>(t, P<T>(g, 0), P<T>(g, 1), P<T>(g, 2), P<T>(g, 3),
+                                   AMS ? P<T>(g, 4) : NULL, q, n);
         });
-        check_and_free(want, got, "adam");
-    }
 }
 
 template <typename T, bool CEN, bool MOM>
@@ -101,63 +116,62 @@ static void rms_case(CtDType dt, int64_t n, unsigned seed)
 {
     TensorRmspropArgs a = {1e-2, 0.01, 0.99, 1e-8, MOM ? 0.9 : 0};
     CtRmspropParams q = {a.lr, a.weight_decay, a.momentum, a.alpha, 1.0 - a.alpha, a.eps};
-    ChShape shapes[2];
-    int ns = ch_shapes(n, shapes);
-    for (int k = 0; k < ns; k++) {
-        Set want = make_set(n, dt, seed), got = clone_set(want);
-        /* centered needs sq >= ga^2: square_avg (2) in [0, 2], grad_avg (4) scaled down
-         */
-        ck_assert_int_eq(tensor_scale_(want.t[4], 0.25), CT_OK);
-        ck_assert_int_eq(tensor_scale_(got.t[4], 0.25), CT_OK);
-        ck_assert_int_eq(tensor_rmsprop_step_(want.t[0], want.t[1], want.t[2],
-                                              MOM ? want.t[3] : NULL,
-                                              CEN ? want.t[4] : NULL, &a),
-                         CT_OK);
-        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread t) {
-            ct_rms_thread<T, CEN, MOM>(t, P<T>(got, 0), P<T>(got, 1), P<T>(got, 2),
-                                       MOM ? P<T>(got, 3) : NULL,
-                                       CEN ? P<T>(got, 4) : NULL, q, n);
+    run_case(
+        dt, n, seed, "rmsprop",
+        [&](Set &w) {
+            ck_assert_int_eq(tensor_rmsprop_step_(w.t[0], w.t[1], w.t[2],
+                                                  MOM ? w.t[3] : NULL,
+                                                  CEN ? w.t[4] : NULL, &a),
+                             CT_OK);
+        },
+        [&](CtThread t, Set &g) {
+            ct_rms_thread<T, CEN, MOM>(t, P<T>(g, 0), P<T>(g, 1), P<T>(g, 2),
+                                       MOM ? P<T>(g, 3) : NULL, CEN ? P<T>(g, 4) : NULL,
+                                       q, n);
         });
-        check_and_free(want, got, "rmsprop");
-    }
+}
+
+/* The norm partials of x under one launch shape, summed in order as the
+ * front-end does. */
+template <typename T, bool MAX_ABS>
+static double body_norm(const Tensor *x, int64_t n, ChShape sh)
+{
+    int64_t nch = (n + CT_NORM_CHUNK - 1) / CT_NORM_CHUNK;
+    Tensor *part = ch_buffer(nch, CT_F64);
+    double *pd = (double *)ct_ptr(part), acc = 0;
+    ch_launch(sh.grid, sh.block, [&](CtThread t) {
+        ct_norm_thread<T, MAX_ABS>(t, (const T *)ct_ptr(x), pd, n);
+    });
+    for (int64_t c = 0; c < nch; c++)
+        acc = MAX_ABS ? (pd[c] > acc ? pd[c] : acc) : acc + pd[c];
+    tensor_free(part);
+    return acc;
 }
 
 template <typename T> static void clip_norm_case(CtDType dt, int64_t n, unsigned seed)
 {
+    run_case(
+        dt, n, seed, "clip",
+        [&](Set &w) {
+            ck_assert_int_eq(tensor_scale_(w.t[0], 0.3), CT_OK);
+            ck_assert_int_eq(tensor_clamp_abs_(w.t[1], 0.5), CT_OK);
+        },
+        [&](CtThread t, Set &g) {
+            ct_clip_thread<T, false>(t, P<T>(g, 0), (T)0.3, n);
+            ct_clip_thread<T, true>(t, P<T>(g, 1), (T)0.5, n);
+        });
+    Set s = make_set(n, dt, seed);
     ChShape shapes[2];
     int ns = ch_shapes(n, shapes);
-    for (int k = 0; k < ns; k++) {
-        Set want = make_set(n, dt, seed), got = clone_set(want);
-        ck_assert_int_eq(tensor_scale_(want.t[0], 0.3), CT_OK);
-        ck_assert_int_eq(tensor_clamp_abs_(want.t[1], 0.5), CT_OK);
-        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread t) {
-            ct_clip_thread<T, false>(t, P<T>(got, 0), (T)0.3, n);
-            ct_clip_thread<T, true>(t, P<T>(got, 1), (T)0.5, n);
-        });
-        /* the partials of the norm, then the front-end's in-order sum */
-        int64_t nch = (n + CT_NORM_CHUNK - 1) / CT_NORM_CHUNK;
+    for (int k = 0; k < ns; k++)
         for (int mx = 0; mx < 2; mx++) {
-            double want_norm, got_norm = 0;
-            ck_assert_int_eq(tensor_norm_parts(want.t[2], mx ? INFINITY : 2, &want_norm),
-                             CT_OK);
-            Tensor *part = ch_buffer(nch, CT_F64);
-            ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread t) {
-                if (mx)
-                    ct_norm_thread<T, true>(t, P<T>(got, 2), (double *)ct_ptr(part), n);
-                else
-                    ct_norm_thread<T, false>(t, P<T>(got, 2), (double *)ct_ptr(part), n);
-            });
-            for (int64_t c = 0; c < nch; c++) {
-                double v = ((double *)ct_ptr(part))[c];
-                got_norm = mx ? (v > got_norm ? v : got_norm) : got_norm + v;
-            }
-            ck_assert_msg(memcmp(&want_norm, &got_norm, sizeof got_norm) == 0,
-                          "norm %s: %.17g vs %.17g", mx ? "inf" : "2", want_norm,
-                          got_norm);
-            tensor_free(part);
+            double want, got = mx ? body_norm<T, true>(s.t[2], n, shapes[k])
+                                  : body_norm<T, false>(s.t[2], n, shapes[k]);
+            ck_assert_int_eq(tensor_norm_parts(s.t[2], mx ? INFINITY : 2, &want), CT_OK);
+            ck_assert_msg(memcmp(&want, &got, sizeof got) == 0, "norm %s: %.17g vs %.17g",
+                          mx ? "inf" : "2", want, got);
         }
-        check_and_free(want, got, "clip");
-    }
+    for (int k = 0; k < NBUF; k++) tensor_free(s.t[k]);
 }
 
 template <typename T> static void all_cases(CtDType dt)
