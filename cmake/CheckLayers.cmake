@@ -12,6 +12,7 @@ cmake_minimum_required(VERSION 3.22)
 # public header (include/ctrainer/<name>.h) -> the layer that owns it
 set(owner_status tensor)
 set(owner_tensor tensor)
+set(owner_tensor_optim tensor)
 set(owner_io tensor)
 set(owner_table tensor)
 set(owner_nn nn)

@@ -4,81 +4,34 @@
  *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g²;  vmax = max(vmax, v)
  *   p -= lr / (1 - b1^t) * m / (sqrt(v or vmax) / sqrt(1 - b2^t) + eps)
  */
-#include <math.h>
-
 #include "optim_internal.h"
 
 enum { ADAM_EXP_AVG, ADAM_EXP_AVG_SQ, ADAM_MAX_EXP_AVG_SQ };
 
-/* Scalars of one update, computed once in f64. */
-typedef struct AdamCoef {
-    double decay_mul; /* AdamW: 1 - lr * wd; Adam: 1 */
-    double l2;        /* Adam: wd; AdamW: 0 */
-    double b1, b2, step_size, bc2_sqrt, eps;
-} AdamCoef;
-
-/* The loop over [lo, hi) for element type T; ams is a constant at each call. */
-#define ADAM_KERNEL(T, SQRT)                                                             \
-    OPTIM_INLINE void adam_body_##T(const AdamCoef *c, const OptimParam *op, int64_t lo, \
-                                    int64_t hi, const bool ams)                          \
-    {                                                                                    \
-        T *restrict p = op->p, *restrict m = op->buf[ADAM_EXP_AVG];                      \
-        T *restrict v = op->buf[ADAM_EXP_AVG_SQ];                                        \
-        T *restrict vmax = op->buf[ADAM_MAX_EXP_AVG_SQ];                                 \
-        const T *restrict g = op->g;                                                     \
-        const T mul = (T)c->decay_mul, l2 = (T)c->l2, b1 = (T)c->b1, b2 = (T)c->b2;      \
-        const T a1 = (T)(1.0 - c->b1), a2 = (T)(1.0 - c->b2);                            \
-        const T step = (T)c->step_size, bc2 = (T)c->bc2_sqrt, eps = (T)c->eps;           \
-        for (int64_t i = lo; i < hi; i++) {                                              \
-            T pi = p[i] * mul;                                                           \
-            T gi = g[i] + l2 * pi;                                                       \
-            T mi = b1 * m[i] + a1 * gi;                                                  \
-            T vi = b2 * v[i] + a2 * gi * gi;                                             \
-            m[i] = mi;                                                                   \
-            v[i] = vi;                                                                   \
-            if (ams) {                                                                   \
-                vi = vmax[i] > vi ? vmax[i] : vi;                                        \
-                vmax[i] = vi;                                                            \
-            }                                                                            \
-            p[i] = pi - step * mi / (SQRT(vi) / bc2 + eps);                              \
-        }                                                                                \
-    }                                                                                    \
-    static void adam_range_##T(const void *ctx, const OptimParam *op, int64_t lo,        \
-                               int64_t hi)                                               \
-    {                                                                                    \
-        if (op->buf[ADAM_MAX_EXP_AVG_SQ])                                                \
-            adam_body_##T(ctx, op, lo, hi, true);                                        \
-        else                                                                             \
-            adam_body_##T(ctx, op, lo, hi, false);                                       \
-    }
-
-ADAM_KERNEL(float, sqrtf)
-ADAM_KERNEL(double, sqrt)
-
-static void update(const OptimGroupHp *h, OptimParam *op, bool decoupled)
+static CtStatus update(const OptimGroupHp *h, const OptimStep *s, bool decoupled)
 {
-    double t = (double)op->step;
-    AdamCoef c = {.decay_mul = decoupled ? 1.0 - h->lr * h->weight_decay : 1.0,
-                  .l2 = decoupled ? 0.0 : h->weight_decay,
-                  .b1 = h->momentum,
-                  .b2 = h->beta2,
-                  .step_size = h->lr / (1.0 - pow(h->momentum, t)),
-                  .bc2_sqrt = sqrt(1.0 - pow(h->beta2, t)),
-                  .eps = h->eps};
-    optim_parallel_for(op->dtype == CT_F32 ? adam_range_float : adam_range_double, &c,
-                       op);
+    TensorAdamArgs a = {.lr = h->lr,
+                        .weight_decay = h->weight_decay,
+                        .beta1 = h->momentum,
+                        .beta2 = h->beta2,
+                        .eps = h->eps,
+                        .decoupled = decoupled,
+                        .step = s->step};
+    return tensor_adam_step_(s->param, s->grad, s->buf[ADAM_EXP_AVG],
+                             s->buf[ADAM_EXP_AVG_SQ], s->buf[ADAM_MAX_EXP_AVG_SQ], &a);
 }
 
-static void adam_update(const Optimizer *o, const OptimGroupHp *h, OptimParam *op)
+static CtStatus adam_update(const Optimizer *o, const OptimGroupHp *h, const OptimStep *s)
 {
     (void)o;
-    update(h, op, false);
+    return update(h, s, false);
 }
 
-static void adamw_update(const Optimizer *o, const OptimGroupHp *h, OptimParam *op)
+static CtStatus adamw_update(const Optimizer *o, const OptimGroupHp *h,
+                             const OptimStep *s)
 {
     (void)o;
-    update(h, op, true);
+    return update(h, s, true);
 }
 
 static bool adam_uses_buf(const Optimizer *o, const OptimGroupHp *h, int b)

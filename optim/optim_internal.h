@@ -4,7 +4,9 @@
  * hyper-parameters, per-parameter state tensors (created lazily, persistent),
  * per-parameter step counts, validation of a step before anything is
  * written, zero_grad and state save/load. An algorithm supplies a const
- * OptimVtable whose `update` is one fused pass over one parameter's data.
+ * OptimVtable whose `update` builds one backend op (ctrainer/tensor_optim.h)
+ * over one parameter, or over a whole group when its parameters, gradients
+ * and state buffers each lie back to back in one block (group.c).
  */
 #ifndef CTRAINER_OPTIM_INTERNAL_H
 #define CTRAINER_OPTIM_INTERNAL_H
@@ -12,10 +14,7 @@
 #include <math.h>
 
 #include "ctrainer/optim.h"
-
-/* Same threshold as the tensor layer's CPU kernels (tensor/cpu/cpu.h): below
- * ~1M elements an OpenMP fork/join costs more than the loop. */
-#define OPTIM_PAR_MIN 1048576
+#include "ctrainer/tensor_optim.h"
 
 #define OPTIM_MAX_BUFS 4
 
@@ -35,20 +34,17 @@ typedef struct OptimFlags {
     bool centered;    /* RMSprop */
 } OptimFlags;
 
-/* One parameter's view for an update: contiguous CPU data of one float
- * dtype (f32 or f64), state buffers of the same dtype and numel (NULL when
- * the configuration does not use them). fresh has bit b set when buffer b
- * was created (zeroed) for this step. step is the parameter's update count
- * including this one (1 on the first update). */
-typedef struct OptimParam {
-    void *p;
-    const void *g;
-    void *buf[OPTIM_MAX_BUFS];
+/* The operands of one update: one parameter and its gradient, or the spans
+ * of a whole group; buf[b] is NULL when the configuration does not use
+ * buffer b. fresh has bit b set when buffer b was created (zeroed) for this
+ * step. step is the update count including this one (1 on the first). */
+typedef struct OptimStep {
+    Tensor *param;
+    const Tensor *grad;
+    Tensor *buf[OPTIM_MAX_BUFS];
     unsigned fresh;
-    int64_t numel;
-    CtDType dtype;
     int64_t step;
-} OptimParam;
+} OptimStep;
 
 typedef struct OptimVtable {
     const char *name; /* "SGD", "Adam", ... */
@@ -61,9 +57,16 @@ typedef struct OptimVtable {
     bool (*uses_buf)(const Optimizer *o, const OptimGroupHp *g, int b);
     /* Validates resolved settings at creation (group index gi for messages). */
     CtStatus (*check)(const Optimizer *o, const OptimGroupHp *g, int gi);
-    /* One fused pass over one parameter; cannot fail. */
-    void (*update)(const Optimizer *o, const OptimGroupHp *g, OptimParam *p);
+    /* One op over s's operands (checked by the caller: contiguous, one
+     * float dtype and numel). */
+    CtStatus (*update)(const Optimizer *o, const OptimGroupHp *g, const OptimStep *s);
 } OptimVtable;
+
+/* One group's block views: params, grads and each state buffer as one 1-d
+ * tensor each (NULL until built or when the group is not packed). */
+typedef struct OptimSpans {
+    Tensor *param, *grad, *buf[OPTIM_MAX_BUFS];
+} OptimSpans;
 
 struct Optimizer {
     const OptimVtable *vt;
@@ -74,6 +77,9 @@ struct Optimizer {
     int64_t *psteps; /* per-parameter update counts */
     int64_t step;    /* optim_step calls that updated */
     OptimFlags flags;
+    unsigned *fresh;   /* nparams: per-step scratch of optim_step */
+    OptimSpans *spans; /* ngroups: cached block views (group.c) */
+    Tensor **scratch;  /* nparams: operand lists of group.c */
 };
 
 /* Defaults that fill a group's NAN fields. */
@@ -99,21 +105,26 @@ void optim_sgd_settings(const SgdArgs *a, OptimDefaults *d, OptimFlags *f);
 void optim_adam_settings(const AdamArgs *a, OptimDefaults *d, OptimFlags *f);
 void optim_rmsprop_settings(const RmspropArgs *a, OptimDefaults *d, OptimFlags *f);
 
-/* Runs fn over [0, op->numel) in fixed chunks, on OpenMP threads when the
- * parameter has at least OPTIM_PAR_MIN elements. The kernels are plain
- * loops over [lo, hi): outside the OpenMP region their restrict pointers and
- * constant flags let the compiler vectorize them. */
-typedef void (*OptimRangeFn)(const void *ctx, const OptimParam *op, int64_t lo,
-                             int64_t hi);
-void optim_parallel_for(OptimRangeFn fn, const void *ctx, const OptimParam *op);
+/* Whether parameter p takes part in this step. */
+static inline bool optim_wants_update(const Tensor *p)
+{
+    return tensor_requires_grad(p) && tensor_grad(p);
+}
 
-/* Forces inlining, so a kernel body called with constant flags is
- * specialised per flag combination. */
-#if defined(__GNUC__)
-#define OPTIM_INLINE static inline __attribute__((always_inline))
-#else
-#define OPTIM_INLINE static inline
-#endif
+/* group.c: creates buffer b (zeroed) for every parameter of group gi as
+ * views into one new block, when no parameter has it yet; sets bit b of
+ * fresh[] for each (fresh may be NULL). Otherwise does nothing. */
+CtStatus optim_group_make_buffer(Optimizer *o, int gi, int b, unsigned *fresh);
+/* group.c: runs the update of group gi as ONE op over its spans when the
+ * group is packed (every parameter updated, spans back to back, state
+ * buffers alike, one step count); *done says whether it did. Cheap when
+ * the spans are cached: no allocation after the first step. */
+CtStatus optim_group_update(Optimizer *o, int gi, const unsigned *fresh, bool *done);
+/* group.c: zeroes group gi's gradients with one fill when they lie back to
+ * back; *done says whether it did. */
+CtStatus optim_group_zero_grad(Optimizer *o, int gi, bool *done);
+/* group.c: releases the cached spans. */
+void optim_spans_free(Optimizer *o);
 
 /* A zeroed persistent tensor like p (owned by the caller, by no scope). */
 Tensor *optim_new_state(Tensor *p);

@@ -256,6 +256,20 @@ static CtStatus load_param(Optimizer *o, int64_t i, const CtStateDict *in)
     return CT_OK;
 }
 
+/* Whether `in` holds buffer b for every parameter of group g (then the
+ * buffers are made as one block, as a step would). */
+static bool group_has_all(const Optimizer *o, int g, int b, const CtStateDict *in)
+{
+    char name[96];
+    const OptimGroupHp *h = &o->groups[g];
+    for (int64_t i = 0; i < h->n; i++) {
+        snprintf(name, sizeof name, "state.%lld.%s", (long long)(h->first + i),
+                 o->vt->buf_names[b]);
+        if (!ct_state_dict_get(in, name)) return false;
+    }
+    return true;
+}
+
 CtStatus optim_state_load(Optimizer *o, const CtStateDict *in)
 {
     if (!o || !in) return ct_error(CT_ERR_NULL, "optim_state_load: NULL argument");
@@ -268,6 +282,9 @@ CtStatus optim_state_load(Optimizer *o, const CtStateDict *in)
             snprintf(name, sizeof name, "param_groups.%d.%s", g, HP_NAMES[k]);
             *hp_field(&o->groups[g], k) = tensor_item(ct_state_dict_get(in, name));
         }
+    for (int g = 0; g < o->ngroups && st == CT_OK; g++)
+        for (int b = 0; b < o->vt->nbuf && st == CT_OK; b++)
+            if (group_has_all(o, g, b, in)) st = optim_group_make_buffer(o, g, b, NULL);
     for (int64_t i = 0; i < o->nparams && st == CT_OK; i++) st = load_param(o, i, in);
     return st;
 }

@@ -114,7 +114,11 @@ Optimizer *optim_create_common(const OptimVtable *vt, const char *who, int ngrou
         o->state =
             calloc((size_t)(o->nparams * (vt->nbuf ? vt->nbuf : 1)), sizeof *o->state);
         o->psteps = calloc((size_t)o->nparams, sizeof *o->psteps);
-        if (!o->state || !o->psteps) st = ct_error(CT_ERR_OOM, "%s: out of memory", who);
+        o->fresh = calloc((size_t)o->nparams, sizeof *o->fresh);
+        o->spans = calloc((size_t)ngroups, sizeof *o->spans);
+        o->scratch = calloc((size_t)o->nparams, sizeof *o->scratch);
+        if (!o->state || !o->psteps || !o->fresh || !o->spans || !o->scratch)
+            st = ct_error(CT_ERR_OOM, "%s: out of memory", who);
     }
     if (st != CT_OK) {
         optim_free(o);
@@ -128,6 +132,9 @@ void optim_free(Optimizer *o)
     if (!o) return;
     if (o->state)
         for (int64_t i = 0; i < o->nparams * o->vt->nbuf; i++) tensor_free(o->state[i]);
+    optim_spans_free(o);
+    free(o->fresh);
+    free(o->scratch);
     for (int g = 0; g < o->ngroups; g++) free(o->groups[g].params);
     free(o->groups);
     free(o->state);
@@ -191,39 +198,19 @@ void optim_set_momentum(Optimizer *o, int group, double momentum)
 CtStatus optim_zero_grad(Optimizer *o)
 {
     if (!o) return ct_error(CT_ERR_NULL, "optim_zero_grad: NULL optimizer");
-    for (int g = 0; g < o->ngroups; g++)
-        for (int64_t i = 0; i < o->groups[g].n; i++) {
+    for (int g = 0; g < o->ngroups; g++) {
+        bool done;
+        CtStatus st = optim_group_zero_grad(o, g, &done);
+        for (int64_t i = 0; i < o->groups[g].n && st == CT_OK && !done; i++) {
             Tensor *grad = tensor_grad(o->groups[g].params[i]);
-            if (!grad) continue;
-            CtStatus st = tensor_zero_(grad);
-            if (st != CT_OK) return st;
+            if (grad) st = tensor_zero_(grad);
         }
+        if (st != CT_OK) return st;
+    }
     return CT_OK;
 }
 
 /* ----------------------------------------------------------------- step */
-
-#define OPTIM_CHUNK 65536
-
-void optim_parallel_for(OptimRangeFn fn, const void *ctx, const OptimParam *op)
-{
-    int64_t n = op->numel;
-    if (n < OPTIM_PAR_MIN) {
-        fn(ctx, op, 0, n);
-        return;
-    }
-    int64_t nch = (n + OPTIM_CHUNK - 1) / OPTIM_CHUNK;
-#pragma omp parallel for
-    for (int64_t c = 0; c < nch; c++) {
-        int64_t lo = c * OPTIM_CHUNK, hi = lo + OPTIM_CHUNK < n ? lo + OPTIM_CHUNK : n;
-        fn(ctx, op, lo, hi);
-    }
-}
-
-static bool wants_update(const Tensor *p)
-{
-    return tensor_requires_grad(p) && tensor_grad(p);
-}
 
 /* Everything the fused kernels assume, checked before anything is written. */
 static CtStatus check_param(const Optimizer *o, int64_t idx, const Tensor *p)
@@ -231,16 +218,16 @@ static CtStatus check_param(const Optimizer *o, int64_t idx, const Tensor *p)
     const Tensor *g = tensor_grad(p);
     char pb[96], gb[96];
     CtDType dt = tensor_dtype(p);
-    if (tensor_device(p).type != CT_DEVICE_CPU ||
-        tensor_device(g).type != CT_DEVICE_CPU || !tensor_is_contiguous(p) ||
-        !tensor_is_contiguous(g) || (dt != CT_F32 && dt != CT_F64))
+    if (!tensor_is_contiguous(p) || !tensor_is_contiguous(g) ||
+        (dt != CT_F32 && dt != CT_F64))
         return ct_error(CT_ERR_UNSUPPORTED,
-                        "%s: parameter %lld \"%s\" %s (grad %s): only contiguous CPU f32 "
-                        "and f64 parameters and gradients are supported so far",
+                        "%s: parameter %lld \"%s\" %s (grad %s): only contiguous f32 "
+                        "and f64 parameters and gradients are supported",
                         o->vt->name, (long long)idx, tensor_name(p),
                         tensor_describe(p, pb, sizeof pb),
                         tensor_describe(g, gb, sizeof gb));
-    if (tensor_dtype(g) != dt || tensor_numel(g) != tensor_numel(p))
+    if (tensor_dtype(g) != dt || tensor_numel(g) != tensor_numel(p) ||
+        !ct_device_eq(tensor_device(g), tensor_device(p)))
         return ct_error(CT_ERR_SHAPE, "%s: parameter %lld \"%s\" %s has a gradient %s",
                         o->vt->name, (long long)idx, tensor_name(p),
                         tensor_describe(p, pb, sizeof pb),
@@ -260,17 +247,20 @@ Tensor *optim_new_state(Tensor *p)
     return t;
 }
 
-/* Creates the buffers this step needs; fresh[idx] gets a bit per new one.
- * On failure the buffers made here are released again. */
+/* Creates the buffers this step needs, one block per group where the
+ * whole group needs them; fresh[idx] gets a bit per new one. On failure the
+ * buffers made here are released again. */
 static CtStatus make_buffers(Optimizer *o, unsigned *fresh)
 {
     const OptimVtable *vt = o->vt;
     CtStatus st = CT_OK;
     for (int g = 0; g < o->ngroups && st == CT_OK; g++) {
         const OptimGroupHp *h = &o->groups[g];
+        for (int b = 0; b < vt->nbuf && st == CT_OK; b++)
+            if (vt->uses_buf(o, h, b)) st = optim_group_make_buffer(o, g, b, fresh);
         for (int64_t i = 0; i < h->n && st == CT_OK; i++) {
             int64_t idx = h->first + i;
-            if (!wants_update(h->params[i])) continue;
+            if (!optim_wants_update(h->params[i])) continue;
             for (int b = 0; b < vt->nbuf && st == CT_OK; b++) {
                 Tensor **slot = &o->state[idx * vt->nbuf + b];
                 if (*slot || !vt->uses_buf(o, h, b)) continue;
@@ -293,25 +283,24 @@ static CtStatus make_buffers(Optimizer *o, unsigned *fresh)
     return st;
 }
 
-static void update_group(Optimizer *o, const OptimGroupHp *h, const unsigned *fresh)
+/* One op per parameter: the path of groups that are not packed. */
+static CtStatus update_params(Optimizer *o, const OptimGroupHp *h, const unsigned *fresh)
 {
     const OptimVtable *vt = o->vt;
-    for (int64_t i = 0; i < h->n; i++) {
+    CtStatus st = CT_OK;
+    for (int64_t i = 0; i < h->n && st == CT_OK; i++) {
         Tensor *p = h->params[i];
         int64_t idx = h->first + i;
-        if (!wants_update(p)) continue;
-        OptimParam op = {.p = tensor_data(p),
-                         .g = tensor_data(tensor_grad(p)),
-                         .fresh = fresh[idx],
-                         .numel = tensor_numel(p),
-                         .dtype = tensor_dtype(p),
-                         .step = ++o->psteps[idx]};
-        for (int b = 0; b < vt->nbuf; b++) {
-            Tensor *s = vt->uses_buf(o, h, b) ? o->state[idx * vt->nbuf + b] : NULL;
-            op.buf[b] = s ? tensor_data(s) : NULL;
-        }
-        vt->update(o, h, &op);
+        if (!optim_wants_update(p)) continue;
+        OptimStep s = {.param = p,
+                       .grad = tensor_grad(p),
+                       .fresh = fresh[idx],
+                       .step = ++o->psteps[idx]};
+        for (int b = 0; b < vt->nbuf; b++)
+            s.buf[b] = vt->uses_buf(o, h, b) ? o->state[idx * vt->nbuf + b] : NULL;
+        st = vt->update(o, h, &s);
     }
+    return st;
 }
 
 CtStatus optim_step(Optimizer *o)
@@ -320,18 +309,18 @@ CtStatus optim_step(Optimizer *o)
     for (int g = 0; g < o->ngroups; g++) {
         const OptimGroupHp *h = &o->groups[g];
         for (int64_t i = 0; i < h->n; i++) {
-            if (!wants_update(h->params[i])) continue;
+            if (!optim_wants_update(h->params[i])) continue;
             CtStatus st = check_param(o, h->first + i, h->params[i]);
             if (st != CT_OK) return st;
         }
     }
-    unsigned *fresh = calloc((size_t)o->nparams, sizeof *fresh);
-    if (!fresh) return ct_error(CT_ERR_OOM, "%s: out of memory", o->vt->name);
-    CtStatus st = make_buffers(o, fresh);
-    if (st == CT_OK) {
-        for (int g = 0; g < o->ngroups; g++) update_group(o, &o->groups[g], fresh);
-        o->step++;
+    memset(o->fresh, 0, (size_t)o->nparams * sizeof *o->fresh);
+    CtStatus st = make_buffers(o, o->fresh);
+    for (int g = 0; g < o->ngroups && st == CT_OK; g++) {
+        bool done;
+        st = optim_group_update(o, g, o->fresh, &done);
+        if (st == CT_OK && !done) st = update_params(o, &o->groups[g], o->fresh);
     }
-    free(fresh);
+    if (st == CT_OK) o->step++;
     return st;
 }

@@ -6,66 +6,20 @@
  *   momentum > 0: buf = momentum buf + g / avg;  p -= lr buf
  *   else:         p -= lr g / avg
  */
-#include <math.h>
-
 #include "optim_internal.h"
 
 enum { RMS_SQUARE_AVG, RMS_MOMENTUM_BUFFER, RMS_GRAD_AVG };
 
-/* The loop over [lo, hi) for element type T; centered and mom_on are
- * constants at each call. */
-#define RMS_KERNEL(T, SQRT)                                                              \
-    OPTIM_INLINE void rms_body_##T(const OptimGroupHp *h, const OptimParam *op,          \
-                                   int64_t lo, int64_t hi, const bool centered,          \
-                                   const bool mom_on)                                    \
-    {                                                                                    \
-        T *restrict p = op->p, *restrict sq = op->buf[RMS_SQUARE_AVG];                   \
-        T *restrict mb = op->buf[RMS_MOMENTUM_BUFFER];                                   \
-        T *restrict ga = op->buf[RMS_GRAD_AVG];                                          \
-        const T *restrict g = op->g;                                                     \
-        const T lr = (T)h->lr, wd = (T)h->weight_decay, mom = (T)h->momentum;            \
-        const T al = (T)h->beta2, a1 = (T)(1.0 - h->beta2), eps = (T)h->eps;             \
-        for (int64_t i = lo; i < hi; i++) {                                              \
-            T gi = g[i] + wd * p[i];                                                     \
-            T s = al * sq[i] + a1 * gi * gi;                                             \
-            sq[i] = s;                                                                   \
-            if (centered) {                                                              \
-                T a = al * ga[i] + a1 * gi;                                              \
-                ga[i] = a;                                                               \
-                s -= a * a;                                                              \
-            }                                                                            \
-            T avg = SQRT(s) + eps;                                                       \
-            if (mom_on) {                                                                \
-                T b = mom * mb[i] + gi / avg;                                            \
-                mb[i] = b;                                                               \
-                p[i] -= lr * b;                                                          \
-            } else {                                                                     \
-                p[i] -= lr * (gi / avg);                                                 \
-            }                                                                            \
-        }                                                                                \
-    }                                                                                    \
-    static void rms_range_##T(const void *ctx, const OptimParam *op, int64_t lo,         \
-                              int64_t hi)                                                \
-    {                                                                                    \
-        bool c = op->buf[RMS_GRAD_AVG] != NULL,                                          \
-             m = op->buf[RMS_MOMENTUM_BUFFER] != NULL;                                   \
-        if (c && m)                                                                      \
-            rms_body_##T(ctx, op, lo, hi, true, true);                                   \
-        else if (c)                                                                      \
-            rms_body_##T(ctx, op, lo, hi, true, false);                                  \
-        else if (m)                                                                      \
-            rms_body_##T(ctx, op, lo, hi, false, true);                                  \
-        else                                                                             \
-            rms_body_##T(ctx, op, lo, hi, false, false);                                 \
-    }
-
-RMS_KERNEL(float, sqrtf)
-RMS_KERNEL(double, sqrt)
-
-static void rms_update(const Optimizer *o, const OptimGroupHp *h, OptimParam *op)
+static CtStatus rms_update(const Optimizer *o, const OptimGroupHp *h, const OptimStep *s)
 {
     (void)o;
-    optim_parallel_for(op->dtype == CT_F32 ? rms_range_float : rms_range_double, h, op);
+    TensorRmspropArgs a = {.lr = h->lr,
+                           .weight_decay = h->weight_decay,
+                           .alpha = h->beta2,
+                           .eps = h->eps,
+                           .momentum = h->momentum};
+    return tensor_rmsprop_step_(s->param, s->grad, s->buf[RMS_SQUARE_AVG],
+                                s->buf[RMS_MOMENTUM_BUFFER], s->buf[RMS_GRAD_AVG], &a);
 }
 
 static bool rms_uses_buf(const Optimizer *o, const OptimGroupHp *h, int b)

@@ -8,54 +8,16 @@
 
 enum { SGD_MOMENTUM_BUFFER };
 
-typedef struct SgdCtx {
-    const OptimGroupHp *h;
-    const OptimFlags *f;
-} SgdCtx;
-
-/* The loop over [lo, hi) for element type T; mom_on, first and nesterov are
- * constants at each call, so every combination is its own plain loop. */
-#define SGD_KERNEL(T)                                                                    \
-    OPTIM_INLINE void sgd_body_##T(const SgdCtx *c, const OptimParam *op, int64_t lo,    \
-                                   int64_t hi, const bool mom_on, const bool first,      \
-                                   const bool nesterov)                                  \
-    {                                                                                    \
-        T *restrict p = op->p, *restrict buf = op->buf[SGD_MOMENTUM_BUFFER];             \
-        const T *restrict g = op->g;                                                     \
-        const T lr = (T)c->h->lr, wd = (T)c->h->weight_decay, mom = (T)c->h->momentum;   \
-        const T damp = (T)(1.0 - c->f->dampening);                                       \
-        for (int64_t i = lo; i < hi; i++) {                                              \
-            T d = g[i] + wd * p[i];                                                      \
-            if (mom_on) {                                                                \
-                T b = first ? d : mom * buf[i] + damp * d;                               \
-                buf[i] = b;                                                              \
-                d = nesterov ? d + mom * b : b;                                          \
-            }                                                                            \
-            p[i] -= lr * d;                                                              \
-        }                                                                                \
-    }                                                                                    \
-    static void sgd_range_##T(const void *ctx, const OptimParam *op, int64_t lo,         \
-                              int64_t hi)                                                \
-    {                                                                                    \
-        const SgdCtx *c = ctx;                                                           \
-        bool nesterov = c->f->nesterov;                                                  \
-        if (!op->buf[SGD_MOMENTUM_BUFFER])                                               \
-            sgd_body_##T(c, op, lo, hi, false, false, false);                            \
-        else if ((op->fresh >> SGD_MOMENTUM_BUFFER) & 1)                                 \
-            sgd_body_##T(c, op, lo, hi, true, true, nesterov);                           \
-        else if (nesterov)                                                               \
-            sgd_body_##T(c, op, lo, hi, true, false, true);                              \
-        else                                                                             \
-            sgd_body_##T(c, op, lo, hi, true, false, false);                             \
-    }
-
-SGD_KERNEL(float)
-SGD_KERNEL(double)
-
-static void sgd_update(const Optimizer *o, const OptimGroupHp *h, OptimParam *op)
+static CtStatus sgd_update(const Optimizer *o, const OptimGroupHp *h, const OptimStep *s)
 {
-    SgdCtx c = {h, &o->flags};
-    optim_parallel_for(op->dtype == CT_F32 ? sgd_range_float : sgd_range_double, &c, op);
+    Tensor *buf = s->buf[SGD_MOMENTUM_BUFFER];
+    TensorSgdArgs a = {.lr = h->lr,
+                       .weight_decay = h->weight_decay,
+                       .momentum = h->momentum,
+                       .dampening = o->flags.dampening,
+                       .nesterov = buf && o->flags.nesterov,
+                       .first = (s->fresh >> SGD_MOMENTUM_BUFFER) & 1};
+    return tensor_sgd_step_(s->param, s->grad, buf, &a);
 }
 
 static bool sgd_uses_buf(const Optimizer *o, const OptimGroupHp *h, int b)

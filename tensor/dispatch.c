@@ -33,6 +33,12 @@ const char *ct_op_name(CtOp op)
         [CT_OP_SCATTER_ADD] = "scatter_add",
         [CT_OP_ONE_HOT] = "one_hot",
         [CT_OP_UNSCALE] = "unscale",
+        [CT_OP_OPTIM_SGD] = "optim_sgd",
+        [CT_OP_OPTIM_ADAM] = "optim_adam",
+        [CT_OP_OPTIM_RMSPROP] = "optim_rmsprop",
+        [CT_OP_BLOCK_NORM] = "block_norm",
+        [CT_OP_BLOCK_SCALE] = "block_scale",
+        [CT_OP_BLOCK_CLAMP] = "block_clamp",
     };
     return (unsigned)op < CT_OP_COUNT && names[op] ? names[op] : "unknown-op";
 }

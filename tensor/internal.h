@@ -225,6 +225,18 @@ typedef enum CtOp {
     CT_OP_UNSCALE, /* out0 *= inv_scale in place (f32); out1 (f32, 1
                       element) <- 1 when an element of out0 was inf or
                       NaN, else left as is. One pass.   CtUnscaleParams */
+    /* optimizer block ops (tensor/cpu/optim.c): every operand contiguous,
+     * one float dtype (f32 or f64), one numel; in place on out[]. */
+    CT_OP_OPTIM_SGD,     /* out {param, momentum_buf|NULL}, in {grad}  CtSgdParams */
+    CT_OP_OPTIM_ADAM,    /* out {param, exp_avg, exp_avg_sq,
+                            max_exp_avg_sq|NULL}, in {grad}  CtAdamParams */
+    CT_OP_OPTIM_RMSPROP, /* out {param, square_avg, momentum_buf|NULL,
+                            grad_avg|NULL}, in {grad}  CtRmspropParams */
+    CT_OP_BLOCK_NORM,    /* out0 (f64, one per CT_NORM_CHUNK of in0) <- sum of
+                            squares or max |x| of that chunk  CtBlockNormParams */
+    CT_OP_BLOCK_SCALE,   /* out0 *= value                   CtFillParams */
+    CT_OP_BLOCK_CLAMP,   /* out0 <- clamp(out0, -value, value); NaN stays
+                                                            CtFillParams */
     CT_OP_COUNT
 } CtOp;
 
@@ -373,6 +385,36 @@ typedef struct CtMatmulParams {
     bool bias;       /* in2 holds the bias */
     CtMatmulAct act; /* CT_MATMUL_ACT_NONE (the zero default): none */
 } CtMatmulParams;
+
+/* Optimizer steps: hyper-parameters and the terms the host computes from
+ * the step count, in f64; kernels cast each to the operands' dtype once.
+ * The per-element formulas are in tensor/optim_math.h. */
+typedef struct CtSgdParams {
+    double lr, weight_decay, momentum, one_minus_dampening;
+    bool first;    /* momentum_buf was just created: it takes d as is */
+    bool nesterov; /* requires a momentum_buf */
+} CtSgdParams;
+
+typedef struct CtAdamParams {
+    double decay_mul; /* AdamW: 1 - lr * wd; Adam: 1 */
+    double l2;        /* Adam: wd; AdamW: 0 */
+    double beta1, beta2, one_minus_beta1, one_minus_beta2;
+    double step_size; /* lr / (1 - beta1^t) */
+    double bc2_sqrt;  /* sqrt(1 - beta2^t) */
+    double eps;
+} CtAdamParams;
+
+typedef struct CtRmspropParams {
+    double lr, weight_decay, momentum, alpha, one_minus_alpha, eps;
+} CtRmspropParams;
+
+/* Block norms are reduced in fixed chunks, each summed in index order, so
+ * the partials (and the caller's in-order sum of them) do not depend on the
+ * device or the number of threads. */
+#define CT_NORM_CHUNK 65536
+typedef struct CtBlockNormParams {
+    bool max_abs; /* false: sum of x^2 in f64; true: max |x| (NaN wins) */
+} CtBlockNormParams;
 
 #ifdef __cplusplus
 }

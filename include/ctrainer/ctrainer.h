@@ -12,6 +12,7 @@
 #include "ctrainer/status.h"
 #include "ctrainer/table.h"
 #include "ctrainer/tensor.h"
+#include "ctrainer/tensor_optim.h"
 #include "ctrainer/trainer.h"
 
 #endif

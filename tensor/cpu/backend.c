@@ -15,7 +15,7 @@ static void register_all(void)
         ct_cpu_register_copy,    ct_cpu_register_random,  ct_cpu_register_elementwise,
         ct_cpu_register_reduce,  ct_cpu_register_softmax, ct_cpu_register_matmul,
         ct_cpu_register_conv,    ct_cpu_register_norm,    ct_cpu_register_index,
-        ct_cpu_register_unscale,
+        ct_cpu_register_unscale, ct_cpu_register_optim,
     };
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
         groups[i](kernels, supports);

@@ -17,6 +17,7 @@ void ct_cpu_register_matmul(CtKernelFn *k, CtSupportsFn *s); /* MATMUL */
 void ct_cpu_register_conv(CtKernelFn *k, CtSupportsFn *s);   /* CONV2D*, POOL2D* */
 void ct_cpu_register_norm(CtKernelFn *k, CtSupportsFn *s); /* BATCH_NORM*, LAYER_NORM* */
 void ct_cpu_register_unscale(CtKernelFn *k, CtSupportsFn *s); /* UNSCALE */
+void ct_cpu_register_optim(CtKernelFn *k, CtSupportsFn *s);   /* OPTIM_*, BLOCK_* */
 void ct_cpu_register_index(CtKernelFn *k,
                            CtSupportsFn *s); /* INDEX_*, GATHER, SCATTER_ADD, ONE_HOT */
 

@@ -330,6 +330,7 @@ static void register_all(void)
     ct_cuda_register_unary(kernels, supports);
     ct_cuda_register_reduce(kernels, supports);
     ct_cuda_register_unscale(kernels, supports);
+    ct_cuda_register_optim(kernels, supports);
 }
 
 /* One iface for every cuda:N; the instance's context tells them apart. */

@@ -87,6 +87,7 @@ void ct_cuda_register_pool(CtKernelFn *k, CtSupportsFn *s);        /* POOL2D (+B
 void ct_cuda_register_unary(CtKernelFn *k, CtSupportsFn *s);       /* UNARY(_BWD) */
 void ct_cuda_register_reduce(CtKernelFn *k, CtSupportsFn *s);      /* (ARG_)REDUCE */
 void ct_cuda_register_unscale(CtKernelFn *k, CtSupportsFn *s);     /* UNSCALE */
+void ct_cuda_register_optim(CtKernelFn *k, CtSupportsFn *s);       /* OPTIM_*, BLOCK_* */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */
