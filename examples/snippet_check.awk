@@ -25,7 +25,12 @@ function source(path,    line, text) {
     return text
 }
 # Looks for each part of the excerpt in turn, each after the one before.
-function check(    text, from, i, at) {
+function check(    text, from, i, at, code) {
+    for (i = 0; i <= nparts; i++) code = code part[i]
+    if (code == "") {
+        fail("this excerpt of " name " has no code")
+        return
+    }
     text = source(path)
     if (text == "") {
         fail("the source of this excerpt, " name " (" path "), is missing or empty")

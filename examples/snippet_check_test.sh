@@ -39,7 +39,8 @@ expect() {
 
 expect 0 good.md "4 blocks checked"
 expect 1 drifted.md "$dir/drifted.md:3: the excerpt's lines from line 7 are not in source.c"
-expect 1 unmarked.md "$dir/unmarked.md:8: a \`\`\`c block must start with \"// tutorial: NAME\""
+expect 1 unmarked.md "$dir/unmarked.md:8: a \`\`\`c block must start with \"// tutorial: NAME\"" \
+    "$dir/unmarked.md:12: this excerpt of source.c has no code"
 expect 1 misordered.md \
     "$dir/misordered.md:3: the excerpt's lines from line 7 are not in source.c" \
     "$dir/misordered.md:10: the source of this excerpt, missing.c ($dir/missing.c), is missing or empty" \
