@@ -51,6 +51,7 @@ static DataTransformer *image_transform(bool augment)
         return data_transform_compose(
             2, (DataTransformer *const[]){data_transform_to_tensor(),
                                           data_transform_normalize(1, &mean, &std)});
+    /* u8 (H, W, 3) -> f32 (3, 28, 28), normalised */
     return data_transform_compose(
         4, (DataTransformer *const[]){
                data_transform_random_resized_crop(

@@ -5,8 +5,11 @@
 # example, and run as the CTest test tutorials.NAME with ARGS on a few
 # batches (CTRAINER_LIMIT_BATCHES=3), and with MPI also on 2 processes by
 # `ctrainer launch` (tutorials.NAME_launch_np2: it must print its test
-# accuracy once). Other ```c blocks are fragments of those programs and are
-# not built. Editing a tutorial re-runs CMake.
+# accuracy once). Every other ```c block is an excerpt of a compiled program
+# ("// from: examples/X.c" or "// from: tutorial NAME"): the CTest test
+# snippets.tutorials (snippet_check.awk) fails, naming the block's file:line,
+# when an excerpt is no longer in its source or a block names no source;
+# snippets.check tests that checker. Editing a tutorial re-runs CMake.
 file(GLOB TUTORIAL_DOCS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/tutorials/*.md)
 set(TUTORIAL_DIR ${CMAKE_CURRENT_BINARY_DIR}/tutorials)
 file(MAKE_DIRECTORY ${TUTORIAL_DIR})
@@ -43,3 +46,12 @@ foreach(doc ${TUTORIAL_DOCS})
     endif()
   endforeach()
 endforeach()
+if(CTRAINER_BUILD_TESTS)
+  add_test(NAME snippets.tutorials
+    COMMAND awk -v root=${PROJECT_SOURCE_DIR} -v tutorials=${TUTORIAL_DIR}
+      -f ${CMAKE_CURRENT_SOURCE_DIR}/snippet_check.awk ${TUTORIAL_DOCS})
+  add_test(NAME snippets.check
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/snippet_check_test.sh
+      ${CMAKE_CURRENT_SOURCE_DIR}/snippet_check.awk
+      ${PROJECT_SOURCE_DIR}/tests/fixtures/snippets)
+endif()
