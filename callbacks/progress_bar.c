@@ -1,5 +1,6 @@
 /* ProgressBar: a redrawn bar on a terminal, plain lines in log files. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,14 +97,24 @@ static CtStatus draw(ProgressBar *p, bool final)
     return CT_OK;
 }
 
+/* Whether f is a terminal. Under `ctrainer launch` / runtime_launch, stdout
+ * is mpirun's pseudo-terminal, and CTRAINER_STDOUT_TTY says what the
+ * launching process's stdout was. */
+static bool is_terminal(FILE *f)
+{
+    const char *v = getenv("CTRAINER_STDOUT_TTY");
+    if (f == stdout && v && (!strcmp(v, "0") || !strcmp(v, "1"))) return v[0] == '1';
+    return isatty(fileno(f));
+}
+
 static CtStatus start_bar(ProgressBar *p, Trainer *t, const char *label, int64_t total)
 {
     p->active = cb_is_main(t) && total > 0;
     if (!p->active) return CT_OK;
     p->trainer = t;
     FILE *f = cb_out(p->out);
-    p->tty = p->mode == PROGRESS_BAR_TTY ||
-             (p->mode == PROGRESS_BAR_AUTO && isatty(fileno(f)));
+    p->tty =
+        p->mode == PROGRESS_BAR_TTY || (p->mode == PROGRESS_BAR_AUTO && is_terminal(f));
     snprintf(p->label, sizeof p->label, "%s", label);
     p->count = p->samples = 0;
     p->total = total;

@@ -55,8 +55,10 @@ static bool find_on_path(const char *name, char *buf, size_t size)
 CtStatus runtime_host_probe(RuntimeHost *h)
 {
     if (!h) return ct_error(CT_ERR_NULL, "runtime_host_probe: NULL host");
-    *h = (RuntimeHost){
-        .cpu_count = count_cpus(), .gpu_count = count_gpus(), .is_root = geteuid() == 0};
+    *h = (RuntimeHost){.cpu_count = count_cpus(),
+                       .gpu_count = count_gpus(),
+                       .is_root = geteuid() == 0,
+                       .stdout_tty = isatty(STDOUT_FILENO) == 1};
     if (find_on_path("mpirun", h->mpirun, sizeof h->mpirun)) return CT_OK;
 #ifdef CTRAINER_MPIEXEC
     if (access(CTRAINER_MPIEXEC, X_OK) == 0) {
@@ -156,6 +158,8 @@ static void add_worker_env(Argv *a, const RuntimeSettings *s, const RuntimeHost 
     }
     argv_add(a, "-x");
     argv_add(a, "CTRAINER_USE_CPU=%s", use_gpus ? "false" : "true");
+    argv_add(a, "-x");
+    argv_add(a, "CTRAINER_STDOUT_TTY=%d", h->stdout_tty ? 1 : 0);
     argv_add(a, "-x");
     argv_add(a, "MASTER_ADDR=%s",
              s->main_process_ip[0] ? s->main_process_ip : "127.0.0.1");

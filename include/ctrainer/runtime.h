@@ -488,6 +488,11 @@ typedef struct RuntimeHost {
     int cpu_count;                        /* usable cores of this machine */
     int gpu_count;                        /* GPUs of this machine */
     bool is_root;                         /* uid 0: mpirun needs --allow-run-as-root */
+    /* This process's stdout is a terminal. mpirun hands its workers a
+     * pseudo-terminal whatever it writes to, so the launch passes this on
+     * (CTRAINER_STDOUT_TTY) and progress bars redraw in place only when the
+     * user's own output is a terminal. */
+    bool stdout_tty;
 } RuntimeHost;
 
 /* Probes this machine: mpirun from PATH (else the one found at build

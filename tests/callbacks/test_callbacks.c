@@ -754,6 +754,46 @@ START_TEST(test_progress_bar_lines)
 }
 END_TEST
 
+/* What an AUTO bar on stdout writes with CTRAINER_STDOUT_TTY=v (stdout
+ * redirected to a file, as mpirun's pseudo-terminal stands for the
+ * launching process's output). */
+static char *auto_bar_output(const char *v)
+{
+    FILE *cap = tmpfile();
+    ck_assert_ptr_nonnull(cap);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    ck_assert_int_ge(saved, 0);
+    ck_assert_int_ge(dup2(fileno(cap), STDOUT_FILENO), 0);
+    setenv("CTRAINER_STDOUT_TTY", v, 1);
+    Fx f;
+    fx_init(&f);
+    fx_trainer(&f, 1,
+               (Callback *[]){callback_progress_bar_create(
+                   &(ProgressBarArgs){.mode = PROGRESS_BAR_AUTO, .line_percent = 50})});
+    ck_assert_int_eq(fx_train(&f, 1, false), CT_OK);
+    fx_free(&f);
+    fflush(stdout);
+    unsetenv("CTRAINER_STDOUT_TTY");
+    ck_assert_int_ge(dup2(saved, STDOUT_FILENO), 0);
+    close(saved);
+    char *s = strdup(read_all(cap));
+    fclose(cap);
+    return s;
+}
+
+START_TEST(test_progress_bar_follows_launcher_tty)
+{
+    char *s = auto_bar_output("1");
+    ck_assert_ptr_nonnull(strstr(s, "\rtrain 1 ["));
+    free(s);
+    s = auto_bar_output("0");
+    ck_assert_ptr_null(strchr(s, '\r'));
+    ck_assert_ptr_nonnull(strstr(s, "train 1: 8/8 (100%) | "));
+    free(s);
+}
+END_TEST
+
 typedef struct LogCalls {
     char phases[16][16];
     int n_names[16];
@@ -913,6 +953,7 @@ int main(void)
     tcase_add_test(tc, test_limit_batches);
     tcase_add_test(tc, test_step_based_evaluation);
     tcase_add_test(tc, test_progress_bar_lines);
+    tcase_add_test(tc, test_progress_bar_follows_launcher_tty);
     tcase_add_test(tc, test_print_and_log_metrics);
     tcase_add_test(tc, test_defaults_and_move);
     suite_add_tcase(s, tc);

@@ -47,8 +47,8 @@ START_TEST(command_one_machine)
         "/usr/bin/mpirun --allow-run-as-root -np 2 --bind-to none "
         "-x OMP_NUM_THREADS=1 -x CTRAINER_MIXED_PRECISION=no "
         "-x CTRAINER_GRADIENT_ACCUMULATION_STEPS=1 -x CTRAINER_SEED=42 "
-        "-x CTRAINER_USE_CPU=true -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 "
-        "./train --epochs 1");
+        "-x CTRAINER_USE_CPU=true -x CTRAINER_STDOUT_TTY=0 -x MASTER_ADDR=127.0.0.1 "
+        "-x MASTER_PORT=29500 ./train --epochs 1");
     ck_assert(!c.use_gpus);
     runtime_command_free(&c);
     ck_assert_int_eq(c.argc, 0);
@@ -62,15 +62,15 @@ START_TEST(command_oversubscribed_settings_passed)
         "num_processes", "3", "mixed_precision", "bf16", "gradient_accumulation_steps",
         "4", "seed", "7", "main_process_ip", "10.1.1.1", "main_process_port", "4000",
         NULL});
-    RuntimeHost h = {.mpirun = "mpirun", .cpu_count = 2};
+    RuntimeHost h = {.mpirun = "mpirun", .cpu_count = 2, .stdout_tty = true};
     RuntimeCommand c;
     ck_assert_int_eq(runtime_launch_command(&s, &h, prog, 1, &c), CT_OK);
     ck_assert_str_eq(joined(&c),
                      "mpirun --oversubscribe -np 3 --bind-to none "
                      "-x OMP_NUM_THREADS=1 -x CTRAINER_MIXED_PRECISION=bf16 "
                      "-x CTRAINER_GRADIENT_ACCUMULATION_STEPS=4 -x CTRAINER_SEED=7 "
-                     "-x CTRAINER_USE_CPU=true -x MASTER_ADDR=10.1.1.1 "
-                     "-x MASTER_PORT=4000 ./train");
+                     "-x CTRAINER_USE_CPU=true -x CTRAINER_STDOUT_TTY=1 "
+                     "-x MASTER_ADDR=10.1.1.1 -x MASTER_PORT=4000 ./train");
     runtime_command_free(&c);
     /* one rank on 8 cores gets them all */
     s = settings(NULL);
