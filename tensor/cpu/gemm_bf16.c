@@ -114,18 +114,7 @@ void ct_cblas_sgemm_bf16(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta,
                          float *c, int ldc)
 {
     (void)order; /* row-major: the only order the library uses */
-    CtGemmBf16 g = {.trans_a = ta == CblasTrans,
-                    .trans_b = tb == CblasTrans,
-                    .m = m,
-                    .n = n,
-                    .k = k,
-                    .alpha = alpha,
-                    .beta = beta,
-                    .a = a,
-                    .lda = lda,
-                    .b = b,
-                    .ldb = ldb,
-                    .c = c,
-                    .ldc = ldc};
+    CtGemmBf16 g =
+        ct_gemm_from_cblas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     ct_cpu_gemm_bf16(&g, 1);
 }

@@ -29,6 +29,28 @@ typedef struct CtGemmBf16 {
     int ldc;
 } CtGemmBf16;
 
+/* The operands of a row-major cblas_sgemm call. */
+static inline CtGemmBf16 ct_gemm_from_cblas(enum CBLAS_TRANSPOSE ta,
+                                            enum CBLAS_TRANSPOSE tb, int m, int n, int k,
+                                            float alpha, const float *a, int lda,
+                                            const float *b, int ldb, float beta, float *c,
+                                            int ldc)
+{
+    return (CtGemmBf16){.trans_a = ta == CblasTrans,
+                        .trans_b = tb == CblasTrans,
+                        .m = m,
+                        .n = n,
+                        .k = k,
+                        .alpha = alpha,
+                        .beta = beta,
+                        .a = a,
+                        .lda = lda,
+                        .b = b,
+                        .ldb = ldb,
+                        .c = c,
+                        .ldc = ldc};
+}
+
 /* Runs g on up to nt threads of the engine pool (workers.h; 1: inline).
  * The work is split by the shape alone, so C is bitwise the same for any
  * nt. Cannot fail: the packed operands live in per-thread scratch that grows as

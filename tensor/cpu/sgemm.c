@@ -47,19 +47,7 @@ void ct_cpu_sgemm_cblas(CtSgemmIsa isa, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRAN
                         int m, int n, int k, float alpha, const float *a, int lda,
                         const float *b, int ldb, float beta, float *c, int ldc)
 {
-    CtSgemm g = {.trans_a = ta == CblasTrans,
-                 .trans_b = tb == CblasTrans,
-                 .m = m,
-                 .n = n,
-                 .k = k,
-                 .alpha = alpha,
-                 .beta = beta,
-                 .a = a,
-                 .lda = lda,
-                 .b = b,
-                 .ldb = ldb,
-                 .c = c,
-                 .ldc = ldc};
+    CtSgemm g = ct_gemm_from_cblas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     if (isa != CT_SGEMM_NONE && m > 0 && n > 0 && k > 0 && ct_cpu_sgemm_run(&g, isa))
         return;
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
