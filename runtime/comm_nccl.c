@@ -98,7 +98,7 @@ static CtStatus wait_done(Runtime *rt, CtStatus started, const char *what)
                           rt->rank, what, rt->timeout_s);
         if (st == CT_OK) nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
     }
-    n->m->abort(n->comm);
+    n->m->comm_abort(n->comm);
     n->comm = NULL;
     return st;
 }

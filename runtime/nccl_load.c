@@ -55,8 +55,9 @@ static int open_at(const char *path)
     *(void **)&entry = dlsym(h, CT_NCCL_MODULE_ENTRY);
     const CtNcclModule *m = entry ? entry(&nccl_host) : NULL;
     if (!m || m->abi != CT_NCCL_MODULE_ABI) {
-        why_add("%.1000s: not a ctrainer NCCL module of this version (no %s or another ABI)",
-                path, CT_NCCL_MODULE_ENTRY);
+        why_add(
+            "%.1000s: not a ctrainer NCCL module of this version (no %s or another ABI)",
+            path, CT_NCCL_MODULE_ENTRY);
         dlclose(h);
         return -1;
     }

@@ -71,8 +71,10 @@ typedef struct CtNcclModule {
     /* *done: the stream is idle. An error: the stream or the communicator
      * failed (NCCL's asynchronous error included). */
     CtStatus (*query)(CtNcclComm *c, bool *done);
-    /* Abort (after a failure or a deadline) or destroy; both free c. */
-    void (*abort)(CtNcclComm *c);
+    /* Tear the communicator down with ncclCommAbort (after a failure or a
+     * deadline: pending work is dropped) or destroy it; both free c. Neither
+     * touches the process. */
+    void (*comm_abort)(CtNcclComm *c);
     void (*close)(CtNcclComm *c);
 } CtNcclModule;
 

@@ -141,7 +141,7 @@ static const CtNcclModule module = {
     .broadcast = broadcast,
     .all_gather = all_gather,
     .query = query,
-    .abort = abort_comm,
+    .comm_abort = abort_comm,
     .close = close_comm,
 };
 

@@ -81,13 +81,13 @@ void ct_cuda_register_softmax(CtKernelFn *k, CtSupportsFn *s);
 void ct_cuda_register_layer_norm(CtKernelFn *k, CtSupportsFn *s); /* LAYER_NORM* */
 /* INDEX_SELECT, INDEX_ADD, GATHER, SCATTER_ADD, ONE_HOT */
 void ct_cuda_register_index(CtKernelFn *k, CtSupportsFn *s);
-void ct_cuda_register_conv(CtKernelFn *k, CtSupportsFn *s);        /* CONV2D (+BWD) */
-void ct_cuda_register_bnorm(CtKernelFn *k, CtSupportsFn *s);       /* BATCH_NORM (+BWD) */
-void ct_cuda_register_pool(CtKernelFn *k, CtSupportsFn *s);        /* POOL2D (+BWD) */
-void ct_cuda_register_unary(CtKernelFn *k, CtSupportsFn *s);       /* UNARY(_BWD) */
-void ct_cuda_register_reduce(CtKernelFn *k, CtSupportsFn *s);      /* (ARG_)REDUCE */
-void ct_cuda_register_unscale(CtKernelFn *k, CtSupportsFn *s);     /* UNSCALE */
-void ct_cuda_register_optim(CtKernelFn *k, CtSupportsFn *s);       /* OPTIM_*, BLOCK_* */
+void ct_cuda_register_conv(CtKernelFn *k, CtSupportsFn *s);    /* CONV2D (+BWD) */
+void ct_cuda_register_bnorm(CtKernelFn *k, CtSupportsFn *s);   /* BATCH_NORM (+BWD) */
+void ct_cuda_register_pool(CtKernelFn *k, CtSupportsFn *s);    /* POOL2D (+BWD) */
+void ct_cuda_register_unary(CtKernelFn *k, CtSupportsFn *s);   /* UNARY(_BWD) */
+void ct_cuda_register_reduce(CtKernelFn *k, CtSupportsFn *s);  /* (ARG_)REDUCE */
+void ct_cuda_register_unscale(CtKernelFn *k, CtSupportsFn *s); /* UNSCALE */
+void ct_cuda_register_optim(CtKernelFn *k, CtSupportsFn *s);   /* OPTIM_*, BLOCK_* */
 
 /* Grid-stride kernels: the launch shape, strided indexing and the thread
  * bodies are in hd.h and the *_body.h headers. */

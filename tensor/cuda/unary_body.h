@@ -35,21 +35,19 @@ static inline int ct_unary_pow_kind(bool bwd, CtUnaryKind kind, double a)
 
 /* The kinds each kernel family is instantiated for, as X-macro lists:
  * floating forward, floating backward, and integer forward. */
+/* clang-format off */
 #define CT_UNARY_FLOAT_KINDS_(X)                                                         \
-    X(CT_UN_NEG)                                                                         \
-    X(CT_UN_EXP)                                                                         \
-    X(CT_UN_LOG) X(CT_UN_SQRT) X(CT_UN_ABS) X(CT_UN_CLAMP) X(CT_UN_RELU)                 \
-        X(CT_UN_LEAKY_RELU) X(CT_UN_GELU_ERF) X(CT_UN_GELU_TANH) X(CT_UN_SILU)           \
-            X(CT_UN_SIGMOID) X(CT_UN_TANH) X(CT_UN_ADD_SCALAR) X(CT_UN_MUL_SCALAR)       \
-                X(CT_UN_RSUB_SCALAR) X(CT_UN_POW_SCALAR) X(CT_UN_RDIV_SCALAR)            \
-                    X(CT_UN_DIV_SCALAR) X(CT_UNK_POW_1) X(CT_UNK_POW_2)
+    X(CT_UN_NEG) X(CT_UN_EXP) X(CT_UN_LOG) X(CT_UN_SQRT) X(CT_UN_ABS) X(CT_UN_CLAMP)     \
+    X(CT_UN_RELU) X(CT_UN_LEAKY_RELU) X(CT_UN_GELU_ERF) X(CT_UN_GELU_TANH)               \
+    X(CT_UN_SILU) X(CT_UN_SIGMOID) X(CT_UN_TANH) X(CT_UN_ADD_SCALAR)                     \
+    X(CT_UN_MUL_SCALAR) X(CT_UN_RSUB_SCALAR) X(CT_UN_POW_SCALAR) X(CT_UN_RDIV_SCALAR)    \
+    X(CT_UN_DIV_SCALAR) X(CT_UNK_POW_1) X(CT_UNK_POW_2)
 #define CT_UNARY_FWD_KINDS(X) CT_UNARY_FLOAT_KINDS_(X) X(CT_UNK_POW_M1)
 #define CT_UNARY_BWD_KINDS(X) CT_UNARY_FLOAT_KINDS_(X) X(CT_UNK_POW_0)
 #define CT_UNARY_INT_KINDS(X)                                                            \
-    X(CT_UN_NEG)                                                                         \
-    X(CT_UN_ABS)                                                                         \
-    X(CT_UN_CLAMP) X(CT_UN_RELU) X(CT_UN_ADD_SCALAR) X(CT_UN_MUL_SCALAR)                 \
-        X(CT_UN_RSUB_SCALAR)
+    X(CT_UN_NEG) X(CT_UN_ABS) X(CT_UN_CLAMP) X(CT_UN_RELU) X(CT_UN_ADD_SCALAR)           \
+    X(CT_UN_MUL_SCALAR) X(CT_UN_RSUB_SCALAR)
+/* clang-format on */
 
 /* Storage type S and compute type C of dtype DT, with the conversions;
  * integer dtypes also name their unsigned type U. */
