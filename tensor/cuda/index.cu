@@ -42,12 +42,12 @@ __global__ void one_hot_kernel(int64_t n, int64_t classes, const int64_t *ix, W 
 
 /* Every index in [0, size); else the CPU's error naming the first bad one.
  * dim < 0: size is a number of classes (one_hot). */
-static CtStatus check_index(CtCudaCtx *c, const char *name, const Tensor *index, int dim,
-                            int64_t size)
+static CtStatus check_index(const CtOpCall *call, CtCudaCtx *c, const char *name,
+                            const Tensor *index, int dim, int64_t size)
 {
     CtRangeCheck rc = {size, false, 0};
     int64_t pos, value;
-    CT_RETURN_IF_ERROR(ct_cuda_check_range(c, index, rc, &pos, &value));
+    CT_RETURN_IF_ERROR(ct_cuda_check_range(call->backend, c, index, rc, &pos, &value));
     if (pos < 0) return CT_OK;
     char at[96];
     ct_position_str(index, pos, at, sizeof at);
@@ -84,7 +84,7 @@ static CtStatus cuda_index_select(const CtOpCall *call)
     const CtIndexParams *p = (const CtIndexParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(c, p->name, call->in[1], p->dim, p->size));
+    CT_RETURN_IF_ERROR(check_index(call, c, p->name, call->in[1], p->dim, p->size));
     if (p->outer * p->k * p->inner == 0) return CT_OK;
     switch (ct_dtype_size(call->out[0]->dtype)) {
     case 8: return launch_select<uint64_t>(c, *p, call);
@@ -111,7 +111,7 @@ static CtStatus cuda_index_add(const CtOpCall *call)
     const CtIndexParams *p = (const CtIndexParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(c, p->name, call->in[1], p->dim, p->size));
+    CT_RETURN_IF_ERROR(check_index(call, c, p->name, call->in[1], p->dim, p->size));
     if (p->outer * p->inner * p->k == 0) return CT_OK;
     if (call->out[0]->dtype == CT_F32) return launch_index_add<float>(c, *p, call);
     return launch_index_add<double>(c, *p, call);
@@ -136,7 +136,7 @@ static CtStatus cuda_gather(const CtOpCall *call)
     const Tensor *src = call->in[0], *index = call->in[1];
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(c, p->name, index, p->dim, src->shape[p->dim]));
+    CT_RETURN_IF_ERROR(check_index(call, c, p->name, index, p->dim, src->shape[p->dim]));
     int64_t n = tensor_numel(index);
     if (n == 0) return CT_OK;
     CtGatherGeom g;
@@ -168,7 +168,7 @@ static CtStatus cuda_scatter_add(const CtOpCall *call)
     const Tensor *index = call->in[1];
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(c, p->name, index, p->dim, out->shape[p->dim]));
+    CT_RETURN_IF_ERROR(check_index(call, c, p->name, index, p->dim, out->shape[p->dim]));
     int64_t n = tensor_numel(index);
     if (n == 0) return CT_OK;
     CtGatherGeom g;
@@ -196,7 +196,7 @@ static CtStatus cuda_one_hot(const CtOpCall *call)
     const CtOneHotParams *p = (const CtOneHotParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(c, "one_hot", call->in[0], -1, p->classes));
+    CT_RETURN_IF_ERROR(check_index(call, c, "one_hot", call->in[0], -1, p->classes));
     if (tensor_numel(call->in[0]) * p->classes == 0) return CT_OK;
     switch (call->out[0]->dtype) {
     case CT_F32: return launch_one_hot<uint32_t>(c, *p, 0x3f800000u, call);

@@ -26,15 +26,16 @@ static CtStatus check_into(CtCudaCtx *c, const int64_t *ix, int64_t n, CtRangeCh
     return CT_OK;
 }
 
-CtStatus ct_cuda_check_range(CtCudaCtx *c, const Tensor *index, CtRangeCheck rc,
-                             int64_t *pos, int64_t *value)
+CtStatus ct_cuda_check_range(const CtBackend *be, CtCudaCtx *c, const Tensor *index,
+                             CtRangeCheck rc, int64_t *pos, int64_t *value)
 {
     *pos = -1;
     int64_t n = tensor_numel(index);
     if (n == 0) return CT_OK;
-    unsigned long long *flag = NULL;
-    CT_CUDA_CHECK(cudaMallocAsync((void **)&flag, sizeof *flag, c->stream));
-    CtStatus st = check_into(c, (const int64_t *)ct_ptr(index), n, rc, flag, pos, value);
-    CtStatus fr = CT_CUDA_STATUS(cudaFreeAsync(flag, c->stream));
-    return st != CT_OK ? st : fr;
+    void *flag;
+    CT_RETURN_IF_ERROR(ct_cuda_scratch(be, sizeof(unsigned long long), &flag));
+    CtStatus st = check_into(c, (const int64_t *)ct_ptr(index), n, rc,
+                             (unsigned long long *)flag, pos, value);
+    ct_cuda_scratch_free(be, flag, sizeof(unsigned long long));
+    return st;
 }

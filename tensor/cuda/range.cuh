@@ -7,11 +7,11 @@
 #include "range_body.h"
 
 /* Checks every element of `index` (contiguous CT_I64 on c's device) on c's
- * stream and waits for the answer: *pos <- the position (linear, in
- * index's elements) of the first index rc does not accept and *value <- that
- * index, or *pos <- -1 when all are fine. CT_ERR_BACKEND when a CUDA call
- * fails. */
-CtStatus ct_cuda_check_range(CtCudaCtx *c, const Tensor *index, CtRangeCheck rc,
-                             int64_t *pos, int64_t *value);
+ * stream (flag scratch from be's caching allocator) and waits for the answer: *pos <- the
+ * position (linear, in index's elements) of the first index rc does not accept and *value
+ * <- that index, or *pos <- -1 when all are fine. CT_ERR_BACKEND when a CUDA call fails.
+ */
+CtStatus ct_cuda_check_range(const CtBackend *be, CtCudaCtx *c, const Tensor *index,
+                             CtRangeCheck rc, int64_t *pos, int64_t *value);
 
 #endif

@@ -35,7 +35,8 @@ __global__ void scatter_kernel(T *out, const T *gy, const int64_t *idx, CtCudaRe
 }
 
 /* Both passes of a split reduction (ct_reduce_split), VAR's mean first. The
- * runs' results live in a stream-ordered scratch block. */
+ * runs' results live in scratch from the instance's caching allocator
+ * (reused only by later work on the same stream). */
 template <typename T, int M>
 static CtStatus launch_split(CtCudaCtx *c, const CtOpCall *call, const CtCudaReduce &g,
                              CtReduceSplit s, T *y, int64_t *yi)
@@ -48,7 +49,7 @@ static CtStatus launch_split(CtCudaCtx *c, const CtOpCall *call, const CtCudaRed
     if (ext) nbytes += (size_t)nq * sizeof(int64_t);
     if (var) nbytes += (size_t)g.kn * sizeof(double);
     void *scratch;
-    CT_CUDA_CHECK(cudaMallocAsync(&scratch, nbytes, c->stream));
+    CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, nbytes, &scratch));
     double *pv = (double *)scratch;
     int64_t *pi = ext ? (int64_t *)(pv + nq) : NULL;
     double *mean = var ? pv + nq : NULL;
@@ -66,7 +67,7 @@ static CtStatus launch_split(CtCudaCtx *c, const CtOpCall *call, const CtCudaRed
     CtStatus launched =
         ct_cuda_status_at(ct_cuda_after_launch(st), "launch of part_kernel/fold_kernel",
                           __FILE__, __LINE__);
-    CT_CUDA_CHECK(cudaFreeAsync(scratch, st));
+    ct_cuda_scratch_free(call->backend, scratch, nbytes);
     return launched;
 }
 

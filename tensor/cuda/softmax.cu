@@ -56,7 +56,8 @@ static CtStatus check_targets(CtCudaCtx *c, const CtOpCall *call)
     const CtCrossEntropyParams *p = (const CtCrossEntropyParams *)call->params;
     CtRangeCheck rc = {p->c, p->use_ignore_index, p->ignore_index};
     int64_t pos, value;
-    CT_RETURN_IF_ERROR(ct_cuda_check_range(c, call->in[1], rc, &pos, &value));
+    CT_RETURN_IF_ERROR(
+        ct_cuda_check_range(call->backend, c, call->in[1], rc, &pos, &value));
     if (pos < 0) return CT_OK;
     char at[160];
     return ct_error(CT_ERR_INVALID,
