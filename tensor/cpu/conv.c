@@ -66,6 +66,20 @@ static inline void team_range(Team t, int64_t n, int64_t align, int64_t *lo, int
     *hi = b < n ? b : n;
 }
 
+/* This thread's columns [lo, hi) of a GEMM the team shares: its share when
+ * the GEMM's bits do not depend on the split, else all of them on the
+ * first thread (OpenBLAS may sum a narrower block in another order). */
+static inline void gemm_range(Team t, int64_t n, int64_t align, bool splits, int64_t *lo,
+                              int64_t *hi)
+{
+    if (splits) {
+        team_range(t, n, align, lo, hi);
+        return;
+    }
+    *lo = 0;
+    *hi = t.tid == 0 ? n : 0;
+}
+
 static inline void team_barrier(Team t)
 {
     if (t.nth > 1) {
@@ -125,22 +139,29 @@ static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
 }
 
 /* Every thread of a parallel region runs its own gemm; BLAS itself is
- * single-threaded (set when the CPU backend starts, see cpu/matmul.c). */
+ * single-threaded (set when the CPU backend starts, see cpu/matmul.c).
+ * GEMM(n_all, ta, tb, m, n, k, ...) computes n of the n_all columns of C,
+ * with the engine chosen on the whole product; a team splits the columns
+ * only where SPLITS says that the bits of C stay the same (sgemm.h,
+ * gemm_bf16.h), so results do not depend on the number of threads. */
 
-#define T    float
-#define SFX  f32
-#define GEMM ct_cblas_sgemm_f32
+#define T               float
+#define SFX             f32
+#define GEMM            ct_cpu_sgemm_block
+#define SPLITS(m, n, k) ct_cpu_sgemm_picks(m, n, k)
 #include "conv_tmpl.h"
 
-#define T    double
-#define SFX  f64
-#define GEMM cblas_dgemm
+#define T               double
+#define SFX             f64
+#define GEMM(_, ...)    cblas_dgemm(CblasRowMajor, __VA_ARGS__)
+#define SPLITS(m, n, k) false
 #include "conv_tmpl.h"
 
 /* bf16 autocast: f32 tensors, the gemms round their operands to bf16 */
-#define T    float
-#define SFX  bf16
-#define GEMM ct_cblas_sgemm_bf16
+#define T               float
+#define SFX             bf16
+#define GEMM(_, ...)    ct_cblas_sgemm_bf16(CblasRowMajor, __VA_ARGS__)
+#define SPLITS(m, n, k) ct_cpu_gemm_bf16_splits()
 #include "conv_tmpl.h"
 
 #define BY_DTYPE(name)                                                                   \

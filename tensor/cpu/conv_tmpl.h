@@ -1,7 +1,10 @@
 /* Per-dtype conv2d kernels, included by conv.c once per dtype with
  *   T     the element type (float, double)
  *   SFX   the name suffix (f32, f64)
- *   GEMM  the row-major cblas gemm of T (cblas_sgemm, cblas_dgemm)
+ *   GEMM  GEMM(n_all, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+ *         the row-major gemm of T over n of the n_all columns of C
+ *   SPLITS(m, n, k)  whether GEMM gives the same bits for any split of the
+ *         columns of an m x n x k product among a team
  * defined. No include guard on purpose.
  *
  * One sample at a time: for group g, with Ckk = C/groups * kh * kw,
@@ -89,7 +92,7 @@ static void FN(fwd_sample)(const CtConv2dParams *p, const T *x, const T *w, cons
     const int64_t g_n = p->groups, cg = p->c / g_n, og = p->o / g_n;
     const int64_t ckk = cg * p->kh * p->kw, ohw = p->oh * p->ow, hw = p->h * p->w;
     int64_t e0, e1;
-    team_range(tm, ohw, 16, &e0, &e1);
+    gemm_range(tm, ohw, 16, SPLITS(og, ohw, ckk), &e0, &e1);
     for (int64_t g = 0; g < g_n; g++) {
         const T *src = x + g * cg * hw;
         if (col) {
@@ -98,9 +101,9 @@ static void FN(fwd_sample)(const CtConv2dParams *p, const T *x, const T *w, cons
             src = col;
         }
         if (e1 > e0)
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)og, (int)(e1 - e0),
-                 (int)ckk, 1, w + g * og * ckk, (int)ckk, src + e0, (int)ohw, 0,
-                 y + g * og * ohw + e0, (int)ohw);
+            GEMM(ohw, CblasNoTrans, CblasNoTrans, (int)og, (int)(e1 - e0), (int)ckk, 1,
+                 w + g * og * ckk, (int)ckk, src + e0, (int)ohw, 0, y + g * og * ohw + e0,
+                 (int)ohw);
         if (col) team_barrier(tm); /* col is refilled for the next group */
     }
     if (b)
@@ -118,13 +121,13 @@ static void FN(data_sample)(const CtConv2dParams *p, const T *gy, const T *w, T 
     const int64_t g_n = p->groups, cg = p->c / g_n, og = p->o / g_n;
     const int64_t ckk = cg * p->kh * p->kw, ohw = p->oh * p->ow, hw = p->h * p->w;
     int64_t e0, e1;
-    team_range(tm, ohw, 16, &e0, &e1);
+    gemm_range(tm, ohw, 16, SPLITS(ckk, ohw, og), &e0, &e1);
     for (int64_t g = 0; g < g_n; g++) {
         T *dst = col ? col : gx + g * cg * hw; /* 1x1: ohw == hw */
         if (e1 > e0)
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ckk, (int)(e1 - e0),
-                 (int)og, 1, w + g * og * ckk, (int)ckk, gy + g * og * ohw + e0, (int)ohw,
-                 0, dst + e0, (int)ohw);
+            GEMM(ohw, CblasTrans, CblasNoTrans, (int)ckk, (int)(e1 - e0), (int)og, 1,
+                 w + g * og * ckk, (int)ckk, gy + g * og * ohw + e0, (int)ohw, 0,
+                 dst + e0, (int)ohw);
         if (col) {
             team_barrier(tm);
             FN(col2im)(p, col, gx + g * cg * hw, tm);
@@ -141,7 +144,7 @@ static void FN(weight_sample)(const CtConv2dParams *p, const T *gy, const T *x, 
     const int64_t g_n = p->groups, cg = p->c / g_n, og = p->o / g_n;
     const int64_t ckk = cg * p->kh * p->kw, ohw = p->oh * p->ow, hw = p->h * p->w;
     int64_t k0, k1;
-    team_range(tm, ckk, 1, &k0, &k1);
+    gemm_range(tm, ckk, 1, SPLITS(og, ckk, ohw), &k0, &k1);
     if (gw)
         for (int64_t g = 0; g < g_n; g++) {
             const T *src = x + g * cg * hw;
@@ -151,9 +154,9 @@ static void FN(weight_sample)(const CtConv2dParams *p, const T *gy, const T *x, 
                 src = col;
             }
             if (k1 > k0)
-                GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)og, (int)(k1 - k0),
-                     (int)ohw, 1, gy + g * og * ohw, (int)ohw, src + k0 * ohw, (int)ohw,
-                     1, gw + g * og * ckk + k0, (int)ckk);
+                GEMM(ckk, CblasNoTrans, CblasTrans, (int)og, (int)(k1 - k0), (int)ohw, 1,
+                     gy + g * og * ohw, (int)ohw, src + k0 * ohw, (int)ohw, 1,
+                     gw + g * og * ckk + k0, (int)ckk);
             if (col) team_barrier(tm);
         }
     if (gb) {
@@ -331,3 +334,4 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
 #undef T
 #undef SFX
 #undef GEMM
+#undef SPLITS

@@ -6,6 +6,7 @@
 #include "cpu.h"
 #include "gemm_bf16.h"
 #include "isa.h"
+#include "sgemm.h"
 
 bool ct_cpu_bf16_native(void)
 {
@@ -16,21 +17,36 @@ bool ct_cpu_bf16_native(void)
 #endif
 }
 
-static _Thread_local struct {
+bool ct_cpu_gemm_bf16_splits(void)
+{
+    return ct_cpu_bf16_native() || ct_cpu_sgemm_isa() != CT_SGEMM_NONE;
+}
+
+typedef struct Scratch {
     void *data;
     size_t size;
-} scratch;
+} Scratch;
 
-void *ct_cpu_gemm_scratch(size_t n)
+/* s grown to at least n bytes (64-byte aligned), or NULL. */
+static void *scratch_grow(Scratch *s, size_t n)
 {
-    if (n <= scratch.size) return scratch.data;
+    if (n <= s->size) return s->data;
     size_t size = (n + 63) / 64 * 64;
     void *p = aligned_alloc(64, size);
     if (!p) return NULL;
-    free(scratch.data);
-    scratch.data = p;
-    scratch.size = size;
+    free(s->data);
+    s->data = p;
+    s->size = size;
     return p;
+}
+
+/* The engines' packing scratch, and the portable engine's rounded operands
+ * (apart: the f32 engine it calls packs into the first). */
+static _Thread_local Scratch packing, operands;
+
+void *ct_cpu_gemm_scratch(size_t n)
+{
+    return scratch_grow(&packing, n);
 }
 
 static inline float round_bf16(float x)
@@ -74,15 +90,17 @@ static void round_copy(float *dst, const float *src, int rows, int cols, int ld)
             dst[r * cols + c] = round_bf16(src[r * ld + c]);
 }
 
-/* The portable engine: operands rounded into scratch, then sgemm. Products
- * of two bf16 values are exact in f32, so only the summation order differs
- * from the native engine. */
+/* The portable engine: operands rounded into scratch, then sgemm on the f32
+ * engine (sgemm.h) where the CPU has one, whatever the shape, since its
+ * bits do not depend on the block of C a thread computes; OpenBLAS
+ * elsewhere. Products of two bf16 values are exact in f32, so only the
+ * summation order differs from the native engine. */
 static void gemm_rounded(const CtGemmBf16 *g)
 {
     int ar = g->trans_a ? g->k : g->m, ac = g->trans_a ? g->m : g->k;
     int br = g->trans_b ? g->n : g->k, bc = g->trans_b ? g->k : g->n;
     size_t na = (size_t)ar * (size_t)ac, nb = (size_t)br * (size_t)bc;
-    float *fa = ct_cpu_gemm_scratch((na + nb) * sizeof *fa);
+    float *fa = scratch_grow(&operands, (na + nb) * sizeof *fa);
     if (!fa) {
         ct_cpu_gemm_bf16_naive(g);
         return;
@@ -90,9 +108,9 @@ static void gemm_rounded(const CtGemmBf16 *g)
     float *fb = fa + na;
     round_copy(fa, g->a, ar, ac, g->lda);
     round_copy(fb, g->b, br, bc, g->ldb);
-    cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
-                g->trans_b ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, g->alpha, fa,
-                ac > 0 ? ac : 1, fb, bc > 0 ? bc : 1, g->beta, g->c, g->ldc);
+    ct_cpu_sgemm_cblas(ct_cpu_sgemm_isa(), g->trans_a ? CblasTrans : CblasNoTrans,
+                       g->trans_b ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, g->alpha,
+                       fa, ac > 0 ? ac : 1, fb, bc > 0 ? bc : 1, g->beta, g->c, g->ldc);
 }
 
 void ct_cpu_gemm_bf16(const CtGemmBf16 *g, int nt)

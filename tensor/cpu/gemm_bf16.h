@@ -69,6 +69,11 @@ void ct_cblas_sgemm_bf16(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta,
  * does not say "baseline"). */
 bool ct_cpu_bf16_native(void);
 
+/* Whether every block of C comes out with the same bits as the whole
+ * product: true for the native engine and for the portable one on the f32
+ * engine; false where OpenBLAS runs it (CTRAINER_CPU_ISA=baseline). */
+bool ct_cpu_gemm_bf16_splits(void);
+
 /* Per-thread scratch of at least n bytes (64-byte aligned), or NULL. Kept
  * for the thread's life; grows, never shrinks. */
 void *ct_cpu_gemm_scratch(size_t n);

@@ -53,12 +53,10 @@ void ct_cpu_sgemm_cblas(CtSgemmIsa isa, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRAN
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void ct_cblas_sgemm_f32(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta,
-                        enum CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
-                        const float *a, int lda, const float *b, int ldb, float beta,
-                        float *c, int ldc)
+void ct_cpu_sgemm_block(int64_t n_all, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb,
+                        int m, int n, int k, float alpha, const float *a, int lda,
+                        const float *b, int ldb, float beta, float *c, int ldc)
 {
-    (void)order; /* row-major: the only order the library uses */
-    CtSgemmIsa isa = ct_cpu_sgemm_picks(m, n, k) ? ct_cpu_sgemm_isa() : CT_SGEMM_NONE;
+    CtSgemmIsa isa = ct_cpu_sgemm_picks(m, n_all, k) ? ct_cpu_sgemm_isa() : CT_SGEMM_NONE;
     ct_cpu_sgemm_cblas(isa, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

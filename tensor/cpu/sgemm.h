@@ -57,12 +57,13 @@ void ct_cpu_sgemm_cblas(CtSgemmIsa isa, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRAN
                         int m, int n, int k, float alpha, const float *a, int lda,
                         const float *b, int ldb, float beta, float *c, int ldc);
 
-/* cblas_sgemm's signature (row-major only), for GEMMs written against it
- * (the conv template): the engine when it picks the shape, else OpenBLAS. */
-void ct_cblas_sgemm_f32(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta,
-                        enum CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
-                        const float *a, int lda, const float *b, int ldb, float beta,
-                        float *c, int ldc);
+/* Row-major cblas_sgemm of n of the n_all columns of a product (a block a
+ * team of threads took, for the conv template): the engine when it picks
+ * the whole shape (m, n_all, k), else OpenBLAS. Choosing on the whole
+ * shape keeps C's bits independent of how its columns were split. */
+void ct_cpu_sgemm_block(int64_t n_all, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb,
+                        int m, int n, int k, float alpha, const float *a, int lda,
+                        const float *b, int ldb, float beta, float *c, int ldc);
 
 /* The two kernels; only called when the CPU has their ISA. */
 bool ct_cpu_sgemm_avx512(const CtSgemm *g);

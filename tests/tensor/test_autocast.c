@@ -362,17 +362,23 @@ static const OpCase THREAD_CASES[] = {
     {"matmul, batch of small", op_matmul, {3, 3}, {{128, 16, 64}, {128, 64, 16}}, 0},
     {"conv2d, samples", op_conv, {4, 4}, {{8, 16, 32, 32}, {32, 16, 3, 3}}, 32},
     {"conv2d, one sample", op_conv, {4, 4}, {{1, 16, 64, 64}, {32, 16, 3, 3}}, 32},
+    /* 48 output columns: a 32 + 16 split, below the engine's width alone */
+    {"conv2d, one sample, narrow",
+     op_conv,
+     {4, 4},
+     {{1, 128, 12, 8}, {256, 128, 3, 3}},
+     256},
 };
 
-/* The output and every input gradient of c in bf16 on nt threads, as f32
- * bits: out[0] the output, out[1 + k] input k's gradient. */
-static void thread_run(const OpCase *c, int nt, float *out[4], int64_t n[4])
+/* The output and every input gradient of c, in bf16 or in f32, on nt
+ * threads, as f32 bits: out[0] the output, out[1 + k] input k's gradient. */
+static void thread_run(const OpCase *c, bool bf16, int nt, float *out[4], int64_t n[4])
 {
     omp_set_num_threads(nt);
     CtScope *s = ct_scope_open();
     Tensor *in[3];
     case_inputs(c, in, true);
-    Tensor *y = in_bf16(c->fn, in);
+    Tensor *y = bf16 ? in_bf16(c->fn, in) : c->fn(in);
     Tensor *loss = tensor_sum(tensor_mul(y, y), 0, NULL, false);
     ck_assert_int_eq(tensor_backward(loss, NULL), CT_OK);
     Tensor *t[4] = {y, tensor_grad(in[0]), tensor_grad(in[1]),
@@ -385,26 +391,28 @@ static void thread_run(const OpCase *c, int nt, float *out[4], int64_t n[4])
     ct_scope_close(s);
 }
 
-/* bf16 results (forward and backward) are bitwise the same on 1 and 2
- * threads: the work is split by the shape alone. */
+/* bf16 and f32 results (forward and backward) are bitwise the same on 1 and
+ * 2 threads: the work is split by the shape alone, and the GEMM engines
+ * are chosen on the whole product, not on a thread's block of it. */
 START_TEST(test_autocast_same_bits_over_threads)
 {
     int saved = omp_get_max_threads();
-    for (size_t i = 0; i < sizeof THREAD_CASES / sizeof THREAD_CASES[0]; i++) {
-        const OpCase *c = &THREAD_CASES[i];
-        float *a[4], *b[4];
-        int64_t na[4], nb[4];
-        thread_run(c, 1, a, na);
-        thread_run(c, 2, b, nb);
-        for (int k = 0; k < 4; k++) {
-            ck_assert_int_eq(na[k], nb[k]);
-            ck_assert_msg(memcmp(a[k], b[k], (size_t)na[k] * sizeof(float)) == 0,
-                          "%s: %s differs between 1 and 2 threads", c->name,
-                          k ? "a gradient" : "the output");
-            free(a[k]);
-            free(b[k]);
+    for (int bf16 = 0; bf16 < 2; bf16++)
+        for (size_t i = 0; i < sizeof THREAD_CASES / sizeof THREAD_CASES[0]; i++) {
+            const OpCase *c = &THREAD_CASES[i];
+            float *a[4], *b[4];
+            int64_t na[4], nb[4];
+            thread_run(c, bf16, 1, a, na);
+            thread_run(c, bf16, 2, b, nb);
+            for (int k = 0; k < 4; k++) {
+                ck_assert_int_eq(na[k], nb[k]);
+                ck_assert_msg(memcmp(a[k], b[k], (size_t)na[k] * sizeof(float)) == 0,
+                              "%s, %s: %s differs between 1 and 2 threads", c->name,
+                              bf16 ? "bf16" : "f32", k ? "a gradient" : "the output");
+                free(a[k]);
+                free(b[k]);
+            }
         }
-    }
     omp_set_num_threads(saved);
 }
 END_TEST

@@ -209,8 +209,8 @@ START_TEST(test_sgemm_isa_switch)
     CtSgemm g = make(true, false, 17, 33, 7, 0, 1, 0, 9);
     float *c0 = malloc((size_t)(17 * 33) * sizeof *c0);
     memcpy(c0, g.c, (size_t)(17 * 33) * sizeof *c0);
-    ct_cblas_sgemm_f32(CblasRowMajor, CblasTrans, CblasNoTrans, 17, 33, 7, 1, g.a, g.lda,
-                       g.b, g.ldb, 0, g.c, g.ldc);
+    ct_cpu_sgemm_block(33, CblasTrans, CblasNoTrans, 17, 33, 7, 1, g.a, g.lda, g.b, g.ldb,
+                       0, g.c, g.ldc);
     for (int i = 0; i < 17; i++)
         for (int j = 0; j < 33; j++)
             ck_assert_double_eq_tol(g.c[i * 33 + j], ref(&g, c0, i, j), 1e-5);
