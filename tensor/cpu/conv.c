@@ -14,6 +14,8 @@
  * because OpenBLAS's threads and OpenMP's spinning ones fight for cores. */
 #include <cblas.h>
 #include <omp.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../conv.h"
 #include "cpu.h"
@@ -129,6 +131,28 @@ static ConvPlan weight_plan(const CtConv2dParams *p, int64_t acc)
     return pl;
 }
 
+/* Samples per chunk for the chunked path of conv_tmpl.h (0: one sample at
+ * a time). A sample's GEMMs are OHW columns wide; below CHUNK_BELOW they
+ * run far under the engine's speed (ResNet-18 at 64x64: 13 GFLOP/s per
+ * core at 2x2, 37 at 4x4, against 45-50 at 8x8 and up; docs/benchmarks.md,
+ * "Convolutions in chunks of samples"), so such convs take enough samples
+ * for CHUNK_COLS columns, as far as CHUNK_MAX_ELEMS of scratch allows. A
+ * function of the shape alone. */
+#define CHUNK_BELOW     64
+#define CHUNK_COLS      512
+#define CHUNK_MAX_ELEMS (4 << 20)
+static int64_t chunk_samples(const CtConv2dParams *p)
+{
+    const char *env = getenv("CTRAINER_CONV_CHUNK_BELOW");
+    const int64_t below = env ? atoll(env) : CHUNK_BELOW;
+    const int64_t ohw = p->oh * p->ow, per_sample = (p->c * p->kh * p->kw + p->o) * ohw;
+    if (p->groups != 1 || ohw == 0 || ohw >= below || p->n < 2) return 0;
+    int64_t per = (CHUNK_COLS + ohw - 1) / ohw;
+    if (per > p->n) per = p->n;
+    while (per > 1 && per * per_sample > CHUNK_MAX_ELEMS) per--;
+    return per > 1 ? per : 0;
+}
+
 /* Scratch from the caching allocator (not scope-owned: freed by the kernel). */
 static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
 {
@@ -149,12 +173,14 @@ static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
 #define SFX             f32
 #define GEMM            ct_cpu_sgemm_block
 #define SPLITS(m, n, k) ct_cpu_sgemm_picks(m, n, k)
+#define DT              CT_F32
 #include "conv_tmpl.h"
 
 #define T               double
 #define SFX             f64
 #define GEMM(_, ...)    cblas_dgemm(CblasRowMajor, __VA_ARGS__)
 #define SPLITS(m, n, k) false
+#define DT              CT_F64
 #include "conv_tmpl.h"
 
 /* bf16 autocast: f32 tensors, the gemms round their operands to bf16 */
@@ -162,6 +188,7 @@ static Tensor *scratch_new(const ConvPlan *pl, CtDType dt, void **data)
 #define SFX             bf16
 #define GEMM(_, ...)    ct_cblas_sgemm_bf16(CblasRowMajor, __VA_ARGS__)
 #define SPLITS(m, n, k) ct_cpu_gemm_bf16_splits()
+#define DT              CT_F32
 #include "conv_tmpl.h"
 
 #define BY_DTYPE(name)                                                                   \

@@ -21,11 +21,12 @@
 #define CAT(a, b)  CAT_(a, b)
 #define FN(name)   CAT(name, SFX)
 
-/* col: (Cg*kh*kw, OH*OW) <- patches of x: (Cg, H, W); the team's rows. */
-static void FN(im2col)(const CtConv2dParams *p, const T *x, T *col, Team tm)
+/* col: (Cg*kh*kw, OH*OW), rows ld apart, <- patches of x: (Cg, H, W); the
+ * team's rows. */
+static void FN(im2col)(const CtConv2dParams *p, const T *x, T *col, int64_t ld, Team tm)
 {
     const int64_t rows = p->c / p->groups * p->kh * p->kw;
-    const int64_t oh_n = p->oh, ow_n = p->ow, ohw = oh_n * ow_n;
+    const int64_t oh_n = p->oh, ow_n = p->ow;
     int64_t r0, r1;
     team_range(tm, rows, 1, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -33,7 +34,7 @@ static void FN(im2col)(const CtConv2dParams *p, const T *x, T *col, Team tm)
         const int64_t offw = j * p->dw - p->pw;
         const int64_t lo = out_lo(offw, p->sw, ow_n),
                       hi = out_hi(offw, p->sw, p->w, ow_n);
-        T *row = col + r * ohw;
+        T *row = col + r * ld;
         for (int64_t oh = 0; oh < oh_n; oh++) {
             const int64_t ih = oh * p->sh - p->ph + i * p->dh;
             T *dst = row + oh * ow_n;
@@ -52,12 +53,13 @@ static void FN(im2col)(const CtConv2dParams *p, const T *x, T *col, Team tm)
     }
 }
 
-/* gx: (Cg, H, W) <- sum of col's patches (overwritten). The team splits the
- * input channels, so no two threads write the same element. */
-static void FN(col2im)(const CtConv2dParams *p, const T *col, T *gx, Team tm)
+/* gx: (Cg, H, W) <- sum of col's patches (overwritten; col's rows ld apart).
+ * The team splits the input channels, so no two threads write the same
+ * element. */
+static void FN(col2im)(const CtConv2dParams *p, const T *col, int64_t ld, T *gx, Team tm)
 {
     const int64_t hw = p->h * p->w;
-    const int64_t oh_n = p->oh, ow_n = p->ow, ohw = oh_n * ow_n;
+    const int64_t oh_n = p->oh, ow_n = p->ow;
     int64_t c0, c1;
     team_range(tm, p->c / p->groups, 1, &c0, &c1);
     for (int64_t c = c0; c < c1; c++) {
@@ -65,7 +67,7 @@ static void FN(col2im)(const CtConv2dParams *p, const T *col, T *gx, Team tm)
         for (int64_t e = 0; e < hw; e++) plane[e] = 0;
         for (int64_t i = 0; i < p->kh; i++) {
             for (int64_t j = 0; j < p->kw; j++) {
-                const T *row = col + ((c * p->kh + i) * p->kw + j) * ohw;
+                const T *row = col + ((c * p->kh + i) * p->kw + j) * ld;
                 const int64_t offw = j * p->dw - p->pw;
                 const int64_t lo = out_lo(offw, p->sw, ow_n);
                 const int64_t hi = out_hi(offw, p->sw, p->w, ow_n);
@@ -96,7 +98,7 @@ static void FN(fwd_sample)(const CtConv2dParams *p, const T *x, const T *w, cons
     for (int64_t g = 0; g < g_n; g++) {
         const T *src = x + g * cg * hw;
         if (col) {
-            FN(im2col)(p, src, col, tm);
+            FN(im2col)(p, src, col, ohw, tm);
             team_barrier(tm);
             src = col;
         }
@@ -130,7 +132,7 @@ static void FN(data_sample)(const CtConv2dParams *p, const T *gy, const T *w, T 
                  dst + e0, (int)ohw);
         if (col) {
             team_barrier(tm);
-            FN(col2im)(p, col, gx + g * cg * hw, tm);
+            FN(col2im)(p, col, ohw, gx + g * cg * hw, tm);
             team_barrier(tm);
         }
     }
@@ -149,7 +151,7 @@ static void FN(weight_sample)(const CtConv2dParams *p, const T *gy, const T *x, 
         for (int64_t g = 0; g < g_n; g++) {
             const T *src = x + g * cg * hw;
             if (col) {
-                FN(im2col)(p, src, col, tm);
+                FN(im2col)(p, src, col, ohw, tm);
                 team_barrier(tm);
                 src = col;
             }
@@ -169,6 +171,145 @@ static void FN(weight_sample)(const CtConv2dParams *p, const T *gy, const T *x, 
             gb[o] += acc;
         }
     }
+}
+
+/* ---- chunks of samples: the columns of `per` samples side by side ----
+ * With G (O, L) the chunk's outputs or output gradients, sample s's OHW
+ * columns at s * OHW (L = samples * OHW), and col: (Ckk, L):
+ *   forward:  G = w @ col, then copied out to y (+ bias)
+ *   data:     col = wᵀ @ G, then col2im of each sample's columns into gx
+ *   weight:   gw += G @ colᵀ, gb += row sums of G
+ * Each product is one GEMM on the engine pool (ct_cpu_matmul), wide enough
+ * to run near the engine's speed where a sample's own GEMM would be a
+ * few columns wide; im2col, col2im and the copies run one sample per pool
+ * item. groups == 1 only. */
+typedef struct FN(ChunkJob) {
+    const CtConv2dParams *p;
+    int64_t n0, ld; /* the chunk's first sample; L */
+    const T *x, *b, *gy;
+    T *y, *gx, *col, *g;
+} FN(ChunkJob);
+
+/* G's columns of chunk sample s <- gy's sample, or y's sample <- them + b. */
+static void FN(chunk_copy)(const FN(ChunkJob) * j, int64_t s, bool to_g)
+{
+    const CtConv2dParams *p = j->p;
+    const int64_t ohw = p->oh * p->ow;
+    for (int64_t o = 0; o < p->o; o++) {
+        T *gc = j->g + o * j->ld + s * ohw;
+        if (to_g) {
+            memcpy(gc, j->gy + ((j->n0 + s) * p->o + o) * ohw, (size_t)ohw * sizeof(T));
+            continue;
+        }
+        T *yr = j->y + ((j->n0 + s) * p->o + o) * ohw;
+        const T bo = j->b ? j->b[o] : 0;
+        for (int64_t e = 0; e < ohw; e++) yr[e] = gc[e] + bo;
+    }
+}
+
+static void FN(chunk_im2col_item)(void *ctx, int64_t s, int slot)
+{
+    (void)slot;
+    const FN(ChunkJob) *j = ctx;
+    const CtConv2dParams *p = j->p;
+    FN(im2col)
+    (p, j->x + (j->n0 + s) * p->c * p->h * p->w, j->col + s * p->oh * p->ow, j->ld, SOLO);
+    if (j->gy) FN(chunk_copy)(j, s, true);
+}
+
+static void FN(chunk_out_item)(void *ctx, int64_t s, int slot)
+{
+    (void)slot;
+    FN(chunk_copy)(ctx, s, false);
+}
+
+static void FN(chunk_gather_item)(void *ctx, int64_t s, int slot)
+{
+    (void)slot;
+    FN(chunk_copy)(ctx, s, true);
+}
+
+static void FN(chunk_col2im_item)(void *ctx, int64_t s, int slot)
+{
+    (void)slot;
+    const FN(ChunkJob) *j = ctx;
+    const CtConv2dParams *p = j->p;
+    FN(col2im)
+    (p, j->col + s * p->oh * p->ow, j->ld, j->gx + (j->n0 + s) * p->c * p->h * p->w,
+     SOLO);
+}
+
+/* The chunks of c's batch in order, `per` samples each: fill runs before
+ * the GEMM mm (its operands set by the caller from the job), then after. */
+typedef enum FN(ChunkKind) {
+    FN(CHUNK_FWD),
+    FN(CHUNK_DATA),
+    FN(CHUNK_WEIGHT)
+} FN(ChunkKind);
+
+static CtStatus FN(conv_chunks)(const CtOpCall *c, FN(ChunkKind) kind, int64_t per)
+{
+    const CtConv2dParams *p = c->params;
+    const int64_t ckk = p->c * p->kh * p->kw, ohw = p->oh * p->ow;
+    const int nt = ct_workers_max();
+    T *scratch = NULL;
+    const ConvPlan pl = {.total = (ckk + p->o) * per * ohw};
+    Tensor *st = scratch_new(&pl, c->out[0] ? c->out[0]->dtype : c->out[1]->dtype,
+                             (void **)&scratch);
+    if (!st) return ct_last_status();
+    FN(ChunkJob) j = {.p = p, .col = scratch, .g = scratch + ckk * per * ohw};
+    const T *w = NULL;
+    T *gw = NULL, *gb = NULL;
+    if (kind == FN(CHUNK_FWD)) {
+        j.x = ct_ptr(c->in[0]);
+        w = ct_ptr(c->in[1]);
+        j.b = c->in[2] ? ct_ptr(c->in[2]) : NULL;
+        j.y = ct_ptr(c->out[0]);
+    } else if (kind == FN(CHUNK_DATA)) {
+        j.gy = ct_ptr(c->in[0]);
+        w = ct_ptr(c->in[1]);
+        j.gx = ct_ptr(c->out[0]);
+    } else {
+        j.gy = ct_ptr(c->in[0]);
+        j.x = ct_ptr(c->in[1]);
+        gw = c->out[0] ? ct_ptr(c->out[0]) : NULL;
+        gb = c->out[1] ? ct_ptr(c->out[1]) : NULL;
+        if (gw) memset(gw, 0, (size_t)(p->o * ckk) * sizeof(T));
+        if (gb) memset(gb, 0, (size_t)p->o * sizeof(T));
+    }
+    CtStatus st_ = CT_OK;
+    for (j.n0 = 0; j.n0 < p->n && st_ == CT_OK; j.n0 += per) {
+        const int64_t cnt = p->n - j.n0 < per ? p->n - j.n0 : per;
+        j.ld = cnt * ohw;
+        CtMatmulParams mm = {.batch = 1, .alpha = 1, .autocast = p->autocast};
+        if (kind == FN(CHUNK_FWD)) {
+            ct_workers_run(cnt, nt, FN(chunk_im2col_item), &j);
+            mm.m = p->o, mm.n = j.ld, mm.k = ckk;
+            st_ = ct_cpu_matmul(&mm, DT, w, j.col, j.g);
+            if (st_ == CT_OK) ct_workers_run(cnt, nt, FN(chunk_out_item), &j);
+        } else if (kind == FN(CHUNK_DATA)) {
+            ct_workers_run(cnt, nt, FN(chunk_gather_item), &j);
+            mm.m = ckk, mm.n = j.ld, mm.k = p->o, mm.trans_a = true;
+            st_ = ct_cpu_matmul(&mm, DT, w, j.g, j.col);
+            if (st_ == CT_OK) ct_workers_run(cnt, nt, FN(chunk_col2im_item), &j);
+        } else {
+            const T *x = j.x;
+            if (!gw) j.x = NULL; /* G alone: no im2col */
+            ct_workers_run(cnt, nt, gw ? FN(chunk_im2col_item) : FN(chunk_gather_item),
+                           &j);
+            j.x = x;
+            mm.m = p->o, mm.n = ckk, mm.k = j.ld, mm.trans_b = true, mm.beta = 1;
+            if (gw) st_ = ct_cpu_matmul(&mm, DT, j.g, j.col, gw);
+            for (int64_t o = 0; gb && o < p->o; o++) {
+                const T *row = j.g + o * j.ld;
+                T acc = 0;
+                for (int64_t e = 0; e < j.ld; e++) acc += row[e];
+                gb[o] += acc;
+            }
+        }
+    }
+    tensor_free(st);
+    return st_;
 }
 
 /* The three kernels. Scratch: a column buffer per thread (batch-parallel)
@@ -224,6 +365,7 @@ static void FN(weight_item)(void *ctx, int64_t ch, int slot)
 static CtStatus FN(conv_fwd)(const CtOpCall *c)
 {
     const CtConv2dParams *p = c->params;
+    if (chunk_samples(p)) return FN(conv_chunks)(c, FN(CHUNK_FWD), chunk_samples(p));
     const T *x = ct_ptr(c->in[0]), *w = ct_ptr(c->in[1]);
     const T *b = c->in[2] ? ct_ptr(c->in[2]) : NULL;
     T *y = ct_ptr(c->out[0]);
@@ -251,6 +393,7 @@ static CtStatus FN(conv_fwd)(const CtOpCall *c)
 static CtStatus FN(conv_bwd_data)(const CtOpCall *c)
 {
     const CtConv2dParams *p = c->params;
+    if (chunk_samples(p)) return FN(conv_chunks)(c, FN(CHUNK_DATA), chunk_samples(p));
     const T *gy = ct_ptr(c->in[0]), *w = ct_ptr(c->in[1]);
     T *gx = ct_ptr(c->out[0]);
     ConvPlan pl = plan(p, 0);
@@ -277,6 +420,7 @@ static CtStatus FN(conv_bwd_data)(const CtOpCall *c)
 static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
 {
     const CtConv2dParams *p = c->params;
+    if (chunk_samples(p)) return FN(conv_chunks)(c, FN(CHUNK_WEIGHT), chunk_samples(p));
     const T *gy = ct_ptr(c->in[0]), *x = ct_ptr(c->in[1]);
     T *gw = c->out[0] ? ct_ptr(c->out[0]) : NULL;
     T *gb = c->out[1] ? ct_ptr(c->out[1]) : NULL;
@@ -335,3 +479,4 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
 #undef SFX
 #undef GEMM
 #undef SPLITS
+#undef DT

@@ -21,6 +21,13 @@ void ct_cpu_register_optim(CtKernelFn *k, CtSupportsFn *s);   /* OPTIM_*, BLOCK_
 void ct_cpu_register_index(CtKernelFn *k,
                            CtSupportsFn *s); /* INDEX_*, GATHER, SCATTER_ADD, ONE_HOT */
 
+/* The MATMUL kernel's body: p's GEMMs over packed operands (leading
+ * dimensions from the shapes) of dtype dt, on the engine pool; the split
+ * depends on the shape alone, so C has the same bits for any thread count.
+ * Dims must fit in an int. Errors: out of memory (bf16 scratch), dtype. */
+CtStatus ct_cpu_matmul(const CtMatmulParams *p, CtDType dt, const void *A, const void *B,
+                       void *C);
+
 /* Memory-bound work below this many elements runs on one thread. An OpenMP
  * fork/join costs a few microseconds on an idle machine, but its
  * end-of-region barrier waits for every team thread, and when another

@@ -266,6 +266,23 @@ static bool matmul_supports(const CtOpCall *c)
     return dt == CT_F32 || dt == CT_F64 || dt == CT_BF16;
 }
 
+CtStatus ct_cpu_matmul(const CtMatmulParams *p, CtDType dt, const void *A, const void *B,
+                       void *C)
+{
+    if (p->autocast == CT_BF16) {
+        if (p->m > 0 && p->n > 0) gemm_autocast(p, A, B, C);
+        return CT_OK;
+    }
+    switch (dt) {
+    case CT_F32:
+    case CT_F64: gemm(p, dt, A, B, C); return CT_OK;
+    case CT_BF16:
+        if (p->m == 0 || p->n == 0 || p->batch == 0) return CT_OK;
+        return gemm_bf16(p, A, B, C);
+    default: return ct_error(CT_ERR_UNSUPPORTED, "matmul: dtype not supported");
+    }
+}
+
 static CtStatus matmul_kernel(const CtOpCall *c)
 {
     const CtMatmulParams *p = c->params;
@@ -274,19 +291,8 @@ static CtStatus matmul_kernel(const CtOpCall *c)
             CT_ERR_UNSUPPORTED,
             "matmul: matrix dims (%lld, %lld, %lld) exceed the BLAS int range",
             (long long)p->m, (long long)p->n, (long long)p->k);
-    void *A = ct_ptr(c->in[0]), *B = ct_ptr(c->in[1]), *C = ct_ptr(c->out[0]);
-    if (p->autocast == CT_BF16) {
-        if (p->m > 0 && p->n > 0) gemm_autocast(p, A, B, C);
-        return CT_OK;
-    }
-    switch (c->out[0]->dtype) {
-    case CT_F32:
-    case CT_F64: gemm(p, c->out[0]->dtype, A, B, C); return CT_OK;
-    case CT_BF16:
-        if (p->m == 0 || p->n == 0 || p->batch == 0) return CT_OK;
-        return gemm_bf16(p, A, B, C);
-    default: return ct_error(CT_ERR_UNSUPPORTED, "matmul: dtype not supported");
-    }
+    return ct_cpu_matmul(p, c->out[0]->dtype, ct_ptr(c->in[0]), ct_ptr(c->in[1]),
+                         ct_ptr(c->out[0]));
 }
 
 void ct_cpu_register_matmul(CtKernelFn *k, CtSupportsFn *s)

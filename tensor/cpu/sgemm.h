@@ -29,8 +29,12 @@
  * that shapes the results), columns in blocks of SGEMM_NC. */
 #define SGEMM_KC 256
 #define SGEMM_NC 512
-/* A row-major B is read in place (not packed) when m is at most this. */
-#define SGEMM_B_IN_PLACE_MAX_M 128
+/* A row-major B is read in place (not packed) when m is at most
+ * SGEMM_B_IN_PLACE_MAX_M and its rows are less than SGEMM_B_IN_PLACE_MAX_LD
+ * floats apart: a k block's rows 4 KiB or more apart fall in a few L1
+ * sets and evict each other. */
+#define SGEMM_B_IN_PLACE_MAX_M  128
+#define SGEMM_B_IN_PLACE_MAX_LD 1024
 
 /* The GEMM's operands: the same block as the bf16-autocast GEMM's. */
 typedef CtGemmBf16 CtSgemm;

@@ -77,7 +77,8 @@ static void pack_bt_panel(float *bp, const float *src, int64_t ld, int64_t cols,
  * L1); the others are packed. */
 static inline bool b_in_place(const CtSgemm *g, int64_t cols)
 {
-    return !g->trans_b && cols == NR && g->m <= SGEMM_B_IN_PLACE_MAX_M;
+    return !g->trans_b && cols == NR && g->m <= SGEMM_B_IN_PLACE_MAX_M &&
+           g->ldb < SGEMM_B_IN_PLACE_MAX_LD;
 }
 
 /* k [p0, p0 + kc) x columns [j0, j0 + nc) of op(B): the panels that are

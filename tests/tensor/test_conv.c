@@ -216,8 +216,8 @@ END_TEST
 
 /* Larger shapes, so that several threads share the work: the
  * batch-parallel result (threads take samples, private weight-gradient
- * blocks) must equal the sum over samples run one at a time (threads share
- * a sample), and f32 must follow f64. */
+ * blocks; or chunks of samples in one GEMM) must equal the sum over samples
+ * run one at a time (threads share a sample), and f32 must follow f64. */
 static void check_paths_agree(const int64_t *xs, const int64_t *ws,
                               const CtConv2dArgs *args)
 {
@@ -286,6 +286,15 @@ START_TEST(test_conv_paths_agree)
                       &depthwise);
     CtConv2dArgs one = {.groups = 1};
     check_paths_agree((const int64_t[]){3, 32, 16, 16}, (const int64_t[]){24, 32, 1, 1},
+                      &one);
+    /* fewer than 64 output pixels a sample: the batch in chunks of samples
+     * side by side (conv.c), here 18 + 2, and one chunk of 9 */
+    check_paths_agree((const int64_t[]){20, 8, 6, 5}, (const int64_t[]){12, 8, 3, 3},
+                      &pad);
+    CtConv2dArgs strided = {.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 1}};
+    check_paths_agree((const int64_t[]){9, 4, 7, 7}, (const int64_t[]){6, 4, 3, 3},
+                      &strided);
+    check_paths_agree((const int64_t[]){6, 32, 4, 4}, (const int64_t[]){24, 32, 1, 1},
                       &one);
     TU_MEM_END;
 }
