@@ -14,6 +14,7 @@
  * because OpenBLAS's threads and OpenMP's spinning ones fight for cores. */
 #include <cblas.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,10 +148,36 @@ static int64_t chunk_samples(const CtConv2dParams *p)
     const int64_t below = env ? atoll(env) : CHUNK_BELOW;
     const int64_t ohw = p->oh * p->ow, per_sample = (p->c * p->kh * p->kw + p->o) * ohw;
     if (p->groups != 1 || ohw == 0 || ohw >= below || p->n < 2) return 0;
+    if (p->h * p->w > INT32_MAX) return 0; /* tap_table() offsets */
     int64_t per = (CHUNK_COLS + ohw - 1) / ohw;
     if (per > p->n) per = p->n;
     while (per > 1 && per * per_sample > CHUNK_MAX_ELEMS) per--;
     return per > 1 ? per : 0;
+}
+
+/* For the chunked path: the input offset ih * W + iw that tap t = i * kw + j
+ * reads for output pixel e (-1: padding), at [t * OHW + e]; kh * kw * OHW
+ * entries (OHW < CHUNK_BELOW), to free(); NULL (an error set) when out of
+ * memory. */
+static int32_t *tap_table(const CtConv2dParams *p)
+{
+    const int64_t ohw = p->oh * p->ow;
+    int32_t *tab = ct_malloc((size_t)(p->kh * p->kw * ohw) * sizeof *tab + 1);
+    if (!tab) {
+        ct_error(CT_ERR_OOM, "conv2d: out of memory for the tap table");
+        return NULL;
+    }
+    for (int64_t i = 0; i < p->kh; i++)
+        for (int64_t j = 0; j < p->kw; j++)
+            for (int64_t oh = 0; oh < p->oh; oh++)
+                for (int64_t ow = 0; ow < p->ow; ow++) {
+                    const int64_t ih = oh * p->sh - p->ph + i * p->dh;
+                    const int64_t iw = ow * p->sw - p->pw + j * p->dw;
+                    const bool in = ih >= 0 && ih < p->h && iw >= 0 && iw < p->w;
+                    tab[(i * p->kw + j) * ohw + oh * p->ow + ow] =
+                        in ? (int32_t)(ih * p->w + iw) : -1;
+                }
+    return tab;
 }
 
 /* Scratch from the caching allocator (not scope-owned: freed by the kernel). */
