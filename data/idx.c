@@ -7,18 +7,46 @@
 
 #include "data_internal.h"
 
+/* Up to want bytes of f into dst (fewer only at the end of the file);
+ * *got: how many. done: bytes of the file read before, for the message. */
+static CtStatus gz_read(gzFile f, const char *path, uint8_t *dst, size_t want,
+                        size_t done, size_t *got)
+{
+    *got = 0;
+    while (*got < want) {
+        size_t ask = want - *got > (1u << 30) ? (1u << 30) : want - *got;
+        int n = gzread(f, dst + *got, (unsigned)ask);
+        if (n < 0) {
+            int zerr = 0;
+            const char *msg = gzerror(f, &zerr);
+            return ct_error(CT_ERR_IO, "%s: read error after %zu bytes: %s", path,
+                            done + *got, zerr == Z_ERRNO ? strerror(errno) : msg);
+        }
+        if (n == 0) break;
+        *got += (size_t)n;
+    }
+    return CT_OK;
+}
+
+static gzFile gz_open(const char *path)
+{
+    gzFile f = gzopen(path, "rb");
+    if (!f)
+        ct_error(CT_ERR_IO, "%s: cannot open: %s", path,
+                 errno ? strerror(errno) : "out of memory");
+    return f;
+}
+
 CtStatus data_read_file(const char *path, uint8_t **buf, size_t *len)
 {
     *buf = NULL;
     *len = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return ct_error(CT_ERR_IO, "%s: cannot open: %s", path,
-                        errno ? strerror(errno) : "out of memory");
-    size_t cap = 1 << 16, n = 0;
+    gzFile f = gz_open(path);
+    if (!f) return ct_last_status();
+    size_t cap = 1 << 16, n = 0, got = 1;
     uint8_t *b = malloc(cap);
     CtStatus st = b ? CT_OK : ct_error(CT_ERR_OOM, "%s: out of memory", path);
-    while (st == CT_OK) {
+    while (st == CT_OK && got > 0) {
         if (n == cap) {
             uint8_t *nb = cap <= SIZE_MAX / 2 ? realloc(b, cap * 2) : NULL;
             if (!nb) {
@@ -28,17 +56,8 @@ CtStatus data_read_file(const char *path, uint8_t **buf, size_t *len)
             b = nb;
             cap *= 2;
         }
-        size_t want = cap - n > (1u << 30) ? (1u << 30) : cap - n;
-        int got = gzread(f, b + n, (unsigned)want);
-        if (got < 0) {
-            int zerr = 0;
-            const char *msg = gzerror(f, &zerr);
-            st = ct_error(CT_ERR_IO, "%s: read error after %zu bytes: %s", path, n,
-                          zerr == Z_ERRNO ? strerror(errno) : msg);
-        } else if (got == 0) {
-            break;
-        }
-        if (got > 0) n += (size_t)got;
+        st = gz_read(f, path, b + n, cap - n, n, &got);
+        n += got;
     }
     gzclose(f);
     if (st != CT_OK) {
@@ -55,8 +74,10 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-CtStatus data_idx_parse(const uint8_t *buf, size_t len, const char *path, int ndim,
-                        int64_t *dims, size_t *payload_off)
+/* The header of an IDX file of ndim dims, its first len bytes at buf (len
+ * may stop after the header): dims, the header's size and the payload's. */
+static CtStatus idx_header(const uint8_t *buf, size_t len, const char *path, int ndim,
+                           int64_t *dims, size_t *hdr_out, uint64_t *total_out)
 {
     if (len < 4)
         return ct_error(CT_ERR_FORMAT,
@@ -85,27 +106,59 @@ CtStatus data_idx_parse(const uint8_t *buf, size_t len, const char *path, int nd
     }
     if (dims[0] == 0)
         return ct_error(CT_ERR_FORMAT, "%s: offset 4: the file holds no items", path);
-    if (total != len - hdr)
-        return ct_error(CT_ERR_FORMAT,
-                        "%s: offset %zu: %s: the dims give %llu bytes of data, the file "
-                        "has %zu",
-                        path, hdr,
-                        total > len - hdr ? "truncated data" : "trailing bytes",
-                        (unsigned long long)total, len - hdr);
-    *payload_off = hdr;
+    *hdr_out = hdr;
+    *total_out = total;
     return CT_OK;
 }
 
-/* Reads path as an IDX file of ndim dims into a new persistent u8 tensor of
- * shape (dims[0], [1,] dims[1], ...): with `channel`, a size-1 dim is
- * inserted after the first. */
+/* The payload's size against the file's (len bytes after the header). */
+static CtStatus idx_size_check(const char *path, size_t hdr, uint64_t total, uint64_t len)
+{
+    if (total == len) return CT_OK;
+    return ct_error(CT_ERR_FORMAT,
+                    "%s: offset %zu: %s: the dims give %llu bytes of data, the file has "
+                    "%llu",
+                    path, hdr, total > len ? "truncated data" : "trailing bytes",
+                    (unsigned long long)total, (unsigned long long)len);
+}
+
+CtStatus data_idx_parse(const uint8_t *buf, size_t len, const char *path, int ndim,
+                        int64_t *dims, size_t *payload_off)
+{
+    size_t hdr;
+    uint64_t total;
+    CtStatus st = idx_header(buf, len, path, ndim, dims, &hdr, &total);
+    if (st == CT_OK) st = idx_size_check(path, hdr, total, len - hdr);
+    if (st == CT_OK) *payload_off = hdr;
+    return st;
+}
+
+/* The bytes left in f after the payload (0 for a well-formed file). */
+static CtStatus gz_rest(gzFile f, const char *path, size_t done, uint64_t *rest)
+{
+    uint8_t tmp[4096];
+    size_t got = 1;
+    CtStatus st = CT_OK;
+    for (*rest = 0; st == CT_OK && got > 0; *rest += got)
+        st = gz_read(f, path, tmp, sizeof tmp, done + *rest, &got);
+    return st;
+}
+
+/* Reads path as an IDX file of ndim (<= 3) dims into a new persistent u8
+ * tensor of shape (dims[0], [1,] dims[1], ...): with `channel`, a size-1 dim
+ * is inserted after the first. The payload is decompressed straight into
+ * the tensor: the file is never held twice. */
 static Tensor *idx_load(const char *path, int ndim, bool channel, int64_t *dims)
 {
-    uint8_t *buf;
-    size_t len, off;
-    if (data_read_file(path, &buf, &len) != CT_OK) return NULL;
+    gzFile f = gz_open(path);
+    if (!f) return NULL;
+    uint8_t head[16];
+    size_t hdr, got;
+    uint64_t total, rest = 0;
     Tensor *t = NULL;
-    if (data_idx_parse(buf, len, path, ndim, dims, &off) == CT_OK) {
+    CtStatus st = gz_read(f, path, head, 4 + 4 * (size_t)ndim, 0, &got);
+    if (st == CT_OK) st = idx_header(head, got, path, ndim, dims, &hdr, &total);
+    if (st == CT_OK) {
         int64_t shape[4] = {dims[0], 1, 1, 1};
         int nd = 1;
         if (channel) shape[nd++] = 1;
@@ -114,11 +167,19 @@ static Tensor *idx_load(const char *path, int ndim, bool channel, int64_t *dims)
          * the caller has open */
         CtScope *s = ct_scope_open();
         if (s) {
-            t = tensor_retain(tensor_from_data(buf + off, nd, shape, CT_U8, ct_cpu()));
+            t = tensor_retain(tensor_empty(nd, shape, CT_U8, ct_cpu()));
             ct_scope_close(s);
         }
+        st = t ? gz_read(f, path, tensor_data(t), (size_t)total, hdr, &got)
+               : ct_last_status();
     }
-    free(buf);
+    if (st == CT_OK && got == total) st = gz_rest(f, path, hdr + got, &rest);
+    if (st == CT_OK) st = idx_size_check(path, hdr, total, got + rest);
+    gzclose(f);
+    if (st != CT_OK) {
+        tensor_free(t);
+        return NULL;
+    }
     return t;
 }
 
