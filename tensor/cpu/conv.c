@@ -144,10 +144,8 @@ static ConvPlan weight_plan(const CtConv2dParams *p, int64_t acc)
 #define CHUNK_MAX_ELEMS (4 << 20)
 static int64_t chunk_samples(const CtConv2dParams *p)
 {
-    const char *env = getenv("CTRAINER_CONV_CHUNK_BELOW");
-    const int64_t below = env ? atoll(env) : CHUNK_BELOW;
     const int64_t ohw = p->oh * p->ow, per_sample = (p->c * p->kh * p->kw + p->o) * ohw;
-    if (p->groups != 1 || ohw == 0 || ohw >= below || p->n < 2) return 0;
+    if (p->groups != 1 || ohw == 0 || ohw >= CHUNK_BELOW || p->n < 2) return 0;
     if (p->h * p->w > INT32_MAX) return 0; /* tap_table() offsets */
     int64_t per = (CHUNK_COLS + ohw - 1) / ohw;
     if (per > p->n) per = p->n;
