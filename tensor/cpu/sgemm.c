@@ -28,14 +28,19 @@ CtSgemmIsa ct_cpu_sgemm_isa(void)
 
 /* OpenBLAS keeps the thin shapes: a narrow C (n below two AVX2 panels)
  * wastes most of the engine's 16- or 32-wide tiles, and a few rows or a
- * short k do not pay for its per-tile epilogue and packing. k < 64 also
- * covers the weight gradients at batch 32: the engine wins them alone
- * (bench_engines: 128x784x32 Aᵀ 88 vs 86 GFLOP/s) but loses inside a
- * training step, where OpenBLAS's unpacked small-matrix kernels touch less
- * memory (MLP epoch CPU time +10%; docs/benchmarks.md). */
+ * short k do not pay for its per-tile epilogue and packing. How short
+ * depends on the CPU, not on CTRAINER_CPU_ISA (which only picks our
+ * kernel): on AVX-512 CPUs OpenBLAS 0.3.21 has unpacked small-matrix
+ * kernels that win k < 64 inside a training step, the weight gradients at
+ * batch 32, although the engine wins them alone (bench_engines: 128x784x32
+ * Aᵀ 88 vs 86 GFLOP/s; in the step, MLP epoch CPU time +10%). On AVX2-only
+ * CPUs (Zen 3) it has none, and its general kernel, after a pass that
+ * scales C by beta, loses to the engine down to k = 16 (MLP step CPU time
+ * -11%); docs/benchmarks.md. */
 bool ct_cpu_sgemm_picks(int64_t m, int64_t n, int64_t k)
 {
-    return m >= 16 && n >= 32 && k >= 64 && ct_cpu_sgemm_isa() != CT_SGEMM_NONE;
+    const int64_t min_k = cpu_isa() == CT_SGEMM_AVX512 ? 64 : 16;
+    return m >= 16 && n >= 32 && k >= min_k && ct_cpu_sgemm_isa() != CT_SGEMM_NONE;
 }
 
 bool ct_cpu_sgemm_run(const CtSgemm *g, CtSgemmIsa isa)
