@@ -1,6 +1,9 @@
-/* Conv2d kernels: im2col/col2im + BLAS gemm, f32 and f64.
+/* Conv2d kernels: im2col/col2im + GEMM, f32, f64 and bf16 autocast.
  *
- * The gemms run single-threaded. When the batch has at least as many
+ * Convs with few output pixels a sample (chunk_samples) run in chunks of
+ * samples whose columns sit side by side, one GEMM on the engine pool per
+ * product (conv_tmpl.h). The others run one sample at a time, with
+ * single-threaded gemms: when the batch has at least as many
  * samples as there are threads, the engine pool (workers.h) takes whole
  * samples, each pool slot with its own column buffer, claimed one at a
  * time so that a stalled thread on a busy machine holds nobody up;

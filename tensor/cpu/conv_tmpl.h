@@ -15,7 +15,8 @@
  * The per-sample functions take a Team: {0, 1} when each thread runs whole
  * samples, or every thread of a parallel region, which then splits im2col,
  * col2im and the gemm's columns and meets at barriers around the shared
- * column buffer. The gemm itself is always single-threaded. */
+ * column buffer. The gemm itself is always single-threaded. Convs with few
+ * output pixels a sample run in chunks of samples instead (below). */
 
 #define CAT_(a, b) a##_##b
 #define CAT(a, b)  CAT_(a, b)
@@ -187,8 +188,9 @@ typedef struct FN(ChunkJob) {
     const CtConv2dParams *p;
     const int32_t *taps; /* tap_table() */
     int64_t n0, ld;      /* the chunk's first sample; L */
-    const T *x, *b, *gy;
-    T *y, *gx, *col, *g;
+    const T *x, *w, *b, *gy;
+    T *y, *gx, *gw, *gb; /* the kernel's outputs */
+    T *col, *g;          /* scratch: col (Ckk, L), G (O, L) */
 } FN(ChunkJob);
 
 /* im2col and col2im of one sample through the tap table: a few output
@@ -271,83 +273,90 @@ static void FN(chunk_col2im_item)(void *ctx, int64_t s, int slot)
     (j, j->col + s * p->oh * p->ow, j->gx + (j->n0 + s) * p->c * p->h * p->w);
 }
 
-/* The chunks of c's batch in order, `per` samples each: fill runs before
- * the GEMM mm (its operands set by the caller from the job), then after. */
-typedef enum FN(ChunkKind) {
-    FN(CHUNK_FWD),
-    FN(CHUNK_DATA),
-    FN(CHUNK_WEIGHT)
-} FN(ChunkKind);
+/* One chunk of cnt samples from j->n0 (j->ld = cnt * OHW), nt threads. */
+typedef CtStatus (*FN(ChunkStep))(FN(ChunkJob) * j, int64_t cnt, int nt);
 
-static CtStatus FN(conv_chunks)(const CtOpCall *c, FN(ChunkKind) kind, int64_t per)
+static CtStatus FN(chunk_fwd)(FN(ChunkJob) * j, int64_t cnt, int nt)
 {
-    const CtConv2dParams *p = c->params;
+    const CtConv2dParams *p = j->p;
+    ct_workers_run(cnt, nt, FN(chunk_im2col_item), j);
+    CtMatmulParams mm = {.batch = 1,
+                         .m = p->o,
+                         .n = j->ld,
+                         .k = p->c * p->kh * p->kw,
+                         .alpha = 1,
+                         .autocast = p->autocast};
+    CtStatus st = ct_cpu_matmul(&mm, DT, j->w, j->col, j->g);
+    if (st == CT_OK) ct_workers_run(cnt, nt, FN(chunk_out_item), j);
+    return st;
+}
+
+static CtStatus FN(chunk_data)(FN(ChunkJob) * j, int64_t cnt, int nt)
+{
+    const CtConv2dParams *p = j->p;
+    ct_workers_run(cnt, nt, FN(chunk_gather_item), j);
+    CtMatmulParams mm = {.batch = 1,
+                         .m = p->c * p->kh * p->kw,
+                         .n = j->ld,
+                         .k = p->o,
+                         .trans_a = true,
+                         .alpha = 1,
+                         .autocast = p->autocast};
+    CtStatus st = ct_cpu_matmul(&mm, DT, j->w, j->g, j->col);
+    if (st == CT_OK) ct_workers_run(cnt, nt, FN(chunk_col2im_item), j);
+    return st;
+}
+
+/* gw and gb accumulate: zeroed before the first chunk. */
+static CtStatus FN(chunk_weight)(FN(ChunkJob) * j, int64_t cnt, int nt)
+{
+    const CtConv2dParams *p = j->p;
+    CtStatus st = CT_OK;
+    ct_workers_run(cnt, nt, j->gw ? FN(chunk_im2col_item) : FN(chunk_gather_item), j);
+    if (j->gw) {
+        CtMatmulParams mm = {.batch = 1,
+                             .m = p->o,
+                             .n = p->c * p->kh * p->kw,
+                             .k = j->ld,
+                             .trans_b = true,
+                             .alpha = 1,
+                             .beta = 1,
+                             .autocast = p->autocast};
+        st = ct_cpu_matmul(&mm, DT, j->g, j->col, j->gw);
+    }
+    for (int64_t o = 0; j->gb && o < p->o; o++) {
+        const T *row = j->g + o * j->ld;
+        T acc = 0;
+        for (int64_t e = 0; e < j->ld; e++) acc += row[e];
+        j->gb[o] += acc;
+    }
+    return st;
+}
+
+/* Runs step over the batch's chunks of `per` samples, in order, with the
+ * scratch (col and G of a whole chunk) and tap table they share. */
+static CtStatus FN(conv_chunks)(FN(ChunkJob) * j, int64_t per, FN(ChunkStep) step)
+{
+    const CtConv2dParams *p = j->p;
     const int64_t ckk = p->c * p->kh * p->kw, ohw = p->oh * p->ow;
-    const int nt = ct_workers_max();
-    T *scratch = NULL;
     const ConvPlan pl = {.total = (ckk + p->o) * per * ohw};
-    Tensor *st = scratch_new(&pl, c->out[0] ? c->out[0]->dtype : c->out[1]->dtype,
-                             (void **)&scratch);
+    Tensor *st = scratch_new(&pl, DT, (void **)&j->col);
     int32_t *taps = st ? tap_table(p) : NULL;
     if (!taps) {
         tensor_free(st);
         return ct_last_status();
     }
-    FN(ChunkJob)
-    j = {.p = p, .taps = taps, .col = scratch, .g = scratch + ckk * per * ohw};
-    const T *w = NULL;
-    T *gw = NULL, *gb = NULL;
-    if (kind == FN(CHUNK_FWD)) {
-        j.x = ct_ptr(c->in[0]);
-        w = ct_ptr(c->in[1]);
-        j.b = c->in[2] ? ct_ptr(c->in[2]) : NULL;
-        j.y = ct_ptr(c->out[0]);
-    } else if (kind == FN(CHUNK_DATA)) {
-        j.gy = ct_ptr(c->in[0]);
-        w = ct_ptr(c->in[1]);
-        j.gx = ct_ptr(c->out[0]);
-    } else {
-        j.gy = ct_ptr(c->in[0]);
-        j.x = ct_ptr(c->in[1]);
-        gw = c->out[0] ? ct_ptr(c->out[0]) : NULL;
-        gb = c->out[1] ? ct_ptr(c->out[1]) : NULL;
-        if (gw) memset(gw, 0, (size_t)(p->o * ckk) * sizeof(T));
-        if (gb) memset(gb, 0, (size_t)p->o * sizeof(T));
-    }
-    CtStatus st_ = CT_OK;
-    for (j.n0 = 0; j.n0 < p->n && st_ == CT_OK; j.n0 += per) {
-        const int64_t cnt = p->n - j.n0 < per ? p->n - j.n0 : per;
-        j.ld = cnt * ohw;
-        CtMatmulParams mm = {.batch = 1, .alpha = 1, .autocast = p->autocast};
-        if (kind == FN(CHUNK_FWD)) {
-            ct_workers_run(cnt, nt, FN(chunk_im2col_item), &j);
-            mm.m = p->o, mm.n = j.ld, mm.k = ckk;
-            st_ = ct_cpu_matmul(&mm, DT, w, j.col, j.g);
-            if (st_ == CT_OK) ct_workers_run(cnt, nt, FN(chunk_out_item), &j);
-        } else if (kind == FN(CHUNK_DATA)) {
-            ct_workers_run(cnt, nt, FN(chunk_gather_item), &j);
-            mm.m = ckk, mm.n = j.ld, mm.k = p->o, mm.trans_a = true;
-            st_ = ct_cpu_matmul(&mm, DT, w, j.g, j.col);
-            if (st_ == CT_OK) ct_workers_run(cnt, nt, FN(chunk_col2im_item), &j);
-        } else {
-            const T *x = j.x;
-            if (!gw) j.x = NULL; /* G alone: no im2col */
-            ct_workers_run(cnt, nt, gw ? FN(chunk_im2col_item) : FN(chunk_gather_item),
-                           &j);
-            j.x = x;
-            mm.m = p->o, mm.n = ckk, mm.k = j.ld, mm.trans_b = true, mm.beta = 1;
-            if (gw) st_ = ct_cpu_matmul(&mm, DT, j.g, j.col, gw);
-            for (int64_t o = 0; gb && o < p->o; o++) {
-                const T *row = j.g + o * j.ld;
-                T acc = 0;
-                for (int64_t e = 0; e < j.ld; e++) acc += row[e];
-                gb[o] += acc;
-            }
-        }
+    j->taps = taps;
+    j->g = j->col + ckk * per * ohw;
+    CtStatus s = CT_OK;
+    for (j->n0 = 0; j->n0 < p->n && s == CT_OK; j->n0 += per) {
+        const int64_t cnt = p->n - j->n0 < per ? p->n - j->n0 : per;
+        j->ld = cnt * ohw;
+        s = step(j, cnt, ct_workers_max());
     }
     free(taps);
     tensor_free(st);
-    return st_;
+    return s;
 }
 
 /* The three kernels. Scratch: a column buffer per thread (batch-parallel)
@@ -403,10 +412,13 @@ static void FN(weight_item)(void *ctx, int64_t ch, int slot)
 static CtStatus FN(conv_fwd)(const CtOpCall *c)
 {
     const CtConv2dParams *p = c->params;
-    if (chunk_samples(p)) return FN(conv_chunks)(c, FN(CHUNK_FWD), chunk_samples(p));
     const T *x = ct_ptr(c->in[0]), *w = ct_ptr(c->in[1]);
     const T *b = c->in[2] ? ct_ptr(c->in[2]) : NULL;
     T *y = ct_ptr(c->out[0]);
+    if (chunk_samples(p)) {
+        FN(ChunkJob) j = {.p = p, .x = x, .w = w, .b = b, .y = y};
+        return FN(conv_chunks)(&j, chunk_samples(p), FN(chunk_fwd));
+    }
     ConvPlan pl = plan(p, 0);
     T *scratch = NULL;
     Tensor *st = scratch_new(&pl, c->out[0]->dtype, (void **)&scratch);
@@ -431,9 +443,12 @@ static CtStatus FN(conv_fwd)(const CtOpCall *c)
 static CtStatus FN(conv_bwd_data)(const CtOpCall *c)
 {
     const CtConv2dParams *p = c->params;
-    if (chunk_samples(p)) return FN(conv_chunks)(c, FN(CHUNK_DATA), chunk_samples(p));
     const T *gy = ct_ptr(c->in[0]), *w = ct_ptr(c->in[1]);
     T *gx = ct_ptr(c->out[0]);
+    if (chunk_samples(p)) {
+        FN(ChunkJob) j = {.p = p, .gy = gy, .w = w, .gx = gx};
+        return FN(conv_chunks)(&j, chunk_samples(p), FN(chunk_data));
+    }
     ConvPlan pl = plan(p, 0);
     T *scratch = NULL;
     Tensor *st = scratch_new(&pl, c->out[0]->dtype, (void **)&scratch);
@@ -458,7 +473,6 @@ static CtStatus FN(conv_bwd_data)(const CtOpCall *c)
 static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
 {
     const CtConv2dParams *p = c->params;
-    if (chunk_samples(p)) return FN(conv_chunks)(c, FN(CHUNK_WEIGHT), chunk_samples(p));
     const T *gy = ct_ptr(c->in[0]), *x = ct_ptr(c->in[1]);
     T *gw = c->out[0] ? ct_ptr(c->out[0]) : NULL;
     T *gb = c->out[1] ? ct_ptr(c->out[1]) : NULL;
@@ -467,6 +481,10 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
         for (int64_t e = 0; e < nw; e++) gw[e] = 0;
     if (gb)
         for (int64_t e = 0; e < nb; e++) gb[e] = 0;
+    if (chunk_samples(p)) {
+        FN(ChunkJob) j = {.p = p, .gy = gy, .x = x, .gw = gw, .gb = gb};
+        return FN(conv_chunks)(&j, chunk_samples(p), FN(chunk_weight));
+    }
     ConvPlan pl = weight_plan(p, nw + nb);
     T *scratch = NULL;
     Tensor *st =
