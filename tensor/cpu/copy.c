@@ -57,37 +57,49 @@ CONVERT_TO_ALL(b8)
 static const ConvertFn convert[CT_DTYPE_COUNT][CT_DTYPE_COUNT] = {
     ROW(f32), ROW(f64), ROW(bf16), ROW(f16), ROW(i64), ROW(i32), ROW(u8), ROW(b8)};
 
+/* One conversion over strided rows (strided_convert). */
+typedef struct ConvertRows {
+    CtIter it;
+    ConvertFn fn;
+    char *po;
+    const char *pi; /* the input, or the fill's scalar */
+    int64_t so, si; /* element sizes (si 0 for a fill) */
+    bool fill, same, zero;
+} ConvertRows;
+
+static void convert_row(const ConvertRows *c, int64_t r)
+{
+    int64_t off[CT_ITER_MAX_OPS];
+    int64_t n = ct_iter_row(&c->it, r, off);
+    char *o = c->po + off[0] * c->so;
+    if (c->zero)
+        memset(o, 0, (size_t)(n * c->so));
+    else if (c->fill)
+        c->fn(o, c->it.istride[0] * c->so, c->pi, 0, n);
+    else if (c->same)
+        memmove(o, c->pi + off[1] * c->si, (size_t)(n * c->so));
+    else
+        c->fn(o, c->it.istride[0] * c->so, c->pi + off[1] * c->si,
+              c->it.istride[1] * c->si, n);
+}
+
 /* out <- in (converted), both strided over out's shape; `in` may be NULL
  * with `scalar` given for a fill. */
 static CtStatus strided_convert(Tensor *out, const Tensor *in, const double *scalar)
 {
-    CtIter it;
+    ConvertRows c = {.fill = !in};
     const Tensor *ops[2] = {out, in ? in : out};
-    ct_iter_init(&it, out->ndim, out->shape, 2, ops);
-    size_t so = ct_dtype_size(out->dtype);
-    size_t si = in ? ct_dtype_size(in->dtype) : 0;
-    ConvertFn fn = convert[in ? in->dtype : CT_F64][out->dtype];
-    bool same = in && in->dtype == out->dtype && ct_iter_unit_rows(&it);
+    ct_iter_init(&c.it, out->ndim, out->shape, 2, ops);
+    c.so = (int64_t)ct_dtype_size(out->dtype);
+    c.si = in ? (int64_t)ct_dtype_size(in->dtype) : 0;
+    c.fn = convert[in ? in->dtype : CT_F64][out->dtype];
+    c.same = in && in->dtype == out->dtype && ct_iter_unit_rows(&c.it);
     /* +0.0 is all-zero bytes in every dtype: zeroing (gradients, every
      * optimizer step) is a memset per row, not a per-element conversion */
-    bool zero = !in && *scalar == 0.0 && !signbit(*scalar) && ct_iter_unit_rows(&it);
-    char *po = ct_ptr(out);
-    const char *pi = in ? (const char *)ct_ptr(in) : (const char *)scalar;
-#pragma omp parallel for if (it.numel >= CT_CPU_PAR_MIN)
-    for (int64_t r = 0; r < it.rows; r++) {
-        int64_t off[CT_ITER_MAX_OPS];
-        int64_t n = ct_iter_row(&it, r, off);
-        char *o = po + off[0] * (int64_t)so;
-        if (zero)
-            memset(o, 0, (size_t)n * so);
-        else if (!in)
-            fn(o, it.istride[0] * (int64_t)so, pi, 0, n);
-        else if (same)
-            memmove(o, pi + off[1] * (int64_t)si, (size_t)n * so);
-        else
-            fn(o, it.istride[0] * (int64_t)so, pi + off[1] * (int64_t)si,
-               it.istride[1] * (int64_t)si, n);
-    }
+    c.zero = !in && *scalar == 0.0 && !signbit(*scalar) && ct_iter_unit_rows(&c.it);
+    c.po = ct_ptr(out);
+    c.pi = in ? (const char *)ct_ptr(in) : (const char *)scalar;
+    CT_CPU_FOR(c.it.numel >= CT_CPU_PAR_MIN, r, c.it.rows, convert_row(&c, r);)
     return CT_OK;
 }
 

@@ -36,17 +36,34 @@ CtStatus ct_cpu_matmul(const CtMatmulParams *p, CtDType dt, const void *A, const
  * elements (32 MB of f32: several ms of work) splitting still pays. */
 #define CT_CPU_PAR_MIN 8388608
 
+/* for (int64_t VAR = 0; VAR < N; VAR++) { BODY } over OpenMP's threads
+ * when PAR holds, else on the calling thread alone, outside any OpenMP
+ * region: a region whose if clause is false still ends with a futex system
+ * call in libgomp (GCC 12), 1-5 us on a VM, more than a small op's work
+ * (per-sample ToTensor + Normalize ran at 110k samples/s for it). A
+ * statement, not a do-while, so that it can precede a `break;`. */
+#define CT_CPU_FOR(PAR, VAR, N, ...)                                                     \
+    if (PAR) {                                                                           \
+        _Pragma("omp parallel for") for (int64_t VAR = 0; VAR < (N); VAR++)              \
+        {                                                                                \
+            __VA_ARGS__                                                                  \
+        }                                                                                \
+    } else {                                                                             \
+        for (int64_t VAR = 0; VAR < (N); VAR++) {                                        \
+            __VA_ARGS__                                                                  \
+        }                                                                                \
+    }
+
 /* Strided iteration over `nops` tensors of one shape, dims coalesced where
  * every operand allows it. Rows are the innermost (coalesced) dim:
  *
  *     CtIter it;
  *     ct_iter_init(&it, out->ndim, out->shape, 2, (const Tensor *[]){out, in});
- *     #pragma omp parallel for if (it.numel >= CT_CPU_PAR_MIN)
- *     for (int64_t r = 0; r < it.rows; r++) {
+ *     CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows,
  *         int64_t off[CT_ITER_MAX_OPS];
  *         ct_iter_row(&it, r, off);   // element offsets from ct_ptr(t)
  *         ... loop over it.inner elements with strides it.istride[k]
- *     }
+ *     )
  *
  * A fully contiguous set of operands coalesces to one dim; ct_iter_init then
  * splits it into rows of CT_ITER_CHUNK so the loop above still parallelises. */

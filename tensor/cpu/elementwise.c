@@ -79,14 +79,10 @@ CMP_ROW(cmp_i32, int32_t)
 CMP_ROW(cmp_u8, uint8_t)
 
 #define RUN_ROWS(FN, TO, TI)                                                             \
-    _Pragma("omp parallel for if (it.numel >= CT_CPU_PAR_MIN)") for (int64_t r = 0;      \
-                                                                     r < it.rows; r++)   \
-    {                                                                                    \
-        int64_t off[CT_ITER_MAX_OPS];                                                    \
-        int64_t len = ct_iter_row(&it, r, off);                                          \
-        FN(p->kind, (TO *)po + off[0], it.istride[0], (const TI *)pa + off[1],           \
-           it.istride[1], (const TI *)pb + off[2], it.istride[2], len);                  \
-    }
+    CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows, int64_t off[CT_ITER_MAX_OPS];     \
+               int64_t len = ct_iter_row(&it, r, off);                                   \
+               FN(p->kind, (TO *)po + off[0], it.istride[0], (const TI *)pa + off[1],    \
+                  it.istride[1], (const TI *)pb + off[2], it.istride[2], len);)
 
 static CtStatus cpu_binary(const CtOpCall *c)
 {
@@ -172,15 +168,11 @@ WHERE_ROW(where_32, uint32_t)
 WHERE_ROW(where_64, uint64_t)
 
 #define RUN_WHERE(FN, T)                                                                 \
-    _Pragma("omp parallel for if (it.numel >= CT_CPU_PAR_MIN)") for (int64_t r = 0;      \
-                                                                     r < it.rows; r++)   \
-    {                                                                                    \
-        int64_t off[CT_ITER_MAX_OPS];                                                    \
-        int64_t len = ct_iter_row(&it, r, off);                                          \
-        FN((T *)po + off[0], it.istride[0], pc + off[1], it.istride[1],                  \
-           (const T *)pa + off[2], it.istride[2], (const T *)pb + off[3], it.istride[3], \
-           len);                                                                         \
-    }
+    CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows, int64_t off[CT_ITER_MAX_OPS];     \
+               int64_t len = ct_iter_row(&it, r, off);                                   \
+               FN((T *)po + off[0], it.istride[0], pc + off[1], it.istride[1],           \
+                  (const T *)pa + off[2], it.istride[2], (const T *)pb + off[3],         \
+                  it.istride[3], len);)
 
 // out <- in0 ? in1 : in2; in0 bool, all of out's shape (stride 0 broadcasts)
 static CtStatus cpu_where(const CtOpCall *c)

@@ -7,15 +7,10 @@
 #define STORE_LOOP(T, CONV)                                                              \
     do {                                                                                 \
         T *o = (T *)ct_ptr(out);                                                         \
-        _Pragma("omp parallel for if (n >= CT_CPU_PAR_MIN)") for (int64_t b = 0;         \
-                                                                  b < nblocks; b++)      \
-        {                                                                                \
-            uint32_t r[4];                                                               \
-            ct_rng_block(p->seed, p->stream, p->offset, b, r);                           \
-            for (int j = 0; j < per && b * per + j < n; j++)                             \
-                o[b * per + j] =                                                         \
-                    CONV(ct_rng_value(p->kind, dt == CT_F64, p->a, p->b, r, j));         \
-        }                                                                                \
+        CT_CPU_FOR(n >= CT_CPU_PAR_MIN, b, nblocks, uint32_t r[4];                       \
+                   ct_rng_block(p->seed, p->stream, p->offset, b, r);                    \
+                   for (int j = 0; j < per && b * per + j < n; j++) o[b * per + j] =     \
+                       CONV(ct_rng_value(p->kind, dt == CT_F64, p->a, p->b, r, j));)     \
     } while (0)
 
 #define TO_F32(v)  ((float)(v))

@@ -220,14 +220,10 @@ HALF_ROWS(bf16, ct_bf16_widen, ct_bf16_round)
 HALF_ROWS(f16, ct_f16_to_f32, ct_f32_to_f16)
 
 #define RUN_1(FN, T)                                                                     \
-    _Pragma("omp parallel for if (it.numel >= CT_CPU_PAR_MIN)") for (int64_t r = 0;      \
-                                                                     r < it.rows; r++)   \
-    {                                                                                    \
-        int64_t off[CT_ITER_MAX_OPS];                                                    \
-        int64_t len = ct_iter_row(&it, r, off);                                          \
-        FN(p, (T *)po + off[0], it.istride[0], (const T *)pi + off[1], it.istride[1],    \
-           len);                                                                         \
-    }
+    CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows, int64_t off[CT_ITER_MAX_OPS];     \
+               int64_t len = ct_iter_row(&it, r, off);                                   \
+               FN(p, (T *)po + off[0], it.istride[0], (const T *)pi + off[1],            \
+                  it.istride[1], len);)
 
 // out, in0: same shape and dtype, any strides.
 static CtStatus cpu_unary(const CtOpCall *c)
@@ -251,14 +247,10 @@ static CtStatus cpu_unary(const CtOpCall *c)
 }
 
 #define RUN_2(FN, T)                                                                     \
-    _Pragma("omp parallel for if (it.numel >= CT_CPU_PAR_MIN)") for (int64_t r = 0;      \
-                                                                     r < it.rows; r++)   \
-    {                                                                                    \
-        int64_t off[CT_ITER_MAX_OPS];                                                    \
-        int64_t len = ct_iter_row(&it, r, off);                                          \
-        FN(p, (T *)po + off[0], it.istride[0], (const T *)pi + off[1], it.istride[1],    \
-           (const T *)pg + off[2], it.istride[2], len);                                  \
-    }
+    CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows, int64_t off[CT_ITER_MAX_OPS];     \
+               int64_t len = ct_iter_row(&it, r, off);                                   \
+               FN(p, (T *)po + off[0], it.istride[0], (const T *)pi + off[1],            \
+                  it.istride[1], (const T *)pg + off[2], it.istride[2], len);)
 
 // out, in0 (x or y), in1 (gout): same shape and dtype, any strides.
 static CtStatus cpu_unary_bwd(const CtOpCall *c)
