@@ -139,7 +139,7 @@ static ConvPlan weight_plan(const CtConv2dParams *p, int64_t acc)
  * a time). A sample's GEMMs are OHW columns wide; below CHUNK_BELOW they
  * run far under the engine's speed (ResNet-18 at 64x64: 13 GFLOP/s per
  * core at 2x2, 37 at 4x4, against 45-50 at 8x8 and up; docs/benchmarks.md,
- * "Convolutions in chunks of samples"), so such convs take enough samples
+ * "Zen 3 without AVX-512"), so such convs take enough samples
  * for CHUNK_COLS columns, as far as CHUNK_MAX_ELEMS of scratch allows. A
  * function of the shape alone. */
 #define CHUNK_BELOW     64
