@@ -14,12 +14,13 @@ pkg_check_modules(CRYPTO REQUIRED IMPORTED_TARGET libcrypto) # checkpoint SHA-25
 pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)       # image datasets
 pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
 find_package(ZLIB REQUIRED)                                  # gzip'd IDX files
+pkg_check_modules(DEFLATE REQUIRED IMPORTED_TARGET libdeflate) # their fast path
 pkg_check_modules(CYAML REQUIRED IMPORTED_TARGET libcyaml)   # config files
 pkg_check_modules(YAML REQUIRED IMPORTED_TARGET yaml-0.1)    # config error lines
 
 add_library(ctrainer_deps INTERFACE)
 target_link_libraries(ctrainer_deps INTERFACE ${OPENBLAS_TARGET} PkgConfig::JANSSON
-  PkgConfig::CRYPTO PkgConfig::PNG PkgConfig::JPEG ZLIB::ZLIB PkgConfig::CYAML PkgConfig::YAML OpenMP::OpenMP_C
+  PkgConfig::CRYPTO PkgConfig::PNG PkgConfig::JPEG ZLIB::ZLIB PkgConfig::DEFLATE PkgConfig::CYAML PkgConfig::YAML OpenMP::OpenMP_C
   Threads::Threads m)
 set(CTRAINER_DEFINITIONS "")
 

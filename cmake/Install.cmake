@@ -46,6 +46,7 @@ set(CTRAINER_PC_MODULE_PNG libpng)
 set(CTRAINER_PC_MODULE_JPEG libjpeg)
 set(CTRAINER_PC_MODULE_CYAML libcyaml)
 set(CTRAINER_PC_MODULE_YAML yaml-0.1)
+set(CTRAINER_PC_MODULE_DEFLATE libdeflate)
 set(CTRAINER_PKG_MODULES "")      # VAR:module, for the package config
 set(CTRAINER_PC_REQUIRES "zlib")  # pkg-config Requires.private
 set(CTRAINER_PC_LIBS_PRIVATE "")  # pkg-config Libs.private

@@ -1,11 +1,19 @@
 /* IDX files (MNIST and friends): reading, parsing and the IDX dataset. */
 #include <errno.h>
+#include <fcntl.h>
+#include <libdeflate.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "data_internal.h"
+
+/* Deflate's largest expansion: 258 bytes from 2 bits, at most 1032:1. */
+#define DEFLATE_MAX_RATIO 1032u
 
 /* Up to want bytes of f into dst (fewer only at the end of the file);
  * *got: how many. done: bytes of the file read before, for the message. */
@@ -19,6 +27,9 @@ static CtStatus gz_read(gzFile f, const char *path, uint8_t *dst, size_t want,
         if (n < 0) {
             int zerr = 0;
             const char *msg = gzerror(f, &zerr);
+            /* zlib's message starts with the path */
+            size_t pl = strlen(path);
+            if (!strncmp(msg, path, pl) && !strncmp(msg + pl, ": ", 2)) msg += pl + 2;
             return ct_error(CT_ERR_IO, "%s: read error after %zu bytes: %s", path,
                             done + *got, zerr == Z_ERRNO ? strerror(errno) : msg);
         }
@@ -144,25 +155,52 @@ static CtStatus gz_rest(gzFile f, const char *path, size_t done, uint64_t *rest)
     return st;
 }
 
-/* Reads path as an IDX file of ndim (<= 3) dims into a new persistent u8
- * tensor of shape (dims[0], [1,] dims[1], ...): with `channel`, a size-1 dim
- * is inserted after the first. The payload is decompressed straight into
- * the tensor: the file is never held twice. */
-static Tensor *idx_load(const char *path, int ndim, bool channel, int64_t *dims)
+/* The shape of an IDX tensor: dims (dims[0], [1,] dims[1], ...), with
+ * `channel` a size-1 dim inserted after the first. Returns its ndim. */
+static int idx_shape(int ndim, bool channel, const int64_t *dims, int64_t *shape)
+{
+    int nd = 0;
+    shape[nd++] = dims[0];
+    if (channel) shape[nd++] = 1;
+    for (int d = 1; d < ndim; d++) shape[nd++] = dims[d];
+    return nd;
+}
+
+/* Before allocating what the header asks: a plain file holds its payload
+ * (the size check's error otherwise); a gzip file expands at most 1032:1,
+ * deflate's limit. */
+static CtStatus idx_bound(gzFile f, const char *path, size_t hdr, uint64_t total)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return CT_OK;
+    uint64_t size = (uint64_t)sb.st_size;
+    if (gzdirect(f))
+        return size < hdr ? CT_OK : idx_size_check(path, hdr, total, size - hdr);
+    if (total <= size * DEFLATE_MAX_RATIO) return CT_OK;
+    return ct_error(CT_ERR_FORMAT,
+                    "%s: offset %zu: truncated data: the dims give %llu bytes of data, a "
+                    "gzip file of %llu bytes holds at most %llu",
+                    path, hdr, (unsigned long long)total, (unsigned long long)size,
+                    (unsigned long long)(size * DEFLATE_MAX_RATIO));
+}
+
+/* Reads path through zlib, the payload decompressed straight into the
+ * tensor (the file is never held twice): any gzip file, or a plain one. */
+static Tensor *idx_load_zlib(const char *path, int ndim, bool channel, int64_t *dims)
 {
     gzFile f = gz_open(path);
     if (!f) return NULL;
+    gzbuffer(f, 1u << 17);
     uint8_t head[16];
     size_t hdr, got;
     uint64_t total, rest = 0;
     Tensor *t = NULL;
     CtStatus st = gz_read(f, path, head, 4 + 4 * (size_t)ndim, 0, &got);
     if (st == CT_OK) st = idx_header(head, got, path, ndim, dims, &hdr, &total);
+    if (st == CT_OK) st = idx_bound(f, path, hdr, total);
     if (st == CT_OK) {
-        int64_t shape[4] = {dims[0], 1, 1, 1};
-        int nd = 1;
-        if (channel) shape[nd++] = 1;
-        for (int d = 1; d < ndim; d++) shape[nd++] = dims[d];
+        int64_t shape[4];
+        int nd = idx_shape(ndim, channel, dims, shape);
         /* a private scope: the one reference we keep is ours whatever scope
          * the caller has open */
         CtScope *s = ct_scope_open();
@@ -181,6 +219,73 @@ static Tensor *idx_load(const char *path, int ndim, bool channel, int64_t *dims)
         return NULL;
     }
     return t;
+}
+
+/* The whole file, a single gzip member, inflated by libdeflate into a
+ * tensor of its ISIZE bytes, then the payload viewed past the header.
+ * Returns false, having recorded nothing, when that does not apply (no
+ * gzip magic, several members, damaged data, too little memory): the zlib
+ * path then reads the file and gives any error. True: *out is the tensor,
+ * or NULL with the header's or the size's error (the same the zlib path
+ * gives, the whole content being known). */
+static bool idx_inflate(const uint8_t *in, size_t n, const char *path, int ndim,
+                        bool channel, int64_t *dims, Tensor **out)
+{
+    if (n < 18 || in[0] != 0x1f || in[1] != 0x8b) return false;
+    int64_t isize = (int64_t)in[n - 4] | (int64_t)in[n - 3] << 8 |
+                    (int64_t)in[n - 2] << 16 | (int64_t)in[n - 1] << 24;
+    /* a larger ISIZE is damage (or a file of several members, or of 4 GiB or
+     * more) */
+    if ((uint64_t)isize > (uint64_t)n * DEFLATE_MAX_RATIO) return false;
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    if (!d) return false;
+    bool ok = false;
+    CtScope *s = ct_scope_open();
+    Tensor *flat = s && isize ? tensor_empty(1, &isize, CT_U8, ct_cpu()) : NULL;
+    size_t used = 0, got = 0;
+    if (flat)
+        ok = libdeflate_gzip_decompress_ex(d, in, n, tensor_data(flat), (size_t)isize,
+                                           &used, &got) == LIBDEFLATE_SUCCESS &&
+             used == n && got == (size_t)isize;
+    libdeflate_free_decompressor(d);
+    *out = NULL;
+    if (ok) {
+        size_t hdr;
+        uint64_t total;
+        const uint8_t *data = tensor_data(flat);
+        if (idx_header(data, got, path, ndim, dims, &hdr, &total) == CT_OK &&
+            idx_size_check(path, hdr, total, got - hdr) == CT_OK) {
+            int64_t shape[4];
+            int nd = idx_shape(ndim, channel, dims, shape);
+            *out = tensor_retain(
+                tensor_view(tensor_slice(flat, 0, (int64_t)hdr, isize, 1), nd, shape));
+        }
+    }
+    /* out of memory: the zlib path, which needs less, records it if it fails */
+    if (!s || (isize && !flat)) ct_clear_error();
+    if (s) ct_scope_close(s);
+    return ok;
+}
+
+/* Reads path as an IDX file of ndim (<= 3) dims into a new persistent u8
+ * tensor (idx_shape). A gzip file is mapped and inflated by libdeflate;
+ * the zlib path reads what that does not take. */
+static Tensor *idx_load(const char *path, int ndim, bool channel, int64_t *dims)
+{
+    Tensor *t = NULL;
+    bool done = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size > 0) {
+        void *in = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (in != MAP_FAILED) {
+            madvise(in, (size_t)sb.st_size, MADV_SEQUENTIAL);
+            done = idx_inflate(in, (size_t)sb.st_size, path, ndim, channel, dims, &t);
+            munmap(in, (size_t)sb.st_size);
+        }
+    }
+    if (fd >= 0) close(fd);
+    return done ? t : idx_load_zlib(path, ndim, channel, dims);
 }
 
 /* ------------------------------------------------------------ dataset */

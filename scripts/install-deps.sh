@@ -9,7 +9,7 @@ packages=(
   libopenblas-dev                    # CPU GEMM
   libcyaml-dev                       # YAML config files
   libopenmpi-dev openmpi-bin         # multi-process training
-  zlib1g-dev                         # gzip'd datasets (IDX)
+  zlib1g-dev libdeflate-dev          # gzip'd datasets (IDX)
   libjansson-dev                     # safetensors JSON headers
   libssl-dev                         # libcrypto: checkpoint SHA-256
   libpng-dev libjpeg-dev             # image datasets

@@ -17,12 +17,22 @@ static bool valid_geometry(const char *op, int ndim, const int64_t *shape, CtDTy
         ct_error(CT_ERR_SHAPE, "%s: ndim %d outside 0..%d", op, ndim, CT_MAX_DIMS);
         return false;
     }
+    /* bytes of the storage, and the contiguous strides (which count a size-0
+     * dim as 1), must fit in int64 */
+    int64_t span = (int64_t)ct_dtype_size(dt);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
             ct_error(CT_ERR_SHAPE, "%s: negative size %lld in dim %d", op,
                      (long long)shape[i], i);
             return false;
         }
+        if (shape[i] > 1 && span > INT64_MAX / shape[i]) {
+            char s[96];
+            ct_error(CT_ERR_SHAPE, "%s: shape %s of %s is too large to address", op,
+                     ct_shape_str(ndim, shape, s, sizeof s), ct_dtype_name(dt));
+            return false;
+        }
+        if (shape[i] > 1) span *= shape[i];
     }
     return true;
 }

@@ -396,6 +396,72 @@ START_TEST(test_idx_errors)
 }
 END_TEST
 
+/* Rewrites the file at path: its first `keep` bytes (keep < 0: all), and,
+ * when `flip` >= 0, byte `flip` counted from the end inverted. */
+static void damage(const char *path, long keep, long flip)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t b[4096];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    ck_assert_uint_lt(n, sizeof b);
+    if (keep >= 0) n = (size_t)keep;
+    if (flip >= 0) b[n - 1 - (size_t)flip] ^= 0xff;
+    f = fopen(path, "wb");
+    ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+/* gzip files take libdeflate's path when they are one whole member, and
+ * zlib's otherwise; both give the same values and the same errors. */
+START_TEST(test_idx_gzip_paths)
+{
+    TU_MEM_BEGIN;
+    make_tmpdir();
+    const uint32_t d3[3] = {3, 2, 4};
+    const char *lab = write_idx("lab.gz", true, 0x801, 1, (const uint32_t[]){3}, 3);
+    /* two members: the file appended to itself after its header's member */
+    const char *two = write_idx("two.gz", true, 0x803, 3, d3, 8);
+    gzFile f = gzopen(two, "ab");
+    uint8_t rest[16];
+    for (int i = 0; i < 16; i++) rest[i] = (uint8_t)(8 + i);
+    ck_assert_int_eq(gzwrite(f, rest, 16), 16);
+    gzclose(f);
+    Dataset *d = data_idx_dataset_create(&(DataIdxArgs){.images = two, .labels = lab});
+    ck_assert_ptr_nonnull(d);
+    CtScope *s = ct_scope_open();
+    DataSample smp;
+    ck_assert_int_eq(data_dataset_get(d, 2, NULL, &smp), CT_OK);
+    tu_assert_values(smp.t[0], ((double[]){16, 17, 18, 19, 20, 21, 22, 23}), 8, 0, 0);
+    ct_scope_close(s);
+    data_dataset_free(d);
+    /* the header and size errors of plain files, from gzip files */
+    idx_fails(write_idx("m.gz", true, 0x804, 3, d3, 24), lab, 0, CT_ERR_FORMAT,
+              "m.gz: offset 0: magic number 0x00000804, expected 0x00000803");
+    idx_fails(write_idx("t.gz", true, 0x803, 3, d3, 20), lab, 0, CT_ERR_FORMAT,
+              "t.gz: offset 16: truncated data: the dims give 24 bytes of data, the "
+              "file has 20");
+    idx_fails(write_idx("h.gz", true, 0x803, 1, d3, 0), lab, 0, CT_ERR_FORMAT,
+              "h.gz: truncated IDX header: 8 bytes, 3 dims need 16");
+    idx_fails(write_idx("e.gz", true, 0x803, 3, (const uint32_t[]){0, 2, 4}, 0), lab, 0,
+              CT_ERR_FORMAT, "e.gz: offset 4: the file holds no items");
+    /* damaged gzip: a cut stream, a wrong checksum, a wrong ISIZE */
+    const char *cut = write_idx("cut.gz", true, 0x803, 3, d3, 24);
+    damage(cut, 30, -1);
+    idx_fails(cut, lab, 0, CT_ERR_FORMAT, "cut.gz: offset 16: truncated data");
+    const char *crc = write_idx("crc.gz", true, 0x803, 3, d3, 24);
+    damage(crc, -1, 5);
+    idx_fails(crc, lab, 0, CT_ERR_IO,
+              "crc.gz: read error after 0 bytes: incorrect data check");
+    const char *isz = write_idx("isize.gz", true, 0x803, 3, d3, 24);
+    damage(isz, -1, 1);
+    idx_fails(isz, lab, 0, CT_ERR_IO,
+              "isize.gz: read error after 0 bytes: incorrect length check");
+    remove_tmpdir();
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_fashion_mnist)
 {
     if (access(DATA_FASHION_MNIST_DIR "/train-labels-idx1-ubyte.gz", R_OK)) {
@@ -440,6 +506,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_transformed);
     tcase_add_test(tc, test_idx_plain_and_gzip);
     tcase_add_test(tc, test_idx_errors);
+    tcase_add_test(tc, test_idx_gzip_paths);
     tcase_add_test(tc, test_fashion_mnist);
     tcase_add_test(tc, test_transform_null_is_not_a_stale_error);
     suite_add_tcase(s, tc);

@@ -117,6 +117,17 @@ START_TEST(test_sticky_errors)
     tu_assert_error(CT_ERR_DTYPE, "mul: dtypes differ");
     ck_assert_ptr_null(tensor_zeros(1, (const int64_t[]){-2}, CT_F32, ct_cpu()));
     tu_assert_error(CT_ERR_SHAPE, "negative size -2");
+    /* sizes whose bytes (or strides, an empty dim counting as 1) overflow */
+    ck_assert_ptr_null(
+        tensor_empty(2, (const int64_t[]){INT64_MAX / 2, 3}, CT_U8, ct_cpu()));
+    tu_assert_error(CT_ERR_SHAPE, "tensor_empty: shape [4611686018427387903, 3] of u8 "
+                                  "is too large to address");
+    ck_assert_ptr_null(tensor_empty(4, (const int64_t[]){3267543552, 1, 0, 3322086406},
+                                    CT_U8, ct_cpu()));
+    tu_assert_error(CT_ERR_SHAPE, "too large to address");
+    ck_assert_ptr_null(
+        tensor_empty(1, (const int64_t[]){INT64_MAX / 4 + 1}, CT_F32, ct_cpu()));
+    tu_assert_error(CT_ERR_SHAPE, "too large to address");
     int ngpu = ct_cuda_device_count();
     ck_assert_ptr_null(tensor_zeros(1, (const int64_t[]){2}, CT_F32, ct_cuda(ngpu)));
     tu_assert_error(CT_ERR_DEVICE, "cuda:");
