@@ -83,6 +83,12 @@ static void convert_row(const ConvertRows *c, int64_t r)
               c->it.istride[1] * c->si, n);
 }
 
+static void convert_item(void *ctx, int64_t r, int slot)
+{
+    (void)slot;
+    convert_row(ctx, r);
+}
+
 /* out <- in (converted), both strided over out's shape; `in` may be NULL
  * with `scalar` given for a fill. */
 static CtStatus strided_convert(Tensor *out, const Tensor *in, const double *scalar)
@@ -99,7 +105,7 @@ static CtStatus strided_convert(Tensor *out, const Tensor *in, const double *sca
     c.zero = !in && *scalar == 0.0 && !signbit(*scalar) && ct_iter_unit_rows(&c.it);
     c.po = ct_ptr(out);
     c.pi = in ? (const char *)ct_ptr(in) : (const char *)scalar;
-    CT_CPU_FOR(c.it.numel >= CT_CPU_PAR_MIN, r, c.it.rows, convert_row(&c, r);)
+    ct_cpu_rows(&c.it, convert_item, &c);
     return CT_OK;
 }
 

@@ -35,6 +35,11 @@ CtStatus ct_cpu_matmul(const CtMatmulParams *p, CtDType dt, const void *A, const
  * docs/benchmarks.md) while a 1M-element pass is ~0.5 ms of work. From 8M
  * elements (32 MB of f32: several ms of work) splitting still pays. */
 #define CT_CPU_PAR_MIN 8388608
+/* Memory-bound work from this many elements runs its rows on the engine
+ * pool (workers.h), whose hand-off to a spinning thread costs ~1 us and
+ * whose caller never waits for a thread that has not started: a 109k-
+ * element gradient block's zeroing (once per optimizer step) splits. */
+#define CT_CPU_POOL_MIN 65536
 
 /* for (int64_t VAR = 0; VAR < N; VAR++) { BODY } over OpenMP's threads
  * when PAR holds, else on the calling thread alone, outside any OpenMP
@@ -98,6 +103,11 @@ static inline int64_t ct_iter_row(const CtIter *it, int64_t r, int64_t *off)
     }
     return (it->chunk_tail && r == it->rows - 1) ? it->chunk_tail : it->inner;
 }
+
+/* fn(ctx, r, 0) for every row r of it: on the calling thread below
+ * CT_CPU_POOL_MIN elements, else the rows on the engine pool. Rows are
+ * independent, so the bits do not depend on the split. */
+void ct_cpu_rows(const CtIter *it, void (*fn)(void *ctx, int64_t r, int slot), void *ctx);
 
 /* True when every operand has unit stride along the row. */
 static inline bool ct_iter_unit_rows(const CtIter *it)

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "cpu.h"
+#include "workers.h"
 
 /* Inner loops are instantiated per dtype with the kind switched outside the
  * loop; the unit-stride case is separate so it vectorises. */
@@ -78,55 +79,59 @@ CMP_ROW(cmp_i64, int64_t)
 CMP_ROW(cmp_i32, int32_t)
 CMP_ROW(cmp_u8, uint8_t)
 
-#define RUN_ROWS(FN, TO, TI)                                                             \
-    CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows, int64_t off[CT_ITER_MAX_OPS];     \
-               int64_t len = ct_iter_row(&it, r, off);                                   \
-               FN(p->kind, (TO *)po + off[0], it.istride[0], (const TI *)pa + off[1],    \
-                  it.istride[1], (const TI *)pb + off[2], it.istride[2], len);)
+/* One BINARY or WHERE call over strided rows: up to four operands. */
+typedef struct RowsJob {
+    CtIter it;
+    int kind; /* CtBinaryKind (BINARY) */
+    void *po;
+    const void *pi[3];
+} RowsJob;
+
+#define BIN_ITEM(FN, TO, TI)                                                             \
+    static void FN##_item(void *ctx, int64_t r, int slot)                                \
+    {                                                                                    \
+        (void)slot;                                                                      \
+        const RowsJob *j = ctx;                                                          \
+        int64_t off[CT_ITER_MAX_OPS];                                                    \
+        int64_t len = ct_iter_row(&j->it, r, off);                                       \
+        FN((CtBinaryKind)j->kind, (TO *)j->po + off[0], j->it.istride[0],                \
+           (const TI *)j->pi[0] + off[1], j->it.istride[1],                              \
+           (const TI *)j->pi[1] + off[2], j->it.istride[2], len);                        \
+    }
+BIN_ITEM(cmp_f32, uint8_t, float)
+BIN_ITEM(cmp_f64, uint8_t, double)
+BIN_ITEM(cmp_i64, uint8_t, int64_t)
+BIN_ITEM(cmp_i32, uint8_t, int32_t)
+BIN_ITEM(cmp_u8, uint8_t, uint8_t)
+BIN_ITEM(arith_f32, float, float)
+BIN_ITEM(arith_f64, double, double)
+BIN_ITEM(arith_i64, int64_t, int64_t)
+BIN_ITEM(arith_i32, int32_t, int32_t)
+
+/* The row function of a BINARY call (NULL: unsupported dtype). */
+static CtWorkFn binary_item(CtDType dt, bool cmp)
+{
+    switch (dt) {
+    case CT_F32: return cmp ? cmp_f32_item : arith_f32_item;
+    case CT_F64: return cmp ? cmp_f64_item : arith_f64_item;
+    case CT_I64: return cmp ? cmp_i64_item : arith_i64_item;
+    case CT_I32: return cmp ? cmp_i32_item : arith_i32_item;
+    case CT_U8:
+    case CT_BOOL: return cmp_u8_item;
+    default: return NULL;
+    }
+}
 
 static CtStatus cpu_binary(const CtOpCall *c)
 {
     const CtBinaryParams *p = c->params;
     Tensor *out = c->out[0];
-    CtIter it;
-    ct_iter_init(&it, out->ndim, out->shape, 3,
+    RowsJob j = {
+        .kind = p->kind, .po = ct_ptr(out), .pi = {ct_ptr(c->in[0]), ct_ptr(c->in[1])}};
+    ct_iter_init(&j.it, out->ndim, out->shape, 3,
                  (const Tensor *[]){out, c->in[0], c->in[1]});
-    void *po = ct_ptr(out);
-    const void *pa = ct_ptr(c->in[0]), *pb = ct_ptr(c->in[1]);
-    bool cmp = p->kind >= CT_BIN_EQ;
-    switch (c->in[0]->dtype) {
-    case CT_F32:
-        if (cmp) {
-            RUN_ROWS(cmp_f32, uint8_t, float)
-        } else {
-            RUN_ROWS(arith_f32, float, float)
-        }
-        break;
-    case CT_F64:
-        if (cmp) {
-            RUN_ROWS(cmp_f64, uint8_t, double)
-        } else {
-            RUN_ROWS(arith_f64, double, double)
-        }
-        break;
-    case CT_I64:
-        if (cmp) {
-            RUN_ROWS(cmp_i64, uint8_t, int64_t)
-        } else {
-            RUN_ROWS(arith_i64, int64_t, int64_t)
-        }
-        break;
-    case CT_I32:
-        if (cmp) {
-            RUN_ROWS(cmp_i32, uint8_t, int32_t)
-        } else {
-            RUN_ROWS(arith_i32, int32_t, int32_t)
-        }
-        break;
-    case CT_U8:
-    case CT_BOOL: RUN_ROWS(cmp_u8, uint8_t, uint8_t) break;
-    default: break;
-    }
+    CtWorkFn fn = binary_item(c->in[0]->dtype, p->kind >= CT_BIN_EQ);
+    if (fn) ct_cpu_rows(&j.it, fn, &j);
     return CT_OK;
 }
 
@@ -167,28 +172,35 @@ WHERE_ROW(where_16, uint16_t)
 WHERE_ROW(where_32, uint32_t)
 WHERE_ROW(where_64, uint64_t)
 
-#define RUN_WHERE(FN, T)                                                                 \
-    CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows, int64_t off[CT_ITER_MAX_OPS];     \
-               int64_t len = ct_iter_row(&it, r, off);                                   \
-               FN((T *)po + off[0], it.istride[0], pc + off[1], it.istride[1],           \
-                  (const T *)pa + off[2], it.istride[2], (const T *)pb + off[3],         \
-                  it.istride[3], len);)
+#define WHERE_ITEM(FN, T)                                                                \
+    static void FN##_item(void *ctx, int64_t r, int slot)                                \
+    {                                                                                    \
+        (void)slot;                                                                      \
+        const RowsJob *j = ctx;                                                          \
+        int64_t off[CT_ITER_MAX_OPS];                                                    \
+        int64_t len = ct_iter_row(&j->it, r, off);                                       \
+        FN((T *)j->po + off[0], j->it.istride[0], (const uint8_t *)j->pi[0] + off[1],    \
+           j->it.istride[1], (const T *)j->pi[1] + off[2], j->it.istride[2],             \
+           (const T *)j->pi[2] + off[3], j->it.istride[3], len);                         \
+    }
+WHERE_ITEM(where_8, uint8_t)
+WHERE_ITEM(where_16, uint16_t)
+WHERE_ITEM(where_32, uint32_t)
+WHERE_ITEM(where_64, uint64_t)
 
 // out <- in0 ? in1 : in2; in0 bool, all of out's shape (stride 0 broadcasts)
 static CtStatus cpu_where(const CtOpCall *c)
 {
     Tensor *out = c->out[0];
-    CtIter it;
-    ct_iter_init(&it, out->ndim, out->shape, 4,
+    RowsJob j = {.po = ct_ptr(out),
+                 .pi = {ct_ptr(c->in[0]), ct_ptr(c->in[1]), ct_ptr(c->in[2])}};
+    ct_iter_init(&j.it, out->ndim, out->shape, 4,
                  (const Tensor *[]){out, c->in[0], c->in[1], c->in[2]});
-    void *po = ct_ptr(out);
-    const uint8_t *pc = ct_ptr(c->in[0]);
-    const void *pa = ct_ptr(c->in[1]), *pb = ct_ptr(c->in[2]);
     switch (ct_dtype_size(out->dtype)) {
-    case 1: RUN_WHERE(where_8, uint8_t) break;
-    case 2: RUN_WHERE(where_16, uint16_t) break;
-    case 4: RUN_WHERE(where_32, uint32_t) break;
-    case 8: RUN_WHERE(where_64, uint64_t) break;
+    case 1: ct_cpu_rows(&j.it, where_8_item, &j); break;
+    case 2: ct_cpu_rows(&j.it, where_16_item, &j); break;
+    case 4: ct_cpu_rows(&j.it, where_32_item, &j); break;
+    case 8: ct_cpu_rows(&j.it, where_64_item, &j); break;
     default: break;
     }
     return CT_OK;

@@ -1,5 +1,6 @@
 /* Strided iterator setup (see cpu.h). */
 #include "cpu.h"
+#include "workers.h"
 
 void ct_iter_init(CtIter *it, int ndim, const int64_t *shape, int nops,
                   const Tensor *const *ts)
@@ -50,4 +51,12 @@ void ct_iter_init(CtIter *it, int ndim, const int64_t *shape, int nops,
         it->inner = CT_ITER_CHUNK;
         it->chunk_tail = total - (it->rows - 1) * CT_ITER_CHUNK;
     }
+}
+
+void ct_cpu_rows(const CtIter *it, void (*fn)(void *ctx, int64_t r, int slot), void *ctx)
+{
+    if (it->numel < CT_CPU_POOL_MIN)
+        for (int64_t r = 0; r < it->rows; r++) fn(ctx, r, 0);
+    else
+        ct_workers_run(it->rows, ct_workers_max(), fn, ctx);
 }

@@ -5,6 +5,7 @@
 
 #include "../elementwise.h"
 #include "cpu.h"
+#include "workers.h"
 
 #define CLAMP(x, lo, hi)                                                                 \
     (((x) < (lo) ? (lo) : (x)) > (hi) ? (hi) : ((x) < (lo) ? (lo) : (x)))
@@ -219,56 +220,84 @@ UNARY_INT_ROW(unary_i32, int32_t, uint32_t, INT32_MIN, INT32_MAX)
 HALF_ROWS(bf16, ct_bf16_widen, ct_bf16_round)
 HALF_ROWS(f16, ct_f16_to_f32, ct_f32_to_f16)
 
-#define RUN_1(FN, T)                                                                     \
-    CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows, int64_t off[CT_ITER_MAX_OPS];     \
-               int64_t len = ct_iter_row(&it, r, off);                                   \
-               FN(p, (T *)po + off[0], it.istride[0], (const T *)pi + off[1],            \
-                  it.istride[1], len);)
+/* One UNARY or UNARY_BWD call over strided rows. */
+typedef struct UnaryJob {
+    CtIter it;
+    const CtUnaryParams *p;
+    void *po;
+    const void *pi, *pg;
+} UnaryJob;
+
+#define UNARY_ITEM(FN, T)                                                                \
+    static void FN##_item(void *ctx, int64_t r, int slot)                                \
+    {                                                                                    \
+        (void)slot;                                                                      \
+        const UnaryJob *j = ctx;                                                         \
+        int64_t off[CT_ITER_MAX_OPS];                                                    \
+        int64_t len = ct_iter_row(&j->it, r, off);                                       \
+        FN(j->p, (T *)j->po + off[0], j->it.istride[0], (const T *)j->pi + off[1],       \
+           j->it.istride[1], len);                                                       \
+    }
+#define UNARY_BWD_ITEM(FN, T)                                                            \
+    static void FN##_item(void *ctx, int64_t r, int slot)                                \
+    {                                                                                    \
+        (void)slot;                                                                      \
+        const UnaryJob *j = ctx;                                                         \
+        int64_t off[CT_ITER_MAX_OPS];                                                    \
+        int64_t len = ct_iter_row(&j->it, r, off);                                       \
+        FN(j->p, (T *)j->po + off[0], j->it.istride[0], (const T *)j->pi + off[1],       \
+           j->it.istride[1], (const T *)j->pg + off[2], j->it.istride[2], len);          \
+    }
+UNARY_ITEM(unary_f32, float)
+UNARY_ITEM(unary_f64, double)
+UNARY_ITEM(unary_i64, int64_t)
+UNARY_ITEM(unary_i32, int32_t)
+UNARY_ITEM(unary_bf16, uint16_t)
+UNARY_ITEM(unary_f16, uint16_t)
+UNARY_BWD_ITEM(unary_bwd_f32, float)
+UNARY_BWD_ITEM(unary_bwd_f64, double)
+UNARY_BWD_ITEM(unary_bwd_bf16, uint16_t)
+UNARY_BWD_ITEM(unary_bwd_f16, uint16_t)
 
 // out, in0: same shape and dtype, any strides.
 static CtStatus cpu_unary(const CtOpCall *c)
 {
-    const CtUnaryParams *p = c->params;
     Tensor *out = c->out[0];
-    CtIter it;
-    ct_iter_init(&it, out->ndim, out->shape, 2, (const Tensor *[]){out, c->in[0]});
-    void *po = ct_ptr(out);
-    const void *pi = ct_ptr(c->in[0]);
+    UnaryJob j = {.p = c->params, .po = ct_ptr(out), .pi = ct_ptr(c->in[0])};
+    ct_iter_init(&j.it, out->ndim, out->shape, 2, (const Tensor *[]){out, c->in[0]});
+    CtWorkFn fn = NULL;
     switch (out->dtype) {
-    case CT_F32: RUN_1(unary_f32, float) break;
-    case CT_F64: RUN_1(unary_f64, double) break;
-    case CT_I64: RUN_1(unary_i64, int64_t) break;
-    case CT_I32: RUN_1(unary_i32, int32_t) break;
-    case CT_BF16: RUN_1(unary_bf16, uint16_t) break;
-    case CT_F16: RUN_1(unary_f16, uint16_t) break;
+    case CT_F32: fn = unary_f32_item; break;
+    case CT_F64: fn = unary_f64_item; break;
+    case CT_I64: fn = unary_i64_item; break;
+    case CT_I32: fn = unary_i32_item; break;
+    case CT_BF16: fn = unary_bf16_item; break;
+    case CT_F16: fn = unary_f16_item; break;
     default: break;
     }
+    if (fn) ct_cpu_rows(&j.it, fn, &j);
     return CT_OK;
 }
-
-#define RUN_2(FN, T)                                                                     \
-    CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows, int64_t off[CT_ITER_MAX_OPS];     \
-               int64_t len = ct_iter_row(&it, r, off);                                   \
-               FN(p, (T *)po + off[0], it.istride[0], (const T *)pi + off[1],            \
-                  it.istride[1], (const T *)pg + off[2], it.istride[2], len);)
 
 // out, in0 (x or y), in1 (gout): same shape and dtype, any strides.
 static CtStatus cpu_unary_bwd(const CtOpCall *c)
 {
-    const CtUnaryParams *p = c->params;
     Tensor *out = c->out[0];
-    CtIter it;
-    ct_iter_init(&it, out->ndim, out->shape, 3,
+    UnaryJob j = {.p = c->params,
+                  .po = ct_ptr(out),
+                  .pi = ct_ptr(c->in[0]),
+                  .pg = ct_ptr(c->in[1])};
+    ct_iter_init(&j.it, out->ndim, out->shape, 3,
                  (const Tensor *[]){out, c->in[0], c->in[1]});
-    void *po = ct_ptr(out);
-    const void *pi = ct_ptr(c->in[0]), *pg = ct_ptr(c->in[1]);
+    CtWorkFn fn = NULL;
     switch (out->dtype) {
-    case CT_F32: RUN_2(unary_bwd_f32, float) break;
-    case CT_F64: RUN_2(unary_bwd_f64, double) break;
-    case CT_BF16: RUN_2(unary_bwd_bf16, uint16_t) break;
-    case CT_F16: RUN_2(unary_bwd_f16, uint16_t) break;
+    case CT_F32: fn = unary_bwd_f32_item; break;
+    case CT_F64: fn = unary_bwd_f64_item; break;
+    case CT_BF16: fn = unary_bwd_bf16_item; break;
+    case CT_F16: fn = unary_bwd_f16_item; break;
     default: break;
     }
+    if (fn) ct_cpu_rows(&j.it, fn, &j);
     return CT_OK;
 }
 
