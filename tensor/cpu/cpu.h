@@ -104,6 +104,20 @@ static inline int64_t ct_iter_row(const CtIter *it, int64_t r, int64_t *off)
     return (it->chunk_tail && r == it->rows - 1) ? it->chunk_tail : it->inner;
 }
 
+/* Defines static void NAME(void *ctx, int64_t r, int slot), a pool item for
+ * row r of a job struct JOB (at ctx) that holds a CtIter `it`. The body (the
+ * trailing arguments) sees j (const JOB *), off (each operand's offset of
+ * the row's first element) and len (the row's length). */
+#define CT_ROW_ITEM(NAME, JOB, ...)                                                      \
+    static void NAME(void *ctx, int64_t r, int slot)                                     \
+    {                                                                                    \
+        (void)slot;                                                                      \
+        const JOB *j = ctx;                                                              \
+        int64_t off[CT_ITER_MAX_OPS];                                                    \
+        int64_t len = ct_iter_row(&j->it, r, off);                                       \
+        __VA_ARGS__                                                                      \
+    }
+
 /* fn(ctx, r, 0) for every row r of it: on the calling thread below
  * CT_CPU_POOL_MIN elements, else the rows on the engine pool. Rows are
  * independent, so the bits do not depend on the split. */

@@ -88,16 +88,10 @@ typedef struct RowsJob {
 } RowsJob;
 
 #define BIN_ITEM(FN, TO, TI)                                                             \
-    static void FN##_item(void *ctx, int64_t r, int slot)                                \
-    {                                                                                    \
-        (void)slot;                                                                      \
-        const RowsJob *j = ctx;                                                          \
-        int64_t off[CT_ITER_MAX_OPS];                                                    \
-        int64_t len = ct_iter_row(&j->it, r, off);                                       \
-        FN((CtBinaryKind)j->kind, (TO *)j->po + off[0], j->it.istride[0],                \
-           (const TI *)j->pi[0] + off[1], j->it.istride[1],                              \
-           (const TI *)j->pi[1] + off[2], j->it.istride[2], len);                        \
-    }
+    CT_ROW_ITEM(FN##_item, RowsJob,                                                      \
+                FN((CtBinaryKind)j->kind, (TO *)j->po + off[0], j->it.istride[0],        \
+                   (const TI *)j->pi[0] + off[1], j->it.istride[1],                      \
+                   (const TI *)j->pi[1] + off[2], j->it.istride[2], len);)
 BIN_ITEM(cmp_f32, uint8_t, float)
 BIN_ITEM(cmp_f64, uint8_t, double)
 BIN_ITEM(cmp_i64, uint8_t, int64_t)
@@ -173,16 +167,11 @@ WHERE_ROW(where_32, uint32_t)
 WHERE_ROW(where_64, uint64_t)
 
 #define WHERE_ITEM(FN, T)                                                                \
-    static void FN##_item(void *ctx, int64_t r, int slot)                                \
-    {                                                                                    \
-        (void)slot;                                                                      \
-        const RowsJob *j = ctx;                                                          \
-        int64_t off[CT_ITER_MAX_OPS];                                                    \
-        int64_t len = ct_iter_row(&j->it, r, off);                                       \
-        FN((T *)j->po + off[0], j->it.istride[0], (const uint8_t *)j->pi[0] + off[1],    \
-           j->it.istride[1], (const T *)j->pi[1] + off[2], j->it.istride[2],             \
-           (const T *)j->pi[2] + off[3], j->it.istride[3], len);                         \
-    }
+    CT_ROW_ITEM(FN##_item, RowsJob,                                                      \
+                FN((T *)j->po + off[0], j->it.istride[0],                                \
+                   (const uint8_t *)j->pi[0] + off[1], j->it.istride[1],                 \
+                   (const T *)j->pi[1] + off[2], j->it.istride[2],                       \
+                   (const T *)j->pi[2] + off[3], j->it.istride[3], len);)
 WHERE_ITEM(where_8, uint8_t)
 WHERE_ITEM(where_16, uint16_t)
 WHERE_ITEM(where_32, uint32_t)

@@ -229,25 +229,14 @@ typedef struct UnaryJob {
 } UnaryJob;
 
 #define UNARY_ITEM(FN, T)                                                                \
-    static void FN##_item(void *ctx, int64_t r, int slot)                                \
-    {                                                                                    \
-        (void)slot;                                                                      \
-        const UnaryJob *j = ctx;                                                         \
-        int64_t off[CT_ITER_MAX_OPS];                                                    \
-        int64_t len = ct_iter_row(&j->it, r, off);                                       \
-        FN(j->p, (T *)j->po + off[0], j->it.istride[0], (const T *)j->pi + off[1],       \
-           j->it.istride[1], len);                                                       \
-    }
+    CT_ROW_ITEM(FN##_item, UnaryJob,                                                     \
+                FN(j->p, (T *)j->po + off[0], j->it.istride[0],                          \
+                   (const T *)j->pi + off[1], j->it.istride[1], len);)
 #define UNARY_BWD_ITEM(FN, T)                                                            \
-    static void FN##_item(void *ctx, int64_t r, int slot)                                \
-    {                                                                                    \
-        (void)slot;                                                                      \
-        const UnaryJob *j = ctx;                                                         \
-        int64_t off[CT_ITER_MAX_OPS];                                                    \
-        int64_t len = ct_iter_row(&j->it, r, off);                                       \
-        FN(j->p, (T *)j->po + off[0], j->it.istride[0], (const T *)j->pi + off[1],       \
-           j->it.istride[1], (const T *)j->pg + off[2], j->it.istride[2], len);          \
-    }
+    CT_ROW_ITEM(FN##_item, UnaryJob,                                                     \
+                FN(j->p, (T *)j->po + off[0], j->it.istride[0],                          \
+                   (const T *)j->pi + off[1], j->it.istride[1],                          \
+                   (const T *)j->pg + off[2], j->it.istride[2], len);)
 UNARY_ITEM(unary_f32, float)
 UNARY_ITEM(unary_f64, double)
 UNARY_ITEM(unary_i64, int64_t)

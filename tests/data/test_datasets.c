@@ -359,6 +359,30 @@ static void idx_fails(const char *img, const char *lab, int64_t classes, CtStatu
     tu_assert_error(st, needle);
 }
 
+/* A wrong magic number, a short payload, a short header and no items, in
+ * plain or gzip'd image files (named m, t, h, e, with ".gz" when gz). */
+static void header_errors(const char *lab, bool gz)
+{
+    const uint32_t d3[3] = {3, 2, 4};
+    const char *ext = gz ? ".gz" : "";
+    char name[4][8], want[4][96];
+    for (int i = 0; i < 4; i++) snprintf(name[i], sizeof name[i], "%c%s", "mthe"[i], ext);
+    snprintf(want[0], sizeof want[0],
+             "%s: offset 0: magic number 0x00000804, expected 0x00000803", name[0]);
+    snprintf(want[1], sizeof want[1],
+             "%s: offset 16: truncated data: the dims give 24 bytes of data, the file "
+             "has 20",
+             name[1]);
+    snprintf(want[2], sizeof want[2], "%s: truncated IDX header: 8 bytes, 3 dims need 16",
+             name[2]);
+    snprintf(want[3], sizeof want[3], "%s: offset 4: the file holds no items", name[3]);
+    idx_fails(write_idx(name[0], gz, 0x804, 3, d3, 24), lab, 0, CT_ERR_FORMAT, want[0]);
+    idx_fails(write_idx(name[1], gz, 0x803, 3, d3, 20), lab, 0, CT_ERR_FORMAT, want[1]);
+    idx_fails(write_idx(name[2], gz, 0x803, 1, d3, 0), lab, 0, CT_ERR_FORMAT, want[2]);
+    idx_fails(write_idx(name[3], gz, 0x803, 3, (const uint32_t[]){0, 2, 4}, 0), lab, 0,
+              CT_ERR_FORMAT, want[3]);
+}
+
 START_TEST(test_idx_errors)
 {
     TU_MEM_BEGIN;
@@ -369,17 +393,9 @@ START_TEST(test_idx_errors)
     char missing[256];
     snprintf(missing, sizeof missing, "%s/nope", tmpdir);
     idx_fails(missing, lab, 0, CT_ERR_IO, "nope: cannot open");
-    idx_fails(write_idx("m", false, 0x804, 3, d3, 24), lab, 0, CT_ERR_FORMAT,
-              "m: offset 0: magic number 0x00000804, expected 0x00000803");
-    idx_fails(write_idx("t", false, 0x803, 3, d3, 20), lab, 0, CT_ERR_FORMAT,
-              "t: offset 16: truncated data: the dims give 24 bytes of data, the file "
-              "has 20");
+    header_errors(lab, false);
     idx_fails(write_idx("x", true, 0x803, 3, d3, 25), lab, 0, CT_ERR_FORMAT,
               "x: offset 16: trailing bytes");
-    idx_fails(write_idx("h", false, 0x803, 1, d3, 0), lab, 0, CT_ERR_FORMAT,
-              "h: truncated IDX header: 8 bytes, 3 dims need 16");
-    idx_fails(write_idx("e", false, 0x803, 3, (const uint32_t[]){0, 2, 4}, 0), lab, 0,
-              CT_ERR_FORMAT, "e: offset 4: the file holds no items");
     idx_fails(img, write_idx("l2", false, 0x801, 1, (const uint32_t[]){2}, 2), 0,
               CT_ERR_FORMAT, "l2: 2 labels, but the image file has 3 images");
     /* labels are 0, 1, 2: out of range for 2 classes at item 2 */
@@ -436,15 +452,7 @@ START_TEST(test_idx_gzip_paths)
     ct_scope_close(s);
     data_dataset_free(d);
     /* the header and size errors of plain files, from gzip files */
-    idx_fails(write_idx("m.gz", true, 0x804, 3, d3, 24), lab, 0, CT_ERR_FORMAT,
-              "m.gz: offset 0: magic number 0x00000804, expected 0x00000803");
-    idx_fails(write_idx("t.gz", true, 0x803, 3, d3, 20), lab, 0, CT_ERR_FORMAT,
-              "t.gz: offset 16: truncated data: the dims give 24 bytes of data, the "
-              "file has 20");
-    idx_fails(write_idx("h.gz", true, 0x803, 1, d3, 0), lab, 0, CT_ERR_FORMAT,
-              "h.gz: truncated IDX header: 8 bytes, 3 dims need 16");
-    idx_fails(write_idx("e.gz", true, 0x803, 3, (const uint32_t[]){0, 2, 4}, 0), lab, 0,
-              CT_ERR_FORMAT, "e.gz: offset 4: the file holds no items");
+    header_errors(lab, true);
     /* damaged gzip: a cut stream, a wrong checksum, a wrong ISIZE */
     const char *cut = write_idx("cut.gz", true, 0x803, 3, d3, 24);
     damage(cut, 30, -1);
