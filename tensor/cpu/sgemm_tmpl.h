@@ -127,23 +127,49 @@ static inline VEC blend_v(VEC acc, VEC alpha, float beta, VEC vbeta, const float
     return beta == 1 ? VADD(old, v) : VADD(v, VMUL(vbeta, old));
 }
 
+/* acc[0..R) <- the products of R rows of A's panel (element (i, p) at
+ * a[i * rs + p * cs]) and B's panel (row p's NR floats at bp + p * bs)
+ * over kc. Inlined with R a constant, so an edge panel of fewer than MR rows
+ * issues only its own rows' FMAs (a 32-row C is 5 panels of 6 and one of 2). */
+static inline __attribute__((always_inline)) void accumulate(const int R, int64_t kc,
+                                                             const float *a, int64_t rs,
+                                                             int64_t cs, const float *bp,
+                                                             int64_t bs, VEC acc[MR][2])
+{
+    for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = VZERO();
+    for (int64_t p = 0; p < kc; p++, a += cs, bp += bs) {
+        VEC b0 = VLOAD(bp), b1 = VLOAD(bp + VL);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) {
+            VEC ai = VSET1(a[i * rs]);
+            acc[i][0] = VFMA(ai, b0, acc[i][0]);
+            acc[i][1] = VFMA(ai, b1, acc[i][1]);
+        }
+    }
+}
+
+#define ACCUMULATE_CASE(R)                                                               \
+    case R: accumulate(R, kc, a, rs, cs, bp, bs, acc); break;
+
 /* The MR x NR tile at c (rows x cols valid) <- blend of the product of A's
- * panel (element (i, p) at a[i * rs + p * cs]) and B's panel (row p's NR
- * floats at bp + p * bs) over kc. */
+ * panel and B's panel over kc (accumulate). */
 static void micro(int64_t kc, const float *a, int64_t rs, int64_t cs, const float *bp,
                   int64_t bs, float *c, int64_t ldc, int rows, int cols, float alpha,
                   float beta)
 {
     VEC acc[MR][2];
-    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = VZERO();
-    for (int64_t p = 0; p < kc; p++, a += cs, bp += bs) {
-        VEC b0 = VLOAD(bp), b1 = VLOAD(bp + VL);
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) {
-            VEC ai = VSET1(a[i * rs]);
-            acc[i][0] = VFMA(ai, b0, acc[i][0]);
-            acc[i][1] = VFMA(ai, b1, acc[i][1]);
-        }
+    switch (rows) {
+        ACCUMULATE_CASE(1)
+        ACCUMULATE_CASE(2)
+        ACCUMULATE_CASE(3)
+        ACCUMULATE_CASE(4)
+        ACCUMULATE_CASE(5)
+        ACCUMULATE_CASE(6)
+#if MR > 6
+        ACCUMULATE_CASE(7)
+        ACCUMULATE_CASE(8)
+#endif
+    default: return;
     }
     if (rows == MR && cols == NR) {
         VEC va = VSET1(alpha), vb = VSET1(beta);
@@ -155,7 +181,7 @@ static void micro(int64_t kc, const float *a, int64_t rs, int64_t cs, const floa
         return;
     }
     float tile[MR][NR];
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < rows; i++) {
         VSTORE(tile[i], acc[i][0]);
         VSTORE(tile[i] + VL, acc[i][1]);
     }
@@ -163,6 +189,8 @@ static void micro(int64_t kc, const float *a, int64_t rs, int64_t cs, const floa
         for (int j = 0; j < cols; j++)
             c[i * ldc + j] = blend(tile[i][j], alpha, beta, c + i * ldc + j);
 }
+
+#undef ACCUMULATE_CASE
 
 /* Every tile of rows [0, m) x columns [j0, j0 + nc) of C for k [p0, p0 +
  * kc), B's block packed at bp; ap: scratch for an edge panel of A. */
