@@ -59,80 +59,120 @@ static inline void FN(gsums)(const T *g, const T *x, int64_t n, double m, double
     *sgx = t;
 }
 
-/* x, y: (n, c, inner); w, b: (c) or NULL; stats: (2, c); rm, rv: (c) with
- * strides rms, rvs, or NULL. */
-static void FN(bn_fwd)(const CtBatchNormParams *p, const T *x, const T *w, const T *b,
-                       T *y, T *stats, T *rm, int64_t rms, T *rv, int64_t rvs)
+/* One batch norm call, forward or backward: x, y, g, dx: (n, c, inner); w,
+ * b, dw, db: (c) or NULL; stats: (2, c); rm, rv: (c) with strides rms,
+ * rvs, or NULL. Channels are independent, so they run as pool items
+ * (CT_CPU_POOL_MIN) with the bits of a sequential run. */
+typedef struct FN(BnJob) {
+    const CtBatchNormParams *p;
+    const T *x, *w, *b, *g, *saved; /* saved: the forward's stats (backward) */
+    T *y, *stats, *rm, *rv, *dx, *dw, *db;
+    int64_t rms, rvs;
+} FN(BnJob);
+
+static void FN(bn_fwd_channel)(void *ctx, int64_t c, int slot)
 {
+    (void)slot;
+    const FN(BnJob) *j = ctx;
+    const CtBatchNormParams *p = j->p;
     int64_t N = p->n, C = p->c, K = p->inner;
-    double m = (double)(N * K);
-    bool par = N * C * K >= CT_CPU_PAR_MIN;
-#pragma omp parallel for if (par)
-    for (int64_t c = 0; c < C; c++) {
-        double mean, invstd;
-        if (p->training) {
-            double s = 0, v = 0;
-            for (int64_t i = 0; i < N; i++) s += FN(sum)(x + (i * C + c) * K, K);
-            mean = s / m;
-            for (int64_t i = 0; i < N; i++) v += FN(sqdev)(x + (i * C + c) * K, K, mean);
-            double var = v / m;
-            invstd = 1.0 / sqrt(var + p->eps);
-            double mo = p->momentum;
-            if (rm) rm[c * rms] = (T)((1 - mo) * (double)rm[c * rms] + mo * mean);
-            if (rv)
-                rv[c * rvs] =
-                    (T)((1 - mo) * (double)rv[c * rvs] + mo * var * m / (m - 1));
-        } else {
-            mean = (double)rm[c * rms];
-            invstd = 1.0 / sqrt((double)rv[c * rvs] + p->eps);
-        }
-        double sc = invstd * (w ? (double)w[c] : 1.0);
-        T scale = (T)sc, shift = (T)((b ? (double)b[c] : 0.0) - mean * sc);
-        for (int64_t i = 0; i < N; i++) {
-            const T *xr = x + (i * C + c) * K;
-            T *yr = y + (i * C + c) * K;
-            for (int64_t k = 0; k < K; k++) yr[k] = xr[k] * scale + shift;
-        }
-        stats[c] = (T)mean;
-        stats[C + c] = (T)invstd;
+    double m = (double)(N * K), mean, invstd;
+    const T *x = j->x;
+    if (p->training) {
+        double s = 0, v = 0;
+        for (int64_t i = 0; i < N; i++) s += FN(sum)(x + (i * C + c) * K, K);
+        mean = s / m;
+        for (int64_t i = 0; i < N; i++) v += FN(sqdev)(x + (i * C + c) * K, K, mean);
+        double var = v / m;
+        invstd = 1.0 / sqrt(var + p->eps);
+        double mo = p->momentum;
+        if (j->rm)
+            j->rm[c * j->rms] = (T)((1 - mo) * (double)j->rm[c * j->rms] + mo * mean);
+        if (j->rv)
+            j->rv[c * j->rvs] =
+                (T)((1 - mo) * (double)j->rv[c * j->rvs] + mo * var * m / (m - 1));
+    } else {
+        mean = (double)j->rm[c * j->rms];
+        invstd = 1.0 / sqrt((double)j->rv[c * j->rvs] + p->eps);
     }
+    double sc = invstd * (j->w ? (double)j->w[c] : 1.0);
+    T scale = (T)sc, shift = (T)((j->b ? (double)j->b[c] : 0.0) - mean * sc);
+    for (int64_t i = 0; i < N; i++) {
+        const T *xr = x + (i * C + c) * K;
+        T *yr = j->y + (i * C + c) * K;
+        for (int64_t k = 0; k < K; k++) yr[k] = xr[k] * scale + shift;
+    }
+    j->stats[c] = (T)mean;
+    j->stats[C + c] = (T)invstd;
 }
 
 /* dx = a*g + k2*x + k3 per channel, where a = w*invstd and, in training,
  * k2 and k3 carry the terms through the batch mean and variance. */
+static void FN(bn_bwd_channel)(void *ctx, int64_t c, int slot)
+{
+    (void)slot;
+    const FN(BnJob) *j = ctx;
+    const CtBatchNormParams *p = j->p;
+    int64_t N = p->n, C = p->c, K = p->inner;
+    double m = (double)(N * K);
+    double mean = (double)j->saved[c], invstd = (double)j->saved[C + c];
+    double sg = 0, sgx = 0;
+    if (p->training || j->dw || j->db)
+        for (int64_t i = 0; i < N; i++) {
+            double a_, b_;
+            FN(gsums)(j->g + (i * C + c) * K, j->x + (i * C + c) * K, K, mean, &a_, &b_);
+            sg += a_;
+            sgx += b_;
+        }
+    if (j->db) j->db[c] = (T)sg;
+    if (j->dw) j->dw[c] = (T)(sgx * invstd);
+    if (!j->dx) return;
+    double a = invstd * (j->w ? (double)j->w[c] : 1.0), k2 = 0, k3 = 0;
+    if (p->training) {
+        k2 = -a * invstd * invstd * sgx / m;
+        k3 = -a * sg / m - k2 * mean;
+    }
+    T ta = (T)a, t2 = (T)k2, t3 = (T)k3;
+    for (int64_t i = 0; i < N; i++) {
+        const T *gr = j->g + (i * C + c) * K, *xr = j->x + (i * C + c) * K;
+        T *dr = j->dx + (i * C + c) * K;
+        for (int64_t k = 0; k < K; k++) dr[k] = ta * gr[k] + t2 * xr[k] + t3;
+    }
+}
+
+/* Every channel of job j through fn. */
+static void FN(bn_run)(const FN(BnJob) * j, CtWorkFn fn)
+{
+    const CtBatchNormParams *p = j->p;
+    if (p->n * p->c * p->inner < CT_CPU_POOL_MIN)
+        for (int64_t c = 0; c < p->c; c++) fn((void *)j, c, 0);
+    else
+        ct_workers_run(p->c, ct_workers_max(), fn, (void *)j);
+}
+
+static void FN(bn_fwd)(const CtBatchNormParams *p, const T *x, const T *w, const T *b,
+                       T *y, T *stats, T *rm, int64_t rms, T *rv, int64_t rvs)
+{
+    FN(BnJob)
+    j = {.p = p,
+         .x = x,
+         .w = w,
+         .b = b,
+         .y = y,
+         .stats = stats,
+         .rm = rm,
+         .rv = rv,
+         .rms = rms,
+         .rvs = rvs};
+    FN(bn_run)(&j, FN(bn_fwd_channel));
+}
+
 static void FN(bn_bwd)(const CtBatchNormParams *p, const T *g, const T *x, const T *w,
                        const T *stats, T *dx, T *dw, T *db)
 {
-    int64_t N = p->n, C = p->c, K = p->inner;
-    double m = (double)(N * K);
-    bool need_sums = p->training || dw || db;
-    bool par = N * C * K >= CT_CPU_PAR_MIN;
-#pragma omp parallel for if (par)
-    for (int64_t c = 0; c < C; c++) {
-        double mean = (double)stats[c], invstd = (double)stats[C + c];
-        double sg = 0, sgx = 0;
-        if (need_sums)
-            for (int64_t i = 0; i < N; i++) {
-                double a_, b_;
-                FN(gsums)(g + (i * C + c) * K, x + (i * C + c) * K, K, mean, &a_, &b_);
-                sg += a_;
-                sgx += b_;
-            }
-        if (db) db[c] = (T)sg;
-        if (dw) dw[c] = (T)(sgx * invstd);
-        if (!dx) continue;
-        double a = invstd * (w ? (double)w[c] : 1.0), k2 = 0, k3 = 0;
-        if (p->training) {
-            k2 = -a * invstd * invstd * sgx / m;
-            k3 = -a * sg / m - k2 * mean;
-        }
-        T ta = (T)a, t2 = (T)k2, t3 = (T)k3;
-        for (int64_t i = 0; i < N; i++) {
-            const T *gr = g + (i * C + c) * K, *xr = x + (i * C + c) * K;
-            T *dr = dx + (i * C + c) * K;
-            for (int64_t k = 0; k < K; k++) dr[k] = ta * gr[k] + t2 * xr[k] + t3;
-        }
-    }
+    FN(BnJob)
+    j = {.p = p, .g = g, .x = x, .w = w, .saved = stats, .dx = dx, .dw = dw, .db = db};
+    FN(bn_run)(&j, FN(bn_bwd_channel));
 }
 
 static void FN(ln_fwd)(const CtLayerNormParams *p, const T *x, const T *w, const T *b,

@@ -6,6 +6,7 @@
 
 #include "../conv.h"
 #include "cpu.h"
+#include "workers.h"
 #include "isa.h"
 #include "pool_avx512.h"
 

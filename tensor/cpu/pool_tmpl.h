@@ -80,47 +80,78 @@ static void FN(avg_plane_bwd)(const CtPool2dParams *p, const T *gy, T *gx)
         }
 }
 
+/* One POOL2D or POOL2D_BWD call: planes (sample, channel) are independent,
+ * so they run as pool items (CT_CPU_POOL_MIN) with a sequential run's bits. */
+typedef struct FN(PoolJob) {
+    const CtPool2dParams *p;
+    const T *x;         /* forward: x; backward: gy */
+    T *y;               /* forward: y; backward: gx */
+    int64_t *idx;       /* forward: argmax out, or NULL */
+    const int64_t *arg; /* backward: the forward's argmax (max pooling) */
+    bool k2, native;
+} FN(PoolJob);
+
+static void FN(pool_plane)(void *ctx, int64_t q, int slot)
+{
+    (void)slot;
+    const FN(PoolJob) *j = ctx;
+    const CtPool2dParams *p = j->p;
+    const int64_t hw = p->h * p->w, ohw = p->oh * p->ow;
+    const T *x = j->x + q * hw;
+    T *y = j->y + q * ohw;
+    int64_t *idx = j->idx ? j->idx + q * ohw : NULL;
+    if (j->native)
+        MAX_2X2(x, p->w, p->oh, p->ow, y, idx);
+    else if (j->k2)
+        FN(max_plane_2x2)(p, x, y, idx);
+    else if (p->kind == CT_POOL_MAX)
+        FN(max_plane)(p, x, y, idx);
+    else
+        FN(avg_plane)(p, x, y);
+}
+
+static void FN(pool_bwd_plane)(void *ctx, int64_t q, int slot)
+{
+    (void)slot;
+    const FN(PoolJob) *j = ctx;
+    const CtPool2dParams *p = j->p;
+    const int64_t hw = p->h * p->w, ohw = p->oh * p->ow;
+    const T *gy = j->x + q * ohw;
+    T *g = j->y + q * hw;
+    for (int64_t e = 0; e < hw; e++) g[e] = 0;
+    if (p->kind == CT_POOL_MAX)
+        for (int64_t e = 0; e < ohw; e++) g[j->arg[q * ohw + e]] += gy[e];
+    else
+        FN(avg_plane_bwd)(p, gy, g);
+}
+
+static void FN(pool_run)(const FN(PoolJob) * j, CtWorkFn fn)
+{
+    const CtPool2dParams *p = j->p;
+    const int64_t planes = p->n * p->c;
+    if (planes * p->h * p->w < CT_CPU_POOL_MIN)
+        for (int64_t q = 0; q < planes; q++) fn((void *)j, q, 0);
+    else
+        ct_workers_run(planes, ct_workers_max(), fn, (void *)j);
+}
+
 static void FN(pool)(const CtOpCall *c)
 {
     const CtPool2dParams *p = c->params;
-    const T *x = ct_ptr(c->in[0]);
-    T *y = ct_ptr(c->out[0]);
-    int64_t *idx = c->out[1] ? ct_ptr(c->out[1]) : NULL;
-    const int64_t planes = p->n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;
-    const bool k2 = p->kind == CT_POOL_MAX && p->kh == 2 && p->kw == 2 && p->sh == 2 &&
-                    p->sw == 2 && p->ph == 0 && p->pw == 0 && 2 * p->oh <= p->h &&
-                    2 * p->ow <= p->w;
-    const bool native = k2 && NATIVE_2X2();
-#pragma omp parallel for if (planes * hw >= CT_CPU_PAR_MIN)
-    for (int64_t q = 0; q < planes; q++) {
-        if (native)
-            MAX_2X2(x + q * hw, p->w, p->oh, p->ow, y + q * ohw,
-                    idx ? idx + q * ohw : NULL);
-        else if (k2)
-            FN(max_plane_2x2)(p, x + q * hw, y + q * ohw, idx ? idx + q * ohw : NULL);
-        else if (p->kind == CT_POOL_MAX)
-            FN(max_plane)(p, x + q * hw, y + q * ohw, idx ? idx + q * ohw : NULL);
-        else
-            FN(avg_plane)(p, x + q * hw, y + q * ohw);
-    }
+    FN(PoolJob) j = {.p = p, .x = ct_ptr(c->in[0]), .y = ct_ptr(c->out[0])};
+    j.idx = c->out[1] ? ct_ptr(c->out[1]) : NULL;
+    j.k2 = p->kind == CT_POOL_MAX && p->kh == 2 && p->kw == 2 && p->sh == 2 &&
+           p->sw == 2 && p->ph == 0 && p->pw == 0 && 2 * p->oh <= p->h &&
+           2 * p->ow <= p->w;
+    j.native = j.k2 && NATIVE_2X2();
+    FN(pool_run)(&j, FN(pool_plane));
 }
 
 static void FN(pool_bwd)(const CtOpCall *c)
 {
-    const CtPool2dParams *p = c->params;
-    const T *gy = ct_ptr(c->in[0]);
-    const int64_t *idx = c->in[1] ? ct_ptr(c->in[1]) : NULL;
-    T *gx = ct_ptr(c->out[0]);
-    const int64_t planes = p->n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;
-#pragma omp parallel for if (planes * hw >= CT_CPU_PAR_MIN)
-    for (int64_t q = 0; q < planes; q++) {
-        T *g = gx + q * hw;
-        for (int64_t e = 0; e < hw; e++) g[e] = 0;
-        if (p->kind == CT_POOL_MAX)
-            for (int64_t e = 0; e < ohw; e++) g[idx[q * ohw + e]] += gy[q * ohw + e];
-        else
-            FN(avg_plane_bwd)(p, gy + q * ohw, g);
-    }
+    FN(PoolJob) j = {.p = c->params, .x = ct_ptr(c->in[0]), .y = ct_ptr(c->out[0])};
+    j.arg = c->in[1] ? ct_ptr(c->in[1]) : NULL;
+    FN(pool_run)(&j, FN(pool_bwd_plane));
 }
 
 #undef FN
