@@ -118,9 +118,12 @@ static inline int64_t ct_iter_row(const CtIter *it, int64_t r, int64_t *off)
         __VA_ARGS__                                                                      \
     }
 
-/* fn(ctx, r, 0) for every row r of it: on the calling thread below
- * CT_CPU_POOL_MIN elements, else the rows on the engine pool. Rows are
- * independent, so the bits do not depend on the split. */
+/* fn(ctx, i, slot) for every item i < n of memory-bound work touching
+ * `elems` elements in all: on the calling thread below CT_CPU_POOL_MIN
+ * elements, else on the engine pool. Items must be independent, so the bits
+ * do not depend on the split. ct_cpu_rows: the rows of it as the items. */
+void ct_cpu_items(int64_t n, int64_t elems, void (*fn)(void *ctx, int64_t i, int slot),
+                  void *ctx);
 void ct_cpu_rows(const CtIter *it, void (*fn)(void *ctx, int64_t r, int slot), void *ctx);
 
 /* True when every operand has unit stride along the row. */

@@ -53,10 +53,16 @@ void ct_iter_init(CtIter *it, int ndim, const int64_t *shape, int nops,
     }
 }
 
+void ct_cpu_items(int64_t n, int64_t elems, void (*fn)(void *ctx, int64_t i, int slot),
+                  void *ctx)
+{
+    if (elems < CT_CPU_POOL_MIN)
+        for (int64_t i = 0; i < n; i++) fn(ctx, i, 0);
+    else
+        ct_workers_run(n, ct_workers_max(), fn, ctx);
+}
+
 void ct_cpu_rows(const CtIter *it, void (*fn)(void *ctx, int64_t r, int slot), void *ctx)
 {
-    if (it->numel < CT_CPU_POOL_MIN)
-        for (int64_t r = 0; r < it->rows; r++) fn(ctx, r, 0);
-    else
-        ct_workers_run(it->rows, ct_workers_max(), fn, ctx);
+    ct_cpu_items(it->rows, it->numel, fn, ctx);
 }

@@ -6,7 +6,6 @@
 
 #include "../norm.h"
 #include "cpu.h"
-#include "workers.h"
 
 /* Row sums with 8 independent accumulators, so the loop vectorises without
  * reassociating one long dependency chain. */

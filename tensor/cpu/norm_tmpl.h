@@ -140,16 +140,6 @@ static void FN(bn_bwd_channel)(void *ctx, int64_t c, int slot)
     }
 }
 
-/* Every channel of job j through fn. */
-static void FN(bn_run)(const FN(BnJob) * j, CtWorkFn fn)
-{
-    const CtBatchNormParams *p = j->p;
-    if (p->n * p->c * p->inner < CT_CPU_POOL_MIN)
-        for (int64_t c = 0; c < p->c; c++) fn((void *)j, c, 0);
-    else
-        ct_workers_run(p->c, ct_workers_max(), fn, (void *)j);
-}
-
 static void FN(bn_fwd)(const CtBatchNormParams *p, const T *x, const T *w, const T *b,
                        T *y, T *stats, T *rm, int64_t rms, T *rv, int64_t rvs)
 {
@@ -164,7 +154,7 @@ static void FN(bn_fwd)(const CtBatchNormParams *p, const T *x, const T *w, const
          .rv = rv,
          .rms = rms,
          .rvs = rvs};
-    FN(bn_run)(&j, FN(bn_fwd_channel));
+    ct_cpu_items(p->c, p->n * p->c * p->inner, FN(bn_fwd_channel), &j);
 }
 
 static void FN(bn_bwd)(const CtBatchNormParams *p, const T *g, const T *x, const T *w,
@@ -172,7 +162,7 @@ static void FN(bn_bwd)(const CtBatchNormParams *p, const T *g, const T *x, const
 {
     FN(BnJob)
     j = {.p = p, .g = g, .x = x, .w = w, .saved = stats, .dx = dx, .dw = dw, .db = db};
-    FN(bn_run)(&j, FN(bn_bwd_channel));
+    ct_cpu_items(p->c, p->n * p->c * p->inner, FN(bn_bwd_channel), &j);
 }
 
 static void FN(ln_fwd)(const CtLayerNormParams *p, const T *x, const T *w, const T *b,

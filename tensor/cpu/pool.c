@@ -6,7 +6,6 @@
 
 #include "../conv.h"
 #include "cpu.h"
-#include "workers.h"
 #include "isa.h"
 #include "pool_avx512.h"
 

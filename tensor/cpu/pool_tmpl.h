@@ -125,16 +125,6 @@ static void FN(pool_bwd_plane)(void *ctx, int64_t q, int slot)
         FN(avg_plane_bwd)(p, gy, g);
 }
 
-static void FN(pool_run)(const FN(PoolJob) * j, CtWorkFn fn)
-{
-    const CtPool2dParams *p = j->p;
-    const int64_t planes = p->n * p->c;
-    if (planes * p->h * p->w < CT_CPU_POOL_MIN)
-        for (int64_t q = 0; q < planes; q++) fn((void *)j, q, 0);
-    else
-        ct_workers_run(planes, ct_workers_max(), fn, (void *)j);
-}
-
 static void FN(pool)(const CtOpCall *c)
 {
     const CtPool2dParams *p = c->params;
@@ -144,14 +134,15 @@ static void FN(pool)(const CtOpCall *c)
            p->sw == 2 && p->ph == 0 && p->pw == 0 && 2 * p->oh <= p->h &&
            2 * p->ow <= p->w;
     j.native = j.k2 && NATIVE_2X2();
-    FN(pool_run)(&j, FN(pool_plane));
+    ct_cpu_items(p->n * p->c, p->n * p->c * p->h * p->w, FN(pool_plane), &j);
 }
 
 static void FN(pool_bwd)(const CtOpCall *c)
 {
-    FN(PoolJob) j = {.p = c->params, .x = ct_ptr(c->in[0]), .y = ct_ptr(c->out[0])};
+    const CtPool2dParams *p = c->params;
+    FN(PoolJob) j = {.p = p, .x = ct_ptr(c->in[0]), .y = ct_ptr(c->out[0])};
     j.arg = c->in[1] ? ct_ptr(c->in[1]) : NULL;
-    FN(pool_run)(&j, FN(pool_bwd_plane));
+    ct_cpu_items(p->n * p->c, p->n * p->c * p->h * p->w, FN(pool_bwd_plane), &j);
 }
 
 #undef FN
