@@ -216,7 +216,8 @@ int main(void)
         printf("peak f32 FMA, GFLOP/s: no AVX-512 on this CPU; ");
     }
     printf("AVX2 1 thread %.1f, %d threads %.1f\n", p256, nt, peak(fma_avx2, 8, nt));
-    printf("%% of peak: 1-thread columns vs %.1f, multi-thread vs %d x %.1f\n", ref, nt, ref);
+    printf("%% of peak: 1-thread columns vs %.1f, multi-thread vs %d x %.1f\n", ref, nt,
+           ref);
     printf("| shape | m x n x k | blas1 | blas2 | own1 | ct (%d thr) |%s\n", nt,
            HAVE_DNNL ? " dnnl1 | dnnl2 |" : "");
     printf("|---|---|---|---|---|---|%s\n", HAVE_DNNL ? "---|---|" : "");
@@ -252,8 +253,8 @@ int main(void)
             "| %s | %dx%dx%d%s%s | %.0f (%.0f%%) | %.0f (%.0f%%) | %.0f (%.0f%%) | %.0f "
             "(%.0f%%) |",
             s->what, s->m, s->n, s->k, s->ta ? " Aᵀ" : "", s->tb ? " Bᵀ" : "", g[0],
-            100 * g[0] / ref, g[1], 100 * g[1] / (nt * ref), g[2], 100 * g[2] / ref,
-            g[3], 100 * g[3] / (nt * ref));
+            100 * g[0] / ref, g[1], 100 * g[1] / (nt * ref), g[2], 100 * g[2] / ref, g[3],
+            100 * g[3] / (nt * ref));
 #if HAVE_DNNL
         printf(" %.0f (%.0f%%) | %.0f (%.0f%%) |", g[4], 100 * g[4] / ref, g[5],
                100 * g[5] / (nt * ref));
