@@ -41,37 +41,19 @@ CtStatus ct_cpu_matmul(const CtMatmulParams *p, CtDType dt, const void *A, const
  * element gradient block's zeroing (once per optimizer step) splits. */
 #define CT_CPU_POOL_MIN 65536
 
-/* for (int64_t VAR = 0; VAR < N; VAR++) { BODY } over OpenMP's threads
- * when PAR holds, else on the calling thread alone, outside any OpenMP
- * region: a region whose if clause is false still ends with a futex system
- * call in libgomp (GCC 12), 1-5 us on a VM, more than a small op's work
- * (per-sample ToTensor + Normalize ran at 110k samples/s for it). A
- * statement, not a do-while, so that it can precede a `break;`. */
-#define CT_CPU_FOR(PAR, VAR, N, ...)                                                     \
-    if (PAR) {                                                                           \
-        _Pragma("omp parallel for") for (int64_t VAR = 0; VAR < (N); VAR++)              \
-        {                                                                                \
-            __VA_ARGS__                                                                  \
-        }                                                                                \
-    } else {                                                                             \
-        for (int64_t VAR = 0; VAR < (N); VAR++) {                                        \
-            __VA_ARGS__                                                                  \
-        }                                                                                \
-    }
-
 /* Strided iteration over `nops` tensors of one shape, dims coalesced where
  * every operand allows it. Rows are the innermost (coalesced) dim:
  *
- *     CtIter it;
- *     ct_iter_init(&it, out->ndim, out->shape, 2, (const Tensor *[]){out, in});
- *     CT_CPU_FOR(it.numel >= CT_CPU_PAR_MIN, r, it.rows,
- *         int64_t off[CT_ITER_MAX_OPS];
- *         ct_iter_row(&it, r, off);   // element offsets from ct_ptr(t)
- *         ... loop over it.inner elements with strides it.istride[k]
- *     )
+ *     CT_ROW_ITEM(row_item, Job,   // Job: a struct whose member `it` is a CtIter
+ *                 ... len elements from offsets off[k] of ct_ptr(operand k),
+ *                 strides j->it.istride[k])
+ *     Job j = {...};
+ *     ct_iter_init(&j.it, out->ndim, out->shape, 2, (const Tensor *[]){out, in});
+ *     ct_cpu_rows(&j.it, row_item, &j);
  *
  * A fully contiguous set of operands coalesces to one dim; ct_iter_init then
- * splits it into rows of CT_ITER_CHUNK so the loop above still parallelises. */
+ * splits it into rows of CT_ITER_CHUNK so that the rows still split across
+ * the pool. */
 #define CT_ITER_MAX_OPS 4
 #define CT_ITER_CHUNK   16384
 

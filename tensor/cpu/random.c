@@ -4,15 +4,6 @@
 #include "../philox.h"
 #include "cpu.h"
 
-#define STORE_LOOP(T, CONV)                                                              \
-    do {                                                                                 \
-        T *o = (T *)ct_ptr(out);                                                         \
-        CT_CPU_FOR(n >= CT_CPU_PAR_MIN, b, nblocks, uint32_t r[4];                       \
-                   ct_rng_block(p->seed, p->stream, p->offset, b, r);                    \
-                   for (int j = 0; j < per && b * per + j < n; j++) o[b * per + j] =     \
-                       CONV(ct_rng_value(p->kind, dt == CT_F64, p->a, p->b, r, j));)     \
-    } while (0)
-
 #define TO_F32(v)  ((float)(v))
 #define TO_F64(v)  (v)
 #define TO_BF16(v) ct_bf16_round((float)(v))
@@ -21,25 +12,66 @@
 #define TO_I32(v)  ((int32_t)(v))
 #define TO_U8(v)   ((uint8_t)(v))
 
+/* Philox blocks per pool item: 4096 blocks are 8k-16k values. */
+#define RNG_ITEM_BLOCKS 4096
+
+/* One draw: per values from each Philox block, n values in all. Block b
+ * gives the same values wherever it runs, so the bits do not depend on the
+ * thread count. */
+typedef struct RngJob {
+    const CtRngParams *p;
+    void *o;
+    int64_t n, nblocks;
+    int per;
+    bool f64;
+} RngJob;
+
+#define RNG_ITEM(NAME, T, CONV)                                                          \
+    static void NAME(void *ctx, int64_t item, int slot)                                  \
+    {                                                                                    \
+        (void)slot;                                                                      \
+        const RngJob *j = ctx;                                                           \
+        const CtRngParams *p = j->p;                                                     \
+        T *o = j->o;                                                                     \
+        int64_t b0 = item * RNG_ITEM_BLOCKS, b1 = b0 + RNG_ITEM_BLOCKS;                  \
+        for (int64_t b = b0; b < b1 && b < j->nblocks; b++) {                            \
+            uint32_t r[4];                                                               \
+            ct_rng_block(p->seed, p->stream, p->offset, b, r);                           \
+            for (int k = 0; k < j->per && b * j->per + k < j->n; k++)                    \
+                o[b * j->per + k] =                                                      \
+                    CONV(ct_rng_value(p->kind, j->f64, p->a, p->b, r, k));               \
+        }                                                                                \
+    }
+RNG_ITEM(rng_f32, float, TO_F32)
+RNG_ITEM(rng_f64, double, TO_F64)
+RNG_ITEM(rng_bf16, uint16_t, TO_BF16)
+RNG_ITEM(rng_f16, uint16_t, TO_F16)
+RNG_ITEM(rng_i64, int64_t, TO_I64)
+RNG_ITEM(rng_i32, int32_t, TO_I32)
+RNG_ITEM(rng_u8, uint8_t, TO_U8)
+
 static CtStatus cpu_rng(const CtOpCall *c)
 {
-    const CtRngParams *p = c->params;
     Tensor *out = c->out[0];
     CtDType dt = out->dtype;
-    int64_t n = tensor_numel(out);
-    int per = (p->kind == CT_RNG_NORMAL || dt == CT_F64) ? 2 : 4;
-    int64_t nblocks = (n + per - 1) / per;
+    RngJob j = {
+        .p = c->params, .o = ct_ptr(out), .n = tensor_numel(out), .f64 = dt == CT_F64};
+    j.per = (j.p->kind == CT_RNG_NORMAL || dt == CT_F64) ? 2 : 4;
+    j.nblocks = (j.n + j.per - 1) / j.per;
+    void (*fn)(void *, int64_t, int) = NULL;
     switch (dt) {
-    case CT_F32: STORE_LOOP(float, TO_F32); break;
-    case CT_F64: STORE_LOOP(double, TO_F64); break;
-    case CT_BF16: STORE_LOOP(uint16_t, TO_BF16); break;
-    case CT_F16: STORE_LOOP(uint16_t, TO_F16); break;
-    case CT_I64: STORE_LOOP(int64_t, TO_I64); break;
-    case CT_I32: STORE_LOOP(int32_t, TO_I32); break;
+    case CT_F32: fn = rng_f32; break;
+    case CT_F64: fn = rng_f64; break;
+    case CT_BF16: fn = rng_bf16; break;
+    case CT_F16: fn = rng_f16; break;
+    case CT_I64: fn = rng_i64; break;
+    case CT_I32: fn = rng_i32; break;
     case CT_U8:
-    case CT_BOOL: STORE_LOOP(uint8_t, TO_U8); break;
+    case CT_BOOL: fn = rng_u8; break;
     default: break;
     }
+    if (fn)
+        ct_cpu_items((j.nblocks + RNG_ITEM_BLOCKS - 1) / RNG_ITEM_BLOCKS, j.n, fn, &j);
     return CT_OK;
 }
 
