@@ -26,9 +26,9 @@ static void split_item(void *ctx, int64_t i, int slot)
 }
 
 /* fn over [0, n) chunk by chunk, the chunks on the pool (a block of one
- * chunk runs on the caller). Two chunks already pay: the MLP's 109k-element
- * SGD-with-momentum step took 48 us on one thread, and the MLP step went
- * from 0.385 to 0.356 ms (medians of 7, 2 threads, Zen 3) once it split. */
+ * chunk runs on the caller). The MLP's 109k-element SGD-with-momentum pass
+ * (two chunks) took 48 us a step on one thread of a Zen 3, a tenth of the
+ * step; docs/benchmarks.md ("Whole process") has the step's A/B figures. */
 static void run_chunks(const CtOpCall *c, RangeFn fn, int64_t n)
 {
     Split s = {c, fn, n};
