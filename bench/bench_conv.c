@@ -46,13 +46,13 @@ static double sgemm_peak(void)
 typedef struct Shape {
     const char *name;
     int64_t n, c, h, w, o, k;
-    int pad, stride; /* stride 0: 1 */
+    int pad, stride;
 } Shape;
 
 static int bench(const Shape *s, double peak)
 {
     const int64_t xs[4] = {s->n, s->c, s->h, s->w}, ws[4] = {s->o, s->c, s->k, s->k};
-    const int st = s->stride ? s->stride : 1;
+    const int st = s->stride;
     const int64_t oh = (s->h + 2 * s->pad - s->k) / st + 1;
     const int64_t ow = (s->w + 2 * s->pad - s->k) / st + 1;
     CtConv2dArgs args = {.padding = {s->pad, s->pad}, .stride = {st, st}};
@@ -103,16 +103,16 @@ int main(void)
     printf("sgemm 2048^3 (practical peak): %.1f GFLOP/s\n", peak);
     printf("%-34s %-33s | %s\n", "conv (f32)", "forward", "forward + backward");
     static const Shape shapes[] = {
-        {"BasicNet conv1 1->32 3x3 28x28 b64", 64, 1, 28, 28, 32, 3, 0},
-        {"BasicNet conv2 32->64 3x3 26x26 b64", 64, 32, 26, 26, 64, 3, 0},
-        {"ResNet-18 64->64 3x3 p1 56x56 b8", 8, 64, 56, 56, 64, 3, 1},
+        {"BasicNet conv1 1->32 3x3 28x28 b64", 64, 1, 28, 28, 32, 3, 0, 1},
+        {"BasicNet conv2 32->64 3x3 26x26 b64", 64, 32, 26, 26, 64, 3, 0, 1},
+        {"ResNet-18 64->64 3x3 p1 56x56 b8", 8, 64, 56, 56, 64, 3, 1, 1},
         {"R18/64 conv1 3->64 7x7 s2 64x64 b32", 32, 3, 64, 64, 64, 7, 3, 2},
-        {"R18/64 layer1 64->64 3x3 16x16 b32", 32, 64, 16, 16, 64, 3, 1},
+        {"R18/64 layer1 64->64 3x3 16x16 b32", 32, 64, 16, 16, 64, 3, 1, 1},
         {"R18/64 layer2 64->128 3x3 s2 b32", 32, 64, 16, 16, 128, 3, 1, 2},
-        {"R18/64 layer2 128->128 3x3 8x8 b32", 32, 128, 8, 8, 128, 3, 1},
+        {"R18/64 layer2 128->128 3x3 8x8 b32", 32, 128, 8, 8, 128, 3, 1, 1},
         {"R18/64 layer2 down 64->128 1x1 s2", 32, 64, 16, 16, 128, 1, 0, 2},
-        {"R18/64 layer3 256->256 3x3 4x4 b32", 32, 256, 4, 4, 256, 3, 1},
-        {"R18/64 layer4 512->512 3x3 2x2 b32", 32, 512, 2, 2, 512, 3, 1},
+        {"R18/64 layer3 256->256 3x3 4x4 b32", 32, 256, 4, 4, 256, 3, 1, 1},
+        {"R18/64 layer4 512->512 3x3 2x2 b32", 32, 512, 2, 2, 512, 3, 1, 1},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
         if (bench(&shapes[i], peak)) {

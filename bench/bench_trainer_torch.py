@@ -5,6 +5,8 @@ as a plain PyTorch loop over preloaded tensors (no DataLoader, no Trainer).
     /usr/bin/python3 bench/bench_trainer_torch.py --workload basicnet --epochs 1
     /usr/bin/python3 bench/bench_trainer_torch.py --workload resnet18 --epochs 3
     /usr/bin/python3 bench/bench_trainer_torch.py --workload mlp --epochs 8 --eval
+    python3 bench/bench_trainer_torch.py --workload resnet50 --batch 128 --epochs 2 \
+        --mixed-precision bf16 --cuda
 
 Workloads (the same recipes as examples/train_mnist.c and train_basicnet.c,
 and bench_trainer.c's resnet18):
@@ -17,12 +19,17 @@ and bench_trainer.c's resnet18):
             Debian package for this Python) with 10 classes, random 64x64 RGB
             images in [0, 1) and random labels, CrossEntropyLoss, SGD lr 0.01
             momentum 0.9, batch 32, 10 batches per epoch
+  resnet50  torchvision's resnet50(num_classes=10) on random 224x224 images,
+            otherwise as resnet18, batch 128 (needs torchvision); with
+            --mixed-precision bf16|fp16 the forward and loss run under
+            torch.autocast (fp16 with a GradScaler). On CUDA, cuDNN's
+            benchmark mode is on: PyTorch at its best for fixed shapes.
 Each epoch is one shuffled pass over the 60 000 training images (or
 --batches batches); the timing covers the training loop only (shuffle,
 slicing, forward, backward, step). --batch overrides the batch size.
 Prints one line per epoch, "epoch_s <seconds> step_ms <ms> last_loss <loss>",
 then, with --eval, the test accuracy, and finally "peak_rss_mib <MiB>"
-(getrusage ru_maxrss).
+(getrusage ru_maxrss). The resnets also print "images_per_s <n>" per epoch.
 
 Images are read with gzip + numpy and kept as u8; each batch is converted to
 f32 when it is sliced (like the C side, which keeps u8 images and converts
@@ -132,6 +139,12 @@ class ResNet18(nn.Module):
 
 def workload(name):
     """model, loss, optimizer, batch size, input transform of a batch."""
+    if name == "resnet50":
+        import torchvision
+
+        model = torchvision.models.resnet50(num_classes=10)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        return model, nn.CrossEntropyLoss(), opt, 128, lambda x: x
     if name == "mlp":
         model = nn.Sequential(
             nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
@@ -148,8 +161,9 @@ def workload(name):
     return model, nn.NLLLoss(), opt, 64, lambda u8: u8.float().div_(255).sub_(MEAN).div_(STD)
 
 
-def train_epoch(model, loss_fn, opt, bs, prep, x, y, g, batches):
-    """Trains one epoch; returns the last loss and the number of steps."""
+def train_epoch(model, loss_fn, opt, bs, prep, x, y, g, batches, amp):
+    """Trains one epoch; returns the last loss and the number of steps.
+    amp: None, or (autocast dtype, GradScaler or None)."""
     model.train()
     perm = torch.randperm(len(x), generator=g).to(x.device)
     starts = range(0, len(x), bs)
@@ -157,11 +171,19 @@ def train_epoch(model, loss_fn, opt, bs, prep, x, y, g, batches):
         starts = starts[:batches]
     for i in starts:
         idx = perm[i : i + bs]
-        out = model(prep(x[idx]))
-        loss = loss_fn(out, y[idx])
+        if amp is None:
+            loss = loss_fn(model(prep(x[idx])), y[idx])
+        else:
+            with torch.autocast(x.device.type, dtype=amp[0]):
+                loss = loss_fn(model(prep(x[idx])), y[idx])
         opt.zero_grad()
-        loss.backward()
-        opt.step()
+        if amp is not None and amp[1] is not None:
+            amp[1].scale(loss).backward()
+            amp[1].step(opt)
+            amp[1].update()
+        else:
+            loss.backward()
+            opt.step()
     return loss.item(), len(starts)
 
 
@@ -176,7 +198,7 @@ def accuracy(model, prep, x, y):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--workload", choices=["mlp", "basicnet", "resnet18"], default="mlp")
+    ap.add_argument("--workload", choices=["mlp", "basicnet", "resnet18", "resnet50"], default="mlp")
     ap.add_argument("--batch", type=int, default=0, help="batch size (0: the workload's)")
     ap.add_argument("--batches", type=int, default=0, help="batches per epoch (0: all)")
     ap.add_argument("--epochs", type=int, default=1)
@@ -184,30 +206,42 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval", action="store_true", help="test accuracy at the end")
     ap.add_argument("--data", default=ROOT)
+    ap.add_argument("--mixed-precision", choices=["no", "bf16", "fp16"], default="no")
     ap.add_argument("--cuda", action="store_true",
                     help="train on cuda:0 (model and preloaded data on the GPU)")
     args = ap.parse_args()
     dev = torch.device("cuda:0" if args.cuda else "cpu")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    if args.cuda:
+        torch.backends.cudnn.benchmark = True
+    amp = None
+    if args.mixed_precision != "no":
+        half = args.mixed_precision == "fp16"
+        scaler = torch.amp.GradScaler(dev.type) if half else None
+        amp = (torch.float16 if half else torch.bfloat16, scaler)
     model, loss_fn, opt, bs, prep = workload(args.workload)
     model.to(dev)  # in place: the optimizer keeps the same parameters
     bs = args.batch or bs
     g = torch.Generator().manual_seed(args.seed)
-    if args.workload == "resnet18":
+    resnet = args.workload.startswith("resnet")
+    if resnet:
         args.batches = args.batches or 10
-        x = torch.rand(args.batches * bs, 3, 64, 64, generator=g)
+        hw = 224 if args.workload == "resnet50" else 64
+        x = torch.rand(args.batches * bs, 3, hw, hw, generator=g)
         y = torch.randint(0, 10, (args.batches * bs,), generator=g)
     else:
         x, y = load(args.data, "train")
     x, y = x.to(dev), y.to(dev)
     for _ in range(args.epochs):
         t0, c0 = time.perf_counter(), time.process_time()
-        loss, steps = train_epoch(model, loss_fn, opt, bs, prep, x, y, g, args.batches)
+        loss, steps = train_epoch(model, loss_fn, opt, bs, prep, x, y, g, args.batches, amp)
         # loss.item() in train_epoch waited for the device's queued work
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
         print(f"epoch_s {dt:.4f} step_ms {1e3 * dt / steps:.4f} cpu_s {dc:.4f} "
               f"cpu_step_ms {1e3 * dc / steps:.4f} last_loss {loss:.4f}", flush=True)
+        if resnet:
+            print(f"images_per_s {bs * steps / dt:.1f}", flush=True)
     if args.eval:
         tx, ty = load(args.data, "t10k")
         tx, ty = tx.to(dev), ty.to(dev)

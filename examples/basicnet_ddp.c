@@ -67,6 +67,8 @@ static CtStatus test_accuracy(Runtime *rt, Example *ex, DataLoader *dl, int64_t 
 static CtStatus run(Runtime *rt, Example *ex)
 {
     int rank = runtime_rank(rt), world = runtime_world_size(rt);
+    /* batches arrive on this process's device (the loader copies them) */
+    CtDevice dev = runtime_device(rt);
     /* the same initial weights everywhere: rank 0's, broadcast */
     CtStatus st = runtime_prepare_model(rt, ex->model);
     DataLoader *train =
@@ -76,14 +78,16 @@ static CtStatus run(Runtime *rt, Example *ex)
                                                            .seed = runtime_base_seed(rt),
                                                            .collate = collate_normalized,
                                                            .shard_rank = rank,
-                                                           .shard_world_size = world})
+                                                           .shard_world_size = world,
+                                                           .device = dev})
                     : NULL;
     DataLoader *test =
         train ? data_loader_create(ex->test,
                                    &(DataLoaderArgs){.batch_size = 1000,
                                                      .collate = collate_normalized,
                                                      .shard_rank = rank,
-                                                     .shard_world_size = world})
+                                                     .shard_world_size = world,
+                                                     .device = dev})
               : NULL;
     if (!test) st = ct_last_status();
     for (int64_t e = 0; st == CT_OK && e < ex->o.epochs; e++) {

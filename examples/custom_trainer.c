@@ -62,10 +62,17 @@ static CtStatus bv_custom(Callback *cb, Trainer *t, const char *event, void *pay
                         "expected %lld (drop_last should be on)",
                         (long long)b->index, (long long)b->size,
                         (long long)v->expected_size);
-    const int64_t *labels = tensor_data(b->t[1]); /* (B) i64, contiguous, on the CPU */
-    if (!labels || tensor_dtype(b->t[1]) != CT_I64)
-        return ct_error(CT_ERR_INVALID, "BatchVerifier: labels must be CPU i64");
-    for (int64_t i = 0; i < b->size; i++) v->label_count[labels[i]]++;
+    /* (B) labels, on the CPU or (--cuda) the GPU: copied to the host, which
+     * waits for the device; a check that needs no values would not */
+    int64_t labels[BATCH_SIZE];
+    if (b->size > BATCH_SIZE || tensor_numel(b->t[1]) != b->size)
+        return ct_error(CT_ERR_INVALID, "BatchVerifier: batch %lld: %lld labels",
+                        (long long)b->index, (long long)tensor_numel(b->t[1]));
+    CtStatus st = tensor_copy_to_host(b->t[1], labels, CT_I64);
+    if (st != CT_OK)
+        return ct_error_wrap(st, "BatchVerifier: batch %lld", (long long)b->index);
+    for (int64_t i = 0; i < b->size; i++)
+        if (labels[i] >= 0 && labels[i] < 10) v->label_count[labels[i]]++;
     v->batches++;
     return CT_OK;
 }

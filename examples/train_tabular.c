@@ -12,6 +12,7 @@
  * for). Prints the held-out accuracy of the trainer and of the reloaded
  * model; exits non-zero when they differ or training fails.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,25 +62,28 @@ static int write_table(const char *path)
     return fclose(f) != 0;
 }
 
-/* Accuracy of model on the raw rows of d, scaled by sc: inference as a
- * deployed program would do it. */
+/* Accuracy of model (on the CPU) on the raw rows of d, scaled by sc:
+ * inference as a deployed program would do it. NAN on failure, with the
+ * error recorded. */
 static double accuracy(Module *model, const DataScaler *sc, const Dataset *d)
 {
     int64_t n = data_dataset_len(d), correct = 0;
     nn_module_eval(model);
     ct_set_grad_enabled(false);
-    for (int64_t i = 0; i < n; i++) {
+    bool ok = true;
+    for (int64_t i = 0; ok && i < n; i++) {
         CtScope *s = ct_scope_open();
         DataSample smp;
-        if (data_dataset_get(d, i, NULL, &smp) == CT_OK) {
-            Tensor *logits = nn_forward(model, data_scaler_apply(sc, smp.t[0]));
-            Tensor *pred = tensor_argmax(logits, 0, false);
-            correct += pred && tensor_item(pred) == tensor_item(smp.t[1]);
-        }
+        Tensor *pred = NULL;
+        if (data_dataset_get(d, i, NULL, &smp) == CT_OK)
+            pred = tensor_argmax(nn_forward(model, data_scaler_apply(sc, smp.t[0])), 0,
+                                 false);
+        ok = pred != NULL;
+        correct += ok && tensor_item(pred) == tensor_item(smp.t[1]);
         ct_scope_close(s);
     }
     ct_set_grad_enabled(true);
-    return (double)correct / (double)n;
+    return ok ? (double)correct / (double)n : NAN;
 }
 
 static int fail(const char *what)
@@ -165,13 +169,18 @@ int main(int argc, char **argv)
                                                     .per_device_batch_size = 16})
                     : ct_last_status();
     if (st != CT_OK) return fail("training");
+    /* with --cuda the Trainer moved the model to the GPU: back to the CPU */
+    if (nn_module_to(model, ct_cpu()) != CT_OK)
+        return fail("moving the model to the CPU");
     double acc = accuracy(model, sc, split[1]);
+    if (isnan(acc)) return fail("evaluating the trained model");
     if (save(model, sc, model_path) != CT_OK) return fail("saving");
 
     DataScaler *sc2;
     Module *reloaded = load(model_path, &sc2);
     if (!reloaded) return fail("loading");
     double acc2 = accuracy(reloaded, sc2, split[1]);
+    if (isnan(acc2)) return fail("evaluating the reloaded model");
     printf("held-out accuracy %.2f%% (trained model), %.2f%% (reloaded from %s)\n",
            100 * acc, 100 * acc2, model_path);
     printf("plot the curves with: ctrainer plot %s -o %s/curves.svg\n", metrics, o.out);

@@ -329,7 +329,7 @@ CtStatus runtime_launch(int (*fn)(void *user), void *user, int num_processes)
     if (runtime_is_launched_rank()) return run_here(fn, user);
     if (ct_cuda_initialized())
         return ct_error(CT_ERR_STATE,
-                        "runtime_launch: CUDA was already initialised in this process; "
+                        "runtime_launch: this process already used a CUDA device; "
                         "create runtimes and tensors inside the launched function only");
     RuntimeSettings api, s;
     runtime_settings_default(&api);

@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one command, on any machine with one:
 #
-#   scripts/gpu-check.sh [--dry-run] [BUILD_DIR]      (default: build-gpu)
+#   scripts/gpu-check.sh [--dry-run] [--prebuilt] [BUILD_DIR]  (default: build-gpu)
 #
 #   1. configures and builds with CUDA (CTRAINER_CUDA=ON, warnings as errors,
 #      examples and benchmarks on; CTRAINER_NCCL=ON too with nccl.h and MPI);
+#      --prebuilt skips this and uses BUILD_DIR as it is: a CUDA build made
+#      on another machine with the same CUDA major version, for a GPU
+#      machine that has the driver and CUDA libraries but not the
+#      build's other dependencies;
 #   2. checks a GPU is visible (nvidia-smi);
-#   3. runs the whole CTest suite, with the CUDA tests (tensor.test_cuda,
+#   3. runs the whole CTest suite (JOBS at a time), with the CUDA tests (tensor.test_cuda,
 #      tensor.test_cuda_dnn, tensor.test_cuda_nn and every test that skips
 #      without a device) running for real, and fails
 #      when any suite still reports skipped CUDA tests;
 #   4. runs EVERY example (each examples/*.c) with --cuda for a few batches
 #      (CTRAINER_LIMIT_BATCHES=GPU_CHECK_BATCHES, default 3);
 #   5. runs the GPU benchmarks: bench_trainer's mlp and basicnet train steps
-#      (and the PyTorch eager loop beside them when python3 can import torch
-#      with CUDA), and ResNet-50 at 224x224, batch 128, bf16 (images/s).
+#      and ResNet-50 at 224x224, batch 128, bf16 (images/s), each with the
+#      PyTorch eager loop beside it when python3 can import torch with CUDA
+#      (ResNet-50 also needs torchvision).
 #
 # Every step is reported in the summary as PASS, FAIL or NOT RUN with the
-# reason (no torch): nothing is skipped silently. Exits non-zero when any
+# reason (no torch): nothing is skipped silently. A step that runs longer
+# than GPU_CHECK_STEP_TIMEOUT seconds (default 900) is stopped and FAILs. Exits non-zero when any
 # step failed. Logs go to BUILD_DIR/gpu-check/; the summary and every
 # benchmark's figures to BUILD_DIR/gpu-check/results.txt.
 #
@@ -27,10 +33,15 @@
 set -u -o pipefail
 
 dry=0
-if [ "${1:-}" = --dry-run ]; then
-    dry=1
+prebuilt=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --dry-run) dry=1 ;;
+    --prebuilt) prebuilt=1 ;;
+    *) break ;;
+    esac
     shift
-fi
+done
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build-gpu}
 case $build in /*) ;; *) build=$root/$build ;; esac
@@ -38,6 +49,7 @@ logs=$build/gpu-check
 results=$logs/results.txt
 jobs=${JOBS:-$(nproc)}
 batches=${GPU_CHECK_BATCHES:-3}
+step_timeout=${GPU_CHECK_STEP_TIMEOUT:-900}
 
 summary=()
 failed=0
@@ -56,7 +68,7 @@ step() {
         return 0
     fi
     echo "==> $name"
-    if "$@" >"$log" 2>&1; then
+    if timeout "$step_timeout" "$@" >"$log" 2>&1; then
         record PASS "$name"
     else
         record FAIL "$name" "exit $?, log $log"
@@ -97,15 +109,23 @@ mkdir -p "$logs"
 } >"$results"
 
 # 1. build
-nccl=OFF # the NCCL module needs nccl.h and MPI
-for d in /usr/include /usr/local/cuda/include /usr/local/include; do
-    [ -f "$d/nccl.h" ] && command -v mpicc >/dev/null && nccl=ON
-done
-step "configure (CUDA on, NCCL $nccl)" "$logs/configure.log" \
-    cmake -S "$root" -B "$build" -DCTRAINER_CUDA=ON -DCTRAINER_NCCL=$nccl \
-    -DCTRAINER_WERROR=ON -DCTRAINER_BUILD_EXAMPLES=ON -DCTRAINER_BUILD_BENCH=ON \
-    -DCMAKE_BUILD_TYPE=Release
-step "build" "$logs/build.log" cmake --build "$build" -j "$jobs"
+if [ $prebuilt -eq 1 ]; then
+    if [ $dry -eq 0 ] && [ ! -f "$build/CTestTestfile.cmake" ]; then
+        record FAIL "prebuilt build" "$build has no CTestTestfile.cmake"
+    else
+        record "NOT RUN" "configure and build" "--prebuilt: $build as it is"
+    fi
+else
+    nccl=OFF # the NCCL module needs nccl.h and MPI
+    for d in /usr/include /usr/local/cuda/include /usr/local/include; do
+        [ -f "$d/nccl.h" ] && command -v mpicc >/dev/null && nccl=ON
+    done
+    step "configure (CUDA on, NCCL $nccl)" "$logs/configure.log" \
+        cmake -S "$root" -B "$build" -DCTRAINER_CUDA=ON -DCTRAINER_NCCL=$nccl \
+        -DCTRAINER_WERROR=ON -DCTRAINER_BUILD_EXAMPLES=ON -DCTRAINER_BUILD_BENCH=ON \
+        -DCMAKE_BUILD_TYPE=Release
+    step "build" "$logs/build.log" cmake --build "$build" -j "$jobs"
+fi
 if [ $failed -ne 0 ]; then
     record "NOT RUN" "tests, examples, benchmarks" "the build failed"
     finish
@@ -126,7 +146,7 @@ fi
 # 3. the test suite; a CUDA test that still skips means the device was not
 # usable from the library
 step "ctest (all suites)" "$logs/ctest.log" \
-    ctest --test-dir "$build" --output-on-failure -j 1
+    ctest --test-dir "$build" --output-on-failure -j "$jobs"
 if [ $dry -eq 0 ]; then
     if grep -q "SKIPPED .*CUDA" "$logs/ctest.log"; then
         record FAIL "CUDA tests ran on the device" \
@@ -191,8 +211,13 @@ if [ $dry -eq 1 ] ||
         bench "pytorch eager $w cuda" \
             python3 "$root/bench/bench_trainer_torch.py" --workload "$w" --epochs 2 --cuda
     done
-    record "NOT RUN" "pytorch eager resnet50" \
-        "bench_trainer_torch.py has no resnet50 workload"
+    if [ $dry -eq 1 ] || python3 -c "import torchvision" >/dev/null 2>&1; then
+        bench "pytorch eager resnet50 224 bf16 batch 128 cuda" \
+            python3 "$root/bench/bench_trainer_torch.py" --workload resnet50 --batch 128 \
+            --batches 10 --epochs 2 --mixed-precision bf16 --cuda
+    else
+        record "NOT RUN" "pytorch eager resnet50" "python3 cannot import torchvision"
+    fi
 else
     record "NOT RUN" "PyTorch benchmarks" "python3 cannot import torch with CUDA"
 fi

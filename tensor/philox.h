@@ -42,6 +42,15 @@ CT_HOST_DEVICE void ct_rng_block(uint64_t seed, uint64_t stream, uint64_t offset
                     out);
 }
 
+/* x * y rounded on its own: nvcc would otherwise fuse `a + (b - a) * u`
+ * into one FMA on the device, while the CPU build (ISO C, no contraction)
+ * rounds twice, and uniform draws would differ in the last bit. */
+#ifdef __CUDA_ARCH__
+#define CT_MUL_RN(x, y) __dmul_rn((x), (y))
+#else
+#define CT_MUL_RN(x, y) ((x) * (y))
+#endif
+
 /* Draw j of a block as double, per CtRngParams (kind 0 uniform, 1 normal,
  * 2 bernoulli; wide = f64 uniform). */
 CT_HOST_DEVICE double ct_rng_value(int kind, int wide, double a, double b,
@@ -50,9 +59,9 @@ CT_HOST_DEVICE double ct_rng_value(int kind, int wide, double a, double b,
     if (kind == 0) {
         if (wide) {
             uint64_t bits = ((uint64_t)(r[2 * j] >> 5) << 26) | (r[2 * j + 1] >> 6);
-            return a + (b - a) * ((double)bits * 0x1p-53);
+            return a + CT_MUL_RN(b - a, (double)bits * 0x1p-53);
         }
-        return a + (b - a) * ((double)(r[j] >> 8) * 0x1p-24);
+        return a + CT_MUL_RN(b - a, (double)(r[j] >> 8) * 0x1p-24);
     }
     if (kind == 1) { /* Box-Muller on lanes (2j, 2j+1) */
         double u1 = ((double)r[2 * j] + 1.0) * 0x1p-32; /* (0, 1] */

@@ -55,7 +55,8 @@ cudaError_t ct_cuda_after_launch(cudaStream_t stream)
 
 static pthread_once_t count_once = PTHREAD_ONCE_INIT;
 static int n_devices;
-static bool counted; /* the CUDA runtime was initialised by count_devices */
+/* a device was used (a context made): counting devices alone makes none */
+static bool used;
 
 /* No driver or no GPU is a normal configuration (CPU-only machines), not an
  * error: the count is 0 and nothing is recorded. Any other failure of the
@@ -67,7 +68,6 @@ static void count_devices(void)
     if (e != cudaSuccess) n = 0;
     (void)cudaGetLastError();
     n_devices = n < CT_MAX_CUDA_DEVICES ? n : CT_MAX_CUDA_DEVICES;
-    __atomic_store_n(&counted, true, __ATOMIC_RELEASE);
 }
 
 extern "C" int ct_cuda_device_count(void)
@@ -78,11 +78,17 @@ extern "C" int ct_cuda_device_count(void)
 
 extern "C" bool ct_cuda_initialized(void)
 {
-    return __atomic_load_n(&counted, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&used, __ATOMIC_ACQUIRE);
+}
+
+void ct_cuda_mark_used(void)
+{
+    __atomic_store_n(&used, true, __ATOMIC_RELEASE);
 }
 
 extern "C" CtStatus ct_cuda_select_device(int device)
 {
+    ct_cuda_mark_used();
     CT_CUDA_CHECK(cudaSetDevice(device));
     return CT_OK;
 }

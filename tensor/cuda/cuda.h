@@ -26,6 +26,8 @@ void *ct_cuda_stream(const CtBackend *be);
 /* Makes `device` current on this thread (cudaSetDevice). On failure records
  * CT_ERR_BACKEND with the call, file:line and the CUDA error string. */
 CtStatus ct_cuda_select_device(int device);
+/* Records that this process made a CUDA context (ct_cuda_initialized). */
+void ct_cuda_mark_used(void);
 
 #ifdef __cplusplus
 }

@@ -81,6 +81,7 @@ void *ct_cuda_host_alloc(const CtBackend *be, size_t nbytes)
     size_t size = (nbytes + HEADER + PAGE - 1) / PAGE * PAGE;
     void *base = take_cached(&c->pinned, size);
     if (!base) {
+        ct_cuda_mark_used(); /* page-locking makes a context */
         cudaError_t e = cudaHostAlloc(&base, size, cudaHostAllocPortable);
         if (e != cudaSuccess) { /* give the cache back and retry once */
             (void)cudaGetLastError();

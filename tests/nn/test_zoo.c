@@ -452,7 +452,11 @@ START_TEST(test_resnet18_matches_pytorch)
 END_TEST
 
 /* ResNet-D: deep stem, average-pool shortcut (ceil mode on layer4's odd 3x3
- * input), zero-init bn3 replaced by the fixture's weights. */
+ * input), zero-init bn3 replaced by the fixture's weights. In training mode
+ * on a batch of 2, layer4's batch norms see 8 values per channel, which
+ * magnifies f32 summation-order differences: on a Sapphire Rapids CPU
+ * (AVX-512 GEMMs) one logit came out 1.5e-3 relative from PyTorch's, hence
+ * 3e-3 where resnet18 keeps 1e-3. */
 START_TEST(test_resnet50d_matches_pytorch)
 {
     TU_MEM_BEGIN;
@@ -462,7 +466,7 @@ START_TEST(test_resnet50d_matches_pytorch)
     Tensor *y = nn_forward(m, fixture_input(4, (const int64_t[]){2, 3, 48, 48}));
     ck_assert_msg(y != NULL, "%s", ct_last_error());
     tu_assert_shape(y, 2, 2, 5);
-    tu_assert_values(y, resnet50d_out, 10, 1e-4, 1e-3);
+    tu_assert_values(y, resnet50d_out, 10, 1e-4, 3e-3);
     ct_scope_close(s);
     nn_module_free(m);
     TU_MEM_END;

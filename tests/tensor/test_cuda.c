@@ -558,8 +558,10 @@ START_TEST(test_loader_to_cuda)
             ck_assert_int_eq(bg.size, bc.size);
             ck_assert_int_eq(bg.n, 2);
             /* used on the device straight away, then compared */
+            CtScope *s = ct_scope_open();
             assert_same(tensor_add(bc.t[0], bc.t[0]), tensor_add(bg.t[0], bg.t[0]), 0, 0);
             assert_same(bc.t[1], bg.t[1], 0, 0);
+            ct_scope_close(s);
             batches++;
         }
         ck_assert(!data_loader_next(gl, &bg));
@@ -680,12 +682,26 @@ START_TEST(test_rng_matches_cpu)
 }
 END_TEST
 
+/* Run first: counting devices (cuda_suite did) makes no context, so a
+ * program may count before runtime_launch; using a device does. */
+START_TEST(test_counting_is_not_using)
+{
+    ck_assert_int_gt(ct_cuda_device_count(), 0);
+    ck_assert(!ct_cuda_initialized());
+    Tensor *t = tensor_zeros(1, (const int64_t[]){4}, CT_F32, gpu());
+    ck_assert_ptr_nonnull(t);
+    ck_assert(ct_cuda_initialized());
+    tensor_free(t);
+}
+END_TEST
+
 Suite *cuda_suite(void)
 {
     Suite *s = suite_create("tensor_cuda");
     TCase *tc = tcase_create("cuda");
     tcase_set_timeout(tc, 120);
     const TTest *device_tests[] = {
+        test_counting_is_not_using,
         test_fill_every_dtype,
         test_cast_round_trips,
         test_host_device_transfer,
@@ -705,8 +721,9 @@ Suite *cuda_suite(void)
     int n = (int)(sizeof device_tests / sizeof *device_tests);
     int ndev = ct_cuda_device_count();
     if (ndev > 0) {
-        /* counting initialised CUDA in this process, and CUDA does not work
-         * in a fork()ed child after that: run the tests in-process */
+        /* counting initialised the CUDA driver in this process, and CUDA
+         * does not work in a fork()ed child after that: run the tests
+         * in-process */
         setenv("CK_FORK", "no", 1);
         for (int i = 0; i < n; i++) tcase_add_test(tc, device_tests[i]);
     } else {

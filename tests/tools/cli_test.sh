@@ -32,7 +32,10 @@ for line in "distributed_type: MULTI_CPU" "num_processes: 4" "use_cpu: true" \
     check "answered $line" grep -qx "$line" "$dir/asked.yaml"
 done
 
-"$ctrainer" launch --config_file "$cfg" --num_processes 2 --seed 7 "$echo_prog" >"$dir/out" 2>&1
+# --cpu: the default config of a one-GPU machine gives one process a GPU,
+# and two ranks would need two
+"$ctrainer" launch --config_file "$cfg" --num_processes 2 --cpu --seed 7 "$echo_prog" \
+    >"$dir/out" 2>&1
 rc=$?
 cat "$dir/out"
 check "launch exits 0" test $rc -eq 0
@@ -41,8 +44,8 @@ check "launch prints the settings" has "num_processes                2 (command 
 check "rank 0 ran" has "rank 0 of 2: seed 7, mixed_precision no, use_cpu true, threads"
 check "rank 1 ran" has "rank 1 of 2: seed 7"
 
-CTRAINER_MIXED_PRECISION=bf16 "$ctrainer" launch --config_file "$cfg" -n 2 "$echo_prog" \
-    --exit 3 >"$dir/out" 2>&1
+CTRAINER_MIXED_PRECISION=bf16 "$ctrainer" launch --config_file "$cfg" -n 2 --cpu \
+    "$echo_prog" --exit 3 >"$dir/out" 2>&1
 check "launch exits with the job's status" test $? -eq 3
 check "environment beats the config file" has "mixed_precision bf16"
 

@@ -28,6 +28,7 @@ has "^run: $b/bench/bench_trainer --workload mlp .*--cuda\$"
 has "^run: $b/bench/bench_trainer --workload basicnet .*--cuda\$"
 has "^run: $b/bench/bench_trainer --workload resnet50 --batch 128 .*--mixed-precision bf16 --cuda\$"
 has "^run: python3 $root/bench/bench_trainer_torch.py --workload mlp .*--cuda\$"
+has "^run: python3 $root/bench/bench_trainer_torch.py --workload resnet50 .*--mixed-precision bf16 --cuda\$"
 has "gpu-check: all steps passed"
 # make_image_folder and pretrain_backbone run before finetune_image_folder
 order=$(grep -n -e "examples/make_image_folder" -e "examples/pretrain_backbone" \
@@ -37,6 +38,16 @@ set -- $order
 if [ $# -ne 3 ] || [ "$1" -ge "$3" ] || [ "$2" -ge "$3" ]; then
     fail "example order: $order"
 fi
+
+# --prebuilt: no configure or build, the rest as before
+bash "$script" --dry-run --prebuilt "$b" >"$tmp/pre" || fail "the prebuilt dry run failed"
+grep -q "^run: cmake" "$tmp/pre" && fail "--prebuilt still configures or builds"
+grep -q "^run: ctest --test-dir $b" "$tmp/pre" || fail "--prebuilt does not run the suite"
+# ... and a BUILD_DIR that holds no build is a FAIL, not a silent pass
+if bash "$script" --prebuilt "$tmp/none" >"$tmp/none.out" 2>&1; then
+    fail "--prebuilt without a build did not fail"
+fi
+grep -q "^FAIL .*prebuilt build" "$tmp/none.out" || fail "no FAIL line for the missing build"
 
 # a failing configure: FAIL in the summary, nothing else run, exit 1
 mkdir "$tmp/bin"
