@@ -42,6 +42,7 @@ static const CtCudaHost host = {
     .backend_free = ct_backend_free,
     .deterministic = ct_deterministic,
     .allow_tf32 = ct_allow_tf32,
+    .cudnn_benchmark = ct_cudnn_benchmark,
 };
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;

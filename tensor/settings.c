@@ -1,5 +1,6 @@
 /* Process-wide backend settings (include/ctrainer/tensor.h): deterministic
- * algorithms and TF32, defaulted from the environment on first use. */
+ * algorithms, TF32 and cuDNN's benchmark mode, defaulted from the
+ * environment on first use. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static bool deterministic; /* atomic */
 static bool allow_tf32;    /* atomic */
+static bool benchmark;     /* atomic */
 
 static bool env_flag(const char *name)
 {
@@ -21,6 +23,7 @@ static void read_env(void)
     __atomic_store_n(&deterministic, env_flag("CTRAINER_DETERMINISTIC"),
                      __ATOMIC_RELAXED);
     __atomic_store_n(&allow_tf32, env_flag("CTRAINER_ALLOW_TF32"), __ATOMIC_RELAXED);
+    __atomic_store_n(&benchmark, env_flag("CTRAINER_CUDNN_BENCHMARK"), __ATOMIC_RELAXED);
 }
 
 static bool exchange(bool *flag, bool on)
@@ -53,4 +56,14 @@ bool ct_set_allow_tf32(bool on)
 bool ct_allow_tf32(void)
 {
     return load(&allow_tf32);
+}
+
+bool ct_set_cudnn_benchmark(bool on)
+{
+    return exchange(&benchmark, on);
+}
+
+bool ct_cudnn_benchmark(void)
+{
+    return load(&benchmark);
 }

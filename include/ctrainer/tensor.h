@@ -93,9 +93,11 @@ const char *ct_device_str(CtDevice d, char *buf);
 /* Number of usable CUDA devices (0 when the CUDA backend is not built or no
  * GPU is present). */
 int ct_cuda_device_count(void);
-/* True once this process has initialised the CUDA runtime (counted or used
- * a device); always false without the CUDA backend. Launchers that start
- * new processes check it (runtime_launch). */
+/* True once this process has used a CUDA device (selected one, made a
+ * tensor or pinned memory there): it then holds a context and device memory.
+ * Counting devices (ct_cuda_device_count) does not count. Always false
+ * without the CUDA backend. Launchers that start new processes check it
+ * (runtime_launch). */
 bool ct_cuda_initialized(void);
 
 /* ---------------------------------------------------------------- tensor */
@@ -250,11 +252,23 @@ bool ct_grad_enabled(void);
  * TF32 for f32 matmul and convolution on CUDA tensor cores (PyTorch's
  * allow_tf32), default off, or on when CTRAINER_ALLOW_TF32 is set to
  * anything but "" or "0". TF32 keeps f32's range with a 10-bit mantissa:
- * faster, with errors near 1e-3 relative. */
+ * faster, with errors near 1e-3 relative.
+ *
+ * cuDNN benchmark mode (PyTorch's torch.backends.cudnn.benchmark), default
+ * off, or on when CTRAINER_CUDNN_BENCHMARK is set to anything but "" or
+ * "0". Off, a convolution takes the first algorithm of cuDNN's heuristics
+ * that the settings above allow. On, the first call of each shape runs
+ * every algorithm once (with up to 256 MiB of workspace) and keeps the
+ * fastest allowed one: a slower first step, then faster convolutions when
+ * shapes repeat. Either way the choice is made once per shape and CUDA
+ * device instance. Ignored while deterministic algorithms are on: timings
+ * could pick a different algorithm in each run. */
 bool ct_set_deterministic(bool on);
 bool ct_deterministic(void);
 bool ct_set_allow_tf32(bool on);
 bool ct_allow_tf32(void);
+bool ct_set_cudnn_benchmark(bool on);
+bool ct_cudnn_benchmark(void);
 
 /* --------------------------------------------------------------- autocast */
 

@@ -3,6 +3,7 @@
 #ifndef CTRAINER_TENSOR_CUDA_COMMON_CUH
 #define CTRAINER_TENSOR_CUDA_COMMON_CUH
 
+#include "algo_cache.h"
 #include "check.cuh"
 #include "cuda.h"
 #include "hd.h"
@@ -23,13 +24,14 @@ typedef struct CtPinnedCache {
  * state. */
 typedef struct CtCudaCtx {
     int device;
-    cudaStream_t stream;  /* non-blocking; every kernel and copy runs on it */
-    pthread_mutex_t mu;   /* guards the lazy creation of the handles */
-    cublasHandle_t blas;  /* bound to `stream`; NULL until ct_cuda_blas */
-    cublasLtHandle_t lt;  /* NULL until ct_cuda_lt */
-    cudnnHandle_t dnn;    /* bound to `stream`; NULL until ct_cuda_dnn */
-    bool async_copies;    /* atomic: asynchronous copies were queued on stream */
-    CtPinnedCache pinned; /* used on the pinned provider (ct_pinned_backend) */
+    cudaStream_t stream;    /* non-blocking; every kernel and copy runs on it */
+    pthread_mutex_t mu;     /* guards the lazy creation of the handles, conv_algos */
+    cublasHandle_t blas;    /* bound to `stream`; NULL until ct_cuda_blas */
+    cublasLtHandle_t lt;    /* NULL until ct_cuda_lt */
+    cudnnHandle_t dnn;      /* bound to `stream`; NULL until ct_cuda_dnn */
+    bool async_copies;      /* atomic: asynchronous copies were queued on stream */
+    CtPinnedCache pinned;   /* used on the pinned provider (ct_pinned_backend) */
+    CtAlgoCache conv_algos; /* under mu: conv.cu's chosen algorithms */
 } CtCudaCtx;
 
 /* Makes be's device current on this thread and returns be's context. */

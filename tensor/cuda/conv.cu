@@ -99,11 +99,10 @@ static CtStatus conv_build(const CtDnnConv *d, ConvObjects *o)
 }
 
 /* The chosen entry of cuDNN's heuristic list (any of the three AlgoPerf
- * types), with the convolution's math type set to the algorithm's; records
- * CT_ERR_UNSUPPORTED naming `what` when none qualifies. */
+ * types); records CT_ERR_UNSUPPORTED naming `what` when none qualifies. */
 template <typename Perf>
 static CtStatus pick(const char *what, const CtDnnConv *d, const Perf *perf, int n,
-                     cudnnConvolutionDescriptor_t conv, Perf *out)
+                     Perf *out)
 {
     CtDnnAlgo r[16];
     n = n < 16 ? n : 16;
@@ -124,7 +123,6 @@ static CtStatus pick(const char *what, const CtDnnConv *d, const Perf *perf, int
                         ct_dtype_name(d->data), d->x.dims[0], d->x.dims[1], d->x.dims[2],
                         d->x.dims[3], d->w[0], d->w[1], d->w[2], d->w[3]);
     *out = perf[i];
-    CT_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, perf[i].mathType));
     return CT_OK;
 }
 
@@ -138,25 +136,90 @@ typedef struct ConvCall {
     CtCudaCtx *c;
 } ConvCall;
 
+/* cuDNN's list of algorithms for k's call, best first: its heuristics
+ * (`heuristics(perf, capacity, &n)`), or in benchmark mode every algorithm
+ * run once on the call's own operands and sorted by time (`find(perf,
+ * capacity, &n, workspace, bytes)`; it writes the call's output, which the
+ * call then overwrites). */
+template <typename Perf, typename Heuristics, typename Find>
+static CtStatus list_algorithms(ConvCall *k, bool benchmark, Heuristics heuristics,
+                                Find find, Perf *perf, int *n)
+{
+    if (!benchmark) return CT_CUDNN_STATUS(heuristics(perf, 16, n));
+    /* as much workspace as any algorithm may use, or none if that is not free */
+    size_t bytes = CT_DNN_WORKSPACE_MAX;
+    void *ws = ct_backend_alloc(k->call->backend, bytes);
+    if (!ws) bytes = 0;
+    CtStatus st = CT_CUDNN_STATUS(find(perf, 16, n, ws, bytes));
+    ct_cuda_scratch_free(k->call->backend, ws, bytes);
+    return st;
+}
+
+/* The algorithm of k's call of `kind`, with the convolution descriptor's
+ * math type set to it: the instance's earlier choice for the same call, or
+ * the first of list_algorithms' that ct_dnn_pick accepts, with its
+ * workspace size (`workspace(algo, &bytes)`). */
+template <typename Perf, typename Heuristics, typename Find, typename Workspace>
+static CtStatus choose(ConvCall *k, CtDnnCallKind kind, const char *what,
+                       Heuristics heuristics, Find find, Workspace workspace,
+                       CtDnnChoice *out)
+{
+    CtDnnAlgoKey key;
+    /* timings could pick another algorithm each run: not when deterministic */
+    const bool det = ct_deterministic(), benchmark = ct_cudnn_benchmark() && !det;
+    ct_dnn_algo_key(&key, kind, &k->d, det, ct_allow_tf32(), benchmark);
+    pthread_mutex_lock(&k->c->mu);
+    bool found = ct_algo_cache_get(&k->c->conv_algos, &key, out);
+    pthread_mutex_unlock(&k->c->mu);
+    if (!found) {
+        Perf perf[16], best = {};
+        int n = 0;
+        CT_RETURN_IF_ERROR(list_algorithms(k, benchmark, heuristics, find, perf, &n));
+        CT_RETURN_IF_ERROR(pick(what, &k->d, perf, n, &best));
+        /* the workspace depends on the math type */
+        CT_CUDNN_CHECK(cudnnSetConvolutionMathType(k->o.conv, best.mathType));
+        *out = (CtDnnChoice){(int)best.algo, (int)best.mathType, 0};
+        CT_CUDNN_CHECK(workspace(best.algo, &out->workspace));
+        pthread_mutex_lock(&k->c->mu);
+        (void)ct_algo_cache_put(&k->c->conv_algos, &key, *out);
+        pthread_mutex_unlock(&k->c->mu);
+        return CT_OK;
+    }
+    CT_CUDNN_CHECK(cudnnSetConvolutionMathType(k->o.conv, (cudnnMathType_t)out->math));
+    return CT_OK;
+}
+
 static CtStatus forward(ConvCall *k)
 {
     const CtOpCall *call = k->call;
     const ConvObjects *o = &k->o;
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT], best = {};
-    int n = 0;
-    CT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-        k->h, o->x, o->w, o->conv, o->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-    CT_RETURN_IF_ERROR(pick("conv2d", &k->d, perf, n, o->conv, &best));
-    size_t ws_size = 0;
-    CT_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(k->h, o->x, o->w, o->conv,
-                                                           o->y, best.algo, &ws_size));
+    CtDnnChoice ch;
+    CT_RETURN_IF_ERROR(choose<cudnnConvolutionFwdAlgoPerf_t>(
+        k, CT_DNN_CALL_FORWARD, "conv2d",
+        [&](cudnnConvolutionFwdAlgoPerf_t *perf, int cap, int *n) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(k->h, o->x, o->w, o->conv, o->y,
+                                                          cap, n, perf);
+        },
+        [&](cudnnConvolutionFwdAlgoPerf_t *perf, int cap, int *n, void *ws,
+            size_t bytes) {
+            return cudnnFindConvolutionForwardAlgorithmEx(
+                k->h, o->x, ct_ptr(call->in[0]), o->w, ct_ptr(call->in[1]), o->conv, o->y,
+                ct_ptr(call->out[0]), cap, n, perf, ws, bytes);
+        },
+        [&](cudnnConvolutionFwdAlgo_t algo, size_t *bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(k->h, o->x, o->w, o->conv,
+                                                           o->y, algo, bytes);
+        },
+        &ch));
+    const cudnnConvolutionFwdAlgo_t algo = (cudnnConvolutionFwdAlgo_t)ch.algo;
+    const size_t ws_size = ch.workspace;
     void *ws;
     CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, ws_size, &ws));
     CtDType dt = k->d.data;
     void *Y = ct_ptr(call->out[0]);
     CtStatus st = CT_CUDNN_STATUS(cudnnConvolutionForward(
         k->h, ct_dnn_one(dt), o->x, ct_ptr(call->in[0]), o->w, ct_ptr(call->in[1]),
-        o->conv, best.algo, ws, ws_size, ct_dnn_zero(dt), o->y, Y));
+        o->conv, algo, ws, ws_size, ct_dnn_zero(dt), o->y, Y));
     ct_cuda_scratch_free(call->backend, ws, ws_size);
     if (st == CT_OK && call->in[2])
         st = CT_CUDNN_STATUS(cudnnAddTensor(
@@ -168,22 +231,32 @@ static CtStatus backward_data(ConvCall *k)
 {
     const CtOpCall *call = k->call;
     const ConvObjects *o = &k->o;
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT],
-        best = {};
-    int n = 0;
-    CT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        k->h, o->w, o->y, o->conv, o->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
-        perf));
-    CT_RETURN_IF_ERROR(pick("conv2d backward (input)", &k->d, perf, n, o->conv, &best));
-    size_t ws_size = 0;
-    CT_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        k->h, o->w, o->y, o->conv, o->x, best.algo, &ws_size));
+    CtDnnChoice ch;
+    CT_RETURN_IF_ERROR(choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+        k, CT_DNN_CALL_BACKWARD_DATA, "conv2d backward (input)",
+        [&](cudnnConvolutionBwdDataAlgoPerf_t *perf, int cap, int *n) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(k->h, o->w, o->y, o->conv,
+                                                               o->x, cap, n, perf);
+        },
+        [&](cudnnConvolutionBwdDataAlgoPerf_t *perf, int cap, int *n, void *ws,
+            size_t bytes) {
+            return cudnnFindConvolutionBackwardDataAlgorithmEx(
+                k->h, o->w, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]), o->conv, o->x,
+                ct_ptr(call->out[0]), cap, n, perf, ws, bytes);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(k->h, o->w, o->y, o->conv,
+                                                                o->x, algo, bytes);
+        },
+        &ch));
+    const cudnnConvolutionBwdDataAlgo_t algo = (cudnnConvolutionBwdDataAlgo_t)ch.algo;
+    const size_t ws_size = ch.workspace;
     void *ws;
     CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, ws_size, &ws));
     CtDType dt = k->d.data;
     CtStatus st = CT_CUDNN_STATUS(cudnnConvolutionBackwardData(
         k->h, ct_dnn_one(dt), o->w, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]),
-        o->conv, best.algo, ws, ws_size, ct_dnn_zero(dt), o->x, ct_ptr(call->out[0])));
+        o->conv, algo, ws, ws_size, ct_dnn_zero(dt), o->x, ct_ptr(call->out[0])));
     ct_cuda_scratch_free(call->backend, ws, ws_size);
     return st;
 }
@@ -192,22 +265,32 @@ static CtStatus backward_filter(ConvCall *k)
 {
     const CtOpCall *call = k->call;
     const ConvObjects *o = &k->o;
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT],
-        best = {};
-    int n = 0;
-    CT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        k->h, o->x, o->y, o->conv, o->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
-        perf));
-    CT_RETURN_IF_ERROR(pick("conv2d backward (weight)", &k->d, perf, n, o->conv, &best));
-    size_t ws_size = 0;
-    CT_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        k->h, o->x, o->y, o->conv, o->w, best.algo, &ws_size));
+    CtDnnChoice ch;
+    CT_RETURN_IF_ERROR(choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        k, CT_DNN_CALL_BACKWARD_FILTER, "conv2d backward (weight)",
+        [&](cudnnConvolutionBwdFilterAlgoPerf_t *perf, int cap, int *n) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                k->h, o->x, o->y, o->conv, o->w, cap, n, perf);
+        },
+        [&](cudnnConvolutionBwdFilterAlgoPerf_t *perf, int cap, int *n, void *ws,
+            size_t bytes) {
+            return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                k->h, o->x, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]), o->conv, o->w,
+                ct_ptr(call->out[0]), cap, n, perf, ws, bytes);
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                k->h, o->x, o->y, o->conv, o->w, algo, bytes);
+        },
+        &ch));
+    const cudnnConvolutionBwdFilterAlgo_t algo = (cudnnConvolutionBwdFilterAlgo_t)ch.algo;
+    const size_t ws_size = ch.workspace;
     void *ws;
     CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, ws_size, &ws));
     CtDType dt = k->d.data;
     CtStatus st = CT_CUDNN_STATUS(cudnnConvolutionBackwardFilter(
         k->h, ct_dnn_one(dt), o->x, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]),
-        o->conv, best.algo, ws, ws_size, ct_dnn_zero(dt), o->w, ct_ptr(call->out[0])));
+        o->conv, algo, ws, ws_size, ct_dnn_zero(dt), o->w, ct_ptr(call->out[0])));
     ct_cuda_scratch_free(call->backend, ws, ws_size);
     return st;
 }

@@ -85,6 +85,11 @@ extern "C" bool ct_allow_tf32(void)
     return host->allow_tf32();
 }
 
+extern "C" bool ct_cudnn_benchmark(void)
+{
+    return host->cudnn_benchmark();
+}
+
 static const CtCudaModule table = {
     CT_CUDA_MODULE_ABI,    ct_cuda_device_count, ct_cuda_initialized,
     ct_cuda_select_device, ct_cuda_stream,       ct_cuda_iface,

@@ -26,7 +26,7 @@ extern "C" {
 
 /* Bumped whenever a table below, CtBackendIface, CtOpCall or Tensor changes
  * layout. */
-#define CT_CUDA_MODULE_ABI   2
+#define CT_CUDA_MODULE_ABI   3
 #define CT_CUDA_MODULE_ENTRY "ct_cuda_module_open"
 #define CT_CUDA_MODULE_FILE  "libctrainer_cuda.so"
 
@@ -47,6 +47,7 @@ typedef struct CtCudaHost {
     void (*backend_free)(const CtBackend *be, void *p, size_t nbytes);
     bool (*deterministic)(void);
     bool (*allow_tf32)(void);
+    bool (*cudnn_benchmark)(void);
 } CtCudaHost;
 
 /* What the module provides; the functions are those of tensor/cuda/cuda.h

@@ -1,5 +1,6 @@
 /* The process-wide backend settings (tensor.h): defaults from
- * CTRAINER_DETERMINISTIC / CTRAINER_ALLOW_TF32 read on first use, setters
+ * CTRAINER_DETERMINISTIC / CTRAINER_ALLOW_TF32 / CTRAINER_CUDNN_BENCHMARK
+ * read on first use, setters
  * returning the previous value, and RuntimeArgs.deterministic turning the
  * switch on. */
 #include <stdlib.h>
@@ -9,9 +10,15 @@
 
 START_TEST(test_env_defaults_and_setters)
 {
-    /* main() set CTRAINER_DETERMINISTIC=1 and CTRAINER_ALLOW_TF32=0 */
+    /* main() set CTRAINER_DETERMINISTIC=1, CTRAINER_ALLOW_TF32=0 and
+     * CTRAINER_CUDNN_BENCHMARK=1 */
     ck_assert(ct_deterministic());
     ck_assert(!ct_allow_tf32());
+    ck_assert(ct_cudnn_benchmark());
+    ck_assert(ct_set_cudnn_benchmark(false));
+    ck_assert(!ct_cudnn_benchmark());
+    ck_assert(!ct_set_cudnn_benchmark(true));
+    ck_assert(ct_cudnn_benchmark());
     ck_assert(ct_set_deterministic(false));
     ck_assert(!ct_deterministic());
     ck_assert(!ct_set_allow_tf32(true));
@@ -40,6 +47,7 @@ int main(void)
 {
     setenv("CTRAINER_DETERMINISTIC", "1", 1);
     setenv("CTRAINER_ALLOW_TF32", "0", 1);
+    setenv("CTRAINER_CUDNN_BENCHMARK", "1", 1);
     Suite *s = suite_create("tensor_backend_settings");
     TCase *tc = tcase_create("settings");
     tcase_add_test(tc, test_env_defaults_and_setters);

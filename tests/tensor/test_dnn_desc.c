@@ -4,10 +4,12 @@
  * output-size check, compute and math types per dtype and TF32 setting, the
  * autocast dtype, the
  * algorithm filter (determinism, tensor cores, workspace cap), batch-norm
- * mapping, and the errors. Runs in every build (no CUDA needed). */
+ * mapping, the errors, and the per-instance cache of chosen algorithms
+ * (tensor/cuda/algo_cache.h). Runs in every build (no CUDA needed). */
 #include <limits.h>
 
 #include "conv_case.h"
+#include "tensor/cuda/algo_cache.h"
 #include "tensor/cuda/dnn_desc.h"
 #include "testutil.h"
 
@@ -156,6 +158,70 @@ START_TEST(test_batch_norm)
 }
 END_TEST
 
+/* Every input of the choice is in the key; a full table stores no more but
+ * still finds what it holds. */
+START_TEST(test_algorithm_cache)
+{
+    static CtAlgoCache cache; /* zeroed: empty */
+    CtConv2dParams p = conv_case;
+    CtDnnConv d, other;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &d), CT_OK);
+    CtDnnAlgoKey k, k2;
+    CtDnnChoice got;
+    ct_dnn_algo_key(&k, CT_DNN_CALL_FORWARD, &d, false, false, false);
+    ck_assert(!ct_algo_cache_get(&cache, &k, &got));
+    ck_assert(ct_algo_cache_put(&cache, &k, (CtDnnChoice){3, 1, 4096}));
+    ck_assert(ct_algo_cache_get(&cache, &k, &got));
+    ck_assert_int_eq(got.algo, 3);
+    ck_assert_int_eq(got.math, 1);
+    ck_assert_uint_eq(got.workspace, 4096);
+    /* the same call again: found, whatever the struct's padding held */
+    memset(&k2, 0xAB, sizeof k2);
+    ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &d, false, false, false);
+    ck_assert(ct_algo_cache_get(&cache, &k2, &got));
+    /* another kind, setting, dtype or shape: not found */
+    ct_dnn_algo_key(&k2, CT_DNN_CALL_BACKWARD_DATA, &d, false, false, false);
+    ck_assert(!ct_algo_cache_get(&cache, &k2, &got));
+    ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &d, true, false, false);
+    ck_assert(!ct_algo_cache_get(&cache, &k2, &got));
+    ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &d, false, true, false);
+    ck_assert(!ct_algo_cache_get(&cache, &k2, &got));
+    ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &d, false, false, true);
+    ck_assert(!ct_algo_cache_get(&cache, &k2, &got));
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_BF16, false, &other), CT_OK);
+    ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &other, false, false, false);
+    ck_assert(!ct_algo_cache_get(&cache, &k2, &got));
+    p.n++;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &other), CT_OK);
+    ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &other, false, false, false);
+    ck_assert(!ct_algo_cache_get(&cache, &k2, &got));
+    /* overwrite in place */
+    ck_assert(ct_algo_cache_put(&cache, &k, (CtDnnChoice){5, 0, 0}));
+    ck_assert_int_eq(cache.n, 1);
+    ck_assert(ct_algo_cache_get(&cache, &k, &got));
+    ck_assert_int_eq(got.algo, 5);
+    /* fill to the limit: batch sizes 100.. as distinct keys */
+    int stored = 1;
+    for (int i = 0; i < CT_ALGO_CACHE_SLOTS; i++) {
+        p.n = 100 + i;
+        ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &other), CT_OK);
+        ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &other, false, false, false);
+        stored += ct_algo_cache_put(&cache, &k2, (CtDnnChoice){i, 0, 0});
+    }
+    ck_assert_int_eq(stored, CT_ALGO_CACHE_SLOTS / 4 * 3);
+    ck_assert_int_eq(cache.n, stored);
+    ck_assert(!ct_algo_cache_put(&cache, &k2, (CtDnnChoice){1, 0, 0})); /* full */
+    ck_assert(!ct_algo_cache_get(&cache, &k2, &got));
+    ck_assert(ct_algo_cache_get(&cache, &k, &got)); /* the first is still there */
+    ck_assert_int_eq(got.algo, 5);
+    p.n = 100 + 10;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &other), CT_OK);
+    ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &other, false, false, false);
+    ck_assert(ct_algo_cache_get(&cache, &k2, &got));
+    ck_assert_int_eq(got.algo, 10);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tensor_dnn_desc");
@@ -167,6 +233,7 @@ int main(void)
     tcase_add_test(tc, test_conv_errors);
     tcase_add_test(tc, test_algorithm_pick);
     tcase_add_test(tc, test_batch_norm);
+    tcase_add_test(tc, test_algorithm_cache);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
