@@ -1,6 +1,6 @@
 /* Private to tensor/cuda: the convolution algorithms an instance has chosen,
- * by call. Asking cuDNN's heuristics costs about a millisecond of host time
- * per call (cuDNN 9 builds an engine list each time), more than the
+ * by call. Asking cuDNN's heuristics costs one to several milliseconds of
+ * host time per call (cuDNN 9 builds an engine list each time), more than the
  * convolution itself for most layers, and a training step repeats the same
  * few shapes: each is asked once per instance and then found here.
  *

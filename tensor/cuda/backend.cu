@@ -81,9 +81,11 @@ extern "C" bool ct_cuda_initialized(void)
     return __atomic_load_n(&used, __ATOMIC_ACQUIRE);
 }
 
+/* Called on every op (ct_cuda_select_device): stores once, then only reads. */
 void ct_cuda_mark_used(void)
 {
-    __atomic_store_n(&used, true, __ATOMIC_RELEASE);
+    if (!__atomic_load_n(&used, __ATOMIC_RELAXED))
+        __atomic_store_n(&used, true, __ATOMIC_RELEASE);
 }
 
 extern "C" CtStatus ct_cuda_select_device(int device)
