@@ -26,9 +26,16 @@
 #include "gemm_bf16.h"
 
 /* Blocking: k in near-equal blocks of at most SGEMM_KC (the one blocking
- * that shapes the results), columns in blocks of SGEMM_NC. */
+ * that shapes the results), columns in blocks of SGEMM_NC, rows in blocks
+ * of SGEMM_MC (a packed A block of SGEMM_MC x SGEMM_KC floats stays in L2). */
 #define SGEMM_KC 256
 #define SGEMM_NC 512
+#define SGEMM_MC 144
+/* A is packed (and the tiles visited column panel by column panel) when
+ * m >= SGEMM_PACK_A_MIN_M and n >= SGEMM_PACK_A_MIN_N; smaller products
+ * read it in place (docs/benchmarks.md, "f32 engine: packed A"). */
+#define SGEMM_PACK_A_MIN_M 256
+#define SGEMM_PACK_A_MIN_N 512
 /* A row-major B is read in place (not packed) when m is at most
  * SGEMM_B_IN_PLACE_MAX_M and its rows are less than SGEMM_B_IN_PLACE_MAX_LD
  * floats apart: a k block's rows 4 KiB or more apart fall in a few L1

@@ -6,20 +6,21 @@
  *   VMUL(a, b) VADD(a, b)
  *   SGEMM_FN       the entry point's name
  *
- * A row-major B's whole panels of NR = 2 * VL columns are read where they
- * lie; the other panels are packed, element (p, j) at bp[p * NR + j],
- * padded with zeros (a transposed B is transposed 8 x 8 in registers).
- * op(A) is read where it lies too: the
- * micro-kernel broadcasts element (i, p) from a[i * rs + p * cs], so only
- * a last panel of fewer than MR rows is copied (zero-padded). The
- * micro-kernel keeps an MR x NR tile of C in 2 * MR accumulators: per k it
- * loads two vectors of B, broadcasts MR values of A and issues 2 * MR FMAs.
+ * B is packed in panels of NR = 2 * VL columns, element (p, j) at
+ * bp[p * NR + j], padded with zeros (a transposed B is transposed 8 x 8 in
+ * registers), except a row-major B's whole panels when few rows reuse them
+ * (b_in_place). op(A) is packed in panels of MR rows, element (i, p) at
+ * ap[p * MR + i], for large products (sgemm.h, SGEMM_PACK_A_MIN_*); the
+ * others read it where it lies and copy only a last panel of fewer than MR
+ * rows. The micro-kernel broadcasts element (i, p) from a[i * rs + p * cs]
+ * and keeps an MR x NR tile of C in 2 * MR accumulators: per k it loads
+ * two vectors of B, broadcasts MR values of A and issues 2 * MR FMAs.
  *
  * Loops: columns in blocks of SGEMM_NC, k in near-equal blocks of at most
- * SGEMM_KC (B's block packed once per k block), then row panels, then
- * column panels (A's panel stays in L1, B's block in L2). A k block's
+ * SGEMM_KC (B's block packed once per k block), rows in blocks of
+ * SGEMM_MC, then the tiles (tiles() says in which order). A k block's
  * products restart from zero and are added to C by the epilogue, so every
- * element sees the same operations whatever the block of C it is in, and
+ * element sees the same operations whatever the block of C it is in,
  * whatever MR and NR are. */
 #include <immintrin.h>
 #include <string.h>
@@ -99,16 +100,40 @@ static void pack_b(float *bp, const CtSgemm *g, int64_t j0, int64_t nc, int64_t 
     }
 }
 
-/* rows (< MR) rows of op(A) from row i0, k [p0, p0 + kc), into a
- * zero-padded panel with element (i, p) at ap[p * MR + i]. */
-static void pack_a_edge(float *ap, const CtSgemm *g, int64_t i0, int64_t rows, int64_t p0,
-                        int64_t kc)
+/* Rows [i0, i0 + rows) of op(A) over k [p0, p0 + kc) into panels of MR
+ * rows, element (i, p) of a panel at ap[p * MR + i], the last panel
+ * zero-padded; writes up to 8 floats past the panels (the scratch has
+ * them). A row-major A is transposed 8 x 8 in registers; stores of a
+ * block run in order of k, so each store's lanes past MR are overwritten
+ * by the next (and the block's last by the next block or the padding). */
+static void pack_a(float *ap, const CtSgemm *g, int64_t i0, int64_t rows, int64_t p0,
+                   int64_t kc)
 {
-    memset(ap, 0, (size_t)(MR * kc) * sizeof *ap);
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t p = 0; p < kc; p++)
-            ap[p * MR + i] = g->trans_a ? g->a[(p0 + p) * g->lda + i0 + i]
-                                        : g->a[(i0 + i) * g->lda + p0 + p];
+    for (int64_t ir = 0; ir < rows; ir += MR, ap += MR * kc) {
+        const int r = (int)min64(MR, rows - ir);
+        if (r < MR) memset(ap, 0, (size_t)(MR * kc) * sizeof *ap);
+        if (g->trans_a) {
+            const float *src = g->a + p0 * g->lda + i0 + ir;
+            for (int64_t p = 0; p < kc; p++)
+                for (int i = 0; i < r; i++) ap[p * MR + i] = src[p * g->lda + i];
+            continue;
+        }
+        const float *src = g->a + (i0 + ir) * g->lda + p0;
+        int64_t p8 = 0;
+        if (r == MR)
+            for (; p8 + 8 <= kc; p8 += 8)
+                for (int q0 = 0; q0 < MR; q0 += 8) {
+                    __m256 t[8];
+                    for (int q = 0; q < 8; q++)
+                        t[q] = q0 + q < MR ? _mm256_loadu_ps(src + (q0 + q) * g->lda + p8)
+                                           : _mm256_setzero_ps();
+                    transpose8(t);
+                    for (int q = 0; q < 8; q++)
+                        _mm256_storeu_ps(ap + (p8 + q) * MR + q0, t[q]);
+                }
+        for (int i = 0; i < r; i++)
+            for (int64_t p = p8; p < kc; p++) ap[p * MR + i] = src[i * g->lda + p];
+    }
 }
 
 /* One element: c <- alpha * acc + beta * c (beta == 0: C not read). The
@@ -137,6 +162,7 @@ static inline __attribute__((always_inline)) void accumulate(const int R, int64_
                                                              int64_t bs, VEC acc[MR][2])
 {
     for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = VZERO();
+#pragma GCC unroll 2
     for (int64_t p = 0; p < kc; p++, a += cs, bp += bs) {
         VEC b0 = VLOAD(bp), b1 = VLOAD(bp + VL);
 #pragma GCC unroll 8
@@ -158,6 +184,10 @@ static void micro(int64_t kc, const float *a, int64_t rs, int64_t cs, const floa
                   float beta)
 {
     VEC acc[MR][2];
+    for (int i = 0; i < rows; i++) { /* C's tile arrives while the FMAs run */
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+    }
     switch (rows) {
         ACCUMULATE_CASE(1)
         ACCUMULATE_CASE(2)
@@ -192,47 +222,73 @@ static void micro(int64_t kc, const float *a, int64_t rs, int64_t cs, const floa
 
 #undef ACCUMULATE_CASE
 
-/* Every tile of rows [0, m) x columns [j0, j0 + nc) of C for k [p0, p0 +
- * kc), B's block packed at bp; ap: scratch for an edge panel of A. */
-static void tiles(const CtSgemm *g, float *ap, const float *bp, int64_t j0, int64_t nc,
-                  int64_t p0, int64_t kc, float beta)
+/* Every tile of rows [i0, i0 + mc) x columns [j0, j0 + nc) of C for k
+ * [p0, p0 + kc): A's rows packed at ap, B's block at bp. Each B panel is
+ * used by every row panel while it is in L1; A's panels come from L2. */
+/* The tile at row panel ir and column panel jr of the block: A's panel
+ * from ap (packed, or only an edge panel packed there) or in place. */
+static inline void tile(const CtSgemm *g, const float *ap, const float *bp, int64_t i0,
+                        int64_t mc, int64_t j0, int64_t nc, int64_t p0, int64_t kc,
+                        float beta, bool a_packed, int64_t ir, int64_t jr)
 {
-    const int64_t rs = g->trans_a ? 1 : g->lda, cs = g->trans_a ? g->lda : 1;
-    for (int64_t ir = 0; ir < g->m; ir += MR) {
-        const int rows = (int)min64(MR, g->m - ir);
-        const float *a = g->a + ir * rs + p0 * cs;
-        int64_t ars = rs, acs = cs;
-        if (rows < MR) {
-            pack_a_edge(ap, g, ir, rows, p0, kc);
-            a = ap;
-            ars = 1;
-            acs = MR;
-        }
-        for (int64_t jr = 0; jr < nc; jr += NR) {
-            const int cols = (int)min64(NR, nc - jr);
-            const bool in_place = b_in_place(g, cols);
-            micro(kc, a, ars, acs, in_place ? g->b + p0 * g->ldb + j0 + jr : bp + jr * kc,
-                  in_place ? g->ldb : NR, g->c + ir * g->ldc + j0 + jr, g->ldc, rows,
-                  cols, g->alpha, beta);
-        }
+    const int rows = (int)min64(MR, mc - ir), cols = (int)min64(NR, nc - jr);
+    const bool b_here = b_in_place(g, cols);
+    const float *b = b_here ? g->b + p0 * g->ldb + j0 + jr : bp + jr * kc;
+    const float *a = a_packed ? ap + ir * kc : ap;
+    int64_t rs = 1, cs = MR;
+    if (!a_packed && rows == MR) {
+        rs = g->trans_a ? 1 : g->lda;
+        cs = g->trans_a ? g->lda : 1;
+        a = g->a + (i0 + ir) * rs + p0 * cs;
     }
+    micro(kc, a, rs, cs, b, b_here ? g->ldb : NR, g->c + (i0 + ir) * g->ldc + j0 + jr,
+          g->ldc, rows, cols, g->alpha, beta);
+}
+
+/* Every tile of rows [i0, i0 + mc) x columns [j0, j0 + nc) of C for k
+ * [p0, p0 + kc), B's block packed at bp; ap: scratch for A's rows.
+ *
+ * Large products (a_packed: sgemm_packs_a) pack A's rows and go column
+ * panel by column panel: each B panel stays in L1 while every row panel
+ * of A streams from L2. The others read A where it lies (only an edge
+ * panel of fewer than MR rows is packed) and go row panel by row panel:
+ * A's panel stays in L1 while B's block streams from L2, and packing A
+ * would cost more than it saves on a few column panels or a short k. */
+static void tiles(const CtSgemm *g, float *ap, const float *bp, int64_t i0, int64_t mc,
+                  int64_t j0, int64_t nc, int64_t p0, int64_t kc, float beta, bool a_packed)
+{
+    if (a_packed) {
+        pack_a(ap, g, i0, mc, p0, kc);
+        for (int64_t jr = 0; jr < nc; jr += NR)
+            for (int64_t ir = 0; ir < mc; ir += MR)
+                tile(g, ap, bp, i0, mc, j0, nc, p0, kc, beta, true, ir, jr);
+        return;
+    }
+    if (mc % MR) pack_a(ap, g, i0 + mc / MR * MR, mc % MR, p0, kc);
+    for (int64_t ir = 0; ir < mc; ir += MR)
+        for (int64_t jr = 0; jr < nc; jr += NR)
+            tile(g, ap, bp, i0, mc, j0, nc, p0, kc, beta, false, ir, jr);
 }
 
 bool SGEMM_FN(const CtSgemm *g)
 {
-    const int64_t n = g->n, k = g->k;
+    const int64_t m = g->m, n = g->n, k = g->k;
     const int64_t kblocks = (k + SGEMM_KC - 1) / SGEMM_KC;
     const int64_t kc_step = ((k + kblocks - 1) / kblocks + 7) / 8 * 8;
     const int64_t nc_max = (min64(n, SGEMM_NC) + NR - 1) / NR * NR;
-    float *bp = ct_cpu_gemm_scratch((size_t)((nc_max + MR) * kc_step) * sizeof *bp);
+    const int64_t mc_max = (min64(m, SGEMM_MC) + MR - 1) / MR * MR;
+    float *bp = ct_cpu_gemm_scratch((size_t)((nc_max + mc_max) * kc_step + 8) * sizeof *bp);
     if (!bp) return false;
     float *ap = bp + nc_max * kc_step;
+    const bool a_packed = m >= SGEMM_PACK_A_MIN_M && n >= SGEMM_PACK_A_MIN_N;
     for (int64_t j0 = 0; j0 < n; j0 += SGEMM_NC) {
         int64_t nc = min64(SGEMM_NC, n - j0);
         for (int64_t p0 = 0; p0 < k; p0 += kc_step) {
             int64_t kc = min64(kc_step, k - p0);
             pack_b(bp, g, j0, nc, p0, kc);
-            tiles(g, ap, bp, j0, nc, p0, kc, p0 == 0 ? g->beta : 1.0f);
+            for (int64_t i0 = 0; i0 < m; i0 += SGEMM_MC)
+                tiles(g, ap, bp, i0, min64(SGEMM_MC, m - i0), j0, nc, p0, kc,
+                      p0 == 0 ? g->beta : 1.0f, a_packed);
         }
     }
     return true;

@@ -1,7 +1,8 @@
 /* The f32 GEMM engine (tensor/cpu/sgemm.h): every transpose combination and
  * odd sizes against a double-precision reference, alpha/beta and leading
  * dimensions, both ISA kernels bitwise equal, tensor_matmul bitwise equal on
- * 1 and 2 threads, the CTRAINER_CPU_ISA switch. */
+ * 1 and 2 threads, packed and in-place A bitwise equal, the CTRAINER_CPU_ISA
+ * switch. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -147,6 +148,46 @@ START_TEST(test_sgemm_blocks_alpha_beta)
 }
 END_TEST
 
+/* Products large enough for packed A (sgemm.h, SGEMM_PACK_A_MIN_*): several
+ * row blocks with an edge panel, two column blocks, two k blocks, every
+ * transpose. Then the same product in blocks of rows and of columns small
+ * enough to read A in place gives the same bits, as splitting C between
+ * threads does. */
+START_TEST(test_sgemm_packed_a)
+{
+    const int m = 2 * SGEMM_MC + 5, n = SGEMM_NC + 19, k = SGEMM_KC + 37;
+    ck_assert_int_ge(m, SGEMM_PACK_A_MIN_M);
+    ck_assert_int_ge(n, SGEMM_PACK_A_MIN_N);
+    for (CtSgemmIsa isa = CT_SGEMM_AVX2; isa <= CT_SGEMM_AVX512; isa++) {
+        if (!has_isa(isa)) continue;
+        for (int t = 0; t < 4; t++) {
+            CtSgemm g = make(t & 1, t & 2, m, n, k, 3, 0.75f, 0.5f, 300 + (unsigned)t);
+            size_t nc = (size_t)m * (size_t)g.ldc;
+            float *c0 = malloc(nc * sizeof *c0);
+            memcpy(c0, g.c, nc * sizeof *c0);
+            check_run(&g, isa);
+            float *whole = g.c;
+            g.c = c0;
+            const int rows = SGEMM_PACK_A_MIN_M / 2, cols = SGEMM_PACK_A_MIN_N / 2;
+            for (int i0 = 0; i0 < m; i0 += rows)
+                for (int j0 = 0; j0 < n; j0 += cols) {
+                    CtSgemm b = g;
+                    b.m = m - i0 < rows ? m - i0 : rows;
+                    b.n = n - j0 < cols ? n - j0 : cols;
+                    b.a = g.trans_a ? g.a + i0 : g.a + (size_t)i0 * (size_t)g.lda;
+                    b.b = g.trans_b ? g.b + (size_t)j0 * (size_t)g.ldb : g.b + j0;
+                    b.c = g.c + (size_t)i0 * (size_t)g.ldc + j0;
+                    ck_assert(ct_cpu_sgemm_run(&b, isa));
+                }
+            ck_assert_int_eq(memcmp(whole, c0, nc * sizeof *c0), 0);
+            g.c = whole;
+            free(c0);
+            release(&g);
+        }
+    }
+}
+END_TEST
+
 /* the AVX2 and AVX-512 kernels give the same bits */
 START_TEST(test_sgemm_isa_bitwise)
 {
@@ -231,6 +272,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_sgemm_values);
     tcase_add_test(tc, test_sgemm_blocks_alpha_beta);
+    tcase_add_test(tc, test_sgemm_packed_a);
     tcase_add_test(tc, test_sgemm_isa_bitwise);
     tcase_add_test(tc, test_sgemm_threads_bitwise);
     tcase_add_test(tc, test_sgemm_isa_switch);
