@@ -22,6 +22,16 @@
  * each conv's per-sample im2col GEMMs (forward w col, data wᵀ gy, weight
  * gy colᵀ) and, for ResNet-18, the same with the batch's columns side by
  * side (n or k times the batch). Best of 5 samples of at least 10 ms.
+ *
+ *   ./build/bench/bench_engines --shape M N K TRANS_A TRANS_B [ROUNDS]
+ *
+ * times one shape instead: ROUNDS (default 11) rounds of the 1-thread FMA
+ * loop, blas1 and own1, each as a fraction of its round's peak (median and
+ * range), so the fractions hold while the machine's speed drifts.
+ * BENCH_CLOCK=cycles counts the main thread's user-mode cycles instead
+ * (bench.h): the 1-thread columns then read as FLOP per cycle, and their %
+ * of the FMA loop's FLOP per cycle holds on a shared VM whatever the clock
+ * (the multi-thread columns are not meaningful in that mode).
  * BENCH_CLOCK=cpu times in process CPU seconds instead of wall seconds:
  * on a busy machine with OMP_NUM_THREADS=1, the kernels' own speed (the
  * multi-thread columns then read as per-CPU-second rates).
@@ -52,6 +62,7 @@ __attribute__((target("avx512f"))) static float fma_avx512(long iters)
     __m512 a[12], m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(1e-3f);
     for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
     for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
         for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], m, c);
     float s = 0;
     for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(a[i]);
@@ -63,6 +74,7 @@ __attribute__((target("avx2,fma"))) static float fma_avx2(long iters)
     __m256 a[12], m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(1e-3f);
     for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
     for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
         for (int i = 0; i < 12; i++) a[i] = _mm256_fmadd_ps(a[i], m, c);
     float s[8] = {0};
     for (int i = 0; i < 12; i++) {
@@ -140,18 +152,24 @@ static void call(int engine, const Shape *s, const Operands *o)
     }
 }
 
-/* Best GFLOP/s over 5 samples of >= 10 ms (after one warm-up sample). */
+/* GFLOP/s of one sample of >= 10 ms. */
+static double sample(int engine, const Shape *s, const Operands *o)
+{
+    long reps = 0;
+    double t0 = bench_clock(), dt;
+    do {
+        call(engine, s, o);
+        reps++;
+    } while ((dt = bench_clock() - t0) < 0.01);
+    return 2.0 * s->m * s->n * (double)s->k * (double)reps / dt / 1e9;
+}
+
+/* Best GFLOP/s over 5 samples (after one warm-up sample). */
 static double gflops(int engine, const Shape *s, const Operands *o)
 {
     double best = 0;
     for (int r = 0; r < 6; r++) {
-        long reps = 0;
-        double t0 = bench_clock(), dt;
-        do {
-            call(engine, s, o);
-            reps++;
-        } while ((dt = bench_clock() - t0) < 0.01);
-        double g = 2.0 * s->m * s->n * (double)s->k * (double)reps / dt / 1e9;
+        double g = sample(engine, s, o);
         if (r > 0 && g > best) best = g;
     }
     return best;
@@ -201,12 +219,98 @@ static const Shape SHAPES[] = {
     {"large 2048^3", 2048, 2048, 2048, false, false},
 };
 
-int main(void)
+/* n floats, 64-byte aligned as tensors are (BENCH_MISALIGN=1: 16 bytes
+ * past that, to see the cost of unaligned operands). */
+static float *floats(size_t n)
+{
+    const char *mis = getenv("BENCH_MISALIGN");
+    size_t off = mis && mis[0] == '1' ? 4 : 0;
+    float *p = aligned_alloc(64, (n + off + 15) / 16 * 64);
+    return p ? p + off : NULL;
+}
+
+static void free_floats(const float *p)
+{
+    const char *mis = getenv("BENCH_MISALIGN");
+    free((void *)(p - (mis && mis[0] == '1' ? 4 : 0)));
+}
+
+/* Fresh operands of shape s (free with free_operands). */
+static Operands operands(const Shape *s, Tensor **ta, Tensor **tb)
+{
+    size_t na = (size_t)s->m * s->k, nb = (size_t)s->k * s->n, nc = (size_t)s->m * s->n;
+    float *a = floats(na), *b = floats(nb), *c = floats(nc);
+    for (size_t j = 0; j < na; j++) a[j] = (float)(j % 7) * 0.1f;
+    for (size_t j = 0; j < nb; j++) b[j] = (float)(j % 5) * 0.1f;
+    Operands o = {.a = a, .b = b, .c = c};
+    make_views(s, &o, ta, tb);
+    return o;
+}
+
+static void free_operands(Operands *o, Tensor *ta, Tensor *tb)
+{
+    if (o->va != ta) tensor_free(o->va);
+    if (o->vb != tb) tensor_free(o->vb);
+    tensor_free(ta);
+    tensor_free(tb);
+    free_floats(o->a);
+    free_floats(o->b);
+    free_floats(o->c);
+}
+
+static void print_spread(const char *what, double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    printf(" %s %.1f%% (%.1f-%.1f)", what, 100 * v[n / 2], 100 * v[0], 100 * v[n - 1]);
+}
+
+/* --shape: rounds of (FMA loop, OpenBLAS on 1 thread, the engine's kernel),
+ * each engine's rate as a fraction of its own round's peak; medians and
+ * ranges. Interleaving makes the fractions hold on a machine whose speed
+ * drifts (with BENCH_CLOCK=cycles, also whatever the clock). */
+static void interleaved(const Shape *s, int rounds, bool has512)
+{
+    Tensor *ta, *tb;
+    Operands o = operands(s, &ta, &tb);
+    double *fb = malloc((size_t)rounds * sizeof *fb), *fo = malloc((size_t)rounds * sizeof *fo);
+    openblas_set_num_threads(1);
+    for (int r = -1; r < rounds; r++) { /* round -1 warms up */
+        double t0 = bench_clock();
+        volatile float sink = has512 ? fma_avx512(FMA_ITERS / 20) : fma_avx2(FMA_ITERS / 20);
+        (void)sink;
+        double p = 2.0 * 12 * (has512 ? 16 : 8) * (FMA_ITERS / 20) / (bench_clock() - t0) / 1e9;
+        double b = sample(BLAS, s, &o), w = sample(OWN, s, &o);
+        if (r < 0) continue;
+        fb[r] = b / p;
+        fo[r] = w / p;
+    }
+    printf("%dx%dx%d%s%s, %d rounds, %% of the %s FMA peak:", s->m, s->n, s->k,
+           s->ta ? " Aᵀ" : "", s->tb ? " Bᵀ" : "", rounds, has512 ? "AVX-512" : "AVX2");
+    print_spread("blas1", fb, rounds);
+    print_spread("own1", fo, rounds);
+    printf("\n");
+    free(fb);
+    free(fo);
+    free_operands(&o, ta, tb);
+}
+
+int main(int argc, char **argv)
 {
     int nt = omp_get_max_threads();
     /* The reference is the widest FMA the CPU has: AVX-512 where present,
      * else AVX2 (running the AVX-512 loop there is an illegal instruction). */
     bool has512 = __builtin_cpu_supports("avx512f");
+    if (argc >= 7 && strcmp(argv[1], "--shape") == 0) {
+        Shape s = {"", atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]) != 0,
+                   atoi(argv[6]) != 0};
+        int rounds = argc >= 8 ? atoi(argv[7]) : 11;
+        if (s.m < 1 || s.n < 1 || s.k < 1 || rounds < 1) {
+            fprintf(stderr, "usage: %s [--shape M N K TRANS_A TRANS_B [ROUNDS]]\n", argv[0]);
+            return 2;
+        }
+        interleaved(&s, rounds, has512);
+        return 0;
+    }
     double p256 = peak(fma_avx2, 8, 1), ref = p256;
     if (has512) {
         ref = peak(fma_avx512, 16, 1);
@@ -223,15 +327,9 @@ int main(void)
     printf("|---|---|---|---|---|---|%s\n", HAVE_DNNL ? "---|---|" : "");
     for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++) {
         const Shape *s = &SHAPES[i];
-        size_t na = (size_t)s->m * s->k, nb = (size_t)s->k * s->n,
-               nc = (size_t)s->m * s->n;
-        float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4);
-        for (size_t j = 0; j < na; j++) a[j] = (float)(j % 7) * 0.1f;
-        for (size_t j = 0; j < nb; j++) b[j] = (float)(j % 5) * 0.1f;
         double g[6];
-        Operands o = {.a = a, .b = b, .c = c};
         Tensor *ta, *tb;
-        make_views(s, &o, &ta, &tb);
+        Operands o = operands(s, &ta, &tb);
         openblas_set_num_threads(1);
         g[0] = gflops(BLAS, s, &o);
         openblas_set_num_threads(nt);
@@ -245,10 +343,6 @@ int main(void)
         omp_set_num_threads(nt);
         g[5] = gflops(DNNL, s, &o);
 #endif
-        if (o.va != ta) tensor_free(o.va);
-        if (o.vb != tb) tensor_free(o.vb);
-        tensor_free(ta);
-        tensor_free(tb);
         printf(
             "| %s | %dx%dx%d%s%s | %.0f (%.0f%%) | %.0f (%.0f%%) | %.0f (%.0f%%) | %.0f "
             "(%.0f%%) |",
@@ -261,9 +355,7 @@ int main(void)
 #endif
         printf("\n");
         fflush(stdout);
-        free(a);
-        free(b);
-        free(c);
+        free_operands(&o, ta, tb);
     }
     return 0;
 }
