@@ -44,7 +44,7 @@ def main():
     tr, va = perm[:55000], perm[55000:]
     model, loss_fn, opt, bs, prep = workload("mlp")
     for epoch in range(args.epochs):
-        loss, _ = train_epoch(model, loss_fn, opt, bs, prep, x[tr], y[tr], g, 0)
+        loss, _ = train_epoch(model, loss_fn, opt, bs, prep, x[tr], y[tr], g, 0, None)
         vloss, _ = evaluate(model, loss_fn, prep, x[va], y[va], bs)
         print(f"epoch {epoch + 1} train_loss {loss:.4f} eval_loss {vloss:.4f}")
     tx, ty = load(args.data, "t10k")
