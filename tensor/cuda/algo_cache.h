@@ -4,9 +4,9 @@
  * convolution itself for most layers, and a training step repeats the same
  * few shapes: each is asked once per instance and then found here.
  *
- * A fixed table of CT_ALGO_CACHE_SLOTS entries with linear probing, filled
- * to three quarters at most; a call that finds the table full asks cuDNN
- * again every time (correct, only slower). The key is every input of the
+ * A fixed table of CT_ALGO_CACHE_SLOTS entries (key_table.h: linear
+ * probing, filled to three quarters at most; a call that finds the table
+ * full asks cuDNN again every time). The key is every input of the
  * choice: the call kind, the whole CtDnnConv (shapes, strides, padding,
  * dtypes, math) and the settings that make or filter the list
  * (deterministic, TF32, cuDNN benchmark mode). Pure C, no CUDA: unit-tested
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "dnn_desc.h"
+#include "key_table.h"
 
 #define CT_ALGO_CACHE_SLOTS 256
 
@@ -42,11 +43,9 @@ typedef struct CtDnnChoice {
 } CtDnnChoice;
 
 typedef struct CtAlgoCache {
-    struct {
-        bool used;
-        CtDnnAlgoKey key;
-        CtDnnChoice choice;
-    } slot[CT_ALGO_CACHE_SLOTS];
+    bool used[CT_ALGO_CACHE_SLOTS];
+    CtDnnAlgoKey key[CT_ALGO_CACHE_SLOTS];
+    CtDnnChoice choice[CT_ALGO_CACHE_SLOTS];
     int n; /* used slots */
 } CtAlgoCache;
 
@@ -62,50 +61,22 @@ static inline void ct_dnn_algo_key(CtDnnAlgoKey *k, CtDnnCallKind kind,
     k->benchmark = benchmark;
 }
 
-/* FNV-1a over the key's bytes. */
-static inline uint64_t ct_dnn_algo_hash(const CtDnnAlgoKey *k)
-{
-    const unsigned char *p = (const unsigned char *)k;
-    uint64_t h = 0xcbf29ce484222325u;
-    for (size_t i = 0; i < sizeof *k; i++) h = (h ^ p[i]) * 0x100000001b3u;
-    return h;
-}
-
-/* The slot holding k, or the empty slot where it would go; -1 when the
- * table has neither (it never fills past three quarters, so only a
- * corrupted table). */
-static inline int ct_algo_cache_slot(const CtAlgoCache *c, const CtDnnAlgoKey *k)
-{
-    int i = (int)(ct_dnn_algo_hash(k) % CT_ALGO_CACHE_SLOTS);
-    for (int probe = 0; probe < CT_ALGO_CACHE_SLOTS; probe++) {
-        if (!c->slot[i].used || !memcmp(&c->slot[i].key, k, sizeof *k)) return i;
-        i = (i + 1) % CT_ALGO_CACHE_SLOTS;
-    }
-    return -1;
-}
-
 /* True with *out set when k was chosen before. */
 static inline bool ct_algo_cache_get(const CtAlgoCache *c, const CtDnnAlgoKey *k,
                                      CtDnnChoice *out)
 {
-    int i = ct_algo_cache_slot(c, k);
-    if (i < 0 || !c->slot[i].used) return false;
-    *out = c->slot[i].choice;
+    int i = ct_key_find(c->used, c->key, sizeof *k, CT_ALGO_CACHE_SLOTS, k);
+    if (i < 0) return false;
+    *out = c->choice[i];
     return true;
 }
 
 /* Records the choice for k; false (nothing stored) when the table is full. */
 static inline bool ct_algo_cache_put(CtAlgoCache *c, const CtDnnAlgoKey *k, CtDnnChoice v)
 {
-    int i = ct_algo_cache_slot(c, k);
+    int i = ct_key_claim(c->used, c->key, sizeof *k, CT_ALGO_CACHE_SLOTS, &c->n, k);
     if (i < 0) return false;
-    if (!c->slot[i].used) {
-        if (c->n >= CT_ALGO_CACHE_SLOTS / 4 * 3) return false;
-        c->slot[i].used = true;
-        memcpy(&c->slot[i].key, k, sizeof *k);
-        c->n++;
-    }
-    c->slot[i].choice = v;
+    c->choice[i] = v;
     return true;
 }
 

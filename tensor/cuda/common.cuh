@@ -4,6 +4,7 @@
 #define CTRAINER_TENSOR_CUDA_COMMON_CUH
 
 #include "algo_cache.h"
+#include "lt_cache.h"
 #include "check.cuh"
 #include "cuda.h"
 #include "hd.h"
@@ -25,13 +26,14 @@ typedef struct CtPinnedCache {
 typedef struct CtCudaCtx {
     int device;
     cudaStream_t stream;    /* non-blocking; every kernel and copy runs on it */
-    pthread_mutex_t mu;     /* guards the lazy creation of the handles, conv_algos */
+    pthread_mutex_t mu;     /* guards the lazy creation of the handles, the caches */
     cublasHandle_t blas;    /* bound to `stream`; NULL until ct_cuda_blas */
     cublasLtHandle_t lt;    /* NULL until ct_cuda_lt */
     cudnnHandle_t dnn;      /* bound to `stream`; NULL until ct_cuda_dnn */
     bool async_copies;      /* atomic: asynchronous copies were queued on stream */
     CtPinnedCache pinned;   /* used on the pinned provider (ct_pinned_backend) */
     CtAlgoCache conv_algos; /* under mu: conv.cu's chosen algorithms */
+    CtLtCache lt_algos;     /* under mu: matmul.cu's chosen algorithms */
 } CtCudaCtx;
 
 /* Makes be's device current on this thread and returns be's context. */

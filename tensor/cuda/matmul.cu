@@ -4,7 +4,8 @@
  * on TF32 tensor cores only when ct_allow_tf32() (off by default), strided
  * batches, and the bias + ReLU/GELU epilogues (CtMatmulParams.bias/act).
  * The algorithm is cuBLASLt's first heuristic choice for a workspace from
- * the caching allocator; with ct_deterministic() the heuristic is limited to
+ * the caching allocator, asked once per descriptor and instance
+ * (lt_cache.h); with ct_deterministic() the heuristic is limited to
  * algorithms without a split-K reduction. When cuBLASLt offers no algorithm
  * for a plain product (some f64 or odd-alignment shapes), the product runs
  * through cublasGemmStridedBatchedEx (gemm_desc.h) instead, which is
@@ -138,6 +139,35 @@ static CtStatus lt_build(const CtLtDesc *d, const void *bias, LtObjects *o)
     return pref_create(d, &o->pref);
 }
 
+static_assert(sizeof(cublasLtMatmulAlgo_t) == CT_LT_ALGO_BYTES, "lt_cache.h's algo size");
+
+/* The heuristic's first choice for d: from the instance's cache, else
+ * asked (and stored). */
+static CtStatus lt_choose(CtCudaCtx *c, cublasLtHandle_t lt, const CtLtDesc *d,
+                          const LtObjects *o, CtLtChoice *out)
+{
+    CtLtKey key;
+    ct_lt_key(&key, d);
+    pthread_mutex_lock(&c->mu);
+    bool cached = ct_lt_cache_get(&c->lt_algos, &key, out);
+    pthread_mutex_unlock(&c->mu);
+    if (cached) return CT_OK;
+    cublasLtMatmulHeuristicResult_t r = {};
+    int n = 0;
+    CT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, o->op, o->a, o->b, o->c, o->c,
+                                                   o->pref, 1, &r, &n));
+    *out = CtLtChoice{};
+    out->found = n > 0;
+    if (out->found) {
+        memcpy(out->algo, &r.algo, sizeof r.algo);
+        out->workspace = r.workspaceSize;
+    }
+    pthread_mutex_lock(&c->mu);
+    (void)ct_lt_cache_put(&c->lt_algos, &key, out);
+    pthread_mutex_unlock(&c->mu);
+    return CT_OK;
+}
+
 /* Runs the product through cuBLASLt; *found = false (nothing queued) when
  * its heuristic has no algorithm for it. */
 static CtStatus lt_run(const CtBackend *be, CtCudaCtx *c, const CtLtDesc *d,
@@ -145,20 +175,20 @@ static CtStatus lt_run(const CtBackend *be, CtCudaCtx *c, const CtLtDesc *d,
 {
     cublasLtHandle_t lt;
     CT_RETURN_IF_ERROR(ct_cuda_lt(c, &lt));
-    cublasLtMatmulHeuristicResult_t r = {};
-    int n = 0;
-    CT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, o->op, o->a, o->b, o->c, o->c,
-                                                   o->pref, 1, &r, &n));
-    *found = n > 0;
+    CtLtChoice ch;
+    CT_RETURN_IF_ERROR(lt_choose(c, lt, d, o, &ch));
+    *found = ch.found;
     if (!*found) return CT_OK;
+    cublasLtMatmulAlgo_t algo;
+    memcpy(&algo, ch.algo, sizeof algo);
     void *ws;
-    CT_RETURN_IF_ERROR(ct_cuda_scratch(be, r.workspaceSize, &ws));
+    CT_RETURN_IF_ERROR(ct_cuda_scratch(be, ch.workspace, &ws));
     const CtGemmDesc *g = &d->gemm;
     /* Lt's A is our B (lt_desc.h) */
     CtStatus st = CT_CUBLAS_STATUS(
         cublasLtMatmul(lt, o->op, alpha_of(g, a), a->B, o->a, a->A, o->b, beta_of(g, a),
-                       a->C, o->c, a->C, o->c, &r.algo, ws, r.workspaceSize, c->stream));
-    ct_cuda_scratch_free(be, ws, r.workspaceSize);
+                       a->C, o->c, a->C, o->c, &algo, ws, ch.workspace, c->stream));
+    ct_cuda_scratch_free(be, ws, ch.workspace);
     return st;
 }
 

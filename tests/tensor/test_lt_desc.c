@@ -2,9 +2,10 @@
  * hand-computed expectations: stored layouts of each operand (rows, cols,
  * leading dims) with and without transposes, batch counts and strides,
  * compute types under TF32 and autocast, epilogue mapping, the reduction
- * restriction, the workspace size, the errors, and the CPU kernel refusing
- * an epilogue. Runs in every build (no CUDA needed). */
-#include "tensor/cuda/lt_desc.h"
+ * restriction, the workspace size, the errors, the algorithm cache's key
+ * and lookups (lt_cache.h), and the CPU kernel refusing an epilogue. Runs in
+ * every build (no CUDA needed). */
+#include "tensor/cuda/lt_cache.h"
 #include "testutil.h"
 
 static CtLtDesc desc(CtMatmulParams p, CtDType dt, bool tf32, bool det)
@@ -135,6 +136,94 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* Every field of the descriptor lands in its own word of the cache key. */
+START_TEST(test_cache_key_covers_every_field)
+{
+    CtLtDesc d;
+    memset(&d, 0, sizeof d);
+    int64_t v = 1000;
+    CtGemmDesc *g = &d.gemm;
+    g->op_a = (CtGemmOp)v++, g->op_b = (CtGemmOp)v++;
+    g->m = (int)v++, g->n = (int)v++, g->k = (int)v++;
+    g->lda = (int)v++, g->ldb = (int)v++, g->ldc = (int)v++;
+    g->stride_a = v++, g->stride_b = v++, g->stride_c = v++;
+    g->batch = (int)v++;
+    g->dtype = (CtDType)v++, g->compute = (CtGemmCompute)v++;
+    g->scale_f64 = true; /* a bool: the word 1 */
+    CtLtLayout *l[3] = {&d.a, &d.b, &d.c};
+    for (int i = 0; i < 3; i++) {
+        l[i]->rows = (uint64_t)v++, l[i]->cols = (uint64_t)v++;
+        l[i]->ld = v++, l[i]->batch = (int32_t)v++, l[i]->stride = v++;
+    }
+    d.epilogue = (CtLtEpilogue)v++;
+    d.reduction_free = true;
+    d.workspace = (size_t)v++;
+    CtLtKey k;
+    memset(&k, 0xAB, sizeof k);
+    ct_lt_key(&k, &d);
+    int ones = 0;
+    bool seen[64] = {false};
+    for (int i = 0; i < CT_LT_KEY_WORDS; i++) {
+        if (k.w[i] == 1) {
+            ones++;
+            continue;
+        }
+        ck_assert_msg(k.w[i] >= 1000 && k.w[i] < v, "word %d is %lld", i, (long long)k.w[i]);
+        ck_assert(!seen[k.w[i] - 1000]);
+        seen[k.w[i] - 1000] = true;
+    }
+    ck_assert_int_eq(ones, 2);
+    ck_assert_int_eq(CT_LT_KEY_WORDS, (int)(v - 1000) + ones);
+}
+END_TEST
+
+/* The same product finds its algorithm whatever the descriptor's padding
+ * held; another dtype, setting, shape or epilogue does not. */
+START_TEST(test_algorithm_cache)
+{
+    static CtLtCache cache; /* zeroed: empty */
+    CtMatmulParams p = {.batch = 1, .m = 32, .n = 128, .k = 784, .trans_b = true};
+    CtLtDesc d = desc(p, CT_F32, false, false); /* built over 0xff bytes */
+    CtLtKey k, k2;
+    ct_lt_key(&k, &d);
+    CtLtChoice got, v = {.found = true, .workspace = 4096};
+    for (int i = 0; i < CT_LT_ALGO_BYTES; i++) v.algo[i] = (unsigned char)(i * 7);
+    ck_assert(!ct_lt_cache_get(&cache, &k, &got));
+    ck_assert(ct_lt_cache_put(&cache, &k, &v));
+    CtLtDesc same;
+    memset(&same, 0, sizeof same);
+    ck_assert_int_eq(ct_lt_desc(&p, CT_F32, false, false, &same), CT_OK);
+    ct_lt_key(&k2, &same);
+    ck_assert(ct_lt_cache_get(&cache, &k2, &got));
+    ck_assert(got.found);
+    ck_assert_uint_eq(got.workspace, 4096);
+    ck_assert_int_eq(memcmp(got.algo, v.algo, sizeof v.algo), 0);
+    const struct {
+        CtMatmulParams p;
+        CtDType dt;
+        bool tf32, det;
+    } others[] = {
+        {p, CT_BF16, false, false},
+        {p, CT_F32, true, false},
+        {p, CT_F32, false, true},
+        {(CtMatmulParams){.batch = 1, .m = 33, .n = 128, .k = 784, .trans_b = true},
+         CT_F32, false, false},
+        {(CtMatmulParams){.batch = 1, .m = 32, .n = 128, .k = 784}, CT_F32, false, false},
+        {(CtMatmulParams){.batch = 1, .m = 32, .n = 128, .k = 784, .trans_b = true,
+                          .bias = true},
+         CT_F32, false, false},
+        {(CtMatmulParams){.batch = 2, .m = 32, .n = 128, .k = 784, .trans_b = true},
+         CT_F32, false, false},
+    };
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+        CtLtDesc o = desc(others[i].p, others[i].dt, others[i].tf32, others[i].det);
+        ct_lt_key(&k2, &o);
+        ck_assert_msg(!ct_lt_cache_get(&cache, &k2, &got), "case %zu", i);
+    }
+    ck_assert_int_eq(cache.n, 1);
+}
+END_TEST
+
 /* The CPU kernel has no fused epilogue: its supports rejects one, so a
  * caller (linear) falls back to the unfused form. */
 START_TEST(test_cpu_rejects_epilogue)
@@ -168,6 +257,8 @@ int main(void)
     tcase_add_test(tc, test_epilogues);
     tcase_add_test(tc, test_determinism_and_workspace);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_cache_key_covers_every_field);
+    tcase_add_test(tc, test_algorithm_cache);
     tcase_add_test(tc, test_cpu_rejects_epilogue);
     suite_add_tcase(s, tc);
     return tu_run(s);
