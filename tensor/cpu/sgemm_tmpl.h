@@ -82,21 +82,41 @@ static inline bool b_in_place(const CtSgemm *g, int64_t cols)
            g->ldb < SGEMM_B_IN_PLACE_MAX_LD;
 }
 
-/* k [p0, p0 + kc) x columns [j0, j0 + nc) of op(B): the panels that are
- * not read in place into NR-column panels at bp + jr * kc. */
-static void pack_b(float *bp, const CtSgemm *g, int64_t j0, int64_t nc, int64_t p0,
-                   int64_t kc)
+/* Row p of a row-major B's columns [j0, j0 + nc) into the row p of every
+ * panel that is not read in place (panel jr at bp + jr * kc), zero-padded. */
+static void pack_b_row(float *bp, const CtSgemm *g, const float *src, int64_t nc,
+                       int64_t kc)
 {
     for (int64_t jr = 0; jr < nc; jr += NR, bp += NR * kc) {
         int64_t cols = min64(NR, nc - jr);
         if (b_in_place(g, cols)) continue;
+        if (cols == NR) {
+            VSTORE(bp, VLOAD(src + jr));
+            VSTORE(bp + VL, VLOAD(src + jr + VL));
+            continue;
+        }
+        memcpy(bp, src + jr, (size_t)cols * sizeof *bp);
+        memset(bp + cols, 0, (size_t)(NR - cols) * sizeof *bp);
+    }
+}
+
+/* k [p0, p0 + kc) x columns [j0, j0 + nc) of op(B): the panels that are
+ * not read in place into NR-column panels at bp + jr * kc. A row-major B
+ * is read row by row, each row once from start to end: panel by panel, the
+ * rows ldb apart would each be a cache miss the prefetchers do not cover
+ * (they stop at page boundaries). */
+static void pack_b(float *bp, const CtSgemm *g, int64_t j0, int64_t nc, int64_t p0,
+                   int64_t kc)
+{
+    if (!g->trans_b) {
+        for (int64_t p = 0; p < kc; p++)
+            pack_b_row(bp + p * NR, g, g->b + (p0 + p) * g->ldb + j0, nc, kc);
+        return;
+    }
+    for (int64_t jr = 0; jr < nc; jr += NR, bp += NR * kc) {
+        int64_t cols = min64(NR, nc - jr);
         if (cols < NR) memset(bp, 0, (size_t)(NR * kc) * sizeof *bp);
-        if (g->trans_b)
-            pack_bt_panel(bp, g->b + (j0 + jr) * g->ldb + p0, g->ldb, cols, kc);
-        else
-            for (int64_t p = 0; p < kc; p++)
-                memcpy(bp + p * NR, g->b + (p0 + p) * g->ldb + j0 + jr,
-                       (size_t)cols * sizeof *bp);
+        pack_bt_panel(bp, g->b + (j0 + jr) * g->ldb + p0, g->ldb, cols, kc);
     }
 }
 
