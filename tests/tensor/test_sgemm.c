@@ -65,13 +65,21 @@ static double ref(const CtSgemm *g, const float *c0, int i, int j)
     return g->alpha * s + (g->beta == 0 ? 0 : g->beta * (double)c0[i * g->ldc + j]);
 }
 
+/* A copy of C's whole rows (padding included); *n: its floats. */
+static float *copy_of_c(const CtSgemm *g, size_t *n)
+{
+    *n = (size_t)g->m * (size_t)g->ldc;
+    float *c = malloc(*n * sizeof *c);
+    memcpy(c, g->c, *n * sizeof *c);
+    return c;
+}
+
 /* Runs g with isa and checks every element of C (and that C's padding is
  * untouched). */
 static void check_run(CtSgemm *g, CtSgemmIsa isa)
 {
-    size_t nc = (size_t)g->m * (size_t)g->ldc;
-    float *c0 = malloc(nc * sizeof *c0);
-    memcpy(c0, g->c, nc * sizeof *c0);
+    size_t nc;
+    float *c0 = copy_of_c(g, &nc);
     if (g->beta == 0) /* never read */
         for (int i = 0; i < g->m; i++) g->c[i * g->ldc] = NAN;
     ck_assert(ct_cpu_sgemm_run(g, isa));
@@ -162,9 +170,8 @@ START_TEST(test_sgemm_packed_a)
         if (!has_isa(isa)) continue;
         for (int t = 0; t < 4; t++) {
             CtSgemm g = make(t & 1, t & 2, m, n, k, 3, 0.75f, 0.5f, 300 + (unsigned)t);
-            size_t nc = (size_t)m * (size_t)g.ldc;
-            float *c0 = malloc(nc * sizeof *c0);
-            memcpy(c0, g.c, nc * sizeof *c0);
+            size_t nc;
+            float *c0 = copy_of_c(&g, &nc);
             check_run(&g, isa);
             float *whole = g.c;
             g.c = c0;
@@ -194,9 +201,8 @@ START_TEST(test_sgemm_isa_bitwise)
     if (!has_isa(CT_SGEMM_AVX512)) return;
     for (int t = 0; t < 4; t++) {
         CtSgemm g = make(t & 1, t & 2, 37, 71, SGEMM_KC + 29, 2, 1.5f, 0.5f, 7);
-        size_t nc = (size_t)g.m * (size_t)g.ldc;
-        float *c2 = malloc(nc * sizeof *c2);
-        memcpy(c2, g.c, nc * sizeof *c2);
+        size_t nc;
+        float *c2 = copy_of_c(&g, &nc);
         ck_assert(ct_cpu_sgemm_run(&g, CT_SGEMM_AVX512));
         float *c512 = g.c;
         g.c = c2;
