@@ -246,6 +246,15 @@ typedef struct Worklist {
     Tensor *inline_buf[32];
 } Worklist;
 
+/* An empty worklist on its inline buffer (not zeroed: an initialiser
+ * would clear the buffer's 256 bytes on every tensor_free). */
+static inline void wl_init(Worklist *w)
+{
+    w->v = w->inline_buf;
+    w->n = 0;
+    w->cap = sizeof w->inline_buf / sizeof *w->inline_buf;
+}
+
 static void wl_push(Worklist *w, Tensor *t)
 {
     if (!t) return;
@@ -277,8 +286,8 @@ static void node_move_refs(CtNode *n, Worklist *w)
 void ct_node_free(CtNode *n)
 {
     if (!n) return;
-    Worklist w = {.v = NULL, .n = 0, .cap = 32};
-    w.v = w.inline_buf;
+    Worklist w;
+    wl_init(&w);
     node_move_refs(n, &w);
     for (size_t i = 0; i < w.n; i++) tensor_free(w.v[i]);
     if (w.v != w.inline_buf) free(w.v);
@@ -287,8 +296,8 @@ void ct_node_free(CtNode *n)
 void tensor_free(Tensor *t)
 {
     if (!t) return;
-    Worklist w = {.n = 0, .cap = 32};
-    w.v = w.inline_buf;
+    Worklist w;
+    wl_init(&w);
     wl_push(&w, t);
     while (w.n) {
         Tensor *x = w.v[--w.n];
