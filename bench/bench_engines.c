@@ -272,13 +272,16 @@ static void interleaved(const Shape *s, int rounds, bool has512)
 {
     Tensor *ta, *tb;
     Operands o = operands(s, &ta, &tb);
-    double *fb = malloc((size_t)rounds * sizeof *fb), *fo = malloc((size_t)rounds * sizeof *fo);
+    double *fb = malloc((size_t)rounds * sizeof *fb),
+           *fo = malloc((size_t)rounds * sizeof *fo);
     openblas_set_num_threads(1);
     for (int r = -1; r < rounds; r++) { /* round -1 warms up */
         double t0 = bench_clock();
-        volatile float sink = has512 ? fma_avx512(FMA_ITERS / 20) : fma_avx2(FMA_ITERS / 20);
+        volatile float sink =
+            has512 ? fma_avx512(FMA_ITERS / 20) : fma_avx2(FMA_ITERS / 20);
         (void)sink;
-        double p = 2.0 * 12 * (has512 ? 16 : 8) * (FMA_ITERS / 20) / (bench_clock() - t0) / 1e9;
+        double p =
+            2.0 * 12 * (has512 ? 16 : 8) * (FMA_ITERS / 20) / (bench_clock() - t0) / 1e9;
         double b = sample(BLAS, s, &o), w = sample(OWN, s, &o);
         if (r < 0) continue;
         fb[r] = b / p;
@@ -301,11 +304,16 @@ int main(int argc, char **argv)
      * else AVX2 (running the AVX-512 loop there is an illegal instruction). */
     bool has512 = __builtin_cpu_supports("avx512f");
     if (argc >= 7 && strcmp(argv[1], "--shape") == 0) {
-        Shape s = {"", atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]) != 0,
+        Shape s = {"",
+                   atoi(argv[2]),
+                   atoi(argv[3]),
+                   atoi(argv[4]),
+                   atoi(argv[5]) != 0,
                    atoi(argv[6]) != 0};
         int rounds = argc >= 8 ? atoi(argv[7]) : 11;
         if (s.m < 1 || s.n < 1 || s.k < 1 || rounds < 1) {
-            fprintf(stderr, "usage: %s [--shape M N K TRANS_A TRANS_B [ROUNDS]]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--shape M N K TRANS_A TRANS_B [ROUNDS]]\n",
+                    argv[0]);
             return 2;
         }
         interleaved(&s, rounds, has512);

@@ -122,10 +122,11 @@ static void pack_b(float *bp, const CtSgemm *g, int64_t j0, int64_t nc, int64_t 
 
 /* Rows [i0, i0 + rows) of op(A) over k [p0, p0 + kc) into panels of MR
  * rows, element (i, p) of a panel at ap[p * MR + i], the last panel
- * zero-padded; writes up to 8 floats past the panels (the scratch has
- * them). A row-major A is transposed 8 x 8 in registers; stores of a
- * block run in order of k, so each store's lanes past MR are overwritten
- * by the next (and the block's last by the next block or the padding). */
+ * zero-padded. A row-major A is transposed 8 x 8 in registers and stored
+ * 8 floats per k, in order of k: with MR = 6 each store's last two lanes
+ * spill into the next k's first two, which the next store (or the scalar
+ * tail, or the next panel) overwrites; after the last panel they land in
+ * the scratch's 8 spare floats. */
 static void pack_a(float *ap, const CtSgemm *g, int64_t i0, int64_t rows, int64_t p0,
                    int64_t kc)
 {
@@ -242,9 +243,6 @@ static void micro(int64_t kc, const float *a, int64_t rs, int64_t cs, const floa
 
 #undef ACCUMULATE_CASE
 
-/* Every tile of rows [i0, i0 + mc) x columns [j0, j0 + nc) of C for k
- * [p0, p0 + kc): A's rows packed at ap, B's block at bp. Each B panel is
- * used by every row panel while it is in L1; A's panels come from L2. */
 /* The tile at row panel ir and column panel jr of the block: A's panel
  * from ap (packed, or only an edge panel packed there) or in place. */
 static inline void tile(const CtSgemm *g, const float *ap, const float *bp, int64_t i0,
@@ -268,14 +266,15 @@ static inline void tile(const CtSgemm *g, const float *ap, const float *bp, int6
 /* Every tile of rows [i0, i0 + mc) x columns [j0, j0 + nc) of C for k
  * [p0, p0 + kc), B's block packed at bp; ap: scratch for A's rows.
  *
- * Large products (a_packed: sgemm_packs_a) pack A's rows and go column
- * panel by column panel: each B panel stays in L1 while every row panel
- * of A streams from L2. The others read A where it lies (only an edge
+ * Large products (a_packed: sgemm.h, SGEMM_PACK_A_MIN_*) pack A's rows
+ * and go column panel by column panel: each B panel stays in L1 while
+ * every row panel of A streams from L2. The others read A where it lies (only an edge
  * panel of fewer than MR rows is packed) and go row panel by row panel:
  * A's panel stays in L1 while B's block streams from L2, and packing A
  * would cost more than it saves on a few column panels or a short k. */
 static void tiles(const CtSgemm *g, float *ap, const float *bp, int64_t i0, int64_t mc,
-                  int64_t j0, int64_t nc, int64_t p0, int64_t kc, float beta, bool a_packed)
+                  int64_t j0, int64_t nc, int64_t p0, int64_t kc, float beta,
+                  bool a_packed)
 {
     if (a_packed) {
         pack_a(ap, g, i0, mc, p0, kc);
@@ -297,7 +296,8 @@ bool SGEMM_FN(const CtSgemm *g)
     const int64_t kc_step = ((k + kblocks - 1) / kblocks + 7) / 8 * 8;
     const int64_t nc_max = (min64(n, SGEMM_NC) + NR - 1) / NR * NR;
     const int64_t mc_max = (min64(m, SGEMM_MC) + MR - 1) / MR * MR;
-    float *bp = ct_cpu_gemm_scratch((size_t)((nc_max + mc_max) * kc_step + 8) * sizeof *bp);
+    float *bp =
+        ct_cpu_gemm_scratch((size_t)((nc_max + mc_max) * kc_step + 8) * sizeof *bp);
     if (!bp) return false;
     float *ap = bp + nc_max * kc_step;
     const bool a_packed = m >= SGEMM_PACK_A_MIN_M && n >= SGEMM_PACK_A_MIN_N;

@@ -31,7 +31,8 @@ static inline int ct_key_slot(const bool *used, const void *keys, size_t size, i
 {
     int i = (int)(ct_key_hash(key, size) % (uint64_t)slots);
     for (int probe = 0; probe < slots; probe++) {
-        if (!used[i] || !memcmp((const char *)keys + (size_t)i * size, key, size)) return i;
+        if (!used[i] || !memcmp((const char *)keys + (size_t)i * size, key, size))
+            return i;
         i = (i + 1) % slots;
     }
     return -1;

@@ -54,10 +54,9 @@ static inline void ct_lt_key_layout(int64_t *w, const CtLtLayout *l)
 static inline void ct_lt_key(CtLtKey *k, const CtLtDesc *d)
 {
     const CtGemmDesc *g = &d->gemm;
-    const int64_t gemm[] = {g->op_a,     g->op_b,     g->m,        g->n,     g->k,
-                            g->lda,      g->ldb,      g->ldc,      g->stride_a,
-                            g->stride_b, g->stride_c, g->batch,    g->dtype, g->compute,
-                            g->scale_f64};
+    const int64_t gemm[] = {g->op_a,     g->op_b,  g->m,     g->n,        g->k,
+                            g->lda,      g->ldb,   g->ldc,   g->stride_a, g->stride_b,
+                            g->stride_c, g->batch, g->dtype, g->compute,  g->scale_f64};
     int64_t *w = k->w;
     memcpy(w, gemm, sizeof gemm);
     w += sizeof gemm / sizeof *gemm;

@@ -168,7 +168,8 @@ START_TEST(test_cache_key_covers_every_field)
             ones++;
             continue;
         }
-        ck_assert_msg(k.w[i] >= 1000 && k.w[i] < v, "word %d is %lld", i, (long long)k.w[i]);
+        ck_assert_msg(k.w[i] >= 1000 && k.w[i] < v, "word %d is %lld", i,
+                      (long long)k.w[i]);
         ck_assert(!seen[k.w[i] - 1000]);
         seen[k.w[i] - 1000] = true;
     }
@@ -209,8 +210,8 @@ START_TEST(test_algorithm_cache)
         {(CtMatmulParams){.batch = 1, .m = 33, .n = 128, .k = 784, .trans_b = true},
          CT_F32, false, false},
         {(CtMatmulParams){.batch = 1, .m = 32, .n = 128, .k = 784}, CT_F32, false, false},
-        {(CtMatmulParams){.batch = 1, .m = 32, .n = 128, .k = 784, .trans_b = true,
-                          .bias = true},
+        {(CtMatmulParams){
+             .batch = 1, .m = 32, .n = 128, .k = 784, .trans_b = true, .bias = true},
          CT_F32, false, false},
         {(CtMatmulParams){.batch = 2, .m = 32, .n = 128, .k = 784, .trans_b = true},
          CT_F32, false, false},
