@@ -1,8 +1,10 @@
 /* bench_loader — DataLoader throughput on Fashion-MNIST (60000 train images)
  * with a per-sample ToTensor + Normalize equivalent (u8 -> f32, (v/255 - m)/s)
  * at 0, 1 and 2 worker threads. Prints samples/s (median of --reps epochs).
+ * --raw 1: no per-sample transform, the u8 samples stacked by the default
+ * collate (the examples' loaders, which convert whole batches).
  *
- *   bench_loader [--data DIR] [--batch N] [--reps N] [--max-workers N]
+ *   bench_loader [--data DIR] [--batch N] [--reps N] [--max-workers N] [--raw 1]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@ int main(int argc, char **argv)
 {
     const char *dir = DATA_FASHION_MNIST_DIR;
     int64_t batch = 64;
-    int reps = 3, max_workers = 2;
+    int reps = 3, max_workers = 2, raw = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--data"))
             dir = argv[i + 1];
@@ -33,9 +35,12 @@ int main(int argc, char **argv)
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--max-workers"))
             max_workers = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--raw"))
+            raw = atoi(argv[i + 1]);
         else {
             fprintf(stderr,
-                    "usage: %s [--data DIR] [--batch N] [--reps N] [--max-workers N]\n",
+                    "usage: %s [--data DIR] [--batch N] [--reps N] [--max-workers N] "
+                    "[--raw 1]\n",
                     argv[0]);
             return 2;
         }
@@ -43,15 +48,17 @@ int main(int argc, char **argv)
     if (reps < 1 || reps > 64) reps = 3;
     double t0 = bench_now();
     Dataset *ds = data_fashion_mnist_create(
-        &(DataFashionMnistArgs){.root = dir, .transform = {to_tensor_normalize, NULL}});
+        &(DataFashionMnistArgs){.root = dir,
+                                .transform = {raw ? NULL : to_tensor_normalize, NULL}});
     if (!ds) {
         fprintf(stderr, "bench_loader: %s\n", ct_last_error());
         return 1;
     }
     int64_t n = data_dataset_len(ds);
     printf("bench_loader: Fashion-MNIST train, %lld samples, read in %.2f s; batch %lld, "
-           "shuffle, per-sample cast+normalize\n",
-           (long long)n, bench_now() - t0, (long long)batch);
+           "shuffle, %s\n",
+           (long long)n, bench_now() - t0, (long long)batch,
+           raw ? "no per-sample transform" : "per-sample cast+normalize");
     printf("%-8s %12s %10s\n", "workers", "samples/s", "epoch s");
     for (int nw = 0; nw <= max_workers; nw++) {
         DataLoader *dl = data_loader_create(
