@@ -3,6 +3,7 @@
 #define CTRAINER_BENCH_H
 
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -51,14 +52,20 @@ static inline double bench_cycles_now(void)
 }
 
 /* BENCH_CLOCK=cpu: bench_cpu_now; BENCH_CLOCK=cycles: bench_cycles_now
- * (rates then read per cycle, not per second); else bench_now. For
- * programs that time short kernels on one thread of a shared machine. */
+ * (rates then read per cycle, not per second; where the counter cannot be
+ * opened, a warning and wall seconds); else bench_now. For programs that
+ * time short kernels on one thread of a shared machine. */
 static inline double bench_clock(void)
 {
     static int mode = -1;
     if (mode < 0) {
         const char *c = getenv("BENCH_CLOCK");
         mode = !c ? 0 : strcmp(c, "cpu") == 0 ? 1 : strcmp(c, "cycles") == 0 ? 2 : 0;
+        if (mode == 2 && bench_cycles_now() < 0) {
+            fprintf(stderr, "BENCH_CLOCK=cycles: no cycle counter here (perf_event_open "
+                            "failed); timing wall seconds\n");
+            mode = 0;
+        }
     }
     return mode == 1 ? bench_cpu_now() : mode == 2 ? bench_cycles_now() : bench_now();
 }
