@@ -219,20 +219,23 @@ static const Shape SHAPES[] = {
     {"large 2048^3", 2048, 2048, 2048, false, false},
 };
 
-/* n floats, 64-byte aligned as tensors are (BENCH_MISALIGN=1: 16 bytes
- * past that, to see the cost of unaligned operands). */
-static float *floats(size_t n)
+/* Floats an operand starts past a 64-byte boundary: 0, as tensors are;
+ * 4 (16 bytes) with BENCH_MISALIGN=1, to see the cost of unaligned operands. */
+static size_t misalign(void)
 {
     const char *mis = getenv("BENCH_MISALIGN");
-    size_t off = mis && mis[0] == '1' ? 4 : 0;
-    float *p = aligned_alloc(64, (n + off + 15) / 16 * 64);
-    return p ? p + off : NULL;
+    return mis && mis[0] == '1' ? 4 : 0;
+}
+
+static float *floats(size_t n)
+{
+    float *p = aligned_alloc(64, (n + misalign() + 15) / 16 * 64);
+    return p ? p + misalign() : NULL;
 }
 
 static void free_floats(const float *p)
 {
-    const char *mis = getenv("BENCH_MISALIGN");
-    free((void *)(p - (mis && mis[0] == '1' ? 4 : 0)));
+    free((void *)(p - misalign()));
 }
 
 /* Fresh operands of shape s (free with free_operands). */

@@ -47,9 +47,8 @@ int main(int argc, char **argv)
     }
     if (reps < 1 || reps > 64) reps = 3;
     double t0 = bench_now();
-    Dataset *ds = data_fashion_mnist_create(
-        &(DataFashionMnistArgs){.root = dir,
-                                .transform = {raw ? NULL : to_tensor_normalize, NULL}});
+    Dataset *ds = data_fashion_mnist_create(&(DataFashionMnistArgs){
+        .root = dir, .transform = {raw ? NULL : to_tensor_normalize, NULL}});
     if (!ds) {
         fprintf(stderr, "bench_loader: %s\n", ct_last_error());
         return 1;

@@ -48,6 +48,16 @@ static inline bool data_apply(DataTransform tr, Tensor **t, const DataCtx *ctx)
     return *t != NULL;
 }
 
+/* A sample's class label: a 0-dim i64 CPU tensor in the open scope, the
+ * value written in place (a fill through the op dispatch was most of a
+ * sample's cost); NULL with the error recorded on failure. */
+static inline Tensor *data_label(int64_t value)
+{
+    Tensor *t = tensor_empty(0, NULL, CT_I64, ct_cpu());
+    if (t) *(int64_t *)tensor_data(t) = value;
+    return t;
+}
+
 /* data_collate_default, with the batch tensors in pinned memory when
  * `pinned` (the loader's choice for a CUDA target; ordinary CPU memory
  * without a CUDA device). */

@@ -310,10 +310,7 @@ static CtStatus idx_get(const Dataset *d, int64_t i, const DataCtx *ctx, DataSam
     if (!out->t[0] || !data_apply(x->transform, &out->t[0], ctx)) return ct_last_status();
     out->n = 1;
     if (x->labels) {
-        /* written in place: a fill through the op dispatch was most of a
-         * sample's cost */
-        out->t[1] = tensor_empty(0, NULL, CT_I64, ct_cpu());
-        if (out->t[1]) *(int64_t *)tensor_data(out->t[1]) = x->labels[i];
+        out->t[1] = data_label(x->labels[i]);
         if (!out->t[1] || !data_apply(x->target_transform, &out->t[1], ctx))
             return ct_last_status();
         out->n = 2;

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "data_internal.h"
 #include "image_internal.h"
 
 #define MAX_DEPTH 32 /* guards the recursive walk against symlink cycles */
@@ -345,7 +346,7 @@ static CtStatus folder_get(const Dataset *d, int64_t i, const DataCtx *ctx,
         if (!img) /* say which file the transform failed on */
             return ct_error_wrap(CT_OK, "%s: transform failed", f->paths[i]);
     }
-    Tensor *label = img ? tensor_scalar((double)f->labels[i], CT_I64, ct_cpu()) : NULL;
+    Tensor *label = img ? data_label(f->labels[i]) : NULL;
     if (!label) return ct_last_status();
     *out = (DataSample){.n = 2, .t = {img, label}};
     return CT_OK;

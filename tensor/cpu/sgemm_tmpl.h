@@ -83,14 +83,15 @@ static inline bool b_in_place(const CtSgemm *g, int64_t cols)
 }
 
 /* Row p of a row-major B's columns [j0, j0 + nc) into the row p of every
- * panel that is not read in place (panel jr at bp + jr * kc), zero-padded. */
-static void pack_b_row(float *bp, const CtSgemm *g, const float *src, int64_t nc,
-                       int64_t kc)
+ * panel (panel jr at bp + jr * kc), zero-padded; whole panels are skipped
+ * when they are read in place (skip_whole). */
+static void pack_b_row(float *bp, const float *src, int64_t nc, int64_t kc,
+                       bool skip_whole)
 {
     for (int64_t jr = 0; jr < nc; jr += NR, bp += NR * kc) {
         int64_t cols = min64(NR, nc - jr);
-        if (b_in_place(g, cols)) continue;
         if (cols == NR) {
+            if (skip_whole) continue;
             VSTORE(bp, VLOAD(src + jr));
             VSTORE(bp + VL, VLOAD(src + jr + VL));
             continue;
@@ -109,8 +110,9 @@ static void pack_b(float *bp, const CtSgemm *g, int64_t j0, int64_t nc, int64_t 
                    int64_t kc)
 {
     if (!g->trans_b) {
+        const bool skip_whole = b_in_place(g, NR);
         for (int64_t p = 0; p < kc; p++)
-            pack_b_row(bp + p * NR, g, g->b + (p0 + p) * g->ldb + j0, nc, kc);
+            pack_b_row(bp + p * NR, g->b + (p0 + p) * g->ldb + j0, nc, kc, skip_whole);
         return;
     }
     for (int64_t jr = 0; jr < nc; jr += NR, bp += NR * kc) {
