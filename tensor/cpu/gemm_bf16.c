@@ -8,18 +8,23 @@
 #include "isa.h"
 #include "sgemm.h"
 
-bool ct_cpu_bf16_native(void)
+CtBf16Engine ct_cpu_bf16_engine(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    return ct_cpu_avx512_native() && __builtin_cpu_supports("avx512bf16");
+    if (!ct_cpu_avx512_native() || !__builtin_cpu_supports("avx512bf16"))
+        return CT_BF16_PORTABLE;
+    const char *isa = getenv("CTRAINER_CPU_ISA");
+    if (isa && strcmp(isa, "avx512") == 0) return CT_BF16_AVX512;
+    return ct_cpu_amx_bf16() ? CT_BF16_AMX : CT_BF16_AVX512;
 #else
-    return false;
+    return CT_BF16_PORTABLE;
 #endif
 }
 
 bool ct_cpu_gemm_bf16_splits(void)
 {
-    return ct_cpu_bf16_native() || ct_cpu_sgemm_isa() != CT_SGEMM_NONE;
+    return ct_cpu_bf16_engine() != CT_BF16_PORTABLE ||
+           ct_cpu_sgemm_isa() != CT_SGEMM_NONE;
 }
 
 typedef struct Scratch {
@@ -120,10 +125,11 @@ void ct_cpu_gemm_bf16(const CtGemmBf16 *g, int nt)
         ct_cpu_gemm_bf16_naive(g); /* C = beta * C */
         return;
     }
-    if (ct_cpu_bf16_native())
-        ct_cpu_gemm_bf16_avx512(g, nt);
-    else
-        gemm_rounded(g);
+    switch (ct_cpu_bf16_engine()) {
+    case CT_BF16_AMX: ct_cpu_gemm_bf16_amx(g, nt); break;
+    case CT_BF16_AVX512: ct_cpu_gemm_bf16_avx512(g, nt); break;
+    case CT_BF16_PORTABLE: gemm_rounded(g); break;
+    }
 }
 
 void ct_cblas_sgemm_bf16(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta,

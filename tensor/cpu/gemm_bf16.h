@@ -4,11 +4,13 @@
  * operands are rounded to bf16 (to nearest even) and the products are
  * accumulated in f32; C stays f32. beta == 0 never reads C.
  *
- * Two engines with the same numerics up to the order of the f32 additions:
- * the avx512_bf16 one (VDPBF16PS, gemm_bf16_avx512.c), used when the CPU has
- * it, and a portable one that rounds the operands into f32 scratch and runs
- * sgemm. CTRAINER_CPU_ISA=baseline forces the portable one (tests compare
- * the two). */
+ * Three engines with the same numerics up to the order of the f32
+ * additions: the AMX one (TDPBF16PS, gemm_bf16_amx.c), used when the CPU
+ * has AMX-BF16 and the kernel grants the process the AMX state; the
+ * avx512_bf16 one (VDPBF16PS, gemm_bf16_avx512.c), used when the CPU has it
+ * (CTRAINER_CPU_ISA=avx512 picks it over AMX); and a portable one that
+ * rounds the operands into f32 scratch and runs sgemm
+ * (CTRAINER_CPU_ISA=baseline forces it). Tests compare them. */
 #ifndef CTRAINER_TENSOR_CPU_GEMM_BF16_H
 #define CTRAINER_TENSOR_CPU_GEMM_BF16_H
 
@@ -65,12 +67,14 @@ void ct_cblas_sgemm_bf16(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta,
                          const float *a, int lda, const float *b, int ldb, float beta,
                          float *c, int ldc);
 
-/* Whether the avx512_bf16 engine runs (the CPU has it and CTRAINER_CPU_ISA
- * does not say "baseline"). */
-bool ct_cpu_bf16_native(void);
+typedef enum CtBf16Engine { CT_BF16_PORTABLE, CT_BF16_AVX512, CT_BF16_AMX } CtBf16Engine;
+
+/* The engine ct_cpu_gemm_bf16 runs here and now: the CPU's best, or as
+ * CTRAINER_CPU_ISA says ("baseline": portable; "avx512": no AMX). */
+CtBf16Engine ct_cpu_bf16_engine(void);
 
 /* Whether every block of C comes out with the same bits as the whole
- * product: true for the native engine and for the portable one on the f32
+ * product: true for the native engines and for the portable one on the f32
  * engine; false where OpenBLAS runs it (CTRAINER_CPU_ISA=baseline). */
 bool ct_cpu_gemm_bf16_splits(void);
 
@@ -81,7 +85,8 @@ void *ct_cpu_gemm_scratch(size_t n);
 /* The unpacked product (the path of last resort). */
 void ct_cpu_gemm_bf16_naive(const CtGemmBf16 *g);
 
-/* The avx512_bf16 engine; only called when ct_cpu_bf16_native(). */
+/* The native engines; only called when ct_cpu_bf16_engine() picks them. */
 void ct_cpu_gemm_bf16_avx512(const CtGemmBf16 *g, int nt);
+void ct_cpu_gemm_bf16_amx(const CtGemmBf16 *g, int nt);
 
 #endif

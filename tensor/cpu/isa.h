@@ -9,4 +9,9 @@
  * each call (once per op). */
 bool ct_cpu_avx512_native(void);
 
+/* Whether the CPU has AMX-TILE and AMX-BF16 and the kernel grants this
+ * process the AMX register state (asked for once, on the first call; Linux
+ * 5.16 and later). Ignores CTRAINER_CPU_ISA. */
+bool ct_cpu_amx_bf16(void);
+
 #endif

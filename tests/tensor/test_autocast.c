@@ -1,6 +1,6 @@
 /* bf16 autocast: which ops run in which precision, values against f32 within
- * the documented tolerance, gradients, the native (avx512_bf16) GEMM engine
- * against the portable one (CTRAINER_CPU_ISA=baseline), bad input. */
+ * the documented tolerance, gradients, every GEMM engine the CPU runs (AMX,
+ * avx512_bf16, portable) against a reference, bad input. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -258,7 +258,7 @@ START_TEST(test_autocast_baseline_is_rounded_f32)
 {
     TU_MEM_BEGIN;
     setenv("CTRAINER_CPU_ISA", "baseline", 1);
-    ck_assert(!ct_cpu_bf16_native());
+    ck_assert(ct_cpu_bf16_engine() == CT_BF16_PORTABLE);
     for (int i = 0; i < N_CASES; i++) {
         const OpCase *c = &CASES[i];
         CtScope *s = ct_scope_open();
@@ -283,14 +283,15 @@ static float round_bf16(float x)
     return ct_bf16_to_f32(ct_f32_to_bf16(x));
 }
 
-/* The engine against a double-precision reference on rounded operands, for
- * every transpose, odd sizes, edges of the 8 x 32 tile, k past one k block,
- * alpha and beta. Run for the native engine (when the CPU has avx512_bf16)
- * and for the portable one. */
+/* The engine running now against a double-precision reference on rounded
+ * operands, for every transpose, odd sizes, edges of the avx512_bf16 8 x 32
+ * tile and of the AMX 32 x 32 block, k past one k block and not a whole
+ * number of AMX tile steps, column and row panel items, alpha and beta. */
 static void check_engine(const char *engine)
 {
-    static const int SHAPES[][3] = {{1, 1, 1},    {8, 32, 2},   {9, 33, 3}, {17, 5, 600},
-                                    {3, 70, 513}, {40, 31, 64}, {64, 96, 9}};
+    static const int SHAPES[][3] = {{1, 1, 1},    {8, 32, 2},   {9, 33, 3},
+                                    {17, 5, 600}, {3, 70, 513}, {40, 31, 64},
+                                    {64, 96, 9},  {70, 160, 40}};
     for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++)
         for (int tr = 0; tr < 4; tr++) {
             int m = SHAPES[s][0], n = SHAPES[s][1], k = SHAPES[s][2];
@@ -340,14 +341,24 @@ static void check_engine(const char *engine)
 
 START_TEST(test_gemm_engines)
 {
-    if (ct_cpu_bf16_native())
-        check_engine("avx512_bf16");
-    else
-        fprintf(stderr, "test_gemm_engines: no avx512_bf16 on this CPU, native engine "
-                        "not tested\n");
-    setenv("CTRAINER_CPU_ISA", "baseline", 1);
-    check_engine("baseline");
-    unsetenv("CTRAINER_CPU_ISA");
+    /* the CPU's best engine, then with AMX ruled out, then the portable one */
+    static const char *const ISA[] = {NULL, "avx512", "baseline"};
+    static const char *const NAME[] = {"portable", "avx512_bf16", "amx"};
+    bool tested[3] = {false};
+    for (int i = 0; i < 3; i++) {
+        if (ISA[i]) setenv("CTRAINER_CPU_ISA", ISA[i], 1);
+        CtBf16Engine e = ct_cpu_bf16_engine();
+        if (!tested[e]) check_engine(NAME[e]);
+        tested[e] = true;
+        unsetenv("CTRAINER_CPU_ISA");
+    }
+    for (int e = 0; e < 3; e++)
+        if (!tested[e])
+            fprintf(stderr,
+                    "test_gemm_engines: the %s engine does not run on this CPU, "
+                    "not tested\n",
+                    NAME[e]);
+    ck_assert(tested[CT_BF16_PORTABLE]);
 }
 END_TEST
 
