@@ -3,6 +3,8 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "tensor/internal.h"
+#include "tensor/philox.h"
 #include "testutil.h"
 
 START_TEST(test_philox_known_answers)
@@ -44,6 +46,52 @@ static double *draw_all(int threads, CtDType dt, int kind, int64_t n)
     omp_set_num_threads(2);
     return v;
 }
+
+/* Bernoulli f32 draws (dropout's masks, vectorised on the CPU) against
+ * ct_rng_block and ct_rng_value one block at a time: sizes around the
+ * 8-block vector step and a pool item, a counter whose low word wraps
+ * inside the draw, p at 0, 1 and in between, and dropout's scaled hits. */
+START_TEST(test_bernoulli_f32_blockwise)
+{
+    static const int64_t N[] = {1, 31, 32, 33, 129, 4096 * 4 + 37, 70001};
+    static const double P[][2] = {{0.3, 1}, {0.75, 4.0 / 3}, {0, 1}, {1, 1}, {0.5, 2}};
+    static const uint64_t OFFSET[] = {0, 0xfffffff3u, 12345};
+    for (size_t in = 0; in < sizeof N / sizeof N[0]; in++)
+        for (size_t ip = 0; ip < sizeof P / sizeof P[0]; ip++)
+            for (size_t io = 0; io < sizeof OFFSET / sizeof OFFSET[0]; io++) {
+                int64_t n = N[in];
+                double a = P[ip][0], b = P[ip][1];
+                CtGenerator g = {
+                    .seed = 0x9e3779b97f4a7c15u, .stream = 3 + io, .offset = OFFSET[io]};
+                CtScope *s = ct_scope_open();
+                Tensor *t;
+                if (b == 1) {
+                    t = tensor_bernoulli(&g, 1, (const int64_t[]){n}, a, CT_F32,
+                                         ct_cpu());
+                } else { /* dropout with keep probability a: mask values 1 / a */
+                    Tensor *x = tensor_ones(1, (const int64_t[]){n}, CT_F32, ct_cpu());
+                    t = tensor_dropout(x, 1 - a, true, &g);
+                    b = 1 / a;
+                }
+                ck_assert_ptr_nonnull(t);
+                ck_assert_uint_eq(g.offset, OFFSET[io] + (uint64_t)((n + 3) / 4));
+                float *got = malloc((size_t)n * sizeof *got);
+                ck_assert_int_eq(tensor_copy_to_host(t, got, CT_F32), CT_OK);
+                for (int64_t e = 0; e < n; e++) {
+                    uint32_t r[4];
+                    ct_rng_block(g.seed, g.stream, OFFSET[io], e / 4, r);
+                    float want =
+                        (float)ct_rng_value(CT_RNG_BERNOULLI, 0, a, b, r, (int)(e % 4));
+                    ck_assert_msg(got[e] == want,
+                                  "n %lld p %g offset %llu: [%lld] %g, want %g",
+                                  (long long)n, a, (unsigned long long)OFFSET[io],
+                                  (long long)e, got[e], want);
+                }
+                free(got);
+                ct_scope_close(s);
+            }
+}
+END_TEST
 
 START_TEST(test_same_numbers_for_any_thread_count)
 {
@@ -182,6 +230,7 @@ int main(void)
     TCase *tc = tcase_create("random");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_philox_known_answers);
+    tcase_add_test(tc, test_bernoulli_f32_blockwise);
     tcase_add_test(tc, test_same_numbers_for_any_thread_count);
     tcase_add_test(tc, test_distributions);
     tcase_add_test(tc, test_draws_advance_and_reproduce);
