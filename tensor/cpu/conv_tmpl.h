@@ -22,6 +22,22 @@
 #define CAT(a, b)  CAT_(a, b)
 #define FN(name)   CAT(name, SFX)
 
+/* x[0] + ... + x[n - 1] (a bias gradient's row) in 8 interleaved partial
+ * sums, which vectorise (one running sum is a chain of dependent adds),
+ * added pairwise, then the tail: a fixed order, so the same bits on any
+ * thread. */
+static inline T FN(row_sum)(const T *x, int64_t n)
+{
+    T part[8] = {0};
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8)
+        for (int q = 0; q < 8; q++) part[q] += x[e + q];
+    T acc = ((part[0] + part[4]) + (part[2] + part[6])) +
+            ((part[1] + part[5]) + (part[3] + part[7]));
+    for (; e < n; e++) acc += x[e];
+    return acc;
+}
+
 /* col: (Cg*kh*kw, OH*OW), rows ld apart, <- patches of x: (Cg, H, W); the
  * team's rows. */
 static void FN(im2col)(const CtConv2dParams *p, const T *x, T *col, int64_t ld, Team tm)
@@ -166,10 +182,7 @@ static void FN(weight_sample)(const CtConv2dParams *p, const T *gy, const T *x, 
         int64_t o0, o1;
         team_range(tm, p->o, 1, &o0, &o1);
         for (int64_t o = o0; o < o1; o++) {
-            const T *row = gy + o * ohw;
-            T acc = 0;
-            for (int64_t e = 0; e < ohw; e++) acc += row[e];
-            gb[o] += acc;
+            gb[o] += FN(row_sum)(gy + o * ohw, ohw);
         }
     }
 }
@@ -325,10 +338,7 @@ static CtStatus FN(chunk_weight)(FN(ChunkJob) * j, int64_t cnt, int nt)
         st = ct_cpu_matmul(&mm, DT, j->g, j->col, j->gw);
     }
     for (int64_t o = 0; j->gb && o < p->o; o++) {
-        const T *row = j->g + o * j->ld;
-        T acc = 0;
-        for (int64_t e = 0; e < j->ld; e++) acc += row[e];
-        j->gb[o] += acc;
+        j->gb[o] += FN(row_sum)(j->g + o * j->ld, j->ld);
     }
     return st;
 }
