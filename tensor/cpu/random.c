@@ -140,13 +140,10 @@ static void bernoulli_f32(void *ctx, int64_t item, int slot)
     int64_t b = item * RNG_ITEM_BLOCKS, b1 = b + RNG_ITEM_BLOCKS;
     b1 = b1 < j->nblocks ? b1 : j->nblocks;
 #ifdef __AVX2__
-    const float one = (float)j->p->b;
-    if (one == one) { /* a NaN value would need its own bits: left to rng_f32 */
-        const __m256i bound = _mm256_set1_epi32((int)bernoulli_bound(j->p->a));
-        const __m256 hit = _mm256_set1_ps(one);
-        for (; b + 8 <= b1 && (b + 8) * 4 <= j->n; b += 8)
-            bernoulli8(j->p, b, bound, hit, (float *)j->o + 4 * b);
-    }
+    const __m256i bound = _mm256_set1_epi32((int)bernoulli_bound(j->p->a));
+    const __m256 hit = _mm256_set1_ps((float)j->p->b);
+    for (; b + 8 <= b1 && (b + 8) * 4 <= j->n; b += 8)
+        bernoulli8(j->p, b, bound, hit, (float *)j->o + 4 * b);
 #endif
     rng_f32_blocks(j, b, b1);
 }
