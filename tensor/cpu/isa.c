@@ -26,6 +26,18 @@ bool ct_cpu_avx512_native(void)
 #endif
 }
 
+bool ct_cpu_avx2_native(void)
+{
+    const char *isa = getenv("CTRAINER_CPU_ISA");
+    if (isa && strcmp(isa, "baseline") == 0) return false;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
 #define ARCH_REQ_XCOMP_PERM 0x1023
 #define XFEATURE_XTILEDATA  18

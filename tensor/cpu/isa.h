@@ -9,6 +9,10 @@
  * each call (once per op). */
 bool ct_cpu_avx512_native(void);
 
+/* Whether the CPU has AVX2 and FMA and CTRAINER_CPU_ISA does not say
+ * "baseline". Checked at each call (once per op). */
+bool ct_cpu_avx2_native(void);
+
 /* Whether the CPU has AMX-TILE and AMX-BF16 and the kernel grants this
  * process the AMX register state (asked for once, on the first call; Linux
  * 5.16 and later). Ignores CTRAINER_CPU_ISA. */

@@ -1,21 +1,37 @@
 /* Pooling kernels (POOL2D, POOL2D_BWD), f32 and f64, parallel over the
  * N*C planes: windows overlap inside a plane, never across planes, so the
  * backward scatter needs no atomics. The common 2x2 stride-2 max pool of
- * f32 has an AVX-512 kernel (pool_avx512.c) with the same results. */
+ * f32 has AVX-512 and AVX2 kernels (pool_avx512.c, pool_avx2.c) with the
+ * same results. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../conv.h"
 #include "cpu.h"
 #include "isa.h"
+#include "pool_avx2.h"
 #include "pool_avx512.h"
 
 void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s);
 
+/* The f32 2x2 max kernel: AVX-512 where the CPU has it (CTRAINER_CPU_ISA=avx2
+ * picks AVX2 there), else AVX2. */
+static void max_2x2_f32(const float *x, int64_t w, int64_t oh, int64_t ow, float *y,
+                        int64_t *idx)
+{
+    const char *isa = getenv("CTRAINER_CPU_ISA");
+    if (ct_cpu_avx512_native() && !(isa && strcmp(isa, "avx2") == 0))
+        ct_cpu_max_pool_2x2_f32_avx512(x, w, oh, ow, y, idx);
+    else
+        ct_cpu_max_pool_2x2_f32_avx2(x, w, oh, ow, y, idx);
+}
+
 #define T   float
 #define SFX f32
 /* whether the dtype has a vector 2x2 max kernel here, and the kernel */
-#define NATIVE_2X2()                  ct_cpu_avx512_native()
-#define MAX_2X2(x, w, oh, ow, y, idx) ct_cpu_max_pool_2x2_f32_avx512(x, w, oh, ow, y, idx)
+#define NATIVE_2X2()                  ct_cpu_avx2_native()
+#define MAX_2X2(x, w, oh, ow, y, idx) max_2x2_f32(x, w, oh, ow, y, idx)
 #include "pool_tmpl.h"
 
 #define T   double
