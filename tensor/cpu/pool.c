@@ -15,30 +15,27 @@
 
 void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s);
 
-/* The f32 2x2 max kernel: AVX-512 where the CPU has it (CTRAINER_CPU_ISA=avx2
- * picks AVX2 there), else AVX2. */
-static void max_2x2_f32(const float *x, int64_t w, int64_t oh, int64_t ow, float *y,
-                        int64_t *idx)
+typedef void (*Max2x2F32)(const float *x, int64_t w, int64_t oh, int64_t ow, float *y,
+                          int64_t *idx);
+
+/* The f32 2x2 max kernel for this CPU: AVX-512 (CTRAINER_CPU_ISA=avx2 picks
+ * AVX2 there), else AVX2, else NULL (the scalar loop). */
+static Max2x2F32 max_2x2_f32(void)
 {
     const char *isa = getenv("CTRAINER_CPU_ISA");
     if (ct_cpu_avx512_native() && !(isa && strcmp(isa, "avx2") == 0))
-        ct_cpu_max_pool_2x2_f32_avx512(x, w, oh, ow, y, idx);
-    else
-        ct_cpu_max_pool_2x2_f32_avx2(x, w, oh, ow, y, idx);
+        return ct_cpu_max_pool_2x2_f32_avx512;
+    return ct_cpu_avx2_native() ? ct_cpu_max_pool_2x2_f32_avx2 : NULL;
 }
 
-#define T   float
-#define SFX f32
-/* whether the dtype has a vector 2x2 max kernel here, and the kernel */
-#define NATIVE_2X2()                  ct_cpu_avx2_native()
-#define MAX_2X2(x, w, oh, ow, y, idx) max_2x2_f32(x, w, oh, ow, y, idx)
+#define T                float
+#define SFX              f32
+#define MAX_2X2_KERNEL() max_2x2_f32()
 #include "pool_tmpl.h"
 
-#define T   double
-#define SFX f64
-/* none for f64 */
-#define NATIVE_2X2()                  false
-#define MAX_2X2(x, w, oh, ow, y, idx) (void)0
+#define T                double
+#define SFX              f64
+#define MAX_2X2_KERNEL() NULL /* none for f64 */
 #include "pool_tmpl.h"
 
 static CtStatus cpu_pool(const CtOpCall *c)

@@ -1,7 +1,8 @@
 /* Per-dtype pooling loops; included by pool.c once per dtype with T
- * (element type: float, double), SFX (name suffix: f32, f64), NATIVE_2X2()
- * and MAX_2X2(x, w, oh, ow, y, idx) (a vector max_plane_2x2, used when
- * NATIVE_2X2() is true) defined. Not a standalone header. */
+ * (element type: float, double), SFX (name suffix: f32, f64) and
+ * MAX_2X2_KERNEL() (a vector max_plane_2x2 for this CPU, of type
+ * void (*)(const T *x, int64_t w, int64_t oh, int64_t ow, T *y, int64_t *idx),
+ * or NULL) defined. Not a standalone header. */
 
 #define PT_CAT_(a, b) a##_##b
 #define PT_CAT(a, b)  PT_CAT_(a, b)
@@ -88,7 +89,9 @@ typedef struct FN(PoolJob) {
     T *y;               /* forward: y; backward: gx */
     int64_t *idx;       /* forward: argmax out, or NULL */
     const int64_t *arg; /* backward: the forward's argmax (max pooling) */
-    bool k2, native;
+    bool k2;
+    /* the vector 2x2 kernel (k2 only; chosen once per op), or NULL */
+    void (*max2x2)(const T *x, int64_t w, int64_t oh, int64_t ow, T *y, int64_t *idx);
 } FN(PoolJob);
 
 static void FN(pool_plane)(void *ctx, int64_t q, int slot)
@@ -100,8 +103,8 @@ static void FN(pool_plane)(void *ctx, int64_t q, int slot)
     const T *x = j->x + q * hw;
     T *y = j->y + q * ohw;
     int64_t *idx = j->idx ? j->idx + q * ohw : NULL;
-    if (j->native)
-        MAX_2X2(x, p->w, p->oh, p->ow, y, idx);
+    if (j->max2x2)
+        j->max2x2(x, p->w, p->oh, p->ow, y, idx);
     else if (j->k2)
         FN(max_plane_2x2)(p, x, y, idx);
     else if (p->kind == CT_POOL_MAX)
@@ -133,7 +136,7 @@ static void FN(pool)(const CtOpCall *c)
     j.k2 = p->kind == CT_POOL_MAX && p->kh == 2 && p->kw == 2 && p->sh == 2 &&
            p->sw == 2 && p->ph == 0 && p->pw == 0 && 2 * p->oh <= p->h &&
            2 * p->ow <= p->w;
-    j.native = j.k2 && NATIVE_2X2();
+    if (j.k2) j.max2x2 = MAX_2X2_KERNEL();
     ct_cpu_items(p->n * p->c, p->n * p->c * p->h * p->w, FN(pool_plane), &j);
 }
 
@@ -152,5 +155,4 @@ static void FN(pool_bwd)(const CtOpCall *c)
 /* the parameters too, so the next instantiation defines them afresh */
 #undef T
 #undef SFX
-#undef NATIVE_2X2
-#undef MAX_2X2
+#undef MAX_2X2_KERNEL
