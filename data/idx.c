@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libdeflate.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +223,50 @@ static Tensor *idx_load_zlib(const char *path, int ndim, bool channel, int64_t *
     return t;
 }
 
+/* The pages of a fresh output buffer, made present by a helper thread while
+ * the inflater fills them: otherwise each first write to a page stops the
+ * inflater for a page fault (Fashion-MNIST's train images: 11 500 faults,
+ * 200 ms of inflating become 140 ms on a 2-core Zen 3). MADV_POPULATE_WRITE
+ * maps pages without touching their contents, so it may run beside the
+ * writes; before Linux 5.14 it fails and nothing changes. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#define PREFAULT_MIN                                                                     \
+    (4u << 20) /* smaller buffers fault in less time than a thread starts */
+
+typedef struct Prefault {
+    pthread_t thread;
+    bool started;
+    void *start;
+    size_t len;
+} Prefault;
+
+static void *prefault_main(void *arg)
+{
+    const Prefault *pf = arg;
+    madvise(pf->start, pf->len, MADV_POPULATE_WRITE);
+    return NULL;
+}
+
+/* Starts populating the whole pages of [p, p + n) (nothing for small n). */
+static void prefault_start(Prefault *pf, void *p, size_t n)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1);
+    const uintptr_t b = ((uintptr_t)p + n) & ~(page - 1);
+    pf->started = false;
+    if (n < PREFAULT_MIN || b <= a) return;
+    pf->start = (void *)a;
+    pf->len = b - a;
+    pf->started = pthread_create(&pf->thread, NULL, prefault_main, pf) == 0;
+}
+
+static void prefault_join(Prefault *pf)
+{
+    if (pf->started) pthread_join(pf->thread, NULL);
+}
+
 /* The whole file, a single gzip member, inflated by libdeflate into a
  * tensor of its ISIZE bytes, then the payload viewed past the header.
  * Returns false, having recorded nothing, when that does not apply (no
@@ -243,10 +289,14 @@ static bool idx_inflate(const uint8_t *in, size_t n, const char *path, int ndim,
     CtScope *s = ct_scope_open();
     Tensor *flat = s && isize ? tensor_empty(1, &isize, CT_U8, ct_cpu()) : NULL;
     size_t used = 0, got = 0;
-    if (flat)
+    if (flat) {
+        Prefault pf;
+        prefault_start(&pf, tensor_data(flat), (size_t)isize);
         ok = libdeflate_gzip_decompress_ex(d, in, n, tensor_data(flat), (size_t)isize,
                                            &used, &got) == LIBDEFLATE_SUCCESS &&
              used == n && got == (size_t)isize;
+        prefault_join(&pf);
+    }
     libdeflate_free_decompressor(d);
     *out = NULL;
     if (ok) {

@@ -470,6 +470,34 @@ START_TEST(test_idx_gzip_paths)
 }
 END_TEST
 
+/* A gzip file of several MiB: the path whose output pages a helper thread
+ * populates while libdeflate writes them. Every byte arrives. */
+START_TEST(test_idx_gzip_large)
+{
+    TU_MEM_BEGIN;
+    make_tmpdir();
+    const uint32_t n = 6144, hw = 32 * 32; /* 6 MiB of pixels */
+    const char *img = write_idx("large.gz", true, 0x803, 3, (const uint32_t[]){n, 32, 32},
+                                (size_t)n * hw);
+    Dataset *d = data_idx_dataset_create(&(DataIdxArgs){.images = img});
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(data_dataset_len(d), n);
+    for (uint32_t i = 0; i < n; i++) {
+        CtScope *s = ct_scope_open();
+        DataSample smp;
+        ck_assert_int_eq(data_dataset_get(d, i, NULL, &smp), CT_OK);
+        const uint8_t *px = tensor_data(smp.t[0]);
+        uint32_t e = 0;
+        while (e < hw && px[e] == ((size_t)i * hw + e) % 251) e++;
+        ck_assert_msg(e == hw, "image %u byte %u: %u", i, e, px[e < hw ? e : 0]);
+        ct_scope_close(s);
+    }
+    data_dataset_free(d);
+    remove(img);
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_fashion_mnist)
 {
     if (access(DATA_FASHION_MNIST_DIR "/train-labels-idx1-ubyte.gz", R_OK)) {
@@ -515,6 +543,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_idx_plain_and_gzip);
     tcase_add_test(tc, test_idx_errors);
     tcase_add_test(tc, test_idx_gzip_paths);
+    tcase_add_test(tc, test_idx_gzip_large);
     tcase_add_test(tc, test_fashion_mnist);
     tcase_add_test(tc, test_transform_null_is_not_a_stale_error);
     suite_add_tcase(s, tc);
