@@ -128,7 +128,7 @@ Dataset *data_transformed_create(const Dataset *base, int field, DataTransform t
  * IDX files (MNIST, Fashion-MNIST, KMNIST), plain or gzip'd, are read once
  * into memory at creation. A gzip'd file of one member is mapped and
  * inflated whole by libdeflate (about twice zlib's speed; while it runs the
- * compressed file is resident beside the data), and for files of 4 MiB or
+ * compressed file is resident beside the data), and when it inflates to 4 MiB or
  * more a short-lived helper thread maps the output's pages ahead of it;
  * others go through zlib, which never holds the file twice. Only unsigned-byte (type
  * 0x08) files are accepted: images as idx3 (N, H, W), labels as idx1 (N).
