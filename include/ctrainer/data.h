@@ -128,10 +128,11 @@ Dataset *data_transformed_create(const Dataset *base, int field, DataTransform t
  * IDX files (MNIST, Fashion-MNIST, KMNIST), plain or gzip'd, are read once
  * into memory at creation. A gzip'd file of one member is mapped and
  * inflated whole by libdeflate (about twice zlib's speed; while it runs the
- * compressed file is resident beside the data), and when it inflates to 4 MiB or
- * more a short-lived helper thread maps the output's pages ahead of it;
- * others go through zlib, which never holds the file twice. Only unsigned-byte (type
- * 0x08) files are accepted: images as idx3 (N, H, W), labels as idx1 (N).
+ * compressed file is resident beside the data), and when it inflates to
+ * 4 MiB or more a short-lived helper thread maps the output's pages ahead
+ * of it; others go through zlib, which never holds the file twice. Only
+ * unsigned-byte (type 0x08) files are accepted: images as idx3 (N, H, W),
+ * labels as idx1 (N).
  * Sample i: t[0] the image, u8 (1, H, W) — channel first, ready for a
  * ToTensor-style cast — as a view into the dataset's memory; t[1] its label,
  * i64 0-d (with labels; otherwise the sample has one field).
