@@ -232,8 +232,8 @@ static Tensor *idx_load_zlib(const char *path, int ndim, bool channel, int64_t *
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-#define PREFAULT_MIN                                                                     \
-    (4u << 20) /* smaller buffers fault in less time than a thread starts */
+/* Smaller outputs fault in less time than a thread takes to start. */
+#define PREFAULT_MIN (4u << 20)
 
 typedef struct Prefault {
     pthread_t thread;
