@@ -10,7 +10,7 @@
  * avx512_bf16 one (VDPBF16PS, gemm_bf16_avx512.c), used when the CPU has it
  * (CTRAINER_CPU_ISA=avx512 picks it over AMX); and a portable one that
  * rounds the operands into f32 scratch and runs sgemm
- * (CTRAINER_CPU_ISA=baseline forces it). Tests compare them. */
+ * (CTRAINER_CPU_ISA=baseline or avx2 forces it). Tests compare them. */
 #ifndef CTRAINER_TENSOR_CPU_GEMM_BF16_H
 #define CTRAINER_TENSOR_CPU_GEMM_BF16_H
 
@@ -70,7 +70,8 @@ void ct_cblas_sgemm_bf16(enum CBLAS_ORDER order, enum CBLAS_TRANSPOSE ta,
 typedef enum CtBf16Engine { CT_BF16_PORTABLE, CT_BF16_AVX512, CT_BF16_AMX } CtBf16Engine;
 
 /* The engine ct_cpu_gemm_bf16 runs here and now: the CPU's best, or as
- * CTRAINER_CPU_ISA says ("baseline": portable; "avx512": no AMX). */
+ * CTRAINER_CPU_ISA says ("baseline" or "avx2": portable; "avx512": no
+ * AMX). */
 CtBf16Engine ct_cpu_bf16_engine(void);
 
 /* Whether every block of C comes out with the same bits as the whole

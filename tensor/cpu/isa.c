@@ -16,7 +16,7 @@
 bool ct_cpu_avx512_native(void)
 {
     const char *isa = getenv("CTRAINER_CPU_ISA");
-    if (isa && strcmp(isa, "baseline") == 0) return false;
+    if (isa && (strcmp(isa, "baseline") == 0 || strcmp(isa, "avx2") == 0)) return false;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -4,9 +4,9 @@
 
 #include <stdbool.h>
 
-/* Whether the CPU has AVX-512 F/BW/VL/DQ and CTRAINER_CPU_ISA does not say
- * "baseline" (which forces the portable kernels, for tests). Checked at
- * each call (once per op). */
+/* Whether the CPU has AVX-512 F/BW/VL/DQ and CTRAINER_CPU_ISA says neither
+ * "baseline" (which forces the portable kernels, for tests) nor "avx2"
+ * (which caps the kernels at AVX2). Checked at each call (once per op). */
 bool ct_cpu_avx512_native(void);
 
 /* Whether the CPU has AVX2 and FMA and CTRAINER_CPU_ISA does not say

@@ -4,8 +4,6 @@
  * f32 has AVX-512 and AVX2 kernels (pool_avx512.c, pool_avx2.c) with the
  * same results. */
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "../conv.h"
 #include "cpu.h"
@@ -18,13 +16,11 @@ void ct_cpu_register_pool(CtKernelFn *k, CtSupportsFn *s);
 typedef void (*Max2x2F32)(const float *x, int64_t w, int64_t oh, int64_t ow, float *y,
                           int64_t *idx);
 
-/* The f32 2x2 max kernel for this CPU: AVX-512 (CTRAINER_CPU_ISA=avx2 picks
- * AVX2 there), else AVX2, else NULL (the scalar loop). */
+/* The f32 2x2 max kernel for this CPU and CTRAINER_CPU_ISA (isa.h):
+ * AVX-512, else AVX2, else NULL (the scalar loop). */
 static Max2x2F32 max_2x2_f32(void)
 {
-    const char *isa = getenv("CTRAINER_CPU_ISA");
-    if (ct_cpu_avx512_native() && !(isa && strcmp(isa, "avx2") == 0))
-        return ct_cpu_max_pool_2x2_f32_avx512;
+    if (ct_cpu_avx512_native()) return ct_cpu_max_pool_2x2_f32_avx512;
     return ct_cpu_avx2_native() ? ct_cpu_max_pool_2x2_f32_avx2 : NULL;
 }
 
