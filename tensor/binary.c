@@ -95,11 +95,38 @@ static CtStatus run_binary(CtBinaryKind kind, Tensor *out, const Tensor *a,
 }
 
 static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
+                      CtBackwardFn bw);
+
+typedef struct BinaryArgs {
+    const char *op;
+    CtBinaryKind kind;
+    CtBackwardFn bw;
+} BinaryArgs;
+
+static Tensor *binary_again(Tensor **ops, const void *arg)
+{
+    const BinaryArgs *ba = arg;
+    return binary(ba->op, ba->kind, ops[0], ops[1], ba->bw);
+}
+
+/* One operand f32 and the other bf16 or f16 (as autocast's convolutions
+ * leave them on CUDA): the op promotes to f32, as PyTorch's does. */
+static bool promotes_to_f32(const Tensor *a, const Tensor *b)
+{
+    CtDType x = a->dtype, y = b->dtype;
+    if (x == CT_F32) x = y, y = CT_F32;
+    return y == CT_F32 && (x == CT_BF16 || x == CT_F16);
+}
+
+static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
                       CtBackwardFn bw)
 {
-    if (!ct_check_inputs(op, 2, (const Tensor *[]){a, b}) ||
-        !ct_check_same_dtype(op, a, b))
-        return NULL;
+    if (!ct_check_inputs(op, 2, (const Tensor *[]){a, b})) return NULL;
+    if (promotes_to_f32(a, b)) {
+        BinaryArgs ba = {op, kind, bw};
+        return ct_autocast_call(2, (Tensor *[]){a, b}, CT_F32, binary_again, &ba);
+    }
+    if (!ct_check_same_dtype(op, a, b)) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int nd = ct_broadcast_shape(op, a, b, shape);
     if (nd < 0) return NULL;

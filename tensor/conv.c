@@ -136,10 +136,20 @@ static bool conv_params(const Tensor *x, const Tensor *w, const Tensor *b,
     return ct_autocast_pick(OP, x, &p->autocast);
 }
 
+static Tensor *conv_again(Tensor **ops, const void *args)
+{
+    return tensor_conv2d(ops[0], ops[1], ops[2], (const CtConv2dArgs *)args);
+}
+
 Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args)
 {
     int nin = b ? 3 : 2;
     if (!ct_check_inputs(OP, nin, (const Tensor *[]){x, w, b})) return NULL;
+    CtDType low;
+    Tensor *ops[3] = {x, w, b};
+    /* on CUDA: the operands cast to the low dtype, which the output keeps */
+    if (ct_autocast_low_activations(x, &low) && ct_autocast_needs_cast(3, ops, low))
+        return ct_autocast_call(3, ops, low, conv_again, args);
     CtConv2dParams p;
     if (!conv_params(x, w, b, args, &p)) return NULL;
     Tensor *xc = ct_contiguous_ref(x), *wc = ct_contiguous_ref(w);

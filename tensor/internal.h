@@ -120,6 +120,23 @@ static inline float ct_bf16_widen(uint16_t x)
  * x in: the autocast dtype for an f32 x inside a region, else CT_F32 (its
  * own). Records an error and returns false for f16 on a CPU tensor. */
 bool ct_autocast_pick(const char *op, const Tensor *x, CtDType *dtype);
+/* Whether conv2d on x keeps activations in the low dtype: inside a bf16/f16
+ * region (its dtype in *low) with x on a CUDA device, conv2d casts its
+ * f32 operands to *low (differentiable casts) and returns *low, and batch
+ * norm, pooling, activations and adds then run on that dtype, as PyTorch's
+ * CUDA autocast does. On the CPU activations stay f32 (ct_autocast_pick). */
+bool ct_autocast_low_activations(const Tensor *x, CtDType *low);
+/* Whether t is a bf16 or f16 tensor inside an autocast region: softmax,
+ * log_softmax and the cross-entropy losses widen it to f32, and linear and
+ * matmul (ct_autocast_call) when the other operand is f32. */
+bool ct_autocast_widens(const Tensor *t);
+/* Whether any non-NULL ts[i] has dtype f32, bf16 or f16 other than dt. */
+bool ct_autocast_needs_cast(int n, Tensor *const *ts, CtDType dt);
+/* fn(ops, arg) with each of those operands replaced by tensor_cast(ops[i],
+ * dt) (differentiable): the op run again on cast operands. Returns fn's
+ * result, owned as an op's result is; NULL on failure (error recorded). */
+Tensor *ct_autocast_call(int n, Tensor **ops, CtDType dt,
+                         Tensor *(*fn)(Tensor **ops, const void *arg), const void *arg);
 
 void ct_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 int64_t ct_shape_numel(int ndim, const int64_t *shape);

@@ -139,11 +139,21 @@ static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const 
     return st;
 }
 
+static Tensor *linear_again(Tensor **ops, const void *unused)
+{
+    (void)unused;
+    return tensor_linear(ops[0], ops[1], ops[2]);
+}
+
 Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
 {
     const char *op = "linear";
-    if (!ct_check_inputs(op, b ? 3 : 2, (const Tensor *[]){x, w, b}) ||
-        !ct_check_float(op, x) || !ct_check_same_dtype(op, x, w) ||
+    if (!ct_check_inputs(op, b ? 3 : 2, (const Tensor *[]){x, w, b})) return NULL;
+    /* a bf16/f16 input (a CUDA convolution's output) to f32 weights is
+     * widened first */
+    if (ct_autocast_widens(x) && w->dtype == CT_F32)
+        return ct_autocast_call(3, (Tensor *[]){x, w, b}, CT_F32, linear_again, NULL);
+    if (!ct_check_float(op, x) || !ct_check_same_dtype(op, x, w) ||
         (b && !ct_check_same_dtype(op, x, b)) || !ct_check_ndim(op, w, 2, 2))
         return NULL;
     CtDType autocast;

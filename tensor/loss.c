@@ -134,7 +134,9 @@ static Tensor *ce_op(const char *op, Tensor *logits, Tensor *target,
     if (!check_ce_args(op, logits, target, a)) return NULL;
     CtScope *sc = ct_scope_open();
     if (!sc) return NULL;
-    Tensor *r = tensor_retain(ce_body(op, logits, target, a, log_input));
+    /* autocast runs losses in f32: bf16/f16 logits are widened */
+    if (ct_autocast_widens(logits)) logits = tensor_cast(logits, CT_F32);
+    Tensor *r = logits ? tensor_retain(ce_body(op, logits, target, a, log_input)) : NULL;
     ct_scope_close(sc);
     return r ? ct_scope_adopt(r) : NULL;
 }

@@ -243,12 +243,21 @@ static CtStatus matmul_backward(CtNode *nd, Tensor *g, Tensor **gin)
 
 /* ---------------------------------------------------------------- op */
 
+static Tensor *matmul_again(Tensor **ops, const void *unused)
+{
+    (void)unused;
+    return tensor_matmul(ops[0], ops[1]);
+}
+
 Tensor *tensor_matmul(Tensor *a, Tensor *b)
 {
     const char *op = "matmul";
-    if (!ct_check_inputs(op, 2, (const Tensor *[]){a, b}) ||
-        !ct_check_same_dtype(op, a, b))
-        return NULL;
+    if (!ct_check_inputs(op, 2, (const Tensor *[]){a, b})) return NULL;
+    /* a bf16/f16 operand (a CUDA convolution's output) with an f32 one is
+     * widened first */
+    if (a->dtype != b->dtype && (ct_autocast_widens(a) || ct_autocast_widens(b)))
+        return ct_autocast_call(2, (Tensor *[]){a, b}, CT_F32, matmul_again, NULL);
+    if (!ct_check_same_dtype(op, a, b)) return NULL;
     CtDType autocast;
     if (!ct_autocast_pick(op, a, &autocast)) return NULL;
     char d1[96], d2[96];

@@ -4,12 +4,21 @@
 
 #include "norm.h"
 
-/* A (C) parameter of batch norm: given or NULL, x's dtype, shape (C). */
+/* A (C) parameter of batch norm: given or NULL, of dtype
+ * ct_bn_param_dtype(x), shape (C). */
 static bool check_channel_vec(const char *op, const char *what, const Tensor *t,
                               const Tensor *x)
 {
     if (!t) return true;
-    if (!ct_check_same_dtype(op, x, t)) return false;
+    CtDType want = ct_bn_param_dtype(x->dtype);
+    if (want == x->dtype && !ct_check_same_dtype(op, x, t)) return false;
+    if (t->dtype != want) {
+        char d1[96], d2[96];
+        ct_error(CT_ERR_DTYPE, "%s: %s is %s, but input %s needs %s parameters", op, what,
+                 tensor_describe(t, d1, sizeof d1), tensor_describe(x, d2, sizeof d2),
+                 ct_dtype_name(want));
+        return false;
+    }
     if (t->ndim == 1 && t->shape[0] == x->shape[1]) return true;
     char d1[96], d2[96];
     ct_error(CT_ERR_SHAPE, "%s: %s is %s, expected [%lld] (the channels of input %s)", op,
@@ -31,16 +40,16 @@ static bool check_devices(const char *op, int n, Tensor *const *ts)
 /* ------------------------------------------------------------ batch norm */
 
 /* Runs a fused normalisation forward: out0 = y, out1 = (2, nstats) saved
- * statistics (mean and inverse std), out2/out3 = running stats updated in
- * place (batch norm); in = x, weight, bias made contiguous. Records the node
- * with the params block and the statistics. */
+ * statistics (mean and inverse std) of dtype sdt, out2/out3 = running stats
+ * updated in place (batch norm); in = x, weight, bias made contiguous.
+ * Records the node with the params block and the statistics. */
 static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
                         Tensor *weight, Tensor *bias, Tensor *rmean, Tensor *rvar,
-                        int64_t nstats, const void *params, size_t psize)
+                        int64_t nstats, CtDType sdt, const void *params, size_t psize)
 {
     Tensor *xc = ct_contiguous_ref(x), *wc = ct_contiguous_ref(weight),
            *bc = ct_contiguous_ref(bias);
-    Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, nstats}, x->dtype,
+    Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, nstats}, sdt,
                                              x->storage->device);
     Tensor *y =
         xc && (wc || !weight) && (bc || !bias) && stats ? tensor_empty_like(x) : NULL;
@@ -131,7 +140,8 @@ Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
         return NULL;
     }
     return run_norm(op, CT_OP_BATCH_NORM, batch_norm_backward, x, weight, bias,
-                    running_mean, running_var, p.c, &p, sizeof p);
+                    running_mean, running_var, p.c, ct_bn_param_dtype(x->dtype), &p,
+                    sizeof p);
 }
 
 /* ------------------------------------------------------------ layer norm */
@@ -176,5 +186,5 @@ Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, do
                            .d = ct_shape_numel(nnorm, x->shape + (x->ndim - nnorm)),
                            .eps = eps};
     return run_norm(op, CT_OP_LAYER_NORM, layer_norm_backward, x, weight, bias, NULL,
-                    NULL, p.rows, &p, sizeof p);
+                    NULL, p.rows, x->dtype, &p, sizeof p);
 }

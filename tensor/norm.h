@@ -2,8 +2,11 @@
  * layer norm), shared by the front-end (tensor/norm.c) and the backends.
  *
  * Every operand of these kernels is contiguous (the front-end makes it so),
- * and all float operands share one dtype (f32 or f64). Statistics are kept
- * in that dtype; kernels accumulate in double.
+ * and all float operands share one dtype (f32 or f64), except that batch
+ * norm's data (x, y, gout, dx) may be bf16 or f16 with f32 parameters and
+ * statistics (ct_bn_param_dtype), which only backends that say so support
+ * (CUDA). Statistics are kept in the parameters' dtype; kernels accumulate
+ * in double.
  */
 #ifndef CTRAINER_TENSOR_NORM_H
 #define CTRAINER_TENSOR_NORM_H
@@ -13,6 +16,13 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The dtype of batch norm's weight, bias and statistics for data of dtype
+ * dt: f32 for bf16 and f16 data (as autocast produces it), dt otherwise. */
+static inline CtDType ct_bn_param_dtype(CtDType dt)
+{
+    return dt == CT_BF16 || dt == CT_F16 ? CT_F32 : dt;
+}
 
 /* CT_OP_BATCH_NORM. x is viewed as (n, c, inner).
  *   in:  [0] x, [1] weight (c) or NULL, [2] bias (c) or NULL

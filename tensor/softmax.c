@@ -40,7 +40,9 @@ static Tensor *softmax_op(const char *op, Tensor *t, int dim, bool log_out)
     softmax_geometry(t, d, &p);
     CtScope *sc = ct_scope_open();
     if (!sc) return NULL;
-    Tensor *x = tensor_contiguous(t);
+    /* autocast runs softmax in f32: a bf16/f16 input is widened */
+    if (ct_autocast_widens(t)) t = tensor_cast(t, CT_F32);
+    Tensor *x = t ? tensor_contiguous(t) : NULL;
     Tensor *y = x ? ct_tensor_new(t->ndim, t->shape, t->dtype, t->storage->device) : NULL;
     if (y) {
         CtOpCall c = {.op = CT_OP_SOFTMAX, .out = {y}, .in = {x}, .params = &p};

@@ -277,9 +277,13 @@ bool ct_cudnn_benchmark(void);
  * compute in the low precision: their operands are rounded to it (to
  * nearest even), products are accumulated in f32, and the result is f32
  * (PyTorch returns the low dtype; f32 keeps every other op, and the
- * accuracy, where PyTorch's f32 op list puts it anyway). Every other op
- * (softmax, log_softmax, losses, norms, reductions, exp/log/pow,
- * elementwise) runs in its inputs' dtype, so in f32. Their backward runs in
+ * accuracy, where PyTorch's f32 op list puts it anyway). On CUDA, conv2d
+ * returns the low dtype instead (its operands cast to it), and batch norm,
+ * pooling, activations and adds then run on it, as in PyTorch; linear and
+ * matmul widen a low-dtype input next to f32 weights, and softmax,
+ * log_softmax and the cross-entropy losses widen theirs, so logits and
+ * losses are f32. Every other op (norms, reductions, exp/log/pow,
+ * elementwise) runs in its inputs' dtype. Their backward runs in
  * the same precision whether or not the region is still open, and the
  * gradients of f32 inputs are f32: parameters, gradients and optimizer
  * state are never converted. bf16 runs on the CPU (avx512_bf16 kernels
@@ -394,7 +398,9 @@ uint64_t ct_host_sync_count(void);
 
 /* ------------------------------------------------------------ elementwise */
 /* Binary ops broadcast as in NumPy/PyTorch; both inputs must have the same
- * dtype and device. Results are contiguous. */
+ * dtype and device, except that an f32 input with a bf16 or f16 one (what
+ * autocast's convolutions return on CUDA) promotes the other to f32, as
+ * PyTorch does. Results are contiguous. */
 
 Tensor *tensor_add(Tensor *a, Tensor *b);
 Tensor *tensor_sub(Tensor *a, Tensor *b);

@@ -1,4 +1,7 @@
-/* BATCH_NORM and BATCH_NORM_BWD on CUDA, f32 and f64 (tensor/norm.h).
+/* BATCH_NORM and BATCH_NORM_BWD on CUDA (tensor/norm.h): data (x, y, dy,
+ * dx) in f32, f64, bf16 or f16; weight, bias and statistics in the data's
+ * dtype, or f32 for bf16 and f16 data (ct_bn_param_dtype), as cuDNN
+ * takes them.
  *
  * Training mode runs cuDNN's spatial batch norm (legacy API, as conv.cu
  * says why; descriptors from dnn_desc.h): its saved mean and inverse
@@ -11,32 +14,36 @@
 #include "common.cuh"
 #include "dnn_desc.h"
 
-template <typename T>
-__global__ void eval_stats_kernel(int64_t C, double eps, const T *rm, const T *rv,
-                                  T *stats)
+template <typename P>
+__global__ void eval_stats_kernel(int64_t C, double eps, const P *rm, const P *rv,
+                                  P *stats)
 {
-    ct_bn_eval_stats_body<T>(ct_cuda_thread(), C, eps, rm, rv, stats);
+    ct_bn_eval_stats_body<P>(ct_cuda_thread(), C, eps, rm, rv, stats);
 }
 
-template <typename T>
-__global__ void eval_fwd_kernel(int64_t N, int64_t C, int64_t K, const T *x, const T *w,
-                                const T *b, const T *stats, T *y)
+/* S: DT's storage type; P: the parameters' type (bnorm_body.h). */
+template <int DT, typename S = typename CtHdType<DT>::S,
+          typename P = typename CtHdType<DT>::C>
+__global__ void eval_fwd_kernel(int64_t N, int64_t C, int64_t K, const S *x, const P *w,
+                                const P *b, const P *stats, S *y)
 {
-    ct_bn_eval_fwd_body<T>(ct_cuda_thread(), N, C, K, x, w, b, stats, y);
+    ct_bn_eval_fwd_body<DT>(ct_cuda_thread(), N, C, K, x, w, b, stats, y);
 }
 
-template <typename T>
-__global__ void eval_dx_kernel(int64_t N, int64_t C, int64_t K, const T *g, const T *x,
-                               const T *w, const T *stats, T *dx)
+template <int DT, typename S = typename CtHdType<DT>::S,
+          typename P = typename CtHdType<DT>::C>
+__global__ void eval_dx_kernel(int64_t N, int64_t C, int64_t K, const S *g, const S *x,
+                               const P *w, const P *stats, S *dx)
 {
-    ct_bn_eval_dx_body<T>(ct_cuda_thread(), N, C, K, g, x, w, stats, dx);
+    ct_bn_eval_dx_body<DT>(ct_cuda_thread(), N, C, K, g, x, w, stats, dx);
 }
 
-template <typename T>
-__global__ void eval_dparams_kernel(int64_t N, int64_t C, int64_t K, const T *g,
-                                    const T *x, const T *stats, T *dw, T *db)
+template <int DT, typename S = typename CtHdType<DT>::S,
+          typename P = typename CtHdType<DT>::C>
+__global__ void eval_dparams_kernel(int64_t N, int64_t C, int64_t K, const S *g,
+                                    const S *x, const P *stats, P *dw, P *db)
 {
-    ct_bn_eval_dparams_body<T>(ct_cuda_thread(), N, C, K, g, x, stats, dw, db);
+    ct_bn_eval_dparams_body<DT>(ct_cuda_thread(), N, C, K, g, x, stats, dw, db);
 }
 
 static const void *cptr(const Tensor *t)
@@ -49,40 +56,44 @@ static void *mptr(Tensor *t)
     return t ? ct_ptr(t) : NULL;
 }
 
-template <typename T> static CtStatus eval_forward(const CtOpCall *call, CtCudaCtx *c)
+template <int DT> static CtStatus eval_forward(const CtOpCall *call, CtCudaCtx *c)
 {
+    typedef typename CtHdType<DT>::S S;
+    typedef typename CtHdType<DT>::C P;
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
-    T *stats = (T *)ct_ptr(call->out[1]);
-    eval_stats_kernel<T><<<ct_cuda_blocks(p->c), CT_CUDA_THREADS, 0, c->stream>>>(
-        p->c, p->eps, (const T *)cptr(call->out[2]), (const T *)cptr(call->out[3]),
+    P *stats = (P *)ct_ptr(call->out[1]);
+    eval_stats_kernel<P><<<ct_cuda_blocks(p->c), CT_CUDA_THREADS, 0, c->stream>>>(
+        p->c, p->eps, (const P *)cptr(call->out[2]), (const P *)cptr(call->out[3]),
         stats);
     CT_CUDA_CHECK_LAUNCH("eval_stats_kernel", c->stream);
     int64_t n = p->n * p->c * p->inner;
     if (n == 0) return CT_OK;
-    eval_fwd_kernel<T><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
-        p->n, p->c, p->inner, (const T *)ct_ptr(call->in[0]),
-        (const T *)cptr(call->in[1]), (const T *)cptr(call->in[2]), stats,
-        (T *)ct_ptr(call->out[0]));
+    eval_fwd_kernel<DT><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
+        p->n, p->c, p->inner, (const S *)ct_ptr(call->in[0]),
+        (const P *)cptr(call->in[1]), (const P *)cptr(call->in[2]), stats,
+        (S *)ct_ptr(call->out[0]));
     CT_CUDA_CHECK_LAUNCH("eval_fwd_kernel", c->stream);
     return CT_OK;
 }
 
-template <typename T> static CtStatus eval_backward(const CtOpCall *call, CtCudaCtx *c)
+template <int DT> static CtStatus eval_backward(const CtOpCall *call, CtCudaCtx *c)
 {
+    typedef typename CtHdType<DT>::S S;
+    typedef typename CtHdType<DT>::C P;
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
-    const T *g = (const T *)ct_ptr(call->in[0]), *x = (const T *)ct_ptr(call->in[1]);
-    const T *stats = (const T *)ct_ptr(call->in[3]);
+    const S *g = (const S *)ct_ptr(call->in[0]), *x = (const S *)ct_ptr(call->in[1]);
+    const P *stats = (const P *)ct_ptr(call->in[3]);
     int64_t n = p->n * p->c * p->inner;
     if (call->out[0] && n > 0) {
-        eval_dx_kernel<T><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
-            p->n, p->c, p->inner, g, x, (const T *)cptr(call->in[2]), stats,
-            (T *)ct_ptr(call->out[0]));
+        eval_dx_kernel<DT><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
+            p->n, p->c, p->inner, g, x, (const P *)cptr(call->in[2]), stats,
+            (S *)ct_ptr(call->out[0]));
         CT_CUDA_CHECK_LAUNCH("eval_dx_kernel", c->stream);
     }
     if (!call->out[1] && !call->out[2]) return CT_OK;
-    eval_dparams_kernel<T><<<ct_cuda_blocks(p->c), CT_CUDA_THREADS, 0, c->stream>>>(
-        p->n, p->c, p->inner, g, x, stats, (T *)mptr(call->out[1]),
-        (T *)mptr(call->out[2]));
+    eval_dparams_kernel<DT><<<ct_cuda_blocks(p->c), CT_CUDA_THREADS, 0, c->stream>>>(
+        p->n, p->c, p->inner, g, x, stats, (P *)mptr(call->out[1]),
+        (P *)mptr(call->out[2]));
     CT_CUDA_CHECK_LAUNCH("eval_dparams_kernel", c->stream);
     return CT_OK;
 }
@@ -93,7 +104,7 @@ typedef struct BnCall {
     CtDnnBatchNorm d;
     cudnnHandle_t h;
     cudnnTensorDescriptor_t x, param;
-    void *scratch; /* 4 c elements: ones, zeros, spare dscale, spare dbias */
+    void *scratch; /* 4 c parameters: ones, zeros, spare dscale, spare dbias */
     size_t scratch_bytes;
 } BnCall;
 
@@ -109,32 +120,44 @@ static void bn_destroy(const CtBackend *be, BnCall *k)
 static CtStatus bn_build(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
 {
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
-    CtDType dt = call->in[0]->dtype;
-    CT_RETURN_IF_ERROR(ct_dnn_batch_norm(p, dt, &k->d));
+    CT_RETURN_IF_ERROR(ct_dnn_batch_norm(p, call->in[0]->dtype, &k->d));
+    CtDType pdt = k->d.param_dtype;
     CT_RETURN_IF_ERROR(ct_cuda_dnn(c, &k->h));
-    CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&k->d.x, dt, &k->x));
-    CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&k->d.param, dt, &k->param));
-    size_t row = (size_t)p->c * ct_dtype_size(dt);
+    CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&k->d.x, k->d.dtype, &k->x));
+    CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&k->d.param, pdt, &k->param));
+    size_t row = (size_t)p->c * ct_dtype_size(pdt);
     k->scratch_bytes = 4 * row;
     CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, k->scratch_bytes, &k->scratch));
-    CT_CUDNN_CHECK(cudnnSetTensor(k->h, k->param, k->scratch, ct_dnn_one(dt)));
+    CT_CUDNN_CHECK(cudnnSetTensor(k->h, k->param, k->scratch, ct_dnn_one(pdt)));
     CT_CUDA_CHECK(cudaMemsetAsync((char *)k->scratch + row, 0, row, c->stream));
     return CT_OK;
+}
+
+/* cuDNN's status for a training call, or CT_BN_LOW_REJECTED when cuDNN
+ * turned down bf16/f16 data (which the caller then runs widened). */
+#define CT_BN_LOW_REJECTED ((CtStatus)-1)
+static CtStatus bn_status(const BnCall *k, cudnnStatus_t st)
+{
+    if (k->d.dtype != k->d.param_dtype &&
+        (st == CUDNN_STATUS_NOT_SUPPORTED || st == CUDNN_STATUS_BAD_PARAM))
+        return CT_BN_LOW_REJECTED;
+    return CT_CUDNN_STATUS(st);
 }
 
 static CtStatus train_forward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
 {
     CT_RETURN_IF_ERROR(bn_build(call, c, k));
+    /* alpha and beta: double for f64 data, float otherwise */
     const void *one = ct_dnn_one(k->d.dtype), *zero = ct_dnn_zero(k->d.dtype);
     char *stats = (char *)ct_ptr(call->out[1]);
-    size_t row = (size_t)k->d.param.dims[1] * ct_dtype_size(k->d.dtype);
+    size_t row = (size_t)k->d.param.dims[1] * ct_dtype_size(k->d.param_dtype);
     const void *w = call->in[1] ? ct_ptr(call->in[1]) : k->scratch;
     const void *b = call->in[2] ? ct_ptr(call->in[2]) : (char *)k->scratch + row;
-    CT_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-        k->h, CUDNN_BATCHNORM_SPATIAL, one, zero, k->x, ct_ptr(call->in[0]), k->x,
-        ct_ptr(call->out[0]), k->param, w, b, k->d.factor, mptr(call->out[2]),
-        mptr(call->out[3]), k->d.eps, stats, stats + row));
-    return CT_OK;
+    return bn_status(k, cudnnBatchNormalizationForwardTraining(
+                            k->h, CUDNN_BATCHNORM_SPATIAL, one, zero, k->x,
+                            ct_ptr(call->in[0]), k->x, ct_ptr(call->out[0]), k->param, w,
+                            b, k->d.factor, mptr(call->out[2]), mptr(call->out[3]),
+                            k->d.eps, stats, stats + row));
 }
 
 static CtStatus train_backward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
@@ -142,7 +165,7 @@ static CtStatus train_backward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
     CT_RETURN_IF_ERROR(bn_build(call, c, k));
     const void *one = ct_dnn_one(k->d.dtype), *zero = ct_dnn_zero(k->d.dtype);
     const char *stats = (const char *)ct_ptr(call->in[3]);
-    size_t row = (size_t)k->d.param.dims[1] * ct_dtype_size(k->d.dtype);
+    size_t row = (size_t)k->d.param.dims[1] * ct_dtype_size(k->d.param_dtype);
     /* cuDNN always writes dx, dscale and dbias: missing ones go to scratch
      * (a whole x for dx, when only the parameters need gradients) */
     char *spare = (char *)k->scratch + 2 * row;
@@ -153,12 +176,48 @@ static CtStatus train_backward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
         call->out[0] ? 0 : (size_t)tensor_numel(call->in[1]) * ct_dtype_size(k->d.dtype);
     void *dx = mptr(call->out[0]);
     if (!dx) CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, dx_bytes, &dx));
-    CtStatus st = CT_CUDNN_STATUS(cudnnBatchNormalizationBackward(
-        k->h, CUDNN_BATCHNORM_SPATIAL, one, zero, one, zero, k->x, ct_ptr(call->in[1]),
-        k->x, ct_ptr(call->in[0]), k->x, dx, k->param, w, dw, db, k->d.eps, stats,
-        stats + row));
+    CtStatus st =
+        bn_status(k, cudnnBatchNormalizationBackward(
+                         k->h, CUDNN_BATCHNORM_SPATIAL, one, zero, one, zero, k->x,
+                         ct_ptr(call->in[1]), k->x, ct_ptr(call->in[0]), k->x, dx,
+                         k->param, w, dw, db, k->d.eps, stats, stats + row));
     if (dx_bytes) ct_cuda_scratch_free(call->backend, dx, dx_bytes);
     return st;
+}
+
+/* Set once cuDNN has turned down bf16/f16 batch norm: later calls go
+ * straight to the widened run. */
+static bool low_rejected;
+
+/* A training call through cuDNN (`body`), falling back, for bf16/f16 data
+ * cuDNN turns down, to the data widened to f32 around the same call. */
+static CtStatus train_call(const CtOpCall *call, CtCudaCtx *c,
+                           CtStatus (*body)(const CtOpCall *, CtCudaCtx *, BnCall *))
+{
+    CtDType dt = call->in[0]->dtype;
+    bool low = dt == CT_BF16 || dt == CT_F16;
+    CtStatus st = CT_BN_LOW_REJECTED;
+    if (!low || !__atomic_load_n(&low_rejected, __ATOMIC_RELAXED)) {
+        BnCall k = {};
+        st = body(call, c, &k);
+        bn_destroy(call->backend, &k);
+    }
+    if (st != CT_BN_LOW_REJECTED) return st;
+    __atomic_store_n(&low_rejected, true, __ATOMIC_RELAXED);
+    struct Widened {
+        CtCudaCtx *c;
+        CtStatus (*body)(const CtOpCall *, CtCudaCtx *, BnCall *);
+    } a = {c, body};
+    return ct_cuda_run_as(
+        call, dt, CT_F32,
+        [](const CtOpCall *wide, void *arg) {
+            const Widened *w = (const Widened *)arg;
+            BnCall k = {};
+            CtStatus s = w->body(wide, w->c, &k);
+            bn_destroy(wide->backend, &k);
+            return s;
+        },
+        &a);
 }
 
 static CtStatus bn_forward(const CtOpCall *call)
@@ -166,13 +225,13 @@ static CtStatus bn_forward(const CtOpCall *call)
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    if (!p->training)
-        return call->in[0]->dtype == CT_F64 ? eval_forward<double>(call, c)
-                                            : eval_forward<float>(call, c);
-    BnCall k = {};
-    CtStatus st = train_forward(call, c, &k);
-    bn_destroy(call->backend, &k);
-    return st;
+    if (p->training) return train_call(call, c, train_forward);
+    switch (call->in[0]->dtype) {
+    case CT_F64: return eval_forward<CT_F64>(call, c);
+    case CT_BF16: return eval_forward<CT_BF16>(call, c);
+    case CT_F16: return eval_forward<CT_F16>(call, c);
+    default: return eval_forward<CT_F32>(call, c);
+    }
 }
 
 static CtStatus bn_backward(const CtOpCall *call)
@@ -180,29 +239,35 @@ static CtStatus bn_backward(const CtOpCall *call)
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    if (!p->training)
-        return call->in[0]->dtype == CT_F64 ? eval_backward<double>(call, c)
-                                            : eval_backward<float>(call, c);
-    BnCall k = {};
-    CtStatus st = train_backward(call, c, &k);
-    bn_destroy(call->backend, &k);
-    return st;
+    if (p->training) return train_call(call, c, train_backward);
+    switch (call->in[0]->dtype) {
+    case CT_F64: return eval_backward<CT_F64>(call, c);
+    case CT_BF16: return eval_backward<CT_BF16>(call, c);
+    case CT_F16: return eval_backward<CT_F16>(call, c);
+    default: return eval_backward<CT_F32>(call, c);
+    }
 }
 
-/* f32 or f64 operands, all contiguous. Training needs more than one value
- * per channel (n · inner > 1, as the front-end checks) and a channel. */
+/* All operands contiguous; data (forward: x, y; backward: gout, x, dx) of
+ * one dtype among f32, f64, bf16 and f16, the rest of the parameter dtype
+ * (ct_bn_param_dtype). Training needs more than one value per channel
+ * (n · inner > 1, as the front-end checks) and a channel. */
 static bool bn_supports(const CtOpCall *call)
 {
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
     CtDType dt = call->in[0]->dtype;
-    if (dt != CT_F32 && dt != CT_F64) return false;
-    for (int i = 0; i < CT_CALL_MAX_IN; i++)
-        if (call->in[i] &&
-            (call->in[i]->dtype != dt || !tensor_is_contiguous(call->in[i])))
+    if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
+    CtDType pdt = ct_bn_param_dtype(dt);
+    bool bwd = call->op == CT_OP_BATCH_NORM_BWD;
+    for (int i = 0; i < CT_CALL_MAX_IN; i++) {
+        bool data = i == 0 || (bwd && i == 1);
+        if (call->in[i] && (call->in[i]->dtype != (data ? dt : pdt) ||
+                            !tensor_is_contiguous(call->in[i])))
             return false;
+    }
     for (int i = 0; i < CT_CALL_MAX_OUT; i++)
-        if (call->out[i] &&
-            (call->out[i]->dtype != dt || !tensor_is_contiguous(call->out[i])))
+        if (call->out[i] && (call->out[i]->dtype != (i == 0 ? dt : pdt) ||
+                             !tensor_is_contiguous(call->out[i])))
             return false;
     if (!p->training) return true;
     return p->n * p->inner >= 2 && p->c > 0;

@@ -5,13 +5,15 @@
  * it bit for bit, y and dx within one rounding (whether a compiler fuses
  * the multiply-add); dweight and dbias sum each channel in row order in
  * double, within rounding of the CPU's sums. x, y, g, dx:
- * (n, c, inner) contiguous; w, b: (c) or NULL; stats: (2, c). */
+ * (n, c, inner) contiguous, of dtype DT (storage S); w, b: (c) or NULL;
+ * stats: (2, c), of type P: DT's compute type (f32 for bf16 and f16, which
+ * compute in f32 and round each result once, dtype_hd.h). */
 #ifndef CTRAINER_TENSOR_CUDA_BNORM_BODY_H
 #define CTRAINER_TENSOR_CUDA_BNORM_BODY_H
 
 #include <math.h>
 
-#include "hd.h"
+#include "dtype_hd.h"
 
 /* stats[0][c] = running mean, stats[1][c] = 1 / sqrt(running var + eps);
  * one item per channel. */
@@ -28,50 +30,59 @@ CT_HD void ct_bn_eval_stats_body(CtThread t, int64_t C, double eps, const T *rm,
 
 /* y = x * scale + shift with scale = invstd * w and shift = b - mean *
  * scale, rounded to T as the CPU does; one item per element. */
-template <typename T>
-CT_HD void ct_bn_eval_fwd_body(CtThread t, int64_t N, int64_t C, int64_t K, const T *x,
-                               const T *w, const T *b, const T *stats, T *y)
+template <int DT, typename P = typename CtHdType<DT>::C,
+          typename S = typename CtHdType<DT>::S>
+CT_HD void ct_bn_eval_fwd_body(CtThread t, int64_t N, int64_t C, int64_t K, const S *x,
+                               const P *w, const P *b, const P *stats, S *y)
 {
+    typedef CtHdType<DT> V;
+    typedef typename V::C T;
     CT_THREAD_FOR(i, t, N * C * K)
     {
         int64_t c = (i / K) % C;
         double sc = (double)stats[C + c] * (w ? (double)w[c] : 1.0);
         T scale = (T)sc, shift = (T)((b ? (double)b[c] : 0.0) - (double)stats[c] * sc);
-        y[i] = x[i] * scale + shift;
+        y[i] = V::store(V::load(x[i]) * scale + shift);
     }
 }
 
 /* dx = a * g with a = invstd * w (the CPU's a*g + 0*x + 0); one item per
  * element. */
-template <typename T>
-CT_HD void ct_bn_eval_dx_body(CtThread t, int64_t N, int64_t C, int64_t K, const T *g,
-                              const T *x, const T *w, const T *stats, T *dx)
+template <int DT, typename P = typename CtHdType<DT>::C,
+          typename S = typename CtHdType<DT>::S>
+CT_HD void ct_bn_eval_dx_body(CtThread t, int64_t N, int64_t C, int64_t K, const S *g,
+                              const S *x, const P *w, const P *stats, S *dx)
 {
+    typedef CtHdType<DT> V;
+    typedef typename V::C T;
     CT_THREAD_FOR(i, t, N * C * K)
     {
         int64_t c = (i / K) % C;
         T a = (T)((double)stats[C + c] * (w ? (double)w[c] : 1.0)), zero = 0;
-        dx[i] = a * g[i] + zero * x[i] + zero;
+        dx[i] = V::store(a * V::load(g[i]) + zero * V::load(x[i]) + zero);
     }
 }
 
 /* db = sum g, dw = invstd * sum g * (x - mean) per channel (either NULL);
  * one item per channel. */
-template <typename T>
+template <int DT, typename P = typename CtHdType<DT>::C,
+          typename S = typename CtHdType<DT>::S>
 CT_HD void ct_bn_eval_dparams_body(CtThread t, int64_t N, int64_t C, int64_t K,
-                                   const T *g, const T *x, const T *stats, T *dw, T *db)
+                                   const S *g, const S *x, const P *stats, P *dw, P *db)
 {
+    typedef CtHdType<DT> V;
     CT_THREAD_FOR(c, t, C)
     {
         double mean = (double)stats[c], sg = 0, sgx = 0;
         for (int64_t n = 0; n < N; n++)
             for (int64_t k = 0; k < K; k++) {
                 int64_t i = (n * C + c) * K + k;
-                sg += (double)g[i];
-                sgx += (double)g[i] * ((double)x[i] - mean);
+                double gi = (double)V::load(g[i]);
+                sg += gi;
+                sgx += gi * ((double)V::load(x[i]) - mean);
             }
-        if (db) db[c] = (T)sg;
-        if (dw) dw[c] = (T)(sgx * (double)stats[C + c]);
+        if (db) db[c] = (P)sg;
+        if (dw) dw[c] = (P)(sgx * (double)stats[C + c]);
     }
 }
 

@@ -56,6 +56,13 @@ CtStatus ct_cuda_dnn(CtCudaCtx *ctx, cudnnHandle_t *out);
 CtStatus ct_cuda_scratch(const CtBackend *be, size_t nbytes, void **out);
 void ct_cuda_scratch_free(const CtBackend *be, void *p, size_t nbytes);
 
+/* Runs fn on a copy of call in which every operand of dtype `from` is a
+ * contiguous scratch copy in dtype `to` (run_as.cu): inputs converted
+ * before fn, outputs converted back after it (so an output of dtype `from`
+ * must be write-only). Other operands are passed as they are. */
+CtStatus ct_cuda_run_as(const CtOpCall *call, CtDType from, CtDType to,
+                        CtStatus (*fn)(const CtOpCall *converted, void *arg), void *arg);
+
 /* Pinned host memory (pinned.cu): the iface's host_alloc/host_free, an
  * empty cache for a new context, and emptying it (when cudaHostAlloc fails,
  * and at teardown). A block freed while asynchronous copies may read it is

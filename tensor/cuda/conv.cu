@@ -101,8 +101,8 @@ static CtStatus conv_build(const CtDnnConv *d, ConvObjects *o)
 /* The chosen entry of cuDNN's heuristic list (any of the three AlgoPerf
  * types); records CT_ERR_UNSUPPORTED naming `what` when none qualifies. */
 template <typename Perf>
-static CtStatus pick(const char *what, const CtDnnConv *d, const Perf *perf, int n,
-                     Perf *out)
+static CtStatus pick(const char *what, const CtDnnConv *d, bool tf32, const Perf *perf,
+                     int n, Perf *out)
 {
     CtDnnAlgo r[16];
     n = n < 16 ? n : 16;
@@ -113,8 +113,8 @@ static CtStatus pick(const char *what, const CtDnnConv *d, const Perf *perf, int
                                perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION,
                            perf[i].memory};
     bool det = ct_deterministic();
-    int i = ct_dnn_pick(r, n, det, ct_dnn_tensor_ops_ok(d->data, ct_allow_tf32()),
-                        CT_DNN_WORKSPACE_MAX);
+    int i =
+        ct_dnn_pick(r, n, det, ct_dnn_tensor_ops_ok(d->data, tf32), CT_DNN_WORKSPACE_MAX);
     if (i < 0)
         return ct_error(CT_ERR_UNSUPPORTED,
                         "%s: cuDNN offers no %salgorithm within %zu MiB of workspace for "
@@ -130,6 +130,7 @@ static CtStatus pick(const char *what, const CtDnnConv *d, const Perf *perf, int
  * descriptors, handle and instance. */
 typedef struct ConvCall {
     const CtOpCall *call;
+    bool tf32; /* f32 data may run on TF32 tensor cores */
     CtDnnConv d;
     ConvObjects o;
     cudnnHandle_t h;
@@ -167,7 +168,7 @@ static CtStatus choose(ConvCall *k, CtDnnCallKind kind, const char *what,
     CtDnnAlgoKey key;
     /* timings could pick another algorithm each run: not when deterministic */
     const bool det = ct_deterministic(), benchmark = ct_cudnn_benchmark() && !det;
-    ct_dnn_algo_key(&key, kind, &k->d, det, ct_allow_tf32(), benchmark);
+    ct_dnn_algo_key(&key, kind, &k->d, det, k->tf32, benchmark);
     pthread_mutex_lock(&k->c->mu);
     bool found = ct_algo_cache_get(&k->c->conv_algos, &key, out);
     pthread_mutex_unlock(&k->c->mu);
@@ -175,7 +176,7 @@ static CtStatus choose(ConvCall *k, CtDnnCallKind kind, const char *what,
         Perf perf[16], best = {};
         int n = 0;
         CT_RETURN_IF_ERROR(list_algorithms(k, benchmark, heuristics, find, perf, &n));
-        CT_RETURN_IF_ERROR(pick(what, &k->d, perf, n, &best));
+        CT_RETURN_IF_ERROR(pick(what, &k->d, k->tf32, perf, n, &best));
         /* the workspace depends on the math type */
         CT_CUDNN_CHECK(cudnnSetConvolutionMathType(k->o.conv, best.mathType));
         *out = (CtDnnChoice){(int)best.algo, (int)best.mathType, 0};
@@ -295,6 +296,36 @@ static CtStatus backward_filter(ConvCall *k)
     return st;
 }
 
+static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt, bool tf32,
+                           CtStatus (*body)(ConvCall *));
+
+/* run_native's arguments for ct_cuda_run_as. */
+typedef struct NativeArgs {
+    CtCudaCtx *c;
+    CtDType dt;
+    bool tf32;
+    CtStatus (*body)(ConvCall *);
+} NativeArgs;
+
+static CtStatus run_native_as(const CtOpCall *call, void *arg)
+{
+    const NativeArgs *a = (const NativeArgs *)arg;
+    return run_native(call, a->c, a->dt, a->tf32, a->body);
+}
+
+static CtStatus backward_weight(ConvCall *k);
+
+/* cuDNN has no bf16/f16 bias gradient: gb of a `low` call summed from gy
+ * widened to f32, and rounded back. */
+static CtStatus bias_grad_widened(const CtOpCall *call, CtCudaCtx *c, CtDType low)
+{
+    CtOpCall sub = *call;
+    sub.out[0] = NULL; /* gb only: x is not read */
+    sub.in[1] = NULL;
+    NativeArgs a = {c, CT_F32, ct_allow_tf32(), backward_weight};
+    return ct_cuda_run_as(&sub, low, CT_F32, run_native_as, &a);
+}
+
 /* BWD_WEIGHT: gw and gb, each optional. */
 static CtStatus backward_weight(ConvCall *k)
 {
@@ -302,6 +333,7 @@ static CtStatus backward_weight(ConvCall *k)
     if (call->out[0]) CT_RETURN_IF_ERROR(backward_filter(k));
     if (!call->out[1]) return CT_OK;
     CtDType dt = k->d.data;
+    if (dt == CT_BF16 || dt == CT_F16) return bias_grad_widened(call, k->c, dt);
     CT_CUDNN_CHECK(cudnnConvolutionBackwardBias(k->h, ct_dnn_one(dt), k->o.y,
                                                 ct_ptr(call->in[0]), ct_dnn_zero(dt),
                                                 k->o.b, ct_ptr(call->out[1])));
@@ -321,86 +353,18 @@ static CtStatus run_empty(const CtOpCall *call, CtCudaCtx *c)
     return CT_OK;
 }
 
-static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt,
+static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt, bool tf32,
                            CtStatus (*body)(ConvCall *))
 {
     ConvCall k = {};
     k.call = call;
     k.c = c;
-    CT_RETURN_IF_ERROR(
-        ct_dnn_conv((const CtConv2dParams *)call->params, dt, ct_allow_tf32(), &k.d));
+    k.tf32 = tf32;
+    CT_RETURN_IF_ERROR(ct_dnn_conv((const CtConv2dParams *)call->params, dt, tf32, &k.d));
     CT_RETURN_IF_ERROR(ct_cuda_dnn(c, &k.h));
     CtStatus st = conv_build(&k.d, &k.o);
     if (st == CT_OK) st = body(&k);
     conv_destroy(&k.o);
-    return st;
-}
-
-/* An operand or result of an autocast call in the low dtype: scratch from
- * the caching allocator seen as a contiguous tensor of the f32 one's shape
- * (conv operands are contiguous). */
-typedef struct LowTensor {
-    Tensor t;
-    CtStorage s;
-} LowTensor;
-
-static CtStatus low_make(const CtBackend *be, const Tensor *like, CtDType dt,
-                         LowTensor *l)
-{
-    memset(l, 0, sizeof *l);
-    l->t.refcount = 1;
-    l->t.storage = &l->s;
-    l->t.dtype = dt;
-    l->t.ndim = like->ndim;
-    for (int d = 0; d < like->ndim; d++) {
-        l->t.shape[d] = like->shape[d];
-        l->t.stride[d] = like->stride[d];
-    }
-    l->s.refcount = 1;
-    l->s.device = like->storage->device;
-    l->s.nbytes = (size_t)tensor_numel(like) * ct_dtype_size(dt);
-    return ct_cuda_scratch(be, l->s.nbytes, &l->s.data);
-}
-
-/* dst <- src converted, through the instance's COPY kernel. */
-static CtStatus cast(const CtOpCall *call, Tensor *dst, const Tensor *src)
-{
-    CtOpCall c = {};
-    c.op = CT_OP_COPY;
-    c.out[0] = dst;
-    c.in[0] = src;
-    c.backend = call->backend;
-    return call->backend->iface->kernels[CT_OP_COPY](&c);
-}
-
-/* Autocast: the f32 operands rounded to `low`, the convolution in `low`
- * with f32 accumulation, the results widened back to f32. */
-static CtStatus run_autocast(const CtOpCall *call, CtCudaCtx *c, CtDType low,
-                             CtStatus (*body)(ConvCall *))
-{
-    LowTensor in[CT_CALL_MAX_IN], out[CT_CALL_MAX_OUT];
-    CtOpCall lc = *call;
-    CtStatus st = CT_OK;
-    for (int i = 0; i < CT_CALL_MAX_IN; i++) {
-        in[i].s.data = NULL;
-        if (!call->in[i] || st != CT_OK) continue;
-        st = low_make(call->backend, call->in[i], low, &in[i]);
-        if (st == CT_OK) st = cast(call, &in[i].t, call->in[i]);
-        lc.in[i] = &in[i].t;
-    }
-    for (int i = 0; i < CT_CALL_MAX_OUT; i++) {
-        out[i].s.data = NULL;
-        if (!call->out[i] || st != CT_OK) continue;
-        st = low_make(call->backend, call->out[i], low, &out[i]);
-        lc.out[i] = &out[i].t;
-    }
-    if (st == CT_OK) st = run_native(&lc, c, low, body);
-    for (int i = 0; i < CT_CALL_MAX_OUT && st == CT_OK; i++)
-        if (call->out[i]) st = cast(call, call->out[i], &out[i].t);
-    for (int i = 0; i < CT_CALL_MAX_IN; i++)
-        ct_cuda_scratch_free(call->backend, in[i].s.data, in[i].s.nbytes);
-    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
-        ct_cuda_scratch_free(call->backend, out[i].s.data, out[i].s.nbytes);
     return st;
 }
 
@@ -413,8 +377,11 @@ static CtStatus run(const CtOpCall *call, CtStatus (*body)(ConvCall *))
         return run_empty(call, c);
     CtDType dt = (call->op == CT_OP_CONV2D_BWD_WEIGHT ? call->in[1] : call->in[0])->dtype;
     CtDType low = ct_dnn_conv_dtype(p, dt);
-    CT_RETURN_IF_ERROR(low == dt ? run_native(call, c, dt, body)
-                                 : run_autocast(call, c, low, body));
+    /* autocast: the f32 operands rounded to `low`, the convolution in `low`
+     * with f32 accumulation, the results widened back to f32 */
+    NativeArgs a = {c, low, ct_allow_tf32(), body};
+    CT_RETURN_IF_ERROR(low == dt ? run_native(call, c, dt, a.tf32, body)
+                                 : ct_cuda_run_as(call, dt, low, run_native_as, &a));
     if (ct_cuda_sync_mode()) CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     return CT_OK;
 }

@@ -168,15 +168,17 @@ typedef struct CtDnnBatchNorm {
     CtDnnTensor x;     /* also y, dy and dx */
     CtDnnTensor param; /* (1, c, 1, 1) */
     double eps, factor;
-    CtDType dtype;
+    CtDType dtype;       /* x, y, dy, dx */
+    CtDType param_dtype; /* scale, bias, statistics: f32 for bf16/f16 data */
 } CtDnnBatchNorm;
 
-/* Fills d for p over dtype dt. Records CT_ERR_DTYPE for a dtype other than
- * f32/f64 and CT_ERR_UNSUPPORTED for sizes beyond 32 bits. */
+/* Fills d for p over data of dtype dt. Records CT_ERR_DTYPE for a dtype
+ * other than f32, f64, bf16 and f16 and CT_ERR_UNSUPPORTED for sizes beyond
+ * 32 bits. */
 static inline CtStatus ct_dnn_batch_norm(const CtBatchNormParams *p, CtDType dt,
                                          CtDnnBatchNorm *d)
 {
-    if (dt != CT_F32 && dt != CT_F64)
+    if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16)
         return ct_error(CT_ERR_DTYPE, "batch_norm: no cuDNN batch norm for %s on cuda",
                         ct_dtype_name(dt));
     CtStatus st = ct_dnn_tensor_nchw("batch_norm", p->n, p->c, p->inner, 1, &d->x);
@@ -185,6 +187,7 @@ static inline CtStatus ct_dnn_batch_norm(const CtBatchNormParams *p, CtDType dt,
     d->eps = p->eps;
     d->factor = p->momentum;
     d->dtype = dt;
+    d->param_dtype = ct_bn_param_dtype(dt);
     return CT_OK;
 }
 

@@ -1,4 +1,5 @@
-/* Elementwise kernels: BINARY (arithmetic and comparisons) on f32 and f64,
+/* Elementwise kernels: BINARY (arithmetic and comparisons) on f32, f64,
+ * bf16 and f16 (computed in f32),
  * and WHERE on every dtype, strided, broadcasting through stride-0 operands.
  * Semantics follow tensor/cpu/elementwise.c (max/min propagate a NaN in the
  * first operand). */
@@ -6,17 +7,23 @@
 #include "elementwise_body.h"
 
 /* out, a, b are operands 0, 1, 2 of ix (elementwise_body.h). */
-template <typename T, int K>
+template <int DT, int K, typename T = typename CtHdType<DT>::S>
 __global__ void arith_kernel(T *out, const T *a, const T *b, CtCudaIndex ix, int64_t n)
 {
-    ct_arith_thread<T, K>(ct_cuda_thread(), out, a, b, ix, n);
+    ct_arith_thread<DT, K>(ct_cuda_thread(), out, a, b, ix, n);
 }
 
-template <typename T, int K>
+template <int DT, int K, typename T = typename CtHdType<DT>::S>
+__global__ void arith_packed_kernel(T *out, const T *a, const T *b, int64_t n)
+{
+    ct_arith_packed_thread<DT, K>(ct_cuda_thread(), out, a, b, n);
+}
+
+template <int DT, int K, typename T = typename CtHdType<DT>::S>
 __global__ void compare_kernel(uint8_t *out, const T *a, const T *b, CtCudaIndex ix,
                                int64_t n)
 {
-    ct_compare_thread<T, K>(ct_cuda_thread(), out, a, b, ix, n);
+    ct_compare_thread<DT, K>(ct_cuda_thread(), out, a, b, ix, n);
 }
 
 template <typename W>
@@ -26,29 +33,39 @@ __global__ void where_kernel(W *out, const uint8_t *cond, const W *a, const W *b
     ct_where_thread<W>(ct_cuda_thread(), out, cond, a, b, ix, n);
 }
 
-template <typename T, int K>
+template <int DT, int K>
 static CtStatus launch_arith(CtCudaCtx *c, const CtOpCall *call, const CtCudaIndex &ix,
                              int64_t n)
 {
-    arith_kernel<T, K><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
-        (T *)ct_ptr(call->out[0]), (const T *)ct_ptr(call->in[0]),
-        (const T *)ct_ptr(call->in[1]), ix, n);
+    typedef typename CtHdType<DT>::S T;
+    T *out = (T *)ct_ptr(call->out[0]);
+    const T *a = (const T *)ct_ptr(call->in[0]), *b = (const T *)ct_ptr(call->in[1]);
+    const void *ptrs[3] = {out, a, b};
+    if (ct_cuda_packed_ok(ix, 3, ptrs)) {
+        int64_t items = (n + CtPack<T>::N - 1) / CtPack<T>::N;
+        arith_packed_kernel<DT, K>
+            <<<ct_cuda_blocks(items), CT_CUDA_THREADS, 0, c->stream>>>(out, a, b, n);
+    } else {
+        arith_kernel<DT, K>
+            <<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(out, a, b, ix, n);
+    }
     CT_CUDA_CHECK_LAUNCH("arith_kernel", c->stream);
     return CT_OK;
 }
 
-template <typename T, int K>
+template <int DT, int K>
 static CtStatus launch_compare(CtCudaCtx *c, const CtOpCall *call, const CtCudaIndex &ix,
                                int64_t n)
 {
-    compare_kernel<T, K><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
+    typedef typename CtHdType<DT>::S T;
+    compare_kernel<DT, K><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
         (uint8_t *)ct_ptr(call->out[0]), (const T *)ct_ptr(call->in[0]),
         (const T *)ct_ptr(call->in[1]), ix, n);
     CT_CUDA_CHECK_LAUNCH("compare_kernel", c->stream);
     return CT_OK;
 }
 
-template <typename T>
+template <int T>
 static CtStatus run_binary(CtCudaCtx *c, CtBinaryKind kind, const CtOpCall *call,
                            const CtCudaIndex &ix, int64_t n)
 {
@@ -80,17 +97,23 @@ static CtStatus cuda_binary(const CtOpCall *call)
     const Tensor *ops[3] = {out, call->in[0], call->in[1]};
     int64_t n = ct_cuda_index_init(&ix, out->ndim, out->shape, 3, ops);
     if (n == 0) return CT_OK;
-    if (call->in[0]->dtype == CT_F32) return run_binary<float>(c, p->kind, call, ix, n);
-    return run_binary<double>(c, p->kind, call, ix, n);
+    switch (call->in[0]->dtype) {
+    case CT_F32: return run_binary<CT_F32>(c, p->kind, call, ix, n);
+    case CT_BF16: return run_binary<CT_BF16>(c, p->kind, call, ix, n);
+    case CT_F16: return run_binary<CT_F16>(c, p->kind, call, ix, n);
+    default: return run_binary<CT_F64>(c, p->kind, call, ix, n);
+    }
 }
 
-/* f32 and f64 inputs of one dtype; out has that dtype, or bool for the
- * comparisons. */
+/* f32, f64, bf16 or f16 inputs of one dtype; out has that dtype, or bool
+ * for the comparisons. */
 static bool cuda_binary_supports(const CtOpCall *call)
 {
     const CtBinaryParams *p = (const CtBinaryParams *)call->params;
     CtDType dt = call->in[0]->dtype;
-    if ((dt != CT_F32 && dt != CT_F64) || call->in[1]->dtype != dt) return false;
+    if ((dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) ||
+        call->in[1]->dtype != dt)
+        return false;
     if ((unsigned)p->kind > CT_BIN_GE) return false;
     return call->out[0]->dtype == (p->kind >= CT_BIN_EQ ? CT_BOOL : dt);
 }

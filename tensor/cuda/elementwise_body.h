@@ -1,13 +1,15 @@
 /* Private to tensor/cuda: the thread bodies of BINARY and WHERE (elementwise.cu),
  * shared with the host harness (hd.h). Semantics follow
  * tensor/cpu/elementwise.c: max/min propagate a NaN in the first operand;
- * f32 pow is powf. */
+ * f32 pow is powf. bf16 and f16 (which the CPU's BINARY lacks) compute in
+ * f32 and round the result to nearest even once (dtype_hd.h): an f32
+ * operation rounded, as PyTorch's CUDA kernels give. */
 #ifndef CTRAINER_TENSOR_CUDA_ELEMENTWISE_BODY_H
 #define CTRAINER_TENSOR_CUDA_ELEMENTWISE_BODY_H
 
 #include <math.h>
 
-#include "hd.h"
+#include "dtype_hd.h"
 
 /* The kind is a template parameter so no switch runs per element. */
 template <typename T, int K> CT_HD T ct_arith(T x, T y)
@@ -45,28 +47,33 @@ template <typename T, int K> CT_HD bool ct_compare(T x, T y)
         return x >= y; /* CT_BIN_GE */
 }
 
-/* out, a, b are operands 0, 1, 2 of ix; out may alias a. */
-template <typename T, int K>
-CT_HD void ct_arith_thread(CtThread t, T *out, const T *a, const T *b,
+/* out, a, b are operands 0, 1, 2 of ix; out may alias a. Elements of
+ * dtype DT (storage S, computed in C). */
+template <int DT, int K, typename S = typename CtHdType<DT>::S>
+CT_HD void ct_arith_thread(CtThread t, S *out, const S *a, const S *b,
                            const CtCudaIndex &ix, int64_t n)
 {
+    typedef CtHdType<DT> V;
     CT_THREAD_FOR(i, t, n)
     {
         int64_t off[3];
         ct_cuda_offsets<3>(ix, i, off);
-        out[off[0]] = ct_arith<T, K>(a[off[1]], b[off[2]]);
+        out[off[0]] =
+            V::store(ct_arith<typename V::C, K>(V::load(a[off[1]]), V::load(b[off[2]])));
     }
 }
 
-template <typename T, int K>
-CT_HD void ct_compare_thread(CtThread t, uint8_t *out, const T *a, const T *b,
+template <int DT, int K, typename S = typename CtHdType<DT>::S>
+CT_HD void ct_compare_thread(CtThread t, uint8_t *out, const S *a, const S *b,
                              const CtCudaIndex &ix, int64_t n)
 {
+    typedef CtHdType<DT> V;
     CT_THREAD_FOR(i, t, n)
     {
         int64_t off[3];
         ct_cuda_offsets<3>(ix, i, off);
-        out[off[0]] = ct_compare<T, K>(a[off[1]], b[off[2]]);
+        out[off[0]] =
+            ct_compare<typename V::C, K>(V::load(a[off[1]]), V::load(b[off[2]]));
     }
 }
 
@@ -81,6 +88,34 @@ CT_HD void ct_where_thread(CtThread t, W *out, const uint8_t *cond, const W *a,
         int64_t off[4];
         ct_cuda_offsets<4>(ix, i, off);
         out[off[0]] = cond[off[1]] ? a[off[2]] : b[off[3]];
+    }
+}
+
+/* One element of ct_arith_thread: x op y in DT's compute type, stored. */
+template <int DT, int K, typename S = typename CtHdType<DT>::S>
+CT_HD S ct_arith_one(S x, S y)
+{
+    typedef CtHdType<DT> V;
+    return V::store(ct_arith<typename V::C, K>(V::load(x), V::load(y)));
+}
+
+/* ct_arith_thread over contiguous, 16-byte aligned operands of one shape
+ * (hd.h, CtPack): item j owns elements [j * N, j * N + N) of n. */
+template <int DT, int K, typename S = typename CtHdType<DT>::S>
+CT_HD void ct_arith_packed_thread(CtThread t, S *out, const S *a, const S *b, int64_t n)
+{
+    typedef CtPack<S> P;
+    CT_THREAD_FOR(j, t, (n + P::N - 1) / P::N)
+    {
+        int64_t base = j * P::N;
+        if (base + P::N <= n) {
+            typename P::V x = ((const typename P::V *)a)[j];
+            typename P::V y = ((const typename P::V *)b)[j], r;
+            for (int e = 0; e < P::N; e++) r.v[e] = ct_arith_one<DT, K>(x.v[e], y.v[e]);
+            ((typename P::V *)out)[j] = r;
+        } else {
+            for (int64_t i = base; i < n; i++) out[i] = ct_arith_one<DT, K>(a[i], b[i]);
+        }
     }
 }
 

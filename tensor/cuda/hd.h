@@ -98,6 +98,31 @@ static inline int64_t ct_cuda_index_init(CtCudaIndex *ix, int ndim, const int64_
     return numel;
 }
 
+/* ------------------------------------------------------ packed access */
+
+/* CtPack<S>: the elements of type S in one 16-byte load or store. The
+ * packed thread bodies give item j the elements [j * N, j * N + N) of
+ * contiguous, 16-byte aligned operands (the last item may be partial and
+ * goes element by element), with the same per-element arithmetic as the
+ * strided bodies, so both give the same bits. */
+template <typename S> struct CtPack {
+    enum { N = 16 / sizeof(S) };
+    struct alignas(16) V {
+        S v[N];
+    };
+};
+
+/* Whether ix (over NOPS operands at ptrs) is one contiguous run of every
+ * operand, each 16-byte aligned: the packed bodies apply. Host code. */
+static inline bool ct_cuda_packed_ok(const CtCudaIndex &ix, int nops,
+                                     const void *const *ptrs)
+{
+    if (ix.ndim != 1) return false;
+    for (int k = 0; k < nops; k++)
+        if (ix.stride[k][0] != 1 || (uintptr_t)ptrs[k] % 16 != 0) return false;
+    return true;
+}
+
 /* Element offsets of row-major linear index i for the first NOPS operands. */
 template <int NOPS>
 CT_HD void ct_cuda_offsets(const CtCudaIndex &ix, int64_t i, int64_t *off)

@@ -1,5 +1,7 @@
 /* Private to tensor/cuda: thread bodies of POOL2D and POOL2D_BWD (pool.cu),
- * f32 and f64, over contiguous NCHW operands (tensor/conv.h).
+ * f32, f64, bf16 and f16, over contiguous NCHW operands (tensor/conv.h).
+ * bf16 and f16 compute in f32 and round each result once (dtype_hd.h), so
+ * they match the CPU's f32 kernel on the widened input, rounded.
  *
  * The forward gives each thread one output element and walks its window
  * (ct_pool_window, shared with the CPU kernels) in the CPU's order, so y
@@ -14,21 +16,24 @@
 #define CTRAINER_TENSOR_CUDA_POOL_BODY_H
 
 #include "../conv.h"
-#include "hd.h"
+#include "dtype_hd.h"
 
-/* One output element of plane q (= n * C + c) at (oh, ow). */
-template <typename T>
-CT_HD void ct_pool_out(const CtPool2dParams &p, const T *x, int64_t q, int64_t oh,
-                       int64_t ow, T *y, int64_t *idx)
+/* One output element of plane q (= n * C + c) at (oh, ow); elements of
+ * dtype DT (storage S, computed in T). */
+template <int DT, typename S = typename CtHdType<DT>::S>
+CT_HD void ct_pool_out(const CtPool2dParams &p, const S *x, int64_t q, int64_t oh,
+                       int64_t ow, S *y, int64_t *idx)
 {
+    typedef CtHdType<DT> V;
+    typedef typename V::C T;
     CtPoolWindow r = ct_pool_window(&p, oh, ow);
-    const T *xp = x + q * p.h * p.w;
+    const S *xp = x + q * p.h * p.w;
     int64_t o = (q * p.oh + oh) * p.ow + ow;
     if (p.kind != CT_POOL_MAX) {
         T s = 0;
         for (int64_t ih = r.h0; ih < r.h1; ih++)
-            for (int64_t iw = r.w0; iw < r.w1; iw++) s += xp[ih * p.w + iw];
-        y[o] = r.div ? s / (T)r.div : (T)0;
+            for (int64_t iw = r.w0; iw < r.w1; iw++) s += V::load(xp[ih * p.w + iw]);
+        y[o] = V::store(r.div ? s / (T)r.div : (T)0);
         return;
     }
     int64_t best = r.h0 * p.w + r.w0;
@@ -36,25 +41,25 @@ CT_HD void ct_pool_out(const CtPool2dParams &p, const T *x, int64_t q, int64_t o
     bool nan = false;
     for (int64_t ih = r.h0; ih < r.h1 && !nan; ih++)
         for (int64_t iw = r.w0; iw < r.w1 && !nan; iw++) {
-            T v = xp[ih * p.w + iw];
+            T v = V::load(xp[ih * p.w + iw]);
             nan = v != v;
             if (v > m || nan) {
                 m = v;
                 best = ih * p.w + iw;
             }
         }
-    y[o] = m;
+    y[o] = V::store(m);
     if (idx) idx[o] = best;
 }
 
-template <typename T>
-CT_HD void ct_pool_fwd_body(CtThread t, const CtPool2dParams &p, const T *x, T *y,
+template <int DT, typename S = typename CtHdType<DT>::S>
+CT_HD void ct_pool_fwd_body(CtThread t, const CtPool2dParams &p, const S *x, S *y,
                             int64_t *idx)
 {
     CT_THREAD_FOR(i, t, p.n * p.c * p.oh * p.ow)
     {
         int64_t ow = i % p.ow, oh = (i / p.ow) % p.oh, q = i / (p.ow * p.oh);
-        ct_pool_out<T>(p, x, q, oh, ow, y, idx);
+        ct_pool_out<DT>(p, x, q, oh, ow, y, idx);
     }
 }
 
@@ -73,10 +78,12 @@ CT_HD void ct_pool_candidates(int64_t in, int64_t k, int s, int pad, int64_t out
     *hi = last < out ? last : out;
 }
 
-template <typename T>
-CT_HD void ct_pool_bwd_body(CtThread t, const CtPool2dParams &p, const T *gy,
-                            const int64_t *idx, T *gx)
+template <int DT, typename S = typename CtHdType<DT>::S>
+CT_HD void ct_pool_bwd_body(CtThread t, const CtPool2dParams &p, const S *gy,
+                            const int64_t *idx, S *gx)
 {
+    typedef CtHdType<DT> V;
+    typedef typename V::C T;
     bool adaptive = p.kind == CT_POOL_ADAPTIVE_AVG;
     CT_THREAD_FOR(i, t, p.n * p.c * p.h * p.w)
     {
@@ -89,14 +96,14 @@ CT_HD void ct_pool_bwd_body(CtThread t, const CtPool2dParams &p, const T *gy,
             for (int64_t ow = w_lo; ow < w_hi; ow++) {
                 int64_t o = (q * p.oh + oh) * p.ow + ow;
                 if (p.kind == CT_POOL_MAX) {
-                    if (idx[o] == e) acc += gy[o];
+                    if (idx[o] == e) acc += V::load(gy[o]);
                     continue;
                 }
                 CtPoolWindow r = ct_pool_window(&p, oh, ow);
                 if (r.div && ih >= r.h0 && ih < r.h1 && iw >= r.w0 && iw < r.w1)
-                    acc += gy[o] / (T)r.div;
+                    acc += V::load(gy[o]) / (T)r.div;
             }
-        gx[i] = acc;
+        gx[i] = V::store(acc);
     }
 }
 

@@ -6,18 +6,40 @@
 #include "unary_body.h"
 
 template <int DT, int K>
-__global__ void unary_kernel(void *out, const void *in, typename CtUnaryType<DT>::C a,
-                             typename CtUnaryType<DT>::C b, CtCudaIndex ix, int64_t n)
+__global__ void unary_kernel(void *out, const void *in, typename CtHdType<DT>::C a,
+                             typename CtHdType<DT>::C b, CtCudaIndex ix, int64_t n)
 {
     ct_unary_thread<DT, K>(ct_cuda_thread(), out, in, a, b, ix, n);
 }
 
 template <int DT, int K>
 __global__ void unary_bwd_kernel(void *out, const void *x, const void *g,
-                                 typename CtUnaryType<DT>::C a,
-                                 typename CtUnaryType<DT>::C b, CtCudaIndex ix, int64_t n)
+                                 typename CtHdType<DT>::C a, typename CtHdType<DT>::C b,
+                                 CtCudaIndex ix, int64_t n)
 {
     ct_unary_bwd_thread<DT, K>(ct_cuda_thread(), out, x, g, a, b, ix, n);
+}
+
+template <int DT, int K>
+__global__ void unary_packed_kernel(void *out, const void *in, typename CtHdType<DT>::C a,
+                                    typename CtHdType<DT>::C b, int64_t n)
+{
+    ct_unary_packed_thread<DT, K>(ct_cuda_thread(), out, in, a, b, n);
+}
+
+template <int DT, int K>
+__global__ void unary_bwd_packed_kernel(void *out, const void *x, const void *g,
+                                        typename CtHdType<DT>::C a,
+                                        typename CtHdType<DT>::C b, int64_t n)
+{
+    ct_unary_bwd_packed_thread<DT, K>(ct_cuda_thread(), out, x, g, a, b, n);
+}
+
+/* Launch shape of a packed body over n elements of DT. */
+template <int DT> static unsigned packed_blocks(int64_t n)
+{
+    const int64_t per = CtPack<typename CtHdType<DT>::S>::N;
+    return ct_cuda_blocks((n + per - 1) / per);
 }
 
 template <int DT, int K>
@@ -25,9 +47,16 @@ static CtStatus launch_unary(CtCudaCtx *c, const CtOpCall *call, const CtCudaInd
                              int64_t n)
 {
     const CtUnaryParams *p = (const CtUnaryParams *)call->params;
-    unary_kernel<DT, K><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
-        ct_ptr(call->out[0]), ct_ptr(call->in[0]), ct_unary_param<DT>(p->a),
-        ct_unary_param<DT>(p->b), ix, n);
+    void *out = ct_ptr(call->out[0]);
+    const void *in = ct_ptr(call->in[0]);
+    typename CtHdType<DT>::C a = ct_unary_param<DT>(p->a), b = ct_unary_param<DT>(p->b);
+    const void *ptrs[2] = {out, in};
+    if (ct_cuda_packed_ok(ix, 2, ptrs))
+        unary_packed_kernel<DT, K>
+            <<<packed_blocks<DT>(n), CT_CUDA_THREADS, 0, c->stream>>>(out, in, a, b, n);
+    else
+        unary_kernel<DT, K>
+            <<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(out, in, a, b, ix, n);
     CT_CUDA_CHECK_LAUNCH("unary_kernel", c->stream);
     return CT_OK;
 }
@@ -37,9 +66,16 @@ static CtStatus launch_unary_bwd(CtCudaCtx *c, const CtOpCall *call,
                                  const CtCudaIndex &ix, int64_t n)
 {
     const CtUnaryParams *p = (const CtUnaryParams *)call->params;
-    unary_bwd_kernel<DT, K><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
-        ct_ptr(call->out[0]), ct_ptr(call->in[0]), ct_ptr(call->in[1]),
-        ct_unary_param<DT>(p->a), ct_unary_param<DT>(p->b), ix, n);
+    void *out = ct_ptr(call->out[0]);
+    const void *x = ct_ptr(call->in[0]), *g = ct_ptr(call->in[1]);
+    typename CtHdType<DT>::C a = ct_unary_param<DT>(p->a), b = ct_unary_param<DT>(p->b);
+    const void *ptrs[3] = {out, x, g};
+    if (ct_cuda_packed_ok(ix, 3, ptrs))
+        unary_bwd_packed_kernel<DT, K>
+            <<<packed_blocks<DT>(n), CT_CUDA_THREADS, 0, c->stream>>>(out, x, g, a, b, n);
+    else
+        unary_bwd_kernel<DT, K><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
+            out, x, g, a, b, ix, n);
     CT_CUDA_CHECK_LAUNCH("unary_bwd_kernel", c->stream);
     return CT_OK;
 }

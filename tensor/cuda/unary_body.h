@@ -11,7 +11,7 @@
 #include <math.h>
 
 #include "../elementwise.h"
-#include "copy_body.h"
+#include "dtype_hd.h"
 
 /* Kinds past CtUnaryKind: POW_SCALAR with an exponent the CPU special-cases. */
 enum {
@@ -49,38 +49,6 @@ static inline int ct_unary_pow_kind(bool bwd, CtUnaryKind kind, double a)
     X(CT_UN_MUL_SCALAR) X(CT_UN_RSUB_SCALAR)
 /* clang-format on */
 
-/* Storage type S and compute type C of dtype DT, with the conversions;
- * integer dtypes also name their unsigned type U. */
-template <typename S_> struct CtUnaryPlain {
-    typedef S_ S;
-    typedef S_ C;
-    static CT_HD C load(S v) { return v; }
-    static CT_HD S store(C v) { return v; }
-};
-template <int DT> struct CtUnaryType;
-template <> struct CtUnaryType<CT_F32> : CtUnaryPlain<float> {
-};
-template <> struct CtUnaryType<CT_F64> : CtUnaryPlain<double> {
-};
-template <> struct CtUnaryType<CT_I64> : CtUnaryPlain<int64_t> {
-    typedef uint64_t U;
-};
-template <> struct CtUnaryType<CT_I32> : CtUnaryPlain<int32_t> {
-    typedef uint32_t U;
-};
-template <> struct CtUnaryType<CT_BF16> {
-    typedef uint16_t S;
-    typedef float C;
-    static CT_HD C load(S v) { return ct_hd_bf16_to_f32(v); }
-    static CT_HD S store(C v) { return ct_hd_f32_to_bf16(v); }
-};
-template <> struct CtUnaryType<CT_F16> {
-    typedef uint16_t S;
-    typedef float C;
-    static CT_HD C load(S v) { return ct_hd_f16_to_f32(v); }
-    static CT_HD S store(C v) { return ct_hd_f32_to_f16(v); }
-};
-
 /* A double param in DT's compute type, as the CPU converts it: a cast for
  * floating dtypes, saturation to the range (NaN -> 0) for integers. Host
  * code. */
@@ -91,14 +59,14 @@ template <typename C> static inline C ct_unary_saturate(double v, C lo, C hi)
     if (v >= (double)hi) return hi;
     return (C)v;
 }
-template <int DT> static inline typename CtUnaryType<DT>::C ct_unary_param(double v)
+template <int DT> static inline typename CtHdType<DT>::C ct_unary_param(double v)
 {
     if constexpr (DT == CT_I64)
         return ct_unary_saturate<int64_t>(v, INT64_MIN, INT64_MAX);
     else if constexpr (DT == CT_I32)
         return ct_unary_saturate<int32_t>(v, INT32_MIN, INT32_MAX);
     else
-        return (typename CtUnaryType<DT>::C)v;
+        return (typename CtHdType<DT>::C)v;
 }
 
 /* The math functions of each precision (expf for float, exp for double). */
@@ -289,10 +257,10 @@ template <typename C, int K> CT_HD C ct_unary_grad(C x, C g, C a, C b)
 /* out (operand 0 of ix) <- f(in (operand 1)); out may alias in. */
 template <int DT, int K>
 CT_HD void ct_unary_thread(CtThread t, void *out, const void *in,
-                           typename CtUnaryType<DT>::C a, typename CtUnaryType<DT>::C b,
+                           typename CtHdType<DT>::C a, typename CtHdType<DT>::C b,
                            const CtCudaIndex &ix, int64_t n)
 {
-    typedef CtUnaryType<DT> Ty;
+    typedef CtHdType<DT> Ty;
     typedef typename Ty::S S;
     typedef typename Ty::C C;
     S *po = (S *)out;
@@ -314,11 +282,10 @@ CT_HD void ct_unary_thread(CtThread t, void *out, const void *in,
 /* out (operand 0) <- f'(x (operand 1)) * g (operand 2); floating DT. */
 template <int DT, int K>
 CT_HD void ct_unary_bwd_thread(CtThread t, void *out, const void *xv, const void *gv,
-                               typename CtUnaryType<DT>::C a,
-                               typename CtUnaryType<DT>::C b, const CtCudaIndex &ix,
-                               int64_t n)
+                               typename CtHdType<DT>::C a, typename CtHdType<DT>::C b,
+                               const CtCudaIndex &ix, int64_t n)
 {
-    typedef CtUnaryType<DT> Ty;
+    typedef CtHdType<DT> Ty;
     typedef typename Ty::S S;
     typedef typename Ty::C C;
     S *po = (S *)out;
@@ -329,6 +296,80 @@ CT_HD void ct_unary_bwd_thread(CtThread t, void *out, const void *xv, const void
         ct_cuda_offsets<3>(ix, i, off);
         C x = Ty::load(px[off[1]]), g = Ty::load(pg[off[2]]);
         po[off[0]] = Ty::store(ct_unary_grad<C, K>(x, g, a, b));
+    }
+}
+
+/* f(x) of ct_unary_thread for one element. */
+template <int DT, int K>
+CT_HD typename CtHdType<DT>::S ct_unary_one(typename CtHdType<DT>::S v,
+                                            typename CtHdType<DT>::C a,
+                                            typename CtHdType<DT>::C b)
+{
+    typedef CtHdType<DT> Ty;
+    typedef typename Ty::C C;
+    if constexpr (DT == CT_I64 || DT == CT_I32)
+        return Ty::store(ct_unary_int<C, typename Ty::U, K>(Ty::load(v), a, b));
+    else
+        return Ty::store(ct_unary_float<C, K>(Ty::load(v), a, b));
+}
+
+/* ct_unary_thread over contiguous, 16-byte aligned operands (hd.h,
+ * CtPack): item j owns elements [j * N, j * N + N) of n. */
+template <int DT, int K>
+CT_HD void ct_unary_packed_thread(CtThread t, void *out, const void *in,
+                                  typename CtHdType<DT>::C a, typename CtHdType<DT>::C b,
+                                  int64_t n)
+{
+    typedef typename CtHdType<DT>::S S;
+    typedef CtPack<S> P;
+    S *po = (S *)out;
+    const S *pi = (const S *)in;
+    CT_THREAD_FOR(j, t, (n + P::N - 1) / P::N)
+    {
+        int64_t base = j * P::N;
+        if (base + P::N <= n) {
+            typename P::V x = ((const typename P::V *)in)[j], y;
+            for (int e = 0; e < P::N; e++) y.v[e] = ct_unary_one<DT, K>(x.v[e], a, b);
+            ((typename P::V *)out)[j] = y;
+        } else {
+            for (int64_t i = base; i < n; i++) po[i] = ct_unary_one<DT, K>(pi[i], a, b);
+        }
+    }
+}
+
+/* f'(x) * g of ct_unary_bwd_thread for one element. */
+template <int DT, int K>
+CT_HD typename CtHdType<DT>::S
+ct_unary_grad_one(typename CtHdType<DT>::S x, typename CtHdType<DT>::S g,
+                  typename CtHdType<DT>::C a, typename CtHdType<DT>::C b)
+{
+    typedef CtHdType<DT> Ty;
+    return Ty::store(ct_unary_grad<typename Ty::C, K>(Ty::load(x), Ty::load(g), a, b));
+}
+
+/* ct_unary_bwd_thread over contiguous, 16-byte aligned operands. */
+template <int DT, int K>
+CT_HD void ct_unary_bwd_packed_thread(CtThread t, void *out, const void *xv,
+                                      const void *gv, typename CtHdType<DT>::C a,
+                                      typename CtHdType<DT>::C b, int64_t n)
+{
+    typedef typename CtHdType<DT>::S S;
+    typedef CtPack<S> P;
+    S *po = (S *)out;
+    const S *px = (const S *)xv, *pg = (const S *)gv;
+    CT_THREAD_FOR(j, t, (n + P::N - 1) / P::N)
+    {
+        int64_t base = j * P::N;
+        if (base + P::N <= n) {
+            typename P::V x = ((const typename P::V *)xv)[j];
+            typename P::V g = ((const typename P::V *)gv)[j], y;
+            for (int e = 0; e < P::N; e++)
+                y.v[e] = ct_unary_grad_one<DT, K>(x.v[e], g.v[e], a, b);
+            ((typename P::V *)out)[j] = y;
+        } else {
+            for (int64_t i = base; i < n; i++)
+                po[i] = ct_unary_grad_one<DT, K>(px[i], pg[i], a, b);
+        }
     }
 }
 

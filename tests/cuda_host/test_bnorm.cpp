@@ -4,7 +4,8 @@
  * rounding (a fused multiply-add or not), dweight and dbias within rounding
  * of the CPU's sums; f32 and f64, with and without
  * weight and bias, empty and single-element batches, channel counts past
- * one block. */
+ * one block. bf16 and f16 data (with f32 parameters) against the f32 bodies
+ * on the widened data, rounded once. */
 #include <math.h>
 
 #include "tensor/cuda/bnorm_body.h"
@@ -43,9 +44,10 @@ static void assert_close(const Tensor *want, const Tensor *got, double tol,
     }
 }
 
-template <typename T>
+template <int DT>
 static void check_case(const BnCase &bc, CtDType dt, bool affine, unsigned seed)
 {
+    typedef typename CtHdType<DT>::S T;
     int64_t numel = bc.n * bc.c * bc.inner, C = bc.c;
     CtBatchNormParams p = {bc.n, bc.c, bc.inner, false, 0.1, 1e-5};
     Tensor *x = rand_t(dt, numel, -2, 2, seed), *g = rand_t(dt, numel, -1, 1, seed + 1);
@@ -71,13 +73,13 @@ static void check_case(const BnCase &bc, CtDType dt, bool affine, unsigned seed)
                                      (const T *)ct_ptr(rv), S);
         });
         ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread t) {
-            ct_bn_eval_fwd_body<T>(t, bc.n, C, bc.inner, (const T *)ct_ptr(x), W, B, S,
-                                   (T *)ct_ptr(y2));
-            ct_bn_eval_dx_body<T>(t, bc.n, C, bc.inner, (const T *)ct_ptr(g),
-                                  (const T *)ct_ptr(x), W, S, (T *)ct_ptr(dx2));
-            ct_bn_eval_dparams_body<T>(t, bc.n, C, bc.inner, (const T *)ct_ptr(g),
-                                       (const T *)ct_ptr(x), S, (T *)ct_ptr(dw2),
-                                       (T *)ct_ptr(db2));
+            ct_bn_eval_fwd_body<DT>(t, bc.n, C, bc.inner, (const T *)ct_ptr(x), W, B, S,
+                                    (T *)ct_ptr(y2));
+            ct_bn_eval_dx_body<DT>(t, bc.n, C, bc.inner, (const T *)ct_ptr(g),
+                                   (const T *)ct_ptr(x), W, S, (T *)ct_ptr(dx2));
+            ct_bn_eval_dparams_body<DT>(t, bc.n, C, bc.inner, (const T *)ct_ptr(g),
+                                        (const T *)ct_ptr(x), S, (T *)ct_ptr(dw2),
+                                        (T *)ct_ptr(db2));
         });
         ch_assert_same_bytes(stats, s2, "stats");
         /* y and dx: one multiply-add, which either compiler may fuse */
@@ -99,10 +101,69 @@ START_TEST(test_eval_bodies_match_cpu)
     unsigned seed = 1;
     for (const BnCase &bc : cases)
         for (int affine = 0; affine < 2; affine++, checked += 2, seed += 8) {
-            check_case<float>(bc, CT_F32, affine, seed);
-            check_case<double>(bc, CT_F64, affine, seed);
+            check_case<CT_F32>(bc, CT_F32, affine, seed);
+            check_case<CT_F64>(bc, CT_F64, affine, seed);
         }
     ck_assert_int_eq(checked, 5 * 2 * 2);
+}
+END_TEST
+
+/* Runs the three data bodies of dtype DT (f32 parameters) over x, g. */
+template <int DT>
+static void run_low(int64_t N, int64_t C, int64_t K, const Tensor *x, const Tensor *g,
+                    const float *w, const float *b, const float *stats, Tensor *y,
+                    Tensor *dx, Tensor *dw, Tensor *db)
+{
+    typedef typename CtHdType<DT>::S S;
+    ch_launch(3, 32, [&](CtThread t) {
+        ct_bn_eval_fwd_body<DT>(t, N, C, K, (const S *)ct_ptr(x), w, b, stats,
+                                (S *)ct_ptr(y));
+        ct_bn_eval_dx_body<DT>(t, N, C, K, (const S *)ct_ptr(g), (const S *)ct_ptr(x), w,
+                               stats, (S *)ct_ptr(dx));
+        ct_bn_eval_dparams_body<DT>(t, N, C, K, (const S *)ct_ptr(g),
+                                    (const S *)ct_ptr(x), stats, (float *)ct_ptr(dw),
+                                    (float *)ct_ptr(db));
+    });
+}
+
+/* A copy of t in dtype dt (rounded to nearest even). */
+static Tensor *converted(const Tensor *t, CtDType dt)
+{
+    Tensor *c = ch_buffer(tensor_numel(t), dt);
+    ck_assert_int_eq(tensor_copy_(c, (Tensor *)t), CT_OK);
+    return c;
+}
+
+template <int DT> static void check_low(CtDType dt)
+{
+    const int64_t N = 3, C = 5, K = 7, numel = N * C * K;
+    Tensor *x0 = rand_t(CT_F32, numel, -2, 2, 11), *g0 = rand_t(CT_F32, numel, -1, 1, 12);
+    Tensor *x = converted(x0, dt), *g = converted(g0, dt);
+    Tensor *xf = converted(x, CT_F32), *gf = converted(g, CT_F32); /* exact */
+    Tensor *w = rand_t(CT_F32, C, 0.5, 1.5, 13), *b = rand_t(CT_F32, C, -0.5, 0.5, 14);
+    Tensor *stats = rand_t(CT_F32, 2 * C, 0.3, 1.7, 15);
+    const float *W = (const float *)ct_ptr(w), *B = (const float *)ct_ptr(b),
+                *S = (const float *)ct_ptr(stats);
+    Tensor *y = ch_buffer(numel, dt), *dx = ch_buffer(numel, dt);
+    Tensor *dw = ch_buffer(C, CT_F32), *db = ch_buffer(C, CT_F32);
+    run_low<DT>(N, C, K, x, g, W, B, S, y, dx, dw, db);
+    Tensor *yf = ch_buffer(numel, CT_F32), *dxf = ch_buffer(numel, CT_F32);
+    Tensor *dwf = ch_buffer(C, CT_F32), *dbf = ch_buffer(C, CT_F32);
+    run_low<CT_F32>(N, C, K, xf, gf, W, B, S, yf, dxf, dwf, dbf);
+    Tensor *yr = converted(yf, dt), *dxr = converted(dxf, dt);
+    ch_assert_same_bytes(yr, y, "y (low)");
+    ch_assert_same_bytes(dxr, dx, "dx (low)");
+    ch_assert_same_bytes(dwf, dw, "dweight (low)");
+    ch_assert_same_bytes(dbf, db, "dbias (low)");
+    Tensor *all[] = {x0, g0, x,  g,  xf,  gf,  w,   b,  stats, y,
+                     dx, dw, db, yf, dxf, dwf, dbf, yr, dxr};
+    for (Tensor *t : all) tensor_free(t);
+}
+
+START_TEST(test_eval_bodies_low_dtypes)
+{
+    check_low<CT_BF16>(CT_BF16);
+    check_low<CT_F16>(CT_F16);
 }
 END_TEST
 
@@ -111,6 +172,7 @@ int main(void)
     Suite *s = suite_create("cuda_host_bnorm");
     TCase *tc = tcase_create("bnorm");
     tcase_add_test(tc, test_eval_bodies_match_cpu);
+    tcase_add_test(tc, test_eval_bodies_low_dtypes);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

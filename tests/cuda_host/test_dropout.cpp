@@ -39,15 +39,16 @@ static void draw_mask(const ChShape &sh, Tensor *mask, const CtRngParams &rp)
     });
 }
 
-template <typename T>
+template <int DT>
 static void mul_body(const ChShape &sh, Tensor *out, const Tensor *a, const Tensor *b)
 {
+    typedef typename CtHdType<DT>::S T;
     CtCudaIndex ix;
     const Tensor *ops[3] = {out, a, b};
     int64_t n = ct_cuda_index_init(&ix, tensor_ndim(out), tensor_shape(out), 3, ops);
     ch_launch(sh.grid, sh.block, [&](CtThread t) {
-        ct_arith_thread<T, CT_BIN_MUL>(t, (T *)ct_ptr(out), (const T *)ct_ptr(a),
-                                       (const T *)ct_ptr(b), ix, n);
+        ct_arith_thread<DT, CT_BIN_MUL>(t, (T *)ct_ptr(out), (const T *)ct_ptr(a),
+                                        (const T *)ct_ptr(b), ix, n);
     });
 }
 
@@ -128,9 +129,9 @@ START_TEST(test_dropout_output_matches_cpu)
                 Tensor *got = ch_out(2, shape, (CtDType)dt);
                 draw_mask(sh[s], mask, rp);
                 if (dt == CT_F32)
-                    mul_body<float>(sh[s], got, x, mask);
+                    mul_body<CT_F32>(sh[s], got, x, mask);
                 else
-                    mul_body<double>(sh[s], got, x, mask);
+                    mul_body<CT_F64>(sh[s], got, x, mask);
                 ch_assert_same_bytes(want, got, "dropout output");
                 tensor_free(mask);
                 tensor_free(got);

@@ -1,7 +1,9 @@
 /* cuda_host_elementwise: the BINARY thread bodies
  * (tensor/cuda/elementwise_body.h) against the CPU's tensor_add ... tensor_ge,
- * for f32 and f64 (the dtypes the CUDA kernel supports), every kind, inputs
- * in every layout (broadcast included), contiguous and strided outputs. */
+ * for f32, f64, bf16 and f16 (the dtypes the CUDA kernel supports), every
+ * kind, inputs in every layout (broadcast included), contiguous and strided
+ * outputs. bf16 and f16, which the CPU's BINARY lacks, are checked against
+ * the CPU's f32 op on the widened inputs, rounded once to the dtype. */
 #include "tensor/cuda/elementwise_body.h"
 #include "layouts.h"
 
@@ -13,16 +15,17 @@ static const CpuOp cpu_ops[] = {
 };
 #define NKINDS ((int)(sizeof cpu_ops / sizeof *cpu_ops))
 
-template <typename T, int K>
+template <int DT, int K>
 static void body(CtThread t, Tensor *out, const Tensor *a, const Tensor *b,
                  const CtCudaIndex &ix, int64_t n)
 {
+    typedef typename CtHdType<DT>::S T;
     if constexpr (K >= CT_BIN_EQ)
-        ct_compare_thread<T, K>(t, (uint8_t *)ct_ptr(out), (const T *)ct_ptr(a),
-                                (const T *)ct_ptr(b), ix, n);
+        ct_compare_thread<DT, K>(t, (uint8_t *)ct_ptr(out), (const T *)ct_ptr(a),
+                                 (const T *)ct_ptr(b), ix, n);
     else
-        ct_arith_thread<T, K>(t, (T *)ct_ptr(out), (const T *)ct_ptr(a),
-                              (const T *)ct_ptr(b), ix, n);
+        ct_arith_thread<DT, K>(t, (T *)ct_ptr(out), (const T *)ct_ptr(a),
+                               (const T *)ct_ptr(b), ix, n);
 }
 
 typedef void (*Body)(CtThread, Tensor *, const Tensor *, const Tensor *,
@@ -35,7 +38,10 @@ typedef void (*Body)(CtThread, Tensor *, const Tensor *, const Tensor *,
             body<T, CT_BIN_LT>, body<T, CT_BIN_LE>, body<T, CT_BIN_GT>,                  \
             body<T, CT_BIN_GE>                                                           \
     }
-static const Body bodies[2][NKINDS] = {ROW(float), ROW(double)};
+#define NDTYPES 4
+static const CtDType dtypes[NDTYPES] = {CT_F32, CT_F64, CT_BF16, CT_F16};
+static const Body bodies[NDTYPES][NKINDS] = {ROW(CT_F32), ROW(CT_F64), ROW(CT_BF16),
+                                             ROW(CT_F16)};
 #undef ROW
 
 /* Rounds the buffer's values to multiples of 1/4 so comparisons see equal
@@ -51,14 +57,23 @@ static Tensor *input_buffer(int64_t n, CtDType dt, unsigned seed, bool positive)
     return buf;
 }
 
+/* The CPU's op; for bf16 and f16 on the inputs widened to f32 (exact), the
+ * result left to tensor_copy_ to round once to the dtype. */
+static Tensor *reference(int kind, Tensor *a, Tensor *b)
+{
+    CtDType dt = tensor_dtype(a);
+    if (dt != CT_BF16 && dt != CT_F16) return cpu_ops[kind](a, b);
+    return cpu_ops[kind](tensor_cast(a, CT_F32), tensor_cast(b, CT_F32));
+}
+
 START_TEST(test_binary_every_kind_and_layout)
 {
     int checked = 0;
     for (int c = 0; c < CH_NCASES; c++) {
         const ChShapeCase &sc = ch_cases[c];
         int64_t nb = ch_buffer_size(sc);
-        for (int di = 0; di < 2; di++) {
-            CtDType dt = di == 0 ? CT_F32 : CT_F64;
+        for (int di = 0; di < NDTYPES; di++) {
+            CtDType dt = dtypes[di];
             Tensor *abuf = input_buffer(nb, dt, 3 + c, true);
             Tensor *bbuf = input_buffer(nb, dt, 5 + c, false);
             for (int kind = 0; kind < NKINDS; kind++) {
@@ -75,7 +90,7 @@ START_TEST(test_binary_every_kind_and_layout)
                             ChShape shapes[2];
                             int ns = ch_shapes(ch_numel(sc), shapes);
                             for (int k = 0; a && b && k < ns; k++) {
-                                ck_assert_int_eq(tensor_copy_(ow, cpu_ops[kind](a, b)),
+                                ck_assert_int_eq(tensor_copy_(ow, reference(kind, a, b)),
                                                  CT_OK);
                                 CtCudaIndex ix;
                                 const Tensor *ops[3] = {og, a, b};
@@ -104,7 +119,7 @@ START_TEST(test_binary_every_kind_and_layout)
             tensor_free(bbuf);
         }
     }
-    ck_assert_int_gt(checked, 2000);
+    ck_assert_int_gt(checked, 4000);
 }
 END_TEST
 

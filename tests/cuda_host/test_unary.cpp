@@ -38,7 +38,7 @@ template <int DT>
 static void run_fwd(ChShape sh, int kind, void *out, const void *in, double a, double b,
                     const CtCudaIndex &ix, int64_t n)
 {
-    typename CtUnaryType<DT>::C ca = ct_unary_param<DT>(a), cb = ct_unary_param<DT>(b);
+    typename CtHdType<DT>::C ca = ct_unary_param<DT>(a), cb = ct_unary_param<DT>(b);
     ch_launch(sh.grid, sh.block, [&](CtThread t) {
 #define CASE(K)                                                                          \
     case K:                                                                              \
@@ -65,8 +65,7 @@ static void run_bwd(ChShape sh, int kind, void *out, const void *x, const void *
 {
     ck_assert(ct_dtype_is_float((CtDType)DT));
     if constexpr (DT != CT_I64 && DT != CT_I32) {
-        typename CtUnaryType<DT>::C ca = ct_unary_param<DT>(a),
-                                    cb = ct_unary_param<DT>(b);
+        typename CtHdType<DT>::C ca = ct_unary_param<DT>(a), cb = ct_unary_param<DT>(b);
         ch_launch(sh.grid, sh.block, [&](CtThread t) {
 #define CASE(K)                                                                          \
     case K:                                                                              \

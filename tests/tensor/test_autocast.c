@@ -201,6 +201,60 @@ START_TEST(test_autocast_f32_ops_unchanged)
 }
 END_TEST
 
+/* Asserts a and b hold the same values (any dtypes). */
+static void assert_same_values(const Tensor *a, const Tensor *b, const char *what)
+{
+    ck_assert_int_eq(tensor_numel(a), tensor_numel(b));
+    double *x = host(a), *y = host(b);
+    for (int64_t e = 0; e < tensor_numel(a); e++)
+        ck_assert_msg(x[e] == y[e], "%s element %lld: %g vs %g", what, (long long)e, x[e],
+                      y[e]);
+    free(x);
+    free(y);
+}
+
+/* A bf16 tensor (what autocast's convolutions leave on CUDA) meeting f32
+ * ops inside a region: binary ops promote it, softmax, the losses and
+ * linear widen it; each gives what the op gives on the widened tensor, in
+ * f32, and the gradient that reaches the bf16 tensor is bf16 (summing
+ * several such gradients needs a bf16 add, which CUDA has and the CPU has
+ * not). */
+START_TEST(test_autocast_widens_low_inputs)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Tensor *xb = tensor_cast(rand_f32(2, (const int64_t[]){4, 6}, 41, false), CT_BF16);
+    ck_assert_int_eq(tensor_set_requires_grad(xb, true), CT_OK);
+    Tensor *xf = tensor_cast(xb, CT_F32); /* exact */
+    Tensor *y = rand_f32(2, (const int64_t[]){4, 6}, 42, false);
+    Tensor *w = rand_f32(2, (const int64_t[]){3, 6}, 43, false);
+    Tensor *target = tu_tensor(CT_I64, 1, (const int64_t[]){4}, (double[]){1, 0, 5, 2});
+    CtDType prev;
+    ck_assert_int_eq(tensor_autocast_begin(CT_BF16, &prev), CT_OK);
+    Tensor *got[5] = {tensor_add(xb, y), tensor_mul(y, xb), tensor_softmax(xb, 1),
+                      tensor_cross_entropy(xb, target, NULL), tensor_linear(xb, w, NULL)};
+    Tensor *want[5] = {tensor_add(xf, y), tensor_mul(y, xf), tensor_softmax(xf, 1),
+                       tensor_cross_entropy(xf, target, NULL),
+                       tensor_linear(xf, w, NULL)};
+    tensor_autocast_end(prev);
+    for (int k = 0; k < 5; k++) {
+        ck_assert_msg(got[k], "op %d: %s", k, ct_last_error());
+        ck_assert_int_eq(tensor_dtype(got[k]), CT_F32);
+        assert_same_values(want[k], got[k], "widened op");
+    }
+    /* one path only: the CPU has no bf16 add to sum several */
+    ck_assert_msg(tensor_backward(tensor_sum_all(got[4]), NULL) == CT_OK, "%s",
+                  ct_last_error());
+    ck_assert_int_eq(tensor_dtype(tensor_grad(xb)), CT_BF16);
+    /* outside a region, mixed f32 and f64 still do not mix */
+    ck_assert_ptr_null(tensor_add(y, tensor_cast(y, CT_F64)));
+    tu_assert_error(CT_ERR_DTYPE, "add: dtypes differ");
+    tensor_free(target);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------------------ gradients */
 
 /* Gradients through an autocast op (backward outside the region) are f32
@@ -469,6 +523,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_autocast_ops_round_operands);
     tcase_add_test(tc, test_autocast_tolerance_vs_f32);
     tcase_add_test(tc, test_autocast_f32_ops_unchanged);
+    tcase_add_test(tc, test_autocast_widens_low_inputs);
     tcase_add_test(tc, test_autocast_gradients);
     tcase_add_test(tc, test_autocast_baseline_is_rounded_f32);
     tcase_add_test(tc, test_gemm_engines);

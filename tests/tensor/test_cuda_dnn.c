@@ -1,9 +1,11 @@
 /* CUDA library paths against the CPU backend on cuda:0: cuDNN conv2d
  * (forward, backward data, backward weight and bias; f32, f64 and bf16
  * autocast), cuDNN batch norm in training and the eval-mode kernels,
- * pooling, the cuBLASLt bias + ReLU epilogue and linear's fused bias, and
- * the deterministic switch (two backward-weight runs give the same bits).
+ * pooling, the cuBLASLt bias + ReLU epilogue and linear's fused bias, the
+ * deterministic switch (two backward-weight runs give the same bits), and
+ * autocast keeping a residual block's activations in bf16 on CUDA.
  * Without a device every test is skipped, loudly. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -281,16 +283,140 @@ START_TEST(test_pool2d_matches_cpu)
 }
 END_TEST
 
+/* ||c - g|| / max(||c||, 1e-3) over two tensors of one shape (any devices,
+ * dtypes): relative, with an absolute floor for gradients that vanish (a
+ * bias before batch norm). */
+static double rel_err(Tensor *c, Tensor *g)
+{
+    int64_t n = tensor_numel(c);
+    double *a = malloc((size_t)(n ? n : 1) * sizeof *a),
+           *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+    ck_assert_int_eq(tensor_copy_to_host(c, a, CT_F64), CT_OK);
+    ck_assert_int_eq(tensor_copy_to_host(g, b, CT_F64), CT_OK);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += a[i] * a[i];
+    }
+    free(a);
+    free(b);
+    return sqrt(num) / fmax(sqrt(den), 1e-3);
+}
+
+/* A residual block's parameters on one device. */
+typedef struct Block {
+    Tensor *w1, *b1, *w2, *gamma, *beta, *rm, *rv, *fc_w, *fc_b;
+} Block;
+
+static Tensor *param(Tensor *t)
+{
+    ck_assert_int_eq(tensor_set_requires_grad(t, true), CT_OK);
+    return t;
+}
+
+static Block block_on(const Block *src, CtDevice dev)
+{
+    Tensor **from = (Tensor **)src;
+    Block b;
+    Tensor **to = (Tensor **)&b;
+    for (size_t i = 0; i < sizeof b / sizeof(Tensor *); i++) {
+        to[i] = tensor_to_device(from[i], dev);
+        ck_assert_ptr_nonnull(to[i]);
+        if (i != 5 && i != 6) param(to[i]); /* not the running statistics */
+    }
+    return b;
+}
+
+/* conv -> batch norm -> relu -> conv, plus the block's input, -> max pool ->
+ * adaptive average pool -> linear -> cross-entropy, under bf16 autocast;
+ * returns the loss and, in *act, the second convolution's output. */
+static Tensor *block_loss(const Block *b, Tensor *x, Tensor *target, Tensor **act)
+{
+    CtDType prev;
+    ck_assert_int_eq(tensor_autocast_begin(CT_BF16, &prev), CT_OK);
+    CtConv2dArgs same = {.padding = {1, 1}};
+    Tensor *h = tensor_conv2d(x, b->w1, b->b1, &same);
+    h = tensor_relu(
+        tensor_batch_norm(h, b->rm, b->rv, b->gamma, b->beta, true, 0.1, 1e-5));
+    *act = tensor_conv2d(h, b->w2, NULL, &same);
+    h = tensor_add(*act, tensor_conv2d(x, b->w2, NULL, &same)); /* w2 used twice */
+    h = tensor_max_pool2d(h, &(CtPool2dArgs){.kernel = {2, 2}});
+    h = tensor_flatten(tensor_adaptive_avg_pool2d(h, 1, 1), 1, -1);
+    Tensor *loss = tensor_cross_entropy(tensor_linear(h, b->fc_w, b->fc_b), target, NULL);
+    tensor_autocast_end(prev);
+    ck_assert_msg(loss, "%s", ct_last_error());
+    return loss;
+}
+
+/* On CUDA, autocast keeps the convolutions' outputs in bf16 through batch
+ * norm, relu, the residual add and pooling; linear widens to f32, so the
+ * loss and every parameter gradient are f32 and near the CPU's (whose
+ * activations stay f32). */
+START_TEST(test_autocast_keeps_low_activations)
+{
+    CtScope *s = ct_scope_open();
+    const int C = 4, K = 5;
+    Block cpu_src = {
+        .w1 = tensor_reshape(rand_t(CT_F32, C * C * 9, -0.5, 0.5, 31), 4,
+                             (int64_t[]){C, C, 3, 3}),
+        .b1 = rand_t(CT_F32, C, -0.1, 0.1, 32),
+        .w2 = tensor_reshape(rand_t(CT_F32, C * C * 9, -0.5, 0.5, 33), 4,
+                             (int64_t[]){C, C, 3, 3}),
+        .gamma = rand_t(CT_F32, C, 0.5, 1.5, 34),
+        .beta = rand_t(CT_F32, C, -0.5, 0.5, 35),
+        .rm = tensor_zeros(1, (int64_t[]){C}, CT_F32, ct_cpu()),
+        .rv = tensor_ones(1, (int64_t[]){C}, CT_F32, ct_cpu()),
+        .fc_w =
+            tensor_reshape(rand_t(CT_F32, K * C, -0.5, 0.5, 36), 2, (int64_t[]){K, C}),
+        .fc_b = rand_t(CT_F32, K, -0.1, 0.1, 37),
+    };
+    Block bc = block_on(&cpu_src, ct_cpu()), bg = block_on(&cpu_src, gpu());
+    Tensor *x = tensor_reshape(rand_t(CT_F32, 3 * C * 8 * 8, -1, 1, 38), 4,
+                               (int64_t[]){3, C, 8, 8});
+    Tensor *t = tensor_zeros(1, (int64_t[]){3}, CT_I64, ct_cpu());
+    ((int64_t *)ct_ptr(t))[1] = 2;
+    ((int64_t *)ct_ptr(t))[2] = 4;
+    Tensor *act_c, *act_g;
+    Tensor *lc = block_loss(&bc, x, t, &act_c);
+    Tensor *lg = block_loss(&bg, on_gpu(x), on_gpu(t), &act_g);
+    ck_assert_int_eq(tensor_dtype(act_c), CT_F32);
+    ck_assert_int_eq(tensor_dtype(act_g), CT_BF16);
+    ck_assert_int_eq(tensor_dtype(lg), CT_F32);
+    ck_assert_int_eq(tensor_backward(lc, NULL), CT_OK);
+    ck_assert_int_eq(tensor_backward(lg, NULL), CT_OK);
+    ck_assert_double_lt(rel_err(lc, lg), 2e-2);
+    Tensor **pc = (Tensor **)&bc, **pg = (Tensor **)&bg;
+    for (size_t i = 0; i < sizeof bc / sizeof(Tensor *); i++) {
+        if (i == 5 || i == 6) { /* running statistics, updated in f32 */
+            ck_assert_int_eq(tensor_dtype(pg[i]), CT_F32);
+            ck_assert_double_lt(rel_err(pc[i], pg[i]), 2e-2);
+            continue;
+        }
+        Tensor *gc = tensor_grad(pc[i]), *gg = tensor_grad(pg[i]);
+        ck_assert_ptr_nonnull(gg);
+        ck_assert_int_eq(tensor_dtype(gg), CT_F32);
+        double e = rel_err(gc, gg);
+        ck_assert_msg(e < 5e-2, "parameter %zu: gradient relative error %g", i, e);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tensor_cuda_dnn");
     TCase *tc = tcase_create("cuda_dnn");
     tcase_set_timeout(tc, 120);
     const TTest *tests[] = {
-        test_conv2d_matches_cpu,          test_conv2d_autocast_matches_cpu,
-        test_conv2d_deterministic_switch, test_conv2d_benchmark_mode_matches_cpu,
-        test_batch_norm_matches_cpu,      test_matmul_bias_relu_epilogue,
-        test_linear_bias_fused,           test_pool2d_matches_cpu,
+        test_conv2d_matches_cpu,
+        test_conv2d_autocast_matches_cpu,
+        test_conv2d_deterministic_switch,
+        test_conv2d_benchmark_mode_matches_cpu,
+        test_batch_norm_matches_cpu,
+        test_matmul_bias_relu_epilogue,
+        test_linear_bias_fused,
+        test_pool2d_matches_cpu,
+        test_autocast_keeps_low_activations,
     };
     int n = (int)(sizeof tests / sizeof *tests);
     if (ct_cuda_device_count() > 0) {

@@ -150,8 +150,17 @@ START_TEST(test_batch_norm)
     ck_assert(d.factor == 0.1);
     ck_assert(d.eps == 1e-5);
     ck_assert_int_eq(d.dtype, CT_F32);
-    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_BF16, &d), CT_ERR_DTYPE);
-    tu_assert_error(CT_ERR_DTYPE, "batch_norm: no cuDNN batch norm for bf16 on cuda");
+    ck_assert_int_eq(d.param_dtype, CT_F32);
+    /* bf16 and f16 data keep f32 parameters and statistics */
+    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_BF16, &d), CT_OK);
+    ck_assert_int_eq(d.dtype, CT_BF16);
+    ck_assert_int_eq(d.param_dtype, CT_F32);
+    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_F16, &d), CT_OK);
+    ck_assert_int_eq(d.param_dtype, CT_F32);
+    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_F64, &d), CT_OK);
+    ck_assert_int_eq(d.param_dtype, CT_F64);
+    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_I32, &d), CT_ERR_DTYPE);
+    tu_assert_error(CT_ERR_DTYPE, "batch_norm: no cuDNN batch norm for i32 on cuda");
     p.inner = (int64_t)INT_MAX + 1;
     ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_F64, &d), CT_ERR_UNSUPPORTED);
     tu_assert_error(CT_ERR_UNSUPPORTED, "batch_norm: tensor (8, 16, 2147483648, 1)");
