@@ -19,7 +19,11 @@
 #   5. runs the GPU benchmarks: bench_trainer's mlp and basicnet train steps
 #      and ResNet-50 at 224x224, batch 128, bf16 (images/s), each with the
 #      PyTorch eager loop beside it when python3 can import torch with CUDA
-#      (ResNet-50 also needs torchvision).
+#      (ResNet-50 also needs torchvision);
+#   6. profiles the ResNet-50 run's GPU kernels on both sides with
+#      BUILD_DIR/tools/libctrainer_kprof.so (built where CUPTI is found):
+#      the last second of each run summed per kernel, in
+#      BUILD_DIR/gpu-check/kprof_*.txt, the top of each in the results.
 #
 # Every step is reported in the summary as PASS, FAIL or NOT RUN with the
 # reason (no torch): nothing is skipped silently. A step that runs longer
@@ -205,21 +209,49 @@ done
 bench "bench_trainer resnet50 224 bf16 batch 128 cuda" \
     "$bt" --workload resnet50 --batch 128 --batches 10 --epochs 2 \
     --mixed-precision bf16 --cuda
+torch_ok=0
+tv_ok=0
 if [ $dry -eq 1 ] ||
     python3 -c "import torch; assert torch.cuda.is_available()" >/dev/null 2>&1; then
+    torch_ok=1
+    if [ $dry -eq 1 ] || python3 -c "import torchvision" >/dev/null 2>&1; then tv_ok=1; fi
+fi
+r50_torch=(python3 "$root/bench/bench_trainer_torch.py" --workload resnet50 --batch 128
+    --batches 10 --epochs 2 --mixed-precision bf16 --cuda)
+if [ $torch_ok -eq 1 ]; then
     for w in mlp basicnet; do
         bench "pytorch eager $w cuda" \
             python3 "$root/bench/bench_trainer_torch.py" --workload "$w" --epochs 2 --cuda
     done
-    if [ $dry -eq 1 ] || python3 -c "import torchvision" >/dev/null 2>&1; then
-        bench "pytorch eager resnet50 224 bf16 batch 128 cuda" \
-            python3 "$root/bench/bench_trainer_torch.py" --workload resnet50 --batch 128 \
-            --batches 10 --epochs 2 --mixed-precision bf16 --cuda
+    if [ $tv_ok -eq 1 ]; then
+        bench "pytorch eager resnet50 224 bf16 batch 128 cuda" "${r50_torch[@]}"
     else
         record "NOT RUN" "pytorch eager resnet50" "python3 cannot import torchvision"
     fi
 else
     record "NOT RUN" "PyTorch benchmarks" "python3 cannot import torch with CUDA"
+fi
+
+# 6. kernel profiles: the last second of each ResNet-50 run, per kernel
+kp=$build/tools/libctrainer_kprof.so
+profile() { # profile NAME CMD...
+    local name=$1 out=$logs/kprof_$1.txt
+    shift
+    step "kernel profile $name" "$logs/kprof_$name.log" env CUDA_INJECTION64_PATH="$kp" \
+        CTRAINER_KPROF_OUT="$out" CTRAINER_KPROF_WINDOW_MS=1000 "$@"
+    if [ $dry -eq 0 ] && [ -f "$out" ]; then
+        {
+            echo "## kernel profile $name (top 15; c++filt demangles)"
+            head -n 17 "$out"
+        } >>"$results"
+    fi
+}
+if [ $dry -eq 0 ] && [ ! -f "$kp" ]; then
+    record "NOT RUN" "kernel profiles" "no $kp (CUPTI was not found at build time)"
+else
+    profile resnet50_ctrainer "$bt" --workload resnet50 --batch 128 --batches 10 \
+        --epochs 2 --mixed-precision bf16 --cuda
+    if [ $tv_ok -eq 1 ]; then profile resnet50_pytorch "${r50_torch[@]}"; fi
 fi
 
 finish

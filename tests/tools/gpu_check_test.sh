@@ -29,6 +29,8 @@ has "^run: $b/bench/bench_trainer --workload basicnet .*--cuda\$"
 has "^run: $b/bench/bench_trainer --workload resnet50 --batch 128 .*--mixed-precision bf16 --cuda\$"
 has "^run: python3 $root/bench/bench_trainer_torch.py --workload mlp .*--cuda\$"
 has "^run: python3 $root/bench/bench_trainer_torch.py --workload resnet50 .*--mixed-precision bf16 --cuda\$"
+has "^run: env CUDA_INJECTION64_PATH=$b/tools/libctrainer_kprof.so CTRAINER_KPROF_OUT=$b/gpu-check/kprof_resnet50_ctrainer.txt CTRAINER_KPROF_WINDOW_MS=1000 $b/bench/bench_trainer --workload resnet50 "
+has "^run: env CUDA_INJECTION64_PATH=$b/tools/libctrainer_kprof.so CTRAINER_KPROF_OUT=$b/gpu-check/kprof_resnet50_pytorch.txt CTRAINER_KPROF_WINDOW_MS=1000 python3 "
 has "gpu-check: all steps passed"
 # make_image_folder and pretrain_backbone run before finetune_image_folder
 order=$(grep -n -e "examples/make_image_folder" -e "examples/pretrain_backbone" \
