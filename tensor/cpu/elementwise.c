@@ -1,4 +1,5 @@
-/* Elementwise kernels: BINARY (arithmetic and comparisons) and WHERE; the
+/* Elementwise kernels: BINARY (arithmetic and comparisons; bf16 and f16
+ * computed in f32) and WHERE; the
  * UNARY kernels live in unary.c and are registered from here. */
 #include <math.h>
 
@@ -79,6 +80,44 @@ CMP_ROW(cmp_i64, int64_t)
 CMP_ROW(cmp_i32, int32_t)
 CMP_ROW(cmp_u8, uint8_t)
 
+/* bf16 and f16 compute in f32 (as on CUDA): blocks of a row are widened
+ * into stack buffers, run through the f32 loop and rounded back once
+ * (nearest even); comparisons compare the widened values. */
+#define HALF_BLOCK 256
+#define HALF_BINARY(SUF, LOAD, STORE)                                                    \
+    static void arith_##SUF(CtBinaryKind kind, uint16_t *po, int64_t so,                 \
+                            const uint16_t *pa, int64_t sa, const uint16_t *pb,          \
+                            int64_t sb, int64_t n)                                       \
+    {                                                                                    \
+        float x[HALF_BLOCK], y[HALF_BLOCK], r[HALF_BLOCK];                               \
+        for (int64_t s = 0; s < n; s += HALF_BLOCK) {                                    \
+            int64_t m = n - s < HALF_BLOCK ? n - s : HALF_BLOCK;                         \
+            for (int64_t j = 0; j < m; j++) {                                            \
+                x[j] = LOAD(pa[(s + j) * sa]);                                           \
+                y[j] = LOAD(pb[(s + j) * sb]);                                           \
+            }                                                                            \
+            arith_f32(kind, r, 1, x, 1, y, 1, m);                                        \
+            for (int64_t j = 0; j < m; j++) po[(s + j) * so] = STORE(r[j]);              \
+        }                                                                                \
+    }                                                                                    \
+    static void cmp_##SUF(CtBinaryKind kind, uint8_t *po, int64_t so,                    \
+                          const uint16_t *pa, int64_t sa, const uint16_t *pb,            \
+                          int64_t sb, int64_t n)                                         \
+    {                                                                                    \
+        float x[HALF_BLOCK], y[HALF_BLOCK];                                              \
+        for (int64_t s = 0; s < n; s += HALF_BLOCK) {                                    \
+            int64_t m = n - s < HALF_BLOCK ? n - s : HALF_BLOCK;                         \
+            for (int64_t j = 0; j < m; j++) {                                            \
+                x[j] = LOAD(pa[(s + j) * sa]);                                           \
+                y[j] = LOAD(pb[(s + j) * sb]);                                           \
+            }                                                                            \
+            cmp_f32(kind, po + s * so, so, x, 1, y, 1, m);                               \
+        }                                                                                \
+    }
+
+HALF_BINARY(bf16, ct_bf16_widen, ct_bf16_round)
+HALF_BINARY(f16, ct_f16_to_f32, ct_f32_to_f16)
+
 /* One BINARY or WHERE call over strided rows: up to four operands. */
 typedef struct RowsJob {
     CtIter it;
@@ -101,6 +140,10 @@ BIN_ITEM(arith_f32, float, float)
 BIN_ITEM(arith_f64, double, double)
 BIN_ITEM(arith_i64, int64_t, int64_t)
 BIN_ITEM(arith_i32, int32_t, int32_t)
+BIN_ITEM(arith_bf16, uint16_t, uint16_t)
+BIN_ITEM(arith_f16, uint16_t, uint16_t)
+BIN_ITEM(cmp_bf16, uint8_t, uint16_t)
+BIN_ITEM(cmp_f16, uint8_t, uint16_t)
 
 /* The row function of a BINARY call (NULL: unsupported dtype). */
 static CtWorkFn binary_item(CtDType dt, bool cmp)
@@ -110,6 +153,8 @@ static CtWorkFn binary_item(CtDType dt, bool cmp)
     case CT_F64: return cmp ? cmp_f64_item : arith_f64_item;
     case CT_I64: return cmp ? cmp_i64_item : arith_i64_item;
     case CT_I32: return cmp ? cmp_i32_item : arith_i32_item;
+    case CT_BF16: return cmp ? cmp_bf16_item : arith_bf16_item;
+    case CT_F16: return cmp ? cmp_f16_item : arith_f16_item;
     case CT_U8:
     case CT_BOOL: return cmp_u8_item;
     default: return NULL;
@@ -135,6 +180,8 @@ static bool cpu_binary_supports(const CtOpCall *c)
     switch (c->in[0]->dtype) {
     case CT_F32:
     case CT_F64:
+    case CT_BF16:
+    case CT_F16:
     case CT_I64:
     case CT_I32: return true;
     case CT_U8:

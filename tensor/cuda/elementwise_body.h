@@ -1,9 +1,9 @@
 /* Private to tensor/cuda: the thread bodies of BINARY and WHERE (elementwise.cu),
  * shared with the host harness (hd.h). Semantics follow
  * tensor/cpu/elementwise.c: max/min propagate a NaN in the first operand;
- * f32 pow is powf. bf16 and f16 (which the CPU's BINARY lacks) compute in
- * f32 and round the result to nearest even once (dtype_hd.h): an f32
- * operation rounded, as PyTorch's CUDA kernels give. */
+ * f32 pow is powf. bf16 and f16 compute in f32 and round the result to
+ * nearest even once (dtype_hd.h), as the CPU does: an f32 operation
+ * rounded, as PyTorch's kernels give. */
 #ifndef CTRAINER_TENSOR_CUDA_ELEMENTWISE_BODY_H
 #define CTRAINER_TENSOR_CUDA_ELEMENTWISE_BODY_H
 

@@ -504,6 +504,52 @@ START_TEST(test_comparisons)
 }
 END_TEST
 
+/* bf16 and f16 binary ops compute in f32 and round once: every kind equals
+ * the f32 op on the widened inputs, rounded, over broadcast and transposed
+ * operands and rows longer than one conversion block. */
+START_TEST(test_binary_low_dtypes)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    BinFn ops[] = {tensor_add,     tensor_sub,     tensor_mul, tensor_div, tensor_pow,
+                   tensor_maximum, tensor_minimum, tensor_eq,  tensor_lt,  tensor_ge};
+    const CtDType dts[] = {CT_BF16, CT_F16};
+    for (int d = 0; d < 2; d++) {
+        Tensor *r[3] = {tu_rand64(2, SHAPE(3, 300), 0.25, 3, 61, false),
+                        tu_rand64(2, SHAPE(300, 1), -2, 2, 62, false),
+                        tu_rand64(2, SHAPE(300, 3), -2, 2, 63, false)};
+        Tensor *a = tensor_cast(r[0], dts[d]);
+        /* a row broadcast down a's rows, and a transposed (strided) operand */
+        Tensor *bt = tensor_transpose(tensor_cast(r[1], dts[d]), 0, 1);
+        Tensor *ct = tensor_transpose(tensor_cast(r[2], dts[d]), 0, 1);
+        for (int i = 0; i < 3; i++) tensor_free(r[i]);
+        Tensor *af = tensor_cast(a, CT_F32), *bf = tensor_cast(bt, CT_F32),
+               *cf = tensor_cast(ct, CT_F32);
+        for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+            Tensor *got[2] = {ops[k](a, bt), ops[k](a, ct)};
+            Tensor *want[2] = {ops[k](af, bf), ops[k](af, cf)};
+            for (int v = 0; v < 2; v++) {
+                ck_assert_msg(got[v], "op %zu: %s", k, ct_last_error());
+                CtDType dt = tensor_dtype(got[v]);
+                ck_assert_int_eq(dt, k >= 7 ? CT_BOOL : dts[d]);
+                Tensor *w = dt == CT_BOOL ? want[v] : tensor_cast(want[v], dts[d]);
+                double *x = malloc(900 * sizeof *x), *y = malloc(900 * sizeof *y);
+                ck_assert_int_eq(tensor_copy_to_host(w, x, CT_F64), CT_OK);
+                ck_assert_int_eq(tensor_copy_to_host(got[v], y, CT_F64), CT_OK);
+                for (int i = 0; i < 900; i++)
+                    ck_assert_msg(x[i] == y[i] || (x[i] != x[i] && y[i] != y[i]),
+                                  "%s op %zu variant %d element %d: %g vs %g",
+                                  ct_dtype_name(dts[d]), k, v, i, x[i], y[i]);
+                free(x);
+                free(y);
+            }
+        }
+    }
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------- where and masked_fill */
 
 START_TEST(test_where_forward)
@@ -731,6 +777,7 @@ Suite *elementwise_suite(void)
     tcase_add_test(tc, test_unary_large);
     tcase_add_test(tc, test_integer_unary);
     tcase_add_test(tc, test_comparisons);
+    tcase_add_test(tc, test_binary_low_dtypes);
     tcase_add_test(tc, test_where_forward);
     tcase_add_test(tc, test_masked_fill_forward);
     tcase_add_test(tc, test_masked_fill_no_scope_no_leak);
