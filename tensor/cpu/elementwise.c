@@ -85,6 +85,14 @@ CMP_ROW(cmp_u8, uint8_t)
  * (nearest even); comparisons compare the widened values. */
 #define HALF_BLOCK 256
 #define HALF_BINARY(SUF, LOAD, STORE)                                                    \
+    static void widen_##SUF(float *x, float *y, const uint16_t *pa, int64_t sa,          \
+                            const uint16_t *pb, int64_t sb, int64_t m)                   \
+    {                                                                                    \
+        for (int64_t j = 0; j < m; j++) {                                                \
+            x[j] = LOAD(pa[j * sa]);                                                     \
+            y[j] = LOAD(pb[j * sb]);                                                     \
+        }                                                                                \
+    }                                                                                    \
     static void arith_##SUF(CtBinaryKind kind, uint16_t *po, int64_t so,                 \
                             const uint16_t *pa, int64_t sa, const uint16_t *pb,          \
                             int64_t sb, int64_t n)                                       \
@@ -92,10 +100,7 @@ CMP_ROW(cmp_u8, uint8_t)
         float x[HALF_BLOCK], y[HALF_BLOCK], r[HALF_BLOCK];                               \
         for (int64_t s = 0; s < n; s += HALF_BLOCK) {                                    \
             int64_t m = n - s < HALF_BLOCK ? n - s : HALF_BLOCK;                         \
-            for (int64_t j = 0; j < m; j++) {                                            \
-                x[j] = LOAD(pa[(s + j) * sa]);                                           \
-                y[j] = LOAD(pb[(s + j) * sb]);                                           \
-            }                                                                            \
+            widen_##SUF(x, y, pa + s * sa, sa, pb + s * sb, sb, m);                      \
             arith_f32(kind, r, 1, x, 1, y, 1, m);                                        \
             for (int64_t j = 0; j < m; j++) po[(s + j) * so] = STORE(r[j]);              \
         }                                                                                \
@@ -107,10 +112,7 @@ CMP_ROW(cmp_u8, uint8_t)
         float x[HALF_BLOCK], y[HALF_BLOCK];                                              \
         for (int64_t s = 0; s < n; s += HALF_BLOCK) {                                    \
             int64_t m = n - s < HALF_BLOCK ? n - s : HALF_BLOCK;                         \
-            for (int64_t j = 0; j < m; j++) {                                            \
-                x[j] = LOAD(pa[(s + j) * sa]);                                           \
-                y[j] = LOAD(pb[(s + j) * sb]);                                           \
-            }                                                                            \
+            widen_##SUF(x, y, pa + s * sa, sa, pb + s * sb, sb, m);                      \
             cmp_f32(kind, po + s * so, so, x, 1, y, 1, m);                               \
         }                                                                                \
     }

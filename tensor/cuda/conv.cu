@@ -101,8 +101,8 @@ static CtStatus conv_build(const CtDnnConv *d, ConvObjects *o)
 /* The chosen entry of cuDNN's heuristic list (any of the three AlgoPerf
  * types); records CT_ERR_UNSUPPORTED naming `what` when none qualifies. */
 template <typename Perf>
-static CtStatus pick(const char *what, const CtDnnConv *d, bool tf32, const Perf *perf,
-                     int n, Perf *out)
+static CtStatus pick(const char *what, const CtDnnConv *d, const Perf *perf, int n,
+                     Perf *out)
 {
     CtDnnAlgo r[16];
     n = n < 16 ? n : 16;
@@ -113,8 +113,8 @@ static CtStatus pick(const char *what, const CtDnnConv *d, bool tf32, const Perf
                                perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION,
                            perf[i].memory};
     bool det = ct_deterministic();
-    int i =
-        ct_dnn_pick(r, n, det, ct_dnn_tensor_ops_ok(d->data, tf32), CT_DNN_WORKSPACE_MAX);
+    int i = ct_dnn_pick(r, n, det, ct_dnn_tensor_ops_ok(d->data, ct_allow_tf32()),
+                        CT_DNN_WORKSPACE_MAX);
     if (i < 0)
         return ct_error(CT_ERR_UNSUPPORTED,
                         "%s: cuDNN offers no %salgorithm within %zu MiB of workspace for "
@@ -130,7 +130,6 @@ static CtStatus pick(const char *what, const CtDnnConv *d, bool tf32, const Perf
  * descriptors, handle and instance. */
 typedef struct ConvCall {
     const CtOpCall *call;
-    bool tf32; /* f32 data may run on TF32 tensor cores */
     CtDnnConv d;
     ConvObjects o;
     cudnnHandle_t h;
@@ -168,7 +167,7 @@ static CtStatus choose(ConvCall *k, CtDnnCallKind kind, const char *what,
     CtDnnAlgoKey key;
     /* timings could pick another algorithm each run: not when deterministic */
     const bool det = ct_deterministic(), benchmark = ct_cudnn_benchmark() && !det;
-    ct_dnn_algo_key(&key, kind, &k->d, det, k->tf32, benchmark);
+    ct_dnn_algo_key(&key, kind, &k->d, det, ct_allow_tf32(), benchmark);
     pthread_mutex_lock(&k->c->mu);
     bool found = ct_algo_cache_get(&k->c->conv_algos, &key, out);
     pthread_mutex_unlock(&k->c->mu);
@@ -176,7 +175,7 @@ static CtStatus choose(ConvCall *k, CtDnnCallKind kind, const char *what,
         Perf perf[16], best = {};
         int n = 0;
         CT_RETURN_IF_ERROR(list_algorithms(k, benchmark, heuristics, find, perf, &n));
-        CT_RETURN_IF_ERROR(pick(what, &k->d, k->tf32, perf, n, &best));
+        CT_RETURN_IF_ERROR(pick(what, &k->d, perf, n, &best));
         /* the workspace depends on the math type */
         CT_CUDNN_CHECK(cudnnSetConvolutionMathType(k->o.conv, best.mathType));
         *out = (CtDnnChoice){(int)best.algo, (int)best.mathType, 0};
@@ -296,21 +295,20 @@ static CtStatus backward_filter(ConvCall *k)
     return st;
 }
 
-static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt, bool tf32,
+static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt,
                            CtStatus (*body)(ConvCall *));
 
 /* run_native's arguments for ct_cuda_run_as. */
 typedef struct NativeArgs {
     CtCudaCtx *c;
     CtDType dt;
-    bool tf32;
     CtStatus (*body)(ConvCall *);
 } NativeArgs;
 
 static CtStatus run_native_as(const CtOpCall *call, void *arg)
 {
     const NativeArgs *a = (const NativeArgs *)arg;
-    return run_native(call, a->c, a->dt, a->tf32, a->body);
+    return run_native(call, a->c, a->dt, a->body);
 }
 
 static CtStatus backward_weight(ConvCall *k);
@@ -322,7 +320,7 @@ static CtStatus bias_grad_widened(const CtOpCall *call, CtCudaCtx *c, CtDType lo
     CtOpCall sub = *call;
     sub.out[0] = NULL; /* gb only: x is not read */
     sub.in[1] = NULL;
-    NativeArgs a = {c, CT_F32, ct_allow_tf32(), backward_weight};
+    NativeArgs a = {c, CT_F32, backward_weight};
     return ct_cuda_run_as(&sub, low, CT_F32, run_native_as, &a);
 }
 
@@ -353,14 +351,14 @@ static CtStatus run_empty(const CtOpCall *call, CtCudaCtx *c)
     return CT_OK;
 }
 
-static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt, bool tf32,
+static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt,
                            CtStatus (*body)(ConvCall *))
 {
     ConvCall k = {};
     k.call = call;
     k.c = c;
-    k.tf32 = tf32;
-    CT_RETURN_IF_ERROR(ct_dnn_conv((const CtConv2dParams *)call->params, dt, tf32, &k.d));
+    CT_RETURN_IF_ERROR(
+        ct_dnn_conv((const CtConv2dParams *)call->params, dt, ct_allow_tf32(), &k.d));
     CT_RETURN_IF_ERROR(ct_cuda_dnn(c, &k.h));
     CtStatus st = conv_build(&k.d, &k.o);
     if (st == CT_OK) st = body(&k);
@@ -379,8 +377,8 @@ static CtStatus run(const CtOpCall *call, CtStatus (*body)(ConvCall *))
     CtDType low = ct_dnn_conv_dtype(p, dt);
     /* autocast: the f32 operands rounded to `low`, the convolution in `low`
      * with f32 accumulation, the results widened back to f32 */
-    NativeArgs a = {c, low, ct_allow_tf32(), body};
-    CT_RETURN_IF_ERROR(low == dt ? run_native(call, c, dt, a.tf32, body)
+    NativeArgs a = {c, low, body};
+    CT_RETURN_IF_ERROR(low == dt ? run_native(call, c, dt, body)
                                  : ct_cuda_run_as(call, dt, low, run_native_as, &a));
     if (ct_cuda_sync_mode()) CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     return CT_OK;
