@@ -149,7 +149,7 @@ static int64_t chunk_samples(const CtConv2dParams *p)
 {
     const int64_t ohw = p->oh * p->ow, per_sample = (p->c * p->kh * p->kw + p->o) * ohw;
     if (p->groups != 1 || ohw == 0 || ohw >= CHUNK_BELOW || p->n < 2) return 0;
-    if (p->h * p->w > INT32_MAX) return 0; /* tap_table() offsets */
+    if (p->h * p->w >= INT32_MAX) return 0; /* tap_table() offsets */
     int64_t per = (CHUNK_COLS + ohw - 1) / ohw;
     if (per > p->n) per = p->n;
     while (per > 1 && per * per_sample > CHUNK_MAX_ELEMS) per--;
@@ -157,7 +157,7 @@ static int64_t chunk_samples(const CtConv2dParams *p)
 }
 
 /* For the chunked path: the input offset ih * W + iw that tap t = i * kw + j
- * reads for output pixel e (-1: padding), at [t * OHW + e]; kh * kw * OHW
+ * reads for output pixel e (H * W: padding), at [t * OHW + e]; kh * kw * OHW
  * entries (OHW < CHUNK_BELOW), to free(); NULL (an error set) when out of
  * memory. */
 static int32_t *tap_table(const CtConv2dParams *p)
@@ -176,9 +176,17 @@ static int32_t *tap_table(const CtConv2dParams *p)
                     const int64_t iw = ow * p->sw - p->pw + j * p->dw;
                     const bool in = ih >= 0 && ih < p->h && iw >= 0 && iw < p->w;
                     tab[(i * p->kw + j) * ohw + oh * p->ow + ow] =
-                        in ? (int32_t)(ih * p->w + iw) : -1;
+                        (int32_t)(in ? ih * p->w + iw : p->h * p->w);
                 }
     return tab;
+}
+
+/* Whether im2col's rows are shifted copies of whole input planes: stride
+ * 1 with "same" padding in width (OW == W), so output row oh + 1 of a tap
+ * follows output row oh as input row ih + 1 follows ih. */
+static inline bool same_rows(const CtConv2dParams *p)
+{
+    return p->sh == 1 && p->sw == 1 && p->ow == p->w;
 }
 
 /* Scratch from the caching allocator (not scope-owned: freed by the kernel). */

@@ -38,16 +38,47 @@ static inline T FN(row_sum)(const T *x, int64_t n)
     return acc;
 }
 
+/* One im2col row (channel plane xc, tap i, j) under same_rows(): one copy
+ * of the input rows the tap reads, then zeros where a window hangs over the
+ * top, bottom, left or right edge. */
+static void FN(im2col_row_same)(const CtConv2dParams *p, const T *xc, int64_t i,
+                                int64_t j, T *row)
+{
+    const int64_t w = p->w, offh = i * p->dh - p->ph, offw = j * p->dw - p->pw;
+    /* output rows [a, b) read input rows a + offh in [0, H) */
+    int64_t a = offh < 0 ? -offh : 0, b = p->h - offh < p->oh ? p->h - offh : p->oh;
+    if (b < a) b = a;
+    if (a > p->oh) a = b = p->oh;
+    memset(row, 0, (size_t)(a * w) * sizeof(T));
+    memset(row + b * w, 0, (size_t)((p->oh - b) * w) * sizeof(T));
+    if (b == a) return;
+    /* row[e] = xc[e + offh * w + offw] for e in [a w, b w), read inside
+     * the input rows; the columns that wrap into the next or previous
+     * input row are zeroed after */
+    const int64_t e0 = a * w + (offw < 0 ? -offw : 0), e1 = b * w - (offw > 0 ? offw : 0);
+    if (e1 > e0)
+        memcpy(row + e0, xc + e0 + offh * w + offw, (size_t)(e1 - e0) * sizeof(T));
+    const int64_t z0 = offw < 0 ? 0 : w - offw, z1 = offw < 0 ? -offw : w;
+    for (int64_t oh = a; oh < b; oh++)
+        for (int64_t ow = z0 < 0 ? 0 : z0; ow < (z1 < w ? z1 : w); ow++)
+            row[oh * w + ow] = 0;
+}
+
 /* col: (Cg*kh*kw, OH*OW), rows ld apart, <- patches of x: (Cg, H, W); the
  * team's rows. */
 static void FN(im2col)(const CtConv2dParams *p, const T *x, T *col, int64_t ld, Team tm)
 {
     const int64_t rows = p->c / p->groups * p->kh * p->kw;
     const int64_t oh_n = p->oh, ow_n = p->ow;
+    const bool same = same_rows(p);
     int64_t r0, r1;
     team_range(tm, rows, 1, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
         const int64_t c = r / (p->kh * p->kw), i = r / p->kw % p->kh, j = r % p->kw;
+        if (same) {
+            FN(im2col_row_same)(p, x + c * p->h * p->w, i, j, col + r * ld);
+            continue;
+        }
         const int64_t offw = j * p->dw - p->pw;
         const int64_t lo = out_lo(offw, p->sw, ow_n),
                       hi = out_hi(offw, p->sw, p->w, ow_n);
@@ -155,10 +186,11 @@ static void FN(data_sample)(const CtConv2dParams *p, const T *gy, const T *w, T 
     }
 }
 
-/* gw += gy ⊗ im2col(x) and gb += row sums of gy, for one sample; the team
- * splits gw's columns and gb. */
+/* gw += gy ⊗ im2col(x) and gb += row sums of gy, for one sample (fresh:
+ * gw = and gb = instead, so nothing needs zeroing first); the team splits
+ * gw's columns and gb. */
 static void FN(weight_sample)(const CtConv2dParams *p, const T *gy, const T *x, T *gw,
-                              T *gb, T *col, Team tm)
+                              T *gb, T *col, bool fresh, Team tm)
 {
     const int64_t g_n = p->groups, cg = p->c / g_n, og = p->o / g_n;
     const int64_t ckk = cg * p->kh * p->kw, ohw = p->oh * p->ow, hw = p->h * p->w;
@@ -174,16 +206,15 @@ static void FN(weight_sample)(const CtConv2dParams *p, const T *gy, const T *x, 
             }
             if (k1 > k0)
                 GEMM(ckk, CblasNoTrans, CblasTrans, (int)og, (int)(k1 - k0), (int)ohw, 1,
-                     gy + g * og * ohw, (int)ohw, src + k0 * ohw, (int)ohw, 1,
+                     gy + g * og * ohw, (int)ohw, src + k0 * ohw, (int)ohw, fresh ? 0 : 1,
                      gw + g * og * ckk + k0, (int)ckk);
             if (col) team_barrier(tm);
         }
     if (gb) {
         int64_t o0, o1;
         team_range(tm, p->o, 1, &o0, &o1);
-        for (int64_t o = o0; o < o1; o++) {
-            gb[o] += FN(row_sum)(gy + o * ohw, ohw);
-        }
+        for (int64_t o = o0; o < o1; o++)
+            gb[o] = (fresh ? 0 : gb[o]) + FN(row_sum)(gy + o * ohw, ohw);
     }
 }
 
@@ -208,33 +239,61 @@ typedef struct FN(ChunkJob) {
 
 /* im2col and col2im of one sample through the tap table: a few output
  * pixels a row, where the row-wise loops above spend more on bounds than
- * on copying. Same sums in the same order as col2im(). */
+ * on copying. Padding taps point at slot hw, which in a plane-sized buffer
+ * on the stack holds a zero for im2col and is a sink for col2im, so the
+ * loops take no branch per element; planes too large for that
+ * (CHUNK_STACK_PLANE) test each tap instead. Same sums in the same order
+ * as col2im(). */
+#define CHUNK_STACK_PLANE 2048
+/* col's rows are L = samples * OHW apart, a cache line or two of this
+ * sample's in each: the loops prefetch the row this many ahead (halved
+ * col2im's share of a ResNet-18 step on Zen 3; the hardware prefetchers
+ * did not follow the stride). */
+#define CHUNK_PREFETCH_ROWS 8
 static void FN(im2col_taps)(const FN(ChunkJob) * j, const T *x, T *col)
 {
     const CtConv2dParams *p = j->p;
     const int64_t taps = p->kh * p->kw, ohw = p->oh * p->ow, hw = p->h * p->w;
-    for (int64_t c = 0; c < p->c; c++)
+    const bool staged = hw < CHUNK_STACK_PLANE;
+    T buf[CHUNK_STACK_PLANE];
+    for (int64_t c = 0; c < p->c; c++) {
+        const T *xc = x + c * hw;
+        if (staged) {
+            memcpy(buf, xc, (size_t)hw * sizeof(T));
+            buf[hw] = 0;
+        }
         for (int64_t t = 0; t < taps; t++) {
             const int32_t *ti = j->taps + t * ohw;
-            const T *xc = x + c * hw;
             T *row = col + (c * taps + t) * j->ld;
-            for (int64_t e = 0; e < ohw; e++) row[e] = ti[e] >= 0 ? xc[ti[e]] : 0;
+            __builtin_prefetch(row + CHUNK_PREFETCH_ROWS * j->ld, 1);
+            if (staged)
+                for (int64_t e = 0; e < ohw; e++) row[e] = buf[ti[e]];
+            else
+                for (int64_t e = 0; e < ohw; e++) row[e] = ti[e] < hw ? xc[ti[e]] : 0;
         }
+    }
 }
 
 static void FN(col2im_taps)(const FN(ChunkJob) * j, const T *col, T *gx)
 {
     const CtConv2dParams *p = j->p;
     const int64_t taps = p->kh * p->kw, ohw = p->oh * p->ow, hw = p->h * p->w;
+    const bool staged = hw < CHUNK_STACK_PLANE;
+    T buf[CHUNK_STACK_PLANE];
     for (int64_t c = 0; c < p->c; c++) {
-        T *plane = gx + c * hw;
-        for (int64_t e = 0; e < hw; e++) plane[e] = 0;
+        T *plane = staged ? buf : gx + c * hw;
+        memset(plane, 0, (size_t)hw * sizeof(T));
         for (int64_t t = 0; t < taps; t++) {
             const int32_t *ti = j->taps + t * ohw;
             const T *row = col + (c * taps + t) * j->ld;
-            for (int64_t e = 0; e < ohw; e++)
-                if (ti[e] >= 0) plane[ti[e]] += row[e];
+            __builtin_prefetch(row + CHUNK_PREFETCH_ROWS * j->ld);
+            if (staged)
+                for (int64_t e = 0; e < ohw; e++) plane[ti[e]] += row[e];
+            else
+                for (int64_t e = 0; e < ohw; e++)
+                    if (ti[e] < hw) plane[ti[e]] += row[e];
         }
+        if (staged) memcpy(gx + c * hw, buf, (size_t)hw * sizeof(T));
     }
 }
 
@@ -320,7 +379,7 @@ static CtStatus FN(chunk_data)(FN(ChunkJob) * j, int64_t cnt, int nt)
     return st;
 }
 
-/* gw and gb accumulate: zeroed before the first chunk. */
+/* gw and gb accumulate over the chunks; the first one writes them. */
 static CtStatus FN(chunk_weight)(FN(ChunkJob) * j, int64_t cnt, int nt)
 {
     const CtConv2dParams *p = j->p;
@@ -333,13 +392,12 @@ static CtStatus FN(chunk_weight)(FN(ChunkJob) * j, int64_t cnt, int nt)
                              .k = j->ld,
                              .trans_b = true,
                              .alpha = 1,
-                             .beta = 1,
+                             .beta = j->n0 ? 1 : 0,
                              .autocast = p->autocast};
         st = ct_cpu_matmul(&mm, DT, j->g, j->col, j->gw);
     }
-    for (int64_t o = 0; j->gb && o < p->o; o++) {
-        j->gb[o] += FN(row_sum)(j->g + o * j->ld, j->ld);
-    }
+    for (int64_t o = 0; j->gb && o < p->o; o++)
+        j->gb[o] = (j->n0 ? j->gb[o] : 0) + FN(row_sum)(j->g + o * j->ld, j->ld);
     return st;
 }
 
@@ -406,7 +464,8 @@ static void FN(data_item)(void *ctx, int64_t n, int slot)
      FN(slot_col)(j, slot), SOLO);
 }
 
-/* Item ch: the samples of chunk ch, in order, into the chunk's own block. */
+/* Item ch: the samples of chunk ch, in order, into the chunk's own block
+ * (written by the first, so blocks need no zeroing). */
 static void FN(weight_item)(void *ctx, int64_t ch, int slot)
 {
     const FN(ConvJob) *j = ctx;
@@ -416,7 +475,8 @@ static void FN(weight_item)(void *ctx, int64_t ch, int slot)
     const int64_t n1 = (ch + 1) * j->per < p->n ? (ch + 1) * j->per : p->n;
     for (int64_t n = ch * j->per; n < n1; n++) FN(weight_sample)
     (p, j->gy + n * p->o * p->oh * p->ow, j->x + n * p->c * p->h * p->w,
-     j->want_w ? acc : NULL, j->want_b ? acc + nw : NULL, FN(slot_col)(j, slot), SOLO);
+     j->want_w ? acc : NULL, j->want_b ? acc + nw : NULL, FN(slot_col)(j, slot),
+     n == ch * j->per, SOLO);
 }
 
 static CtStatus FN(conv_fwd)(const CtOpCall *c)
@@ -480,6 +540,23 @@ static CtStatus FN(conv_bwd_data)(const CtOpCall *c)
     return CT_OK;
 }
 
+/* out[e] = blocks[0][e] + blocks[1][e] + ... (nblk blocks, stride apart),
+ * added in block order, one pass over out in tiles that stay in L1. */
+static void FN(sum_blocks)(const T *blocks, int64_t nblk, int64_t stride, int64_t n,
+                           T *out)
+{
+    enum { TILE = 512 };
+    for (int64_t e0 = 0; e0 < n; e0 += TILE) {
+        const int64_t len = n - e0 < TILE ? n - e0 : TILE;
+        T *o = out + e0;
+        memcpy(o, blocks + e0, (size_t)len * sizeof(T));
+        for (int64_t k = 1; k < nblk; k++) {
+            const T *src = blocks + k * stride + e0;
+            for (int64_t e = 0; e < len; e++) o[e] += src[e];
+        }
+    }
+}
+
 static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
 {
     const CtConv2dParams *p = c->params;
@@ -487,10 +564,11 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
     T *gw = c->out[0] ? ct_ptr(c->out[0]) : NULL;
     T *gb = c->out[1] ? ct_ptr(c->out[1]) : NULL;
     const int64_t nw = p->o * (p->c / p->groups) * p->kh * p->kw, nb = p->o;
-    if (gw)
-        for (int64_t e = 0; e < nw; e++) gw[e] = 0;
-    if (gb)
-        for (int64_t e = 0; e < nb; e++) gb[e] = 0;
+    if (p->n == 0) { /* no sample writes them */
+        if (gw) memset(gw, 0, (size_t)nw * sizeof(T));
+        if (gb) memset(gb, 0, (size_t)nb * sizeof(T));
+        return CT_OK;
+    }
     if (chunk_samples(p)) {
         FN(ChunkJob) j = {.p = p, .gy = gy, .x = x, .gw = gw, .gb = gb};
         return FN(conv_chunks)(&j, chunk_samples(p), FN(chunk_weight));
@@ -502,10 +580,12 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
     if (pl.total && !st) return ct_last_status();
     const int64_t xs = p->c * p->h * p->w, ys = p->o * p->oh * p->ow;
     if (pl.chunks > 0) {
-        /* every chunk accumulates into its own (gw, gb) block after the
-         * slots' column buffers; the blocks are summed in chunk order */
+        /* every chunk sums its samples into its own (gw, gb) block after
+         * the slots' column buffers; the blocks are then added in chunk
+         * order (chunks past the last sample stay empty) */
+        const int64_t per = (p->n + pl.chunks - 1) / pl.chunks;
+        const int64_t used = (p->n + per - 1) / per;
         T *blocks = scratch + pl.nt * pl.col;
-        for (int64_t e = 0; e < pl.chunks * (nw + nb); e++) blocks[e] = 0;
         FN(ConvJob)
         j = {.p = p,
              .pl = &pl,
@@ -513,23 +593,18 @@ static CtStatus FN(conv_bwd_weight)(const CtOpCall *c)
              .x = x,
              .scratch = scratch,
              .blocks = blocks,
-             .per = (p->n + pl.chunks - 1) / pl.chunks,
+             .per = per,
              .want_w = gw != NULL,
              .want_b = gb != NULL};
-        ct_workers_run(pl.chunks, pl.nt, FN(weight_item), &j);
-        for (int64_t k = 0; k < pl.chunks; k++) {
-            const T *blk = blocks + k * (nw + nb);
-            if (gw)
-                for (int64_t e = 0; e < nw; e++) gw[e] += blk[e];
-            if (gb)
-                for (int64_t e = 0; e < nb; e++) gb[e] += blk[nw + e];
-        }
+        ct_workers_run(used, pl.nt, FN(weight_item), &j);
+        if (gw) FN(sum_blocks)(blocks, used, nw + nb, nw, gw);
+        if (gb) FN(sum_blocks)(blocks + nw, used, nw + nb, nb, gb);
     } else {
 #pragma omp parallel num_threads(pl.nt)
         {
             Team tm = team_here();
-            for (int64_t n = 0; n < p->n; n++)
-                FN(weight_sample)(p, gy + n * ys, x + n * xs, gw, gb, scratch, tm);
+            for (int64_t n = 0; n < p->n; n++) FN(weight_sample)
+            (p, gy + n * ys, x + n * xs, gw, gb, scratch, n == 0, tm);
         }
     }
     tensor_free(st);

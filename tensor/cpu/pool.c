@@ -1,8 +1,8 @@
 /* Pooling kernels (POOL2D, POOL2D_BWD), f32 and f64, parallel over the
  * N*C planes: windows overlap inside a plane, never across planes, so the
  * backward scatter needs no atomics. The common 2x2 stride-2 max pool of
- * f32 has AVX-512 and AVX2 kernels (pool_avx512.c, pool_avx2.c) with the
- * same results. */
+ * f32 has AVX-512 and AVX2 kernels (pool_avx512.c, pool_avx2.c), and the
+ * other f32 max windows an AVX2 one, with the same results. */
 #include <math.h>
 
 #include "../conv.h"
@@ -24,14 +24,29 @@ static Max2x2F32 max_2x2_f32(void)
     return ct_cpu_avx2_native() ? ct_cpu_max_pool_2x2_f32_avx2 : NULL;
 }
 
+typedef void (*MaxAnyF32)(const CtPool2dParams *p, const float *x, float *y,
+                          int64_t *idx);
+
+/* The f32 kernel for the other max windows of p: AVX2 where its column
+ * stride is 1 or 2 and its planes index in 32 bits, else NULL. */
+static MaxAnyF32 max_any_f32(const CtPool2dParams *p)
+{
+    const bool fits =
+        p->h * p->w + 2 * p->w < INT32_MAX && p->w + p->kw + p->pw < INT32_MAX / 4;
+    if ((p->sw != 1 && p->sw != 2) || !fits) return NULL;
+    return ct_cpu_avx2_native() ? ct_cpu_max_pool_f32_avx2 : NULL;
+}
+
 #define T                float
 #define SFX              f32
 #define MAX_2X2_KERNEL() max_2x2_f32()
+#define MAX_ANY_KERNEL   max_any_f32
 #include "pool_tmpl.h"
 
-#define T                double
-#define SFX              f64
-#define MAX_2X2_KERNEL() NULL /* none for f64 */
+#define T                 double
+#define SFX               f64
+#define MAX_2X2_KERNEL()  NULL /* none for f64 */
+#define MAX_ANY_KERNEL(p) NULL
 #include "pool_tmpl.h"
 
 static CtStatus cpu_pool(const CtOpCall *c)

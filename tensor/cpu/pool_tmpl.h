@@ -2,7 +2,9 @@
  * (element type: float, double), SFX (name suffix: f32, f64) and
  * MAX_2X2_KERNEL() (a vector max_plane_2x2 for this CPU, of type
  * void (*)(const T *x, int64_t w, int64_t oh, int64_t ow, T *y, int64_t *idx),
- * or NULL) defined. Not a standalone header. */
+ * or NULL) and MAX_ANY_KERNEL(p) (a vector max_plane for the other windows
+ * of p, of type void (*)(const CtPool2dParams *, const T *x, T *y,
+ * int64_t *idx), or NULL) defined. Not a standalone header. */
 
 #define PT_CAT_(a, b) a##_##b
 #define PT_CAT(a, b)  PT_CAT_(a, b)
@@ -92,6 +94,8 @@ typedef struct FN(PoolJob) {
     bool k2;
     /* the vector 2x2 kernel (k2 only; chosen once per op), or NULL */
     void (*max2x2)(const T *x, int64_t w, int64_t oh, int64_t ow, T *y, int64_t *idx);
+    /* the vector kernel for other max windows, or NULL */
+    void (*max_any)(const CtPool2dParams *p, const T *x, T *y, int64_t *idx);
 } FN(PoolJob);
 
 static void FN(pool_plane)(void *ctx, int64_t q, int slot)
@@ -107,6 +111,8 @@ static void FN(pool_plane)(void *ctx, int64_t q, int slot)
         j->max2x2(x, p->w, p->oh, p->ow, y, idx);
     else if (j->k2)
         FN(max_plane_2x2)(p, x, y, idx);
+    else if (j->max_any)
+        j->max_any(p, x, y, idx);
     else if (p->kind == CT_POOL_MAX)
         FN(max_plane)(p, x, y, idx);
     else
@@ -137,6 +143,7 @@ static void FN(pool)(const CtOpCall *c)
            p->sw == 2 && p->ph == 0 && p->pw == 0 && 2 * p->oh <= p->h &&
            2 * p->ow <= p->w;
     if (j.k2) j.max2x2 = MAX_2X2_KERNEL();
+    if (!j.k2 && p->kind == CT_POOL_MAX) j.max_any = MAX_ANY_KERNEL(p);
     ct_cpu_items(p->n * p->c, p->n * p->c * p->h * p->w, FN(pool_plane), &j);
 }
 
@@ -156,3 +163,4 @@ static void FN(pool_bwd)(const CtOpCall *c)
 #undef T
 #undef SFX
 #undef MAX_2X2_KERNEL
+#undef MAX_ANY_KERNEL

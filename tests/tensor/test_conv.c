@@ -1,6 +1,7 @@
 /* conv2d: values (hand-computed and PyTorch), gradients, both parallel
  * paths, bad input. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "testutil.h"
 
@@ -296,6 +297,11 @@ START_TEST(test_conv_paths_agree)
                       &strided);
     check_paths_agree((const int64_t[]){6, 32, 4, 4}, (const int64_t[]){24, 32, 1, 1},
                       &one);
+    /* a chunked conv whose input planes are too large to stage (conv.c,
+     * CHUNK_STACK_PLANE) */
+    CtConv2dArgs far = {.stride = {9, 9}};
+    check_paths_agree((const int64_t[]){3, 2, 64, 64}, (const int64_t[]){4, 2, 3, 3},
+                      &far);
     TU_MEM_END;
 }
 END_TEST
@@ -352,6 +358,73 @@ START_TEST(test_conv_bad_input)
 END_TEST
 
 /* No scope open: a non-contiguous x's internal copy must not leak. */
+/* The flat index into sample n's input (N, C, H, W) that tap (i, j) of
+ * channel c reads for output pixel (oh, ow), or -1 in the padding. */
+static int64_t tap_at(const int64_t *xs, const CtConv2dArgs *a, int64_t n, int64_t c,
+                      int64_t oh, int64_t ow, int64_t i, int64_t j)
+{
+    const int64_t dh = a->dilation[0] ? a->dilation[0] : 1;
+    const int64_t dw = a->dilation[1] ? a->dilation[1] : 1;
+    const int64_t ih = oh - a->padding[0] + i * dh, iw = ow - a->padding[1] + j * dw;
+    if (ih < 0 || ih >= xs[2] || iw < 0 || iw >= xs[3]) return -1;
+    return ((n * xs[1] + c) * xs[2] + ih) * xs[3] + iw;
+}
+
+/* Against a direct loop in f64 (y and the weight gradient; stride 1,
+ * groups 1): stride-1 convs whose output is as wide as the input take
+ * im2col's plane-copy rows (conv.c, same_rows), with taps hanging over
+ * every edge. */
+static void check_direct(const int64_t *xs, const int64_t *ws, const CtConv2dArgs *a)
+{
+    Tensor *x = tu_rand64(4, xs, -1, 1, 61, true), *w = tu_rand64(4, ws, -1, 1, 62, true);
+    CtScope *sc = ct_scope_open();
+    Tensor *y = tensor_conv2d(x, w, NULL, a);
+    ck_assert_ptr_nonnull(y);
+    const int64_t *ys = tensor_shape(y), ny = tensor_numel(y), nw = tensor_numel(w);
+    Tensor *gy = tu_rand64(4, ys, -1, 1, 63, false);
+    ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
+    const double *xd = tensor_data(x), *wd = tensor_data(w), *gd = tensor_data(gy);
+    double *ry = calloc((size_t)ny, sizeof *ry), *rgw = calloc((size_t)nw, sizeof *rgw);
+    const int64_t taps = ws[2] * ws[3], ohw = ys[2] * ys[3];
+    for (int64_t yi = 0; yi < ny; yi++) {
+        const int64_t n = yi / (ws[0] * ohw), o = yi / ohw % ws[0], e = yi % ohw;
+        for (int64_t q = 0; q < xs[1] * taps; q++) {
+            const int64_t c = q / taps, t = q % taps;
+            const int64_t at =
+                tap_at(xs, a, n, c, e / ys[3], e % ys[3], t / ws[3], t % ws[3]);
+            if (at < 0) continue;
+            ry[yi] += xd[at] * wd[o * xs[1] * taps + q];
+            rgw[o * xs[1] * taps + q] += xd[at] * gd[yi];
+        }
+    }
+    tu_assert_values(y, ry, ny, 1e-12, 1e-12);
+    tu_assert_values(tensor_grad(w), rgw, nw, 1e-11, 1e-11);
+    free(ry);
+    free(rgw);
+    ct_scope_close(sc);
+    tensor_free(gy);
+    tensor_free(x);
+    tensor_free(w);
+}
+
+START_TEST(test_conv_same_width_direct)
+{
+    TU_MEM_BEGIN;
+    const int64_t xs[4] = {2, 3, 6, 7};
+    check_direct(xs, (const int64_t[]){4, 3, 3, 3}, &(CtConv2dArgs){.padding = {1, 1}});
+    check_direct(xs, (const int64_t[]){4, 3, 5, 5}, &(CtConv2dArgs){.padding = {2, 2}});
+    check_direct(xs, (const int64_t[]){2, 3, 3, 3},
+                 &(CtConv2dArgs){.padding = {2, 2}, .dilation = {2, 2}});
+    check_direct(xs, (const int64_t[]){2, 3, 3, 5}, &(CtConv2dArgs){.padding = {0, 2}});
+    check_direct(xs, (const int64_t[]){2, 3, 1, 3}, &(CtConv2dArgs){.padding = {1, 1}});
+    check_direct((const int64_t[]){2, 2, 1, 1}, (const int64_t[]){3, 2, 3, 3},
+                 &(CtConv2dArgs){.padding = {1, 1}});
+    check_direct((const int64_t[]){1, 2, 9, 2}, (const int64_t[]){3, 2, 7, 3},
+                 &(CtConv2dArgs){.padding = {3, 1}});
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_conv_no_scope_no_leak)
 {
     TU_MEM_BEGIN;
@@ -378,6 +451,7 @@ Suite *conv_suite(void)
     tcase_add_test(tc, test_conv_gradcheck);
     tcase_add_test(tc, test_conv_gradcheck_special);
     tcase_add_test(tc, test_conv_paths_agree);
+    tcase_add_test(tc, test_conv_same_width_direct);
     tcase_add_test(tc, test_conv_bad_input);
     tcase_add_test(tc, test_conv_no_scope_no_leak);
     suite_add_tcase(s, tc);

@@ -205,11 +205,13 @@ START_TEST(test_max_pool_nan)
 }
 END_TEST
 
-/* f32 2x2 max pooling (values and where the gradient goes) on plane
- * widths with and without a tail of 16 outputs, odd sizes, many ties, NaN,
- * +-0 and inf, under CTRAINER_CPU_ISA=isa ("baseline": the scalar kernel);
- * v gets the output then the input gradient. */
-static void pool_2x2_run(const char *isa, const int64_t shape[4], float *v)
+/* f32 max pooling with args (values and where the gradient goes) on plane
+ * widths with and without a tail of a vector's outputs, odd sizes, many
+ * ties, NaN, +-0 and inf, under CTRAINER_CPU_ISA=isa ("baseline": the
+ * scalar kernel); v (2 x the input's elements) gets the output then the
+ * input gradient. */
+static void max_pool_run(const char *isa, const int64_t shape[4],
+                         const CtPool2dArgs *args, float *v)
 {
     if (isa)
         setenv("CTRAINER_CPU_ISA", isa, 1);
@@ -223,7 +225,7 @@ static void pool_2x2_run(const char *isa, const int64_t shape[4], float *v)
     Tensor *x = tu_tensor(CT_F32, 4, shape, d);
     tensor_set_requires_grad(x, true);
     CtScope *s = ct_scope_open();
-    Tensor *y = tensor_max_pool2d(x, &(CtPool2dArgs){.kernel = {2, 2}});
+    Tensor *y = tensor_max_pool2d(x, args);
     ck_assert_ptr_nonnull(y);
     Tensor *g64 = tu_rand64(4, tensor_shape(y), -1, 1, 5, false);
     ck_assert_int_eq(tensor_backward(y, tensor_cast(g64, CT_F32)), CT_OK);
@@ -237,27 +239,64 @@ static void pool_2x2_run(const char *isa, const int64_t shape[4], float *v)
     unsetenv("CTRAINER_CPU_ISA");
 }
 
+/* Every vector kernel of this CPU, then AVX2 alone, against the scalar
+ * loops, bit for bit. */
+static void max_pool_kernels_agree(const int64_t shape[4], const CtPool2dArgs *args)
+{
+    const size_t n = (size_t)(2 * shape[0] * shape[1] * shape[2] * shape[3]);
+    float *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
+    max_pool_run("baseline", shape, args, a);
+    for (int k = 0; k < 2; k++) {
+        max_pool_run(k ? "avx2" : NULL, shape, args, b);
+        ck_assert_msg(memcmp(a, b, n * sizeof *a) == 0,
+                      "shape %lld x %lld, window %dx%d stride %dx%d padding %dx%d%s, %s "
+                      "kernel: differs from the scalar one",
+                      (long long)shape[2], (long long)shape[3], args->kernel[0],
+                      args->kernel[1], args->stride[0], args->stride[1], args->padding[0],
+                      args->padding[1], args->ceil_mode ? " ceil" : "",
+                      k ? "AVX2" : "best");
+    }
+    free(a);
+    free(b);
+}
+
 START_TEST(test_max_pool_2x2_kernels_agree)
 {
     TU_MEM_BEGIN;
     static const int64_t SHAPES[][4] = {
         {2, 3, 9, 70}, {1, 1, 4, 34}, {1, 2, 5, 33}, {3, 2, 24, 24}, {1, 1, 2, 2}};
-    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++) {
-        const int64_t *sh = SHAPES[i];
-        size_t n = (size_t)(sh[0] * sh[1] * (sh[2] / 2) * (sh[3] / 2) +
-                            sh[0] * sh[1] * sh[2] * sh[3]);
-        float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-        pool_2x2_run("baseline", sh, a);
-        /* the CPU's best kernel, then AVX2 (the same where it is the best) */
-        for (int k = 0; k < 2; k++) {
-            pool_2x2_run(k ? "avx2" : NULL, sh, b);
-            ck_assert_msg(memcmp(a, b, n * sizeof *a) == 0,
-                          "shape %lld x %lld, %s kernel: differs from the scalar one",
-                          (long long)sh[2], (long long)sh[3], k ? "AVX2" : "best");
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
+        max_pool_kernels_agree(SHAPES[i], &(CtPool2dArgs){.kernel = {2, 2}});
+    TU_MEM_END;
+}
+END_TEST
+
+/* The other windows: ResNet's 3x3 stride-2 padded pool, stride 1, uneven
+ * windows and strides, ceil mode, a column stride the vector kernel leaves
+ * to the scalar loop. */
+START_TEST(test_max_pool_windows_kernels_agree)
+{
+    TU_MEM_BEGIN;
+    static const int64_t SHAPES[][4] = {
+        {2, 3, 9, 70}, {1, 2, 5, 33}, {2, 2, 16, 16}, {1, 1, 3, 3}, {1, 1, 7, 2}};
+    static const CtPool2dArgs ARGS[] = {
+        {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}},
+        {.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1}},
+        {.kernel = {2, 2}, .stride = {1, 1}},
+        {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}},
+        {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = true},
+        {.kernel = {2, 2}, .stride = {2, 2}, .padding = {1, 1}},
+        {.kernel = {5, 5}, .stride = {2, 2}, .padding = {2, 2}},
+        {.kernel = {3, 3}, .stride = {3, 3}},
+    };
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++)
+        for (size_t k = 0; k < sizeof ARGS / sizeof ARGS[0]; k++) {
+            const CtPool2dArgs *a = &ARGS[k];
+            if (SHAPES[i][2] + 2 * a->padding[0] < a->kernel[0] ||
+                SHAPES[i][3] + 2 * a->padding[1] < a->kernel[1])
+                continue; /* no output */
+            max_pool_kernels_agree(SHAPES[i], a);
         }
-        free(a);
-        free(b);
-    }
     TU_MEM_END;
 }
 END_TEST
@@ -376,6 +415,7 @@ Suite *pool_suite(void)
     tcase_add_test(tc, test_max_pool_ties_and_overlap);
     tcase_add_test(tc, test_max_pool_nan);
     tcase_add_test(tc, test_max_pool_2x2_kernels_agree);
+    tcase_add_test(tc, test_max_pool_windows_kernels_agree);
     tcase_add_test(tc, test_pool_gradcheck);
     tcase_add_test(tc, test_pool_bad_input);
     suite_add_tcase(s, tc);
