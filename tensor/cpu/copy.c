@@ -25,13 +25,29 @@
 #define ST_u8(p, v)   (*(uint8_t *)(p) = (uint8_t)(int64_t)(v))
 #define ST_b8(p, v)   (*(uint8_t *)(p) = (uint8_t)((v) != 0))
 
+#define SZ_f32  4
+#define SZ_f64  8
+#define SZ_bf16 2
+#define SZ_f16  2
+#define SZ_i64  8
+#define SZ_i32  4
+#define SZ_u8   1
+#define SZ_b8   1
+
 typedef void (*ConvertFn)(char *o, int64_t so, const char *i, int64_t si,
                           int64_t n); /* byte strides */
 
+/* Contiguous rows (the common cast, e.g. a u8 image batch to f32) take a
+ * loop with constant strides, which the compiler vectorises. */
 #define CONVERT(S, D)                                                                    \
     static void convert_##S##_##D(char *o, int64_t so, const char *i, int64_t si,        \
                                   int64_t n)                                             \
     {                                                                                    \
+        if (so == SZ_##D && si == SZ_##S) {                                              \
+            for (int64_t k = 0; k < n; k++)                                              \
+                ST_##D(o + k * SZ_##D, LD_##S(i + k * SZ_##S));                          \
+            return;                                                                      \
+        }                                                                                \
         for (int64_t k = 0; k < n; k++) ST_##D(o + k * so, LD_##S(i + k * si));          \
     }
 /* clang-format does not settle on a layout for this list */
