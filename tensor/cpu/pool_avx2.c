@@ -91,6 +91,7 @@ void ct_cpu_max_pool_2x2_f32_avx2(const float *x, int64_t w, int64_t oh, int64_t
         }
     }
 }
+
 /* Lanes whose column (32-bit lanes of cols) lies in [0, w). */
 static inline __m256i cols_in(__m256i cols, int64_t w)
 {

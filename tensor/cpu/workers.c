@@ -44,14 +44,44 @@ static double now_us(void)
     return 1e6 * (double)t.tv_sec + 1e-3 * (double)t.tv_nsec;
 }
 
-/* Claims and runs items of the current job until none is left. */
-static void drain(int slot)
+/* Claims and runs items of the current job until none is left; returns
+ * how many it ran. */
+static int64_t drain(int slot)
 {
-    int64_t i;
+    int64_t i, ran = 0;
     while ((i = atomic_fetch_add(&pool.next, 1)) < pool.n) {
         pool.fn(pool.ctx, i, slot);
         atomic_fetch_add(&pool.done, 1);
+        ran++;
     }
+    return ran;
+}
+
+/* Whether the pool threads get a core (workers.h, "Busy machines"). */
+static atomic_int misses, skip;
+
+static void note_job(bool miss)
+{
+    if (!miss) {
+        atomic_store(&misses, 0);
+    } else if (atomic_fetch_add(&misses, 1) + 1 >= CT_WORKERS_MISSES_OFF) {
+        atomic_store(&misses, 0);
+        atomic_store(&skip, CT_WORKERS_SKIP_JOBS);
+    }
+}
+
+int ct_workers_skipping(void)
+{
+    return atomic_load(&skip);
+}
+
+/* Whether this job runs inline because the pool was missing its cores. */
+static bool skipping(void)
+{
+    int k = atomic_load(&skip);
+    while (k > 0 && !atomic_compare_exchange_weak(&skip, &k, k - 1)) {
+    }
+    return k > 0;
 }
 
 static bool new_job(uint64_t g, uint64_t seen)
@@ -60,7 +90,9 @@ static bool new_job(uint64_t g, uint64_t seen)
 }
 
 /* Spins up to CT_WORKERS_SPIN_US for a published job other than seen, then
- * sleeps. */
+ * sleeps. The spin yields the core now and then: where threads outnumber
+ * free cores, a spinning pool thread would otherwise take a share of the
+ * core that the caller (who then does the items itself) needs. */
 static uint64_t wait_job(uint64_t seen)
 {
     double t0 = now_us();
@@ -68,7 +100,10 @@ static uint64_t wait_job(uint64_t seen)
         uint64_t g = atomic_load(&pool.gen);
         if (new_job(g, seen)) return g;
         _mm_pause();
-        if ((k & 255) == 255 && now_us() - t0 > CT_WORKERS_SPIN_US) break;
+        if ((k & 255) == 255) {
+            if (now_us() - t0 > CT_WORKERS_SPIN_US) break;
+            sched_yield();
+        }
     }
     pthread_mutex_lock(&pool.mu);
     pool.sleeping++;
@@ -129,7 +164,7 @@ void ct_workers_run(int64_t n, int nt, CtWorkFn fn, void *ctx)
     if (n <= 0) return;
     if (nt > 1) pthread_once(&started, start_pool);
     bool idle = false;
-    if (nt <= 1 || n == 1 || in_item || pool.nthreads == 0 ||
+    if (nt <= 1 || n == 1 || in_item || pool.nthreads == 0 || skipping() ||
         !atomic_compare_exchange_strong(&pool.busy, &idle, true)) {
         run_inline(n, fn, ctx);
         return;
@@ -149,13 +184,16 @@ void ct_workers_run(int64_t n, int nt, CtWorkFn fn, void *ctx)
     pthread_mutex_unlock(&pool.mu);
 
     in_item = true;
-    drain(0);
+    const double t0 = now_us();
+    const int64_t ran = drain(0);
     in_item = false;
     /* items claimed by pool threads may still run: wait for them (pool
      * threads that claim nothing more never touch fn or ctx) */
+    const double t1 = now_us();
     for (int k = 0; atomic_load(&pool.done) < n; k++) {
         _mm_pause();
         if ((k & 1023) == 1023) sched_yield();
     }
+    note_job(ran == n || now_us() - t1 > (t1 - t0) + CT_WORKERS_LATE_US);
     atomic_store(&pool.busy, false);
 }

@@ -19,6 +19,19 @@
  * application thread while the pool is busy, or with nt <= 1 runs every
  * item inline on the caller, in order.
  *
+ * The spin yields the core every few microseconds: where threads outnumber
+ * free cores, a spinning pool thread would otherwise take a share of the
+ * core the caller needs.
+ *
+ * Busy machines: a job whose pool threads took none of its items, or whose
+ * caller then waited for their items longer than it worked on its own
+ * (plus CT_WORKERS_LATE_US; a pool thread's normal wake-up is shorter), is
+ * a miss. After CT_WORKERS_MISSES_OFF misses in a row (other processes hold
+ * the cores) the next CT_WORKERS_SKIP_JOBS calls run inline, then the pool
+ * is tried again. Items give the same bits on any thread, so this changes
+ * speed only (measured in docs/benchmarks.md: with one of 2 cores busy,
+ * the MLP on 2 threads went from 0.77x to 1.04x of 1 thread).
+ *
  * Threads: the pool starts lazily on the first call with nt > 1 and has
  * omp_get_max_threads() - 1 threads (OMP_NUM_THREADS, default the cores),
  * for the life of the process. */
@@ -27,7 +40,10 @@
 
 #include <stdint.h>
 
-#define CT_WORKERS_SPIN_US 100
+#define CT_WORKERS_SPIN_US    100
+#define CT_WORKERS_LATE_US    50
+#define CT_WORKERS_MISSES_OFF 4
+#define CT_WORKERS_SKIP_JOBS  64
 
 typedef void (*CtWorkFn)(void *ctx, int64_t i, int slot);
 
@@ -36,5 +52,9 @@ typedef void (*CtWorkFn)(void *ctx, int64_t i, int slot);
 int ct_workers_max(void);
 
 void ct_workers_run(int64_t n, int nt, CtWorkFn fn, void *ctx);
+
+/* How many of the next calls run inline because the pool threads were
+ * missing their cores ("Busy machines" above); 0 normally. */
+int ct_workers_skipping(void);
 
 #endif

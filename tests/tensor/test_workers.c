@@ -1,8 +1,10 @@
 /* The GEMM/conv engine pool (tensor/cpu/workers.h): every item runs once,
- * slots stay below the thread count, nested and concurrent calls complete. */
+ * slots stay below the thread count, nested and concurrent calls complete,
+ * a pool whose threads get no core steps aside. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "tensor/cpu/workers.h"
 #include "testutil.h"
@@ -104,6 +106,44 @@ START_TEST(test_workers_concurrent_callers)
 }
 END_TEST
 
+/* Items that sleep on pool threads, as on a machine whose other cores are
+ * taken: every job is a miss (the caller waits for them, or runs every
+ * item itself), so the pool soon steps aside, and the jobs run inline, on
+ * the caller and in order, for CT_WORKERS_SKIP_JOBS calls. */
+static void slow_on_pool(void *ctx, int64_t i, int slot)
+{
+    if (slot > 0) usleep(20000);
+    count_item(ctx, i, slot);
+}
+
+START_TEST(test_workers_busy_cores_run_inline)
+{
+    /* earlier tests in this process may have left a skip running: let it
+     * end, then miss until the pool steps aside */
+    int jobs = 0;
+    while (ct_workers_skipping() > 0 && jobs++ < 2 * CT_WORKERS_SKIP_JOBS) {
+        Count c = {.nt = 2, .last = -1};
+        ct_workers_run(64, 2, count_item, &c);
+    }
+    ck_assert_int_eq(ct_workers_skipping(), 0);
+    for (jobs = 0; ct_workers_skipping() == 0 && jobs < 2 * CT_WORKERS_MISSES_OFF;
+         jobs++) {
+        Count c = {.nt = 2, .last = -1};
+        ct_workers_run(64, 2, slow_on_pool, &c);
+        assert_once(&c, 64);
+    }
+    ck_assert_int_le(jobs, CT_WORKERS_MISSES_OFF);
+    ck_assert_int_eq(ct_workers_skipping(), CT_WORKERS_SKIP_JOBS);
+    for (int j = 0; j < CT_WORKERS_SKIP_JOBS; j++) {
+        Count c = {.nt = 1, .last = -1}; /* a pool slot counts as bad */
+        ct_workers_run(64, 2, count_item, &c);
+        assert_once(&c, 64);
+        ck_assert_int_eq(atomic_load(&c.order_breaks), 0);
+    }
+    ck_assert_int_eq(ct_workers_skipping(), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("workers");
@@ -112,6 +152,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_workers_inline_in_order);
     tcase_add_test(tc, test_workers_nested_runs_inline);
     tcase_add_test(tc, test_workers_concurrent_callers);
+    tcase_add_test(tc, test_workers_busy_cores_run_inline);
     suite_add_tcase(s, tc);
     return s;
 }
