@@ -25,7 +25,7 @@ typedef struct BasicBlock {
 static Tensor *block_forward(Module *m, Tensor *x)
 {
     BasicBlock *b = (BasicBlock *)m;
-    Tensor *h = tensor_relu(nn_forward(b->bn1, nn_forward(b->conv1, x)));
+    Tensor *h = nn_forward_relu(b->bn1, nn_forward(b->conv1, x)); /* bn + relu: one op */
     h = nn_forward(b->bn2, nn_forward(b->conv2, h));
     return tensor_relu(tensor_add(h, x)); /* NULL anywhere stays NULL */
 }

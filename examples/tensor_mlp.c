@@ -37,8 +37,9 @@ typedef struct Mlp {
 
 static Tensor *forward(const Mlp *m, Tensor *x)
 {
-    Tensor *h = tensor_relu(tensor_linear(x, m->w[0], m->b[0]));
-    h = tensor_relu(tensor_linear(h, m->w[1], m->b[1]));
+    /* relu(x wᵀ + b) as one op: no pre-activation tensor */
+    Tensor *h = tensor_linear_relu(x, m->w[0], m->b[0]);
+    h = tensor_linear_relu(h, m->w[1], m->b[1]);
     return tensor_linear(h, m->w[2], m->b[2]);
 }
 

@@ -35,6 +35,11 @@ static const ModuleVtable sigmoid_vt = {.type = "Sigmoid", .forward = sigmoid_fo
 static const ModuleVtable tanh_vt = {.type = "Tanh", .forward = tanh_forward};
 static const ModuleVtable identity_vt = {.type = "Identity", .forward = identity_forward};
 
+bool nn_is_relu(const Module *m)
+{
+    return m && m->vt == &relu_vt;
+}
+
 Module *nn_relu(void)
 {
     return nn_module_alloc(sizeof(Module), &relu_vt);

@@ -26,7 +26,7 @@ static CtStatus count_batch(Tensor *n)
     return st;
 }
 
-static Tensor *batch_norm_forward(Module *m, Tensor *x)
+static Tensor *batch_norm_run(Module *m, Tensor *x, bool relu)
 {
     BatchNorm *bn = (BatchNorm *)m;
     bool is2d = !strcmp(m->vt->type, "BatchNorm2d");
@@ -39,10 +39,21 @@ static Tensor *batch_norm_forward(Module *m, Tensor *x)
                  tensor_describe(x, d, sizeof d));
         return NULL;
     }
-    Tensor *y = tensor_batch_norm(x, bn->running_mean, bn->running_var, bn->weight,
-                                  bn->bias, m->training, bn->momentum, bn->eps);
+    Tensor *y = (relu ? tensor_batch_norm_relu : tensor_batch_norm)(
+        x, bn->running_mean, bn->running_var, bn->weight, bn->bias, m->training,
+        bn->momentum, bn->eps);
     if (y && m->training && count_batch(bn->num_batches_tracked) != CT_OK) return NULL;
     return y;
+}
+
+static Tensor *batch_norm_forward(Module *m, Tensor *x)
+{
+    return batch_norm_run(m, x, false);
+}
+
+static Tensor *batch_norm_forward_relu(Module *m, Tensor *x)
+{
+    return batch_norm_run(m, x, true);
 }
 
 static void batch_norm_extra_repr(const Module *m, char *buf, size_t n)
@@ -56,10 +67,12 @@ static void batch_norm_extra_repr(const Module *m, char *buf, size_t n)
 
 static const ModuleVtable bn1d_vt = {.type = "BatchNorm1d",
                                      .forward = batch_norm_forward,
-                                     .extra_repr = batch_norm_extra_repr};
+                                     .extra_repr = batch_norm_extra_repr,
+                                     .forward_relu = batch_norm_forward_relu};
 static const ModuleVtable bn2d_vt = {.type = "BatchNorm2d",
                                      .forward = batch_norm_forward,
-                                     .extra_repr = batch_norm_extra_repr};
+                                     .extra_repr = batch_norm_extra_repr,
+                                     .forward_relu = batch_norm_forward_relu};
 
 static Module *batch_norm(const ModuleVtable *vt, int64_t c, double eps, double momentum)
 {

@@ -12,17 +12,32 @@ typedef struct Conv2d {
     Tensor *weight, *bias;
 } Conv2d;
 
-static Tensor *conv2d_forward(Module *m, Tensor *x)
+/* Checks x against c; records an error and returns false otherwise. */
+static bool input_ok(Module *m, const Tensor *x)
 {
-    Conv2d *c = (Conv2d *)m;
+    const Conv2d *c = (const Conv2d *)m;
     if (x && (tensor_ndim(x) != 4 || tensor_size(x, 1) != c->in)) {
         char d[96], self[256];
         ct_error(CT_ERR_SHAPE, "%s: expected input (N, %lld, H, W), got %s",
                  nn_module_describe(m, self, sizeof self), (long long)c->in,
                  tensor_describe(x, d, sizeof d));
-        return NULL;
+        return false;
     }
-    return tensor_conv2d(x, c->weight, c->bias, &c->args);
+    return true;
+}
+
+static Tensor *conv2d_forward(Module *m, Tensor *x)
+{
+    Conv2d *c = (Conv2d *)m;
+    return input_ok(m, x) ? tensor_conv2d(x, c->weight, c->bias, &c->args) : NULL;
+}
+
+static Tensor *conv2d_forward_relu(Module *m, Tensor *x)
+{
+    Conv2d *c = (Conv2d *)m;
+    CtConv2dArgs a = c->args;
+    a.relu = true;
+    return input_ok(m, x) ? tensor_conv2d(x, c->weight, c->bias, &a) : NULL;
 }
 
 /* PyTorch's Conv2d repr: stride always, the rest only when not default. */
@@ -45,8 +60,10 @@ static void conv2d_extra_repr(const Module *m, char *buf, size_t n)
 #undef CONV_APPEND
 }
 
-static const ModuleVtable conv2d_vt = {
-    .type = "Conv2d", .forward = conv2d_forward, .extra_repr = conv2d_extra_repr};
+static const ModuleVtable conv2d_vt = {.type = "Conv2d",
+                                       .forward = conv2d_forward,
+                                       .extra_repr = conv2d_extra_repr,
+                                       .forward_relu = conv2d_forward_relu};
 
 static CtConv2dArgs resolve(const CtConv2dArgs *args)
 {

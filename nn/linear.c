@@ -9,18 +9,31 @@ typedef struct Linear {
     Tensor *weight, *bias;
 } Linear;
 
-static Tensor *linear_forward(Module *m, Tensor *x)
+/* Checks x against l; records an error and returns false otherwise. */
+static bool input_ok(Module *m, const Tensor *x)
 {
-    Linear *l = (Linear *)m;
+    const Linear *l = (const Linear *)m;
     if (x && (tensor_ndim(x) < 1 || tensor_size(x, -1) != l->in)) {
         char d[96], self[128];
         ct_error(CT_ERR_SHAPE, "%s: input %s has %lld features, expected %lld",
                  nn_module_describe(m, self, sizeof self),
                  tensor_describe(x, d, sizeof d),
                  tensor_ndim(x) ? (long long)tensor_size(x, -1) : 0LL, (long long)l->in);
-        return NULL;
+        return false;
     }
-    return tensor_linear(x, l->weight, l->bias);
+    return true;
+}
+
+static Tensor *linear_forward(Module *m, Tensor *x)
+{
+    Linear *l = (Linear *)m;
+    return input_ok(m, x) ? tensor_linear(x, l->weight, l->bias) : NULL;
+}
+
+static Tensor *linear_forward_relu(Module *m, Tensor *x)
+{
+    Linear *l = (Linear *)m;
+    return input_ok(m, x) ? tensor_linear_relu(x, l->weight, l->bias) : NULL;
 }
 
 static void linear_extra_repr(const Module *m, char *buf, size_t n)
@@ -30,8 +43,10 @@ static void linear_extra_repr(const Module *m, char *buf, size_t n)
              (long long)l->out, l->bias ? "True" : "False");
 }
 
-static const ModuleVtable linear_vt = {
-    .type = "Linear", .forward = linear_forward, .extra_repr = linear_extra_repr};
+static const ModuleVtable linear_vt = {.type = "Linear",
+                                       .forward = linear_forward,
+                                       .extra_repr = linear_extra_repr,
+                                       .forward_relu = linear_forward_relu};
 
 Module *nn_linear(int64_t in_features, int64_t out_features, bool bias, CtGenerator *g)
 {

@@ -230,6 +230,12 @@ Tensor *nn_forward(Module *m, Tensor *x)
     return m->vt->forward(m, x);
 }
 
+Tensor *nn_forward_relu(Module *m, Tensor *x)
+{
+    if (x && m && m->vt->forward_relu) return m->vt->forward_relu(m, x);
+    return tensor_relu(nn_forward(m, x));
+}
+
 static void set_mode(Module *m, bool training)
 {
     if (!m) return;

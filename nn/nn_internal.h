@@ -61,6 +61,10 @@ CtStatus nn_register_slots(Module *m, int n, const NnSlot *slots);
  * Module (the first member). Returns NULL (error recorded) on failure. */
 Module *nn_module_alloc(size_t size, const ModuleVtable *vt);
 
+/* True for a module made by nn_relu (Sequential fuses it into the child
+ * before it). */
+bool nn_is_relu(const Module *m);
+
 /* Re-records the current error as "<context>: <current message>" with
  * status st; returns st. */
 CtStatus nn_error_context(CtStatus st, const char *fmt, ...)

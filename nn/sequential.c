@@ -3,10 +3,18 @@
 
 #include "nn_internal.h"
 
+/* A child followed by a ReLU runs as one op where the child can fuse it
+ * (nn_forward_relu); the pre-activation is never seen outside. */
 static Tensor *sequential_forward(Module *m, Tensor *x)
 {
-    for (int i = 0; x && i < nn_module_num_children(m); i++)
-        x = nn_forward(nn_module_child_at(m, i), x);
+    const int n = nn_module_num_children(m);
+    for (int i = 0; x && i < n; i++) {
+        Module *c = nn_module_child_at(m, i);
+        if (c->vt->forward_relu && i + 1 < n && nn_is_relu(nn_module_child_at(m, i + 1)))
+            x = nn_forward_relu(c, x), i++;
+        else
+            x = nn_forward(c, x);
+    }
     return x;
 }
 

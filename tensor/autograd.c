@@ -56,6 +56,13 @@ CtStatus ct_node_save_output(CtNode *n, int i, Tensor *out)
     return n->saved[i] ? CT_OK : ct_last_status();
 }
 
+CtStatus ct_node_fuse_relu(CtNode *n, Tensor *out)
+{
+    tensor_free(n->relu_out);
+    n->relu_out = ct_tensor_alias(out);
+    return n->relu_out ? CT_OK : ct_last_status();
+}
+
 CtStatus tensor_set_requires_grad(Tensor *t, bool on)
 {
     if (!t) return ct_error(CT_ERR_NULL, "tensor_set_requires_grad: NULL tensor");
@@ -219,7 +226,9 @@ static CtStatus run_nodes(NodeList *order)
         CtNode *n = order->v[k];
         if (!n->grad_acc) continue;
         Tensor *gin[CT_NODE_MAX_IN] = {0};
-        CtStatus st = n->backward(n, n->grad_acc, gin);
+        Tensor *g = n->relu_out ? ct_relu_grad(n->relu_out, n->grad_acc) : n->grad_acc;
+        if (!g) return ct_last_status();
+        CtStatus st = n->backward(n, g, gin);
         if (st != CT_OK) return st;
         for (int i = 0; i < n->n_in; i++) {
             if (!n->needs_grad[i] || !gin[i]) continue;

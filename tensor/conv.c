@@ -6,7 +6,8 @@ _Static_assert(sizeof(CtConv2dParams) <= CT_NODE_PARAMS_BYTES,
 
 #define OP "conv2d"
 
-/* Forward kernel: y <- conv(x, w) + b. x, w, b contiguous. */
+/* Forward kernel: y <- conv(x, w) + b, then relu(y) when p->relu. x, w, b
+ * contiguous. */
 static Tensor *conv_forward(const CtConv2dParams *p, Tensor *x, Tensor *w, Tensor *b)
 {
     int64_t shape[4] = {p->n, p->o, p->oh, p->ow};
@@ -87,6 +88,7 @@ static bool conv_params(const Tensor *x, const Tensor *w, const Tensor *b,
         .dh = a.dilation[0] ? a.dilation[0] : 1,
         .dw = a.dilation[1] ? a.dilation[1] : 1,
         .groups = a.groups ? a.groups : 1,
+        .relu = a.relu,
     };
     if (p->sh < 0 || p->sw < 0 || p->dh < 0 || p->dw < 0 || p->ph < 0 || p->pw < 0 ||
         p->groups < 0) {
@@ -163,6 +165,7 @@ Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args)
         *CT_NODE_PARAMS(n, CtConv2dParams) = p;
         ct_node_save(n, 0, xc);
         ct_node_save(n, 1, wc);
+        if (p.relu && ct_node_fuse_relu(n, y) != CT_OK) y = ct_op_discard(y);
     }
     tensor_free(xc);
     tensor_free(wc);

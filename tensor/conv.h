@@ -6,7 +6,8 @@
  *
  * CT_OP_CONV2D            out0 = y (N, O, OH, OW)
  *                         in0 = x (N, C, H, W), in1 = w (O, C/groups, kh, kw),
- *                         in2 = b (O) or NULL
+ *                         in2 = b (O) or NULL; ReLU after the bias when
+ *                         params.relu
  * CT_OP_CONV2D_BWD_DATA   out0 = gx (N, C, H, W)         (overwritten)
  *                         in0 = gy (N, O, OH, OW), in1 = w
  * CT_OP_CONV2D_BWD_WEIGHT out0 = gw (O, C/groups, kh, kw) or NULL,
@@ -35,6 +36,7 @@ typedef struct CtConv2dParams {
     int ph, pw;         /* zero padding on both sides, >= 0 */
     int dh, dw;         /* dilation, >= 1 */
     int groups;         /* >= 1, divides c and o */
+    bool relu;          /* CONV2D: y <- relu(y) after the bias */
     /* CT_F32: compute in the operands' dtype; CT_BF16 (autocast): f32
      * operands rounded to bf16, products accumulated in f32, f32 results
      * (the forward and both backward kernels) */

@@ -177,6 +177,9 @@ struct CtNode {
     Tensor *in[CT_NODE_MAX_IN]; /* owned references */
     bool needs_grad[CT_NODE_MAX_IN];
     Tensor *saved[CT_NODE_MAX_SAVED]; /* owned references */
+    /* Set by ct_node_fuse_relu: the op's output is relu(op result), and this
+     * detached alias of it masks gout before `backward` runs. */
+    Tensor *relu_out;
     unsigned char params[CT_NODE_PARAMS_BYTES] __attribute__((aligned(16)));
     bool released; /* graph consumed by backward */
     /* engine scratch */
@@ -197,6 +200,18 @@ CtStatus ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
  * can fail (CT_ERR_OOM, recorded; the op must fail then). */
 void ct_node_save(CtNode *n, int i, Tensor *t);
 CtStatus ct_node_save_output(CtNode *n, int i, Tensor *out);
+/* Marks out (n's output, already holding relu of the op's result) as fused
+ * with a ReLU: backward first masks gout where out is not positive, as
+ * tensor_relu's node would, then runs n->backward on the result. Can fail
+ * (CT_ERR_OOM, recorded; the op must fail then). */
+CtStatus ct_node_fuse_relu(CtNode *n, Tensor *out);
+/* New tensor g where out > 0, else 0: ReLU's gradient from its output, by
+ * the UNARY_BWD kernel (the bits of tensor_relu's backward). NULL on
+ * error (recorded). */
+Tensor *ct_relu_grad(const Tensor *out, Tensor *g);
+/* t <- relu(t) in place by the UNARY kernel, for an op's fresh output that
+ * nothing else has seen yet (no autograd). */
+CtStatus ct_relu_inplace(Tensor *t);
 /* Typed access to the params block. */
 #define CT_NODE_PARAMS(n, T) ((T *)(void *)(n)->params)
 void ct_node_free(CtNode *n);

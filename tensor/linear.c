@@ -76,26 +76,29 @@ static bool flat_row_stride(const Tensor *x, int64_t *rs)
     return true;
 }
 
-/* Makes the bias the GEMM's epilogue (beta 0, in2 = b) when out's backend
- * fuses it (CUDA's cuBLASLt): one kernel instead of a broadcast copy and a
- * GEMM. Leaves c and p as they were and returns false otherwise. */
-static bool bias_fused(CtOpCall *c, CtMatmulParams *p, const Tensor *b)
+/* Makes the bias (when b) and the ReLU (when relu) the GEMM's epilogue
+ * (beta 0, in2 = b) when out's backend fuses them (CUDA's cuBLASLt): one
+ * kernel instead of a broadcast copy, a GEMM and a ReLU pass. Leaves c and
+ * p as they were and returns false otherwise. */
+static bool epilogue_fused(CtOpCall *c, CtMatmulParams *p, const Tensor *b, bool relu)
 {
     const CtBackend *be = ct_backend_peek(c->out[0]->storage->device);
-    if (!be || !tensor_is_contiguous(b)) return false;
-    p->bias = true;
+    if (!be || (b && !tensor_is_contiguous(b))) return false;
+    const CtMatmulParams before = *p;
+    p->bias = b != NULL;
+    p->act = relu ? CT_MATMUL_ACT_RELU : CT_MATMUL_ACT_NONE;
     p->beta = 0.0;
     c->in[2] = b;
     if (ct_backend_supports(be, c)) return true;
-    p->bias = false;
-    p->beta = 1.0;
+    *p = before;
     c->in[2] = NULL;
     return false;
 }
 
-/* out (contiguous, (*, out)) <- x·wᵀ + b. No autograd. */
+/* out (contiguous, (*, out)) <- x·wᵀ + b, then relu(out) when relu. No
+ * autograd. */
 static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const Tensor *b,
-                           int64_t rows, CtDType autocast)
+                           int64_t rows, CtDType autocast, bool relu)
 {
     if (tensor_numel(out) == 0) return CT_OK;
     int64_t out_f = w->shape[0], in_f = w->shape[1];
@@ -127,32 +130,35 @@ static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const 
                         .autocast = autocast};
     CtOpCall c = {.op = CT_OP_MATMUL, .out = {out}, .in = {x, w}, .params = &p};
     CtStatus st = CT_OK;
-    if (b && !bias_fused(&c, &p, b)) { /* out <- broadcast bias; the GEMM adds onto it */
+    bool fused = (b || relu) && epilogue_fused(&c, &p, b, relu);
+    if (b && !fused) { /* out <- broadcast bias; the GEMM adds onto it */
         Tensor *bb = ct_broadcast_alias(b, out->ndim, out->shape);
         CtOpCall fill = {.op = CT_OP_COPY, .out = {out}, .in = {bb}};
         st = bb ? ct_dispatch(&fill) : ct_error(CT_ERR_OOM, "linear: out of memory");
         tensor_free(bb);
     }
     if (st == CT_OK) st = ct_dispatch(&c);
+    if (st == CT_OK && relu && !fused) st = ct_relu_inplace(out);
     tensor_free(xc);
     tensor_free(wc);
     return st;
 }
 
-static Tensor *linear_again(Tensor **ops, const void *unused)
+static Tensor *linear(Tensor *x, Tensor *w, Tensor *b, bool relu);
+
+static Tensor *linear_again(Tensor **ops, const void *relu)
 {
-    (void)unused;
-    return tensor_linear(ops[0], ops[1], ops[2]);
+    return linear(ops[0], ops[1], ops[2], *(const bool *)relu);
 }
 
-Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
+static Tensor *linear(Tensor *x, Tensor *w, Tensor *b, bool relu)
 {
-    const char *op = "linear";
+    const char *op = relu ? "linear_relu" : "linear";
     if (!ct_check_inputs(op, b ? 3 : 2, (const Tensor *[]){x, w, b})) return NULL;
     /* a bf16/f16 input (a CUDA convolution's output) to f32 weights is
      * widened first */
     if (ct_autocast_widens(x) && w->dtype == CT_F32)
-        return ct_autocast_call(3, (Tensor *[]){x, w, b}, CT_F32, linear_again, NULL);
+        return ct_autocast_call(3, (Tensor *[]){x, w, b}, CT_F32, linear_again, &relu);
     if (!ct_check_float(op, x) || !ct_check_same_dtype(op, x, w) ||
         (b && !ct_check_same_dtype(op, x, b)) || !ct_check_ndim(op, w, 2, 2))
         return NULL;
@@ -161,17 +167,15 @@ Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
     char d1[96], d2[96];
     int64_t out_f = w->shape[0], in_f = w->shape[1];
     if (x->ndim == 0 || x->shape[x->ndim - 1] != in_f) {
-        ct_error(CT_ERR_SHAPE,
-                 "linear: input %s has %lld features, weight %s expects %lld",
-                 tensor_describe(x, d1, sizeof d1),
+        ct_error(CT_ERR_SHAPE, "%s: input %s has %lld features, weight %s expects %lld",
+                 op, tensor_describe(x, d1, sizeof d1),
                  (long long)(x->ndim ? x->shape[x->ndim - 1] : 0),
                  tensor_describe(w, d2, sizeof d2), (long long)in_f);
         return NULL;
     }
     if (b && (b->ndim != 1 || b->shape[0] != out_f)) {
-        ct_error(CT_ERR_SHAPE,
-                 "linear: bias %s does not match weight %s (expected [%lld])",
-                 tensor_describe(b, d1, sizeof d1), tensor_describe(w, d2, sizeof d2),
+        ct_error(CT_ERR_SHAPE, "%s: bias %s does not match weight %s (expected [%lld])",
+                 op, tensor_describe(b, d1, sizeof d1), tensor_describe(w, d2, sizeof d2),
                  (long long)out_f);
         return NULL;
     }
@@ -183,11 +187,22 @@ Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
     Tensor *out = ct_tensor_new_persistent(x->ndim, shape, x->dtype, x->storage->device);
     if (!out) return NULL;
     CtNode *n;
-    if (linear_run(out, x, w, b, rows, autocast) != CT_OK ||
-        ct_node_new(out, op, linear_backward, 3, (Tensor *[]){x, w, b}, &n) != CT_OK) {
+    if (linear_run(out, x, w, b, rows, autocast, relu) != CT_OK ||
+        ct_node_new(out, op, linear_backward, 3, (Tensor *[]){x, w, b}, &n) != CT_OK ||
+        (n && relu && ct_node_fuse_relu(n, out) != CT_OK)) {
         tensor_free(out);
         return NULL;
     }
     if (n) *CT_NODE_PARAMS(n, LinearParams) = (LinearParams){rows, autocast};
     return ct_scope_adopt(out);
+}
+
+Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
+{
+    return linear(x, w, b, false);
+}
+
+Tensor *tensor_linear_relu(Tensor *x, Tensor *w, Tensor *b)
+{
+    return linear(x, w, b, true);
 }

@@ -42,10 +42,12 @@ static bool check_devices(const char *op, int n, Tensor *const *ts)
 /* Runs a fused normalisation forward: out0 = y, out1 = (2, nstats) saved
  * statistics (mean and inverse std) of dtype sdt, out2/out3 = running stats
  * updated in place (batch norm); in = x, weight, bias made contiguous.
- * Records the node with the params block and the statistics. */
+ * Records the node with the params block and the statistics, and the
+ * fused ReLU when relu (the kernel applied it: params say so). */
 static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
                         Tensor *weight, Tensor *bias, Tensor *rmean, Tensor *rvar,
-                        int64_t nstats, CtDType sdt, const void *params, size_t psize)
+                        int64_t nstats, CtDType sdt, const void *params, size_t psize,
+                        bool relu)
 {
     Tensor *xc = ct_contiguous_ref(x), *wc = ct_contiguous_ref(weight),
            *bc = ct_contiguous_ref(bias);
@@ -66,6 +68,7 @@ static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
     if (n) {
         memcpy(n->params, params, psize);
         ct_node_save(n, 0, stats);
+        if (relu && ct_node_fuse_relu(n, y) != CT_OK) y = ct_op_discard(y);
     }
     tensor_free(xc);
     tensor_free(wc);
@@ -105,11 +108,11 @@ static CtStatus batch_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
     return run_norm_backward(n, CT_OP_BATCH_NORM_BWD, g, gin);
 }
 
-Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
+static Tensor *batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
                           Tensor *weight, Tensor *bias, bool training, double momentum,
-                          double eps)
+                          double eps, bool relu)
 {
-    const char *op = "batch_norm";
+    const char *op = relu ? "batch_norm_relu" : "batch_norm";
     if (!x) return NULL;
     Tensor *all[5] = {x, running_mean, running_var, weight, bias};
     if (!check_devices(op, 5, all) || !ct_check_float(op, x) ||
@@ -129,6 +132,7 @@ Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
                            .c = x->shape[1],
                            .inner = ct_shape_numel(x->ndim - 2, x->shape + 2),
                            .training = training || !running_mean,
+                           .relu = relu,
                            .momentum = momentum,
                            .eps = eps};
     if (p.training && p.n * p.inner <= 1) {
@@ -141,7 +145,23 @@ Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
     }
     return run_norm(op, CT_OP_BATCH_NORM, batch_norm_backward, x, weight, bias,
                     running_mean, running_var, p.c, ct_bn_param_dtype(x->dtype), &p,
-                    sizeof p);
+                    sizeof p, relu);
+}
+
+Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
+                          Tensor *weight, Tensor *bias, bool training, double momentum,
+                          double eps)
+{
+    return batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps,
+                      false);
+}
+
+Tensor *tensor_batch_norm_relu(Tensor *x, Tensor *running_mean, Tensor *running_var,
+                               Tensor *weight, Tensor *bias, bool training,
+                               double momentum, double eps)
+{
+    return batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps,
+                      true);
 }
 
 /* ------------------------------------------------------------ layer norm */
@@ -186,5 +206,5 @@ Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, do
                            .d = ct_shape_numel(nnorm, x->shape + (x->ndim - nnorm)),
                            .eps = eps};
     return run_norm(op, CT_OP_LAYER_NORM, layer_norm_backward, x, weight, bias, NULL,
-                    NULL, p.rows, x->dtype, &p, sizeof p);
+                    NULL, p.rows, x->dtype, &p, sizeof p, false);
 }

@@ -30,6 +30,7 @@ static inline CtDType ct_bn_param_dtype(CtDType dt)
  *        [1] stats (2, c): row 0 the mean used, row 1 the invstd used
  *            (1 / sqrt(var + eps)), saved for backward
  *        [2] running_mean (c) or NULL, [3] running_var (c) or NULL
+ * y is relu'd after normalising when params.relu.
  * training: normalise with the batch mean and biased variance; when running
  *   stats are given update them in place: r = (1 - momentum) r +
  *   momentum * stat, with the unbiased variance.
@@ -38,6 +39,7 @@ typedef struct CtBatchNormParams {
     int64_t n, c, inner;
     bool training;
     double momentum, eps;
+    bool relu; /* y <- relu(y) after normalising */
 } CtBatchNormParams;
 
 /* CT_OP_BATCH_NORM_BWD (same params as the forward).

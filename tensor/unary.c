@@ -22,6 +22,22 @@ static CtStatus unary_backward(CtNode *n, Tensor *g, Tensor **gin)
     return st;
 }
 
+Tensor *ct_relu_grad(const Tensor *out, Tensor *g)
+{
+    const CtUnaryParams p = {CT_UN_RELU, 0, 0};
+    Tensor *gx = ct_tensor_new(g->ndim, g->shape, g->dtype, g->storage->device);
+    if (!gx) return NULL;
+    CtOpCall c = {.op = CT_OP_UNARY_BWD, .out = {gx}, .in = {out, g}, .params = &p};
+    return ct_dispatch(&c) == CT_OK ? gx : ct_op_discard(gx);
+}
+
+CtStatus ct_relu_inplace(Tensor *t)
+{
+    const CtUnaryParams p = {CT_UN_RELU, 0, 0};
+    CtOpCall c = {.op = CT_OP_UNARY, .out = {t}, .in = {t}, .params = &p};
+    return ct_dispatch(&c);
+}
+
 /* Params an integer kernel would have to truncate are refused up front. */
 static bool int_params_ok(const char *op, const Tensor *t, const CtUnaryParams *p)
 {

@@ -7,7 +7,7 @@
  *     typedef struct Block { Module base; Module *conv1, *bn1; } Block;
  *     static Tensor *block_forward(Module *m, Tensor *x) {
  *         Block *b = (Block *)m;
- *         return tensor_add(x, tensor_relu(nn_forward(b->bn1, nn_forward(b->conv1, x))));
+ *         return tensor_add(x, nn_forward_relu(b->bn1, nn_forward(b->conv1, x)));
  *     }
  *     static const ModuleVtable block_vt = {.type = "Block", .forward = block_forward};
  *     Block *b = calloc(1, sizeof *b);
@@ -48,6 +48,11 @@ typedef struct ModuleVtable {
     /* Configuration for the summary, e.g. "in_features=784, out_features=128,
      * bias=True". NULL: none. */
     void (*extra_repr)(const Module *m, char *buf, size_t n);
+    /* relu(forward(x)) in one op, where the module can apply the ReLU as it
+     * writes its output (Conv2d, Linear, BatchNorm): the same values and
+     * gradients, one pass and one tensor fewer. NULL: nn_forward_relu
+     * calls forward and then tensor_relu. */
+    Tensor *(*forward_relu)(Module *m, Tensor *x);
 } ModuleVtable;
 
 typedef struct NnRegistry NnRegistry; /* private to nn/ */
@@ -80,6 +85,10 @@ Module *nn_module_register_child(Module *m, const char *name, Module *child);
 /* m->vt->forward(m, x). NULL x returns NULL keeping the first error; a
  * module without forward is CT_ERR_UNSUPPORTED. */
 Tensor *nn_forward(Module *m, Tensor *x);
+/* tensor_relu(nn_forward(m, x)), fused into m's op when m->vt->forward_relu
+ * is set. Sequential calls it for a child followed by a ReLU module, so
+ * nn_sequential(conv, relu, ...) fuses without the caller asking. */
+Tensor *nn_forward_relu(Module *m, Tensor *x);
 
 /* Training / evaluation mode, set recursively (dropout, batch norm). */
 void nn_module_train(Module *m);

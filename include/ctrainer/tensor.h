@@ -473,6 +473,10 @@ Tensor *tensor_sum_to(Tensor *t, int ndim, const int64_t *shape);
 Tensor *tensor_matmul(Tensor *a, Tensor *b);
 /* y = x · wᵀ + b. x: (*, in), w: (out, in), b: (out) or NULL. */
 Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b);
+/* relu(x · wᵀ + b) as one op: the values and gradients of
+ * tensor_relu(tensor_linear(x, w, b)) without the pre-activation tensor
+ * (CUDA: cuBLASLt's bias + ReLU epilogue, where NaN follows cuBLASLt). */
+Tensor *tensor_linear_relu(Tensor *x, Tensor *w, Tensor *b);
 
 /* --------------------------------------------------------- convolutions */
 
@@ -481,10 +485,15 @@ typedef struct CtConv2dArgs {
     int padding[2];  /* zero padding on both sides */
     int dilation[2]; /* 0 -> 1 */
     int groups;      /* 0 -> 1 */
+    /* true: y = relu(conv(x, w) + b) as one op, the same values and
+     * gradients as tensor_relu of the plain convolution, with the ReLU
+     * applied while the output is written and no pre-activation tensor
+     * (nn_forward_relu and Sequential set it). false (default): none. */
+    bool relu;
 } CtConv2dArgs;
 
 /* x: (N, C, H, W), w: (O, C/groups, kh, kw), b: (O) or NULL.
- * args NULL means stride 1, no padding, dilation 1, groups 1. */
+ * args NULL means stride 1, no padding, dilation 1, groups 1, no ReLU. */
 Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args);
 
 typedef struct CtPool2dArgs {
@@ -548,6 +557,12 @@ Tensor *tensor_bce_with_logits(Tensor *logits, Tensor *target, Tensor *pos_weigh
 Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
                           Tensor *weight, Tensor *bias, bool training, double momentum,
                           double eps);
+/* relu(tensor_batch_norm(...)) as one op, with the same arguments, values
+ * and gradients, the ReLU applied as the output is written and no
+ * pre-activation tensor. */
+Tensor *tensor_batch_norm_relu(Tensor *x, Tensor *running_mean, Tensor *running_var,
+                               Tensor *weight, Tensor *bias, bool training,
+                               double momentum, double eps);
 /* Normalises over the last `nnorm` dims (1 <= nnorm <= ndim) with the
  * biased variance; weight and bias have those dims' shape, or are NULL.
  * f32 and f64; differentiable in x, weight and bias. */

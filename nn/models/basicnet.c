@@ -15,10 +15,10 @@ static Tensor *basicnet_forward(Module *m, Tensor *x)
     BasicNet *net = (BasicNet *)m;
     if (zoo_check_input("BasicNet", x, 1, 28, 28) != CT_OK) return NULL;
     const CtPool2dArgs pool = {.kernel = {2, 2}};
-    Tensor *h = tensor_relu(nn_forward(net->conv1, x));
-    h = tensor_relu(nn_forward(net->conv2, h));
+    Tensor *h = nn_forward_relu(net->conv1, x);
+    h = nn_forward_relu(net->conv2, h);
     h = nn_forward(net->dropout1, tensor_max_pool2d(h, &pool));
-    h = tensor_relu(nn_forward(net->fc1, tensor_flatten(h, 1, -1)));
+    h = nn_forward_relu(net->fc1, tensor_flatten(h, 1, -1));
     h = nn_forward(net->fc2, nn_forward(net->dropout2, h));
     return tensor_log_softmax(h, 1);
 }

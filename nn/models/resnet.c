@@ -40,9 +40,14 @@ static Tensor *block_forward(Module *m, Tensor *x)
 {
     Block *b = (Block *)m;
     if (!x) return NULL;
-    Tensor *h = nn_forward(b->relu, nn_forward(b->bn1, nn_forward(b->conv1, x)));
-    h = nn_forward(b->bn2, nn_forward(b->conv2, h));
-    if (b->conv3) h = nn_forward(b->bn3, nn_forward(b->conv3, nn_forward(b->relu, h)));
+    /* each bn + relu is one op (nn_forward_relu) */
+    Tensor *h = nn_forward_relu(b->bn1, nn_forward(b->conv1, x));
+    if (b->conv3) {
+        h = nn_forward_relu(b->bn2, nn_forward(b->conv2, h));
+        h = nn_forward(b->bn3, nn_forward(b->conv3, h));
+    } else {
+        h = nn_forward(b->bn2, nn_forward(b->conv2, h));
+    }
     Tensor *shortcut = b->downsample ? nn_forward(b->downsample, x) : x;
     return nn_forward(b->relu, tensor_add(h, shortcut));
 }
@@ -157,8 +162,9 @@ typedef struct ResNet {
     Module base;
     const ResNetSpec *spec;
     int64_t in_channels;
-    /* Borrowed children. */
-    Module *conv1, *bn1, *relu, *maxpool, *layer[4], *avgpool, *fc;
+    /* Borrowed children. The "relu" child is registered for torchvision's
+     * layout and repr; the forward fuses it into bn1 (nn_forward_relu). */
+    Module *conv1, *bn1, *maxpool, *layer[4], *avgpool, *fc;
 } ResNet;
 
 /* x: (N, in_channels, H, W) -> logits (N, num_classes). */
@@ -166,7 +172,7 @@ static Tensor *resnet_forward(Module *m, Tensor *x)
 {
     ResNet *r = (ResNet *)m;
     if (zoo_check_input(r->spec->name, x, r->in_channels, -1, -1) != CT_OK) return NULL;
-    Tensor *h = nn_forward(r->relu, nn_forward(r->bn1, nn_forward(r->conv1, x)));
+    Tensor *h = nn_forward_relu(r->bn1, nn_forward(r->conv1, x));
     h = nn_forward(r->maxpool, h);
     for (int i = 0; i < 4; i++) h = nn_forward(r->layer[i], h);
     h = tensor_flatten(nn_forward(r->avgpool, h), 1, -1);
@@ -192,8 +198,7 @@ static bool resnet_add_children(ResNet *r, int64_t num_classes, CtGenerator *g)
     Module *m = &r->base;
     CtPool2dArgs pool = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
     if (!(r->conv1 = zoo_child(m, "conv1", stem_new(spec, r->in_channels, g))) ||
-        !(r->bn1 = zoo_child(m, "bn1", bn(64))) ||
-        !(r->relu = zoo_child(m, "relu", nn_relu())) ||
+        !(r->bn1 = zoo_child(m, "bn1", bn(64))) || !zoo_child(m, "relu", nn_relu()) ||
         !(r->maxpool = zoo_child(m, "maxpool", nn_max_pool2d(&pool))))
         return false;
     int64_t width = 64;

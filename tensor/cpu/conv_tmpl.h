@@ -134,8 +134,28 @@ static void FN(col2im)(const CtConv2dParams *p, const T *col, int64_t ld, T *gx,
     }
 }
 
-/* y: (O, OH, OW) of one sample <- conv(x: (C, H, W)) + b; the team splits
- * the output columns. */
+/* dst[0..n) <- src (+ *bias unless NULL), then ReLU when relu, with
+ * tensor_relu's expression (NaN and -0 pass as they do there). dst may be
+ * src. */
+static inline void FN(bias_relu_row)(T *dst, const T *src, int64_t n, const T *bias,
+                                     bool relu)
+{
+    const T bo = bias ? *bias : 0;
+    if (bias && relu)
+        for (int64_t e = 0; e < n; e++) {
+            const T v = src[e] + bo;
+            dst[e] = v < 0 ? (T)0 : v;
+        }
+    else if (relu)
+        for (int64_t e = 0; e < n; e++) dst[e] = src[e] < 0 ? (T)0 : src[e];
+    else if (bias)
+        for (int64_t e = 0; e < n; e++) dst[e] = src[e] + bo;
+    else if (dst != src)
+        memcpy(dst, src, (size_t)n * sizeof(T));
+}
+
+/* y: (O, OH, OW) of one sample <- conv(x: (C, H, W)) + b, then ReLU when
+ * p->relu; the team splits the output columns. */
 static void FN(fwd_sample)(const CtConv2dParams *p, const T *x, const T *w, const T *b,
                            T *y, T *col, Team tm)
 {
@@ -156,12 +176,10 @@ static void FN(fwd_sample)(const CtConv2dParams *p, const T *x, const T *w, cons
                  (int)ohw);
         if (col) team_barrier(tm); /* col is refilled for the next group */
     }
-    if (b)
-        for (int64_t o = 0; o < p->o; o++) {
-            T *row = y + o * ohw;
-            const T bo = b[o];
-            for (int64_t e = e0; e < e1; e++) row[e] += bo;
-        }
+    if (b || p->relu)
+        for (int64_t o = 0; o < p->o; o++)
+            FN(bias_relu_row)
+            (y + o * ohw + e0, y + o * ohw + e0, e1 - e0, b ? b + o : NULL, p->relu);
 }
 
 /* gx: (C, H, W) of one sample <- conv_transpose(gy: (O, OH, OW), w). */
@@ -308,9 +326,8 @@ static void FN(chunk_copy)(const FN(ChunkJob) * j, int64_t s, bool to_g)
             memcpy(gc, j->gy + ((j->n0 + s) * p->o + o) * ohw, (size_t)ohw * sizeof(T));
             continue;
         }
-        T *yr = j->y + ((j->n0 + s) * p->o + o) * ohw;
-        const T bo = j->b ? j->b[o] : 0;
-        for (int64_t e = 0; e < ohw; e++) yr[e] = gc[e] + bo;
+        FN(bias_relu_row)
+        (j->y + ((j->n0 + s) * p->o + o) * ohw, gc, ohw, j->b ? j->b + o : NULL, p->relu);
     }
 }
 

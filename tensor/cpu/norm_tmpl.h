@@ -100,7 +100,13 @@ static void FN(bn_fwd_channel)(void *ctx, int64_t c, int slot)
     for (int64_t i = 0; i < N; i++) {
         const T *xr = x + (i * C + c) * K;
         T *yr = j->y + (i * C + c) * K;
-        for (int64_t k = 0; k < K; k++) yr[k] = xr[k] * scale + shift;
+        if (p->relu)
+            for (int64_t k = 0; k < K; k++) {
+                const T v = xr[k] * scale + shift;
+                yr[k] = v < 0 ? (T)0 : v; /* tensor_relu's expression */
+            }
+        else
+            for (int64_t k = 0; k < K; k++) yr[k] = xr[k] * scale + shift;
     }
     j->stats[c] = (T)mean;
     j->stats[C + c] = (T)invstd;

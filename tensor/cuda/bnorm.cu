@@ -225,13 +225,18 @@ static CtStatus bn_forward(const CtOpCall *call)
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    if (p->training) return train_call(call, c, train_forward);
-    switch (call->in[0]->dtype) {
-    case CT_F64: return eval_forward<CT_F64>(call, c);
-    case CT_BF16: return eval_forward<CT_BF16>(call, c);
-    case CT_F16: return eval_forward<CT_F16>(call, c);
-    default: return eval_forward<CT_F32>(call, c);
-    }
+    CtStatus st;
+    if (p->training)
+        st = train_call(call, c, train_forward);
+    else
+        switch (call->in[0]->dtype) {
+        case CT_F64: st = eval_forward<CT_F64>(call, c); break;
+        case CT_BF16: st = eval_forward<CT_BF16>(call, c); break;
+        case CT_F16: st = eval_forward<CT_F16>(call, c); break;
+        default: st = eval_forward<CT_F32>(call, c); break;
+        }
+    if (st == CT_OK && p->relu) st = ct_cuda_bias_relu(call->out[0], NULL, c->stream);
+    return st;
 }
 
 static CtStatus bn_backward(const CtOpCall *call)

@@ -82,6 +82,12 @@ typedef struct CtDnnTensor CtDnnTensor;
 CtStatus ct_dnn_tensor_create(const CtDnnTensor *t, CtDType dt,
                               cudnnTensorDescriptor_t *out);
 
+/* y <- relu(y + b) in place, b (C) added along dim 1 of the contiguous
+ * y (N, C, ...) of dtype f32, f64, bf16 or f16, or y <- relu(y) when b is
+ * NULL: the ReLU of a ReLU-fused convolution or batch norm
+ * (bias_relu.cu). */
+CtStatus ct_cuda_bias_relu(Tensor *y, const Tensor *b, cudaStream_t stream);
+
 /* Kernel table slots, filled by each kernel file. */
 void ct_cuda_register_copy(CtKernelFn *k, CtSupportsFn *s);        /* FILL, COPY */
 void ct_cuda_register_elementwise(CtKernelFn *k, CtSupportsFn *s); /* BINARY, WHERE */

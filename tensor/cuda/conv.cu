@@ -15,8 +15,10 @@
  * there); moving to the graph API changes this file only.
  *
  * Workspace comes from the instance's caching allocator, capped at
- * CT_DNN_WORKSPACE_MAX. The bias is added with cudnnAddTensor and its
- * gradient summed with cudnnConvolutionBackwardBias. */
+ * CT_DNN_WORKSPACE_MAX. The bias is added with cudnnAddTensor, or with the
+ * ReLU in one kernel of ours when the forward is ReLU-fused
+ * (bias_relu.cu), and its gradient summed with
+ * cudnnConvolutionBackwardBias. */
 #include <string.h>
 
 #include "common.cuh"
@@ -221,6 +223,8 @@ static CtStatus forward(ConvCall *k)
         k->h, ct_dnn_one(dt), o->x, ct_ptr(call->in[0]), o->w, ct_ptr(call->in[1]),
         o->conv, algo, ws, ws_size, ct_dnn_zero(dt), o->y, Y));
     ct_cuda_scratch_free(call->backend, ws, ws_size);
+    if (st == CT_OK && ((const CtConv2dParams *)call->params)->relu)
+        return ct_cuda_bias_relu(call->out[0], call->in[2], k->c->stream);
     if (st == CT_OK && call->in[2])
         st = CT_CUDNN_STATUS(cudnnAddTensor(
             k->h, ct_dnn_one(dt), o->b, ct_ptr(call->in[2]), ct_dnn_one(dt), o->y, Y));

@@ -2,6 +2,7 @@
  * (forward, backward data, backward weight and bias; f32, f64 and bf16
  * autocast), cuDNN batch norm in training and the eval-mode kernels,
  * pooling, the cuBLASLt bias + ReLU epilogue and linear's fused bias, the
+ * ReLU-fused conv and linear with their gradients, the
  * deterministic switch (two backward-weight runs give the same bits), and
  * autocast keeping a residual block's activations in bf16 on CUDA.
  * Without a device every test is skipped, loudly. */
@@ -245,6 +246,66 @@ START_TEST(test_linear_bias_fused)
 }
 END_TEST
 
+/* The ReLU-fused forms on CUDA (conv: cuDNN then the bias + ReLU kernel;
+ * linear: cuBLASLt's bias + ReLU epilogue) against the CPU's, with the
+ * gradients through the fused node; f32, and bf16 autocast for the conv
+ * (its CUDA output is bf16). */
+START_TEST(test_relu_fused_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    CtConv2dArgs a = {
+        .stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 2};
+    a.relu = true;
+    for (int ac = 0; ac < 2; ac++) {
+        Tensor *x =
+            tensor_reshape(rand_t(CT_F32, 504, -1, 1, 41), 4, (int64_t[]){2, 4, 9, 7});
+        Tensor *w =
+            tensor_reshape(rand_t(CT_F32, 108, -1, 1, 42), 4, (int64_t[]){6, 2, 3, 3});
+        Tensor *b = rand_t(CT_F32, 6, -1, 1, 43);
+        Tensor *in[3] = {x, w, b}, *IN[3];
+        for (int i = 0; i < 3; i++) {
+            IN[i] = tensor_retain(tensor_detach(on_gpu(in[i])));
+            tensor_set_requires_grad(in[i], true);
+            tensor_set_requires_grad(IN[i], true);
+        }
+        CtDType prev;
+        tensor_autocast_begin(ac ? CT_BF16 : CT_F32, &prev);
+        Tensor *y = tensor_conv2d(x, w, b, &a),
+               *Y = tensor_conv2d(IN[0], IN[1], IN[2], &a);
+        tensor_autocast_end(prev);
+        ck_assert_msg(Y, "%s", ct_last_error());
+        double tol = ac ? 1e-2 : 1e-5;
+        assert_same(y, tensor_cast(Y, CT_F32), tol);
+        Tensor *gy = tensor_reshape(rand_t(CT_F32, 180, -1, 1, 44), 4, tensor_shape(y));
+        ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
+        ck_assert_int_eq(tensor_backward(Y, tensor_cast(on_gpu(gy), tensor_dtype(Y))),
+                         CT_OK);
+        for (int i = 0; i < 3; i++) {
+            assert_same(tensor_grad(in[i]), tensor_grad(IN[i]), ac ? 5e-2 : 1e-4);
+            tensor_free(IN[i]);
+        }
+    }
+    Tensor *x = tensor_reshape(rand_t(CT_F32, 6 * 5, -1, 1, 45), 2, (int64_t[]){6, 5});
+    Tensor *w = tensor_reshape(rand_t(CT_F32, 4 * 5, -1, 1, 46), 2, (int64_t[]){4, 5});
+    Tensor *b = rand_t(CT_F32, 4, -1, 1, 47);
+    Tensor *Y = tensor_linear_relu(on_gpu(x), on_gpu(w), on_gpu(b));
+    ck_assert_msg(Y, "%s", ct_last_error());
+    assert_same(tensor_linear_relu(x, w, b), Y, 1e-5);
+    /* batch norm in training, then in eval mode with running statistics */
+    Tensor *bx =
+        tensor_reshape(rand_t(CT_F32, 2 * 3 * 20, -1, 1, 48), 4, (int64_t[]){2, 3, 4, 5});
+    Tensor *rm = rand_t(CT_F32, 3, -0.2, 0.2, 49), *rv = rand_t(CT_F32, 3, 0.5, 2, 50);
+    for (int training = 0; training < 2; training++) {
+        Tensor *yg = tensor_batch_norm_relu(on_gpu(bx), on_gpu(rm), on_gpu(rv), NULL,
+                                            NULL, training, 0.1, 1e-5);
+        ck_assert_msg(yg, "%s", ct_last_error());
+        Tensor *yc = tensor_batch_norm_relu(bx, rm, rv, NULL, NULL, training, 0.1, 1e-5);
+        assert_same(yc, yg, 1e-5);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
 START_TEST(test_pool2d_matches_cpu)
 {
     CtScope *s = ct_scope_open();
@@ -408,15 +469,11 @@ int main(void)
     TCase *tc = tcase_create("cuda_dnn");
     tcase_set_timeout(tc, 120);
     const TTest *tests[] = {
-        test_conv2d_matches_cpu,
-        test_conv2d_autocast_matches_cpu,
-        test_conv2d_deterministic_switch,
-        test_conv2d_benchmark_mode_matches_cpu,
-        test_batch_norm_matches_cpu,
-        test_matmul_bias_relu_epilogue,
-        test_linear_bias_fused,
-        test_pool2d_matches_cpu,
-        test_autocast_keeps_low_activations,
+        test_conv2d_matches_cpu,          test_conv2d_autocast_matches_cpu,
+        test_conv2d_deterministic_switch, test_conv2d_benchmark_mode_matches_cpu,
+        test_batch_norm_matches_cpu,      test_matmul_bias_relu_epilogue,
+        test_linear_bias_fused,           test_relu_fused_matches_cpu,
+        test_pool2d_matches_cpu,          test_autocast_keeps_low_activations,
     };
     int n = (int)(sizeof tests / sizeof *tests);
     if (ct_cuda_device_count() > 0) {
