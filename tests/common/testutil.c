@@ -74,6 +74,22 @@ void tu_assert_values_at(const char *file, int line, const Tensor *t,
     free(v);
 }
 
+void tu_assert_same_bits_at(const char *file, int line, const char *what, Tensor *a,
+                            Tensor *b)
+{
+    ck_assert_msg(a && b, "%s:%d: %s: missing tensor (%s)", file, line, what,
+                  ct_last_error());
+    ck_assert_msg(tensor_dtype(a) == tensor_dtype(b) &&
+                      tensor_ndim(a) == tensor_ndim(b) &&
+                      !memcmp(tensor_shape(a), tensor_shape(b),
+                              (size_t)tensor_ndim(a) * sizeof(int64_t)),
+                  "%s:%d: %s: dtypes or shapes differ", file, line, what);
+    Tensor *ac = tensor_contiguous(a), *bc = tensor_contiguous(b);
+    size_t bytes = (size_t)tensor_numel(ac) * ct_dtype_size(tensor_dtype(ac));
+    ck_assert_msg(memcmp(tensor_data(ac), tensor_data(bc), bytes) == 0,
+                  "%s:%d: %s: the bytes differ", file, line, what);
+}
+
 void tu_assert_shape_at(const char *file, int line, const Tensor *t, int ndim,
                         const int64_t *shape)
 {

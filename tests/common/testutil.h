@@ -30,6 +30,14 @@ void tu_assert_values_at(const char *file, int line, const Tensor *t,
 void tu_assert_shape_at(const char *file, int line, const Tensor *t, int ndim,
                         const int64_t *shape);
 
+/* Asserts a and b (any strides) have one dtype and shape and hold the same
+ * bytes, element by element; `what` names them in the failure. Call it
+ * inside a scope (it may make contiguous copies). */
+#define tu_assert_same_bits(what, a, b)                                                  \
+    tu_assert_same_bits_at(__FILE__, __LINE__, (what), (a), (b))
+void tu_assert_same_bits_at(const char *file, int line, const char *what, Tensor *a,
+                            Tensor *b);
+
 /* Asserts that the last error has status st and contains `needle`, then
  * clears it. */
 #define tu_assert_error(st, needle) tu_assert_error_at(__FILE__, __LINE__, (st), (needle))

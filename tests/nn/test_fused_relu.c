@@ -32,15 +32,6 @@ static int take_grads(Module *m, Tensor **out, int cap)
     return n;
 }
 
-static void assert_same_bits(const char *what, Tensor *a, Tensor *b)
-{
-    Tensor *ac = tensor_contiguous(a), *bc = tensor_contiguous(b);
-    ck_assert_int_eq(tensor_numel(ac), tensor_numel(bc));
-    size_t bytes = (size_t)tensor_numel(ac) * ct_dtype_size(tensor_dtype(ac));
-    ck_assert_msg(memcmp(tensor_data(ac), tensor_data(bc), bytes) == 0, "%s differs",
-                  what);
-}
-
 /* Number of nodes on the chain of first inputs from y back to a leaf. */
 static int chain_nodes(const Tensor *y)
 {
@@ -74,12 +65,12 @@ static void check_sequential(Module *seq, const int64_t *xs, int fused_nodes,
         tensor_set_grad(x32, NULL);
         ng = take_grads(seq, g[fused], 8);
     }
-    assert_same_bits("output", y[0], y[1]);
-    assert_same_bits("input gradient", gx[0], gx[1]);
+    tu_assert_same_bits("output", y[0], y[1]);
+    tu_assert_same_bits("input gradient", gx[0], gx[1]);
     for (int i = 0; i < ng; i++) {
         char what[48];
         snprintf(what, sizeof what, "parameter gradient %d", i);
-        assert_same_bits(what, g[0][i], g[1][i]);
+        tu_assert_same_bits(what, g[0][i], g[1][i]);
     }
     ct_scope_close(s);
     tensor_free(x32);
@@ -125,9 +116,9 @@ START_TEST(test_forward_relu)
     CtScope *s = ct_scope_open();
     Tensor *y = nn_forward_relu(lin, x32);
     ck_assert_ptr_nonnull(y->grad_fn->relu_out); /* one node, the ReLU on it */
-    assert_same_bits("linear", y, tensor_relu(nn_forward(lin, x32)));
-    assert_same_bits("tanh", nn_forward_relu(tanh_m, x32),
-                     tensor_relu(nn_forward(tanh_m, x32)));
+    tu_assert_same_bits("linear", y, tensor_relu(nn_forward(lin, x32)));
+    tu_assert_same_bits("tanh", nn_forward_relu(tanh_m, x32),
+                        tensor_relu(nn_forward(tanh_m, x32)));
     /* a shape error names the module, as nn_forward's does */
     Tensor *bad = tensor_zeros(2, (const int64_t[]){3, 5}, CT_F32, ct_cpu());
     ck_assert_ptr_null(nn_forward_relu(lin, bad));

@@ -1,26 +1,14 @@
 /* ReLU fused into its producer: conv2d with CtConv2dArgs.relu,
  * tensor_linear_relu and tensor_batch_norm_relu give the bits of
- * tensor_relu over the plain op, for
- * the output and every gradient, on every conv path (samples per thread,
- * a team per sample, chunks of samples), without bias, with groups, in f64
- * and under bf16 autocast; their graph holds one node, not two. */
+ * tensor_relu over the plain op, for the output and every gradient: every
+ * conv path (samples per thread, a team per sample, chunks of samples),
+ * without bias, with groups, f64, bf16 autocast, NaN input; batch norm in
+ * training and eval. The fused graph holds one node, not two. */
 #include <math.h>
 #include <stdio.h>
 
 #include "tensor/internal.h"
 #include "testutil.h"
-
-/* a and b hold the same bytes (both contiguous, same dtype and shape). */
-static void assert_same_bits(const char *what, Tensor *a, Tensor *b)
-{
-    ck_assert_msg(a && b, "%s: missing tensor", what);
-    Tensor *ac = tensor_contiguous(a), *bc = tensor_contiguous(b);
-    ck_assert_int_eq(tensor_dtype(ac), tensor_dtype(bc));
-    ck_assert_int_eq(tensor_numel(ac), tensor_numel(bc));
-    size_t bytes = (size_t)tensor_numel(ac) * ct_dtype_size(tensor_dtype(ac));
-    ck_assert_msg(memcmp(tensor_data(ac), tensor_data(bc), bytes) == 0,
-                  "%s: fused and unfused results differ", what);
-}
 
 /* Persistent leaf of dt from seeded values in [-1, 1), requiring grad. */
 static Tensor *leaf(int nd, const int64_t *shape, unsigned seed, CtDType dt)
@@ -81,10 +69,10 @@ static void check_fused(const char *name, Producer f, const void *ctx, Tensor **
     }
     char what[96];
     snprintf(what, sizeof what, "%s: y", name);
-    assert_same_bits(what, outs[0], outs[1]);
+    tu_assert_same_bits(what, outs[0], outs[1]);
     for (int i = 0; i < n_in; i++) {
         snprintf(what, sizeof what, "%s: grad of input %d", name, i);
-        assert_same_bits(what, grads[0][i], grads[1][i]);
+        tu_assert_same_bits(what, grads[0][i], grads[1][i]);
     }
     ct_scope_close(s);
 }
@@ -238,7 +226,7 @@ START_TEST(test_relu_fused_no_grad_and_errors)
     bool prev = ct_set_grad_enabled(false);
     Tensor *y = tensor_linear_relu(x, w, NULL);
     ck_assert_ptr_null(y->grad_fn);
-    assert_same_bits("no grad", y, tensor_relu(tensor_linear(x, w, NULL)));
+    tu_assert_same_bits("no grad", y, tensor_relu(tensor_linear(x, w, NULL)));
     Tensor *w_bad = tensor_zeros(2, (const int64_t[]){5, 7}, CT_F32, ct_cpu());
     ck_assert_ptr_null(tensor_linear_relu(x, w_bad, NULL));
     tu_assert_error(CT_ERR_SHAPE, "linear_relu: input f32[4, 6] cpu has 6 features");
