@@ -93,6 +93,12 @@ static bool valid(int64_t in, int64_t out, int k, const CtConv2dArgs *a)
                  a->groups, (long long)in, (long long)out);
         return false;
     }
+    if (a->relu) { /* the layer stays a plain Conv2d, as its repr says */
+        ct_error(CT_ERR_INVALID,
+                 "Conv2d: args.relu is for tensor_conv2d; follow the layer "
+                 "with nn_relu() or call nn_forward_relu");
+        return false;
+    }
     for (int i = 0; i < 2; i++) {
         if (a->stride[i] < 0 || a->dilation[i] < 0 || a->padding[i] < 0) {
             ct_error(CT_ERR_INVALID, "Conv2d: negative stride, padding or dilation");

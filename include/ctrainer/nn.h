@@ -170,7 +170,8 @@ Module *nn_module_classifier(const Module *m);
  * PyTorch's. A layer given a mis-shaped input names itself in the error. */
 
 Module *nn_linear(int64_t in_features, int64_t out_features, bool bias, CtGenerator *g);
-/* Square kernel; args as for tensor_conv2d (NULL: stride 1, no padding). */
+/* Square kernel; args as for tensor_conv2d (NULL: stride 1, no padding),
+ * without relu (fuse a following ReLU with nn_forward_relu or Sequential). */
 Module *nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size,
                   const CtConv2dArgs *args, bool bias, CtGenerator *g);
 /* Affine, tracking running stats: weight, bias, running_mean, running_var,

@@ -355,6 +355,9 @@ START_TEST(test_conv2d)
                                   "f32[1, 3, 5, 5] cpu");
     ck_assert_ptr_null(nn_conv2d(3, 4, 3, &(CtConv2dArgs){.groups = 2}, true, &g));
     tu_assert_error(CT_ERR_INVALID, "groups=2 must divide in=3 and out=4");
+    ck_assert_ptr_null(nn_conv2d(3, 4, 3, &(CtConv2dArgs){.relu = true}, true, &g));
+    tu_assert_error(CT_ERR_INVALID,
+                    "follow the layer with nn_relu() or call nn_forward_relu");
     tensor_free(x);
     ct_scope_close(s);
     nn_module_free(m);
