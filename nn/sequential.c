@@ -10,10 +10,10 @@ static Tensor *sequential_forward(Module *m, Tensor *x)
     const int n = nn_module_num_children(m);
     for (int i = 0; x && i < n; i++) {
         Module *c = nn_module_child_at(m, i);
-        if (c->vt->forward_relu && i + 1 < n && nn_is_relu(nn_module_child_at(m, i + 1)))
-            x = nn_forward_relu(c, x), i++;
-        else
-            x = nn_forward(c, x);
+        bool fuse =
+            c->vt->forward_relu && i + 1 < n && nn_is_relu(nn_module_child_at(m, i + 1));
+        x = fuse ? nn_forward_relu(c, x) : nn_forward(c, x);
+        i += fuse; /* the ReLU ran inside c */
     }
     return x;
 }
