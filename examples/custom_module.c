@@ -27,7 +27,7 @@ static Tensor *block_forward(Module *m, Tensor *x)
     BasicBlock *b = (BasicBlock *)m;
     Tensor *h = nn_forward_relu(b->bn1, nn_forward(b->conv1, x)); /* bn + relu: one op */
     h = nn_forward(b->bn2, nn_forward(b->conv2, h));
-    return tensor_relu(tensor_add(h, x)); /* NULL anywhere stays NULL */
+    return tensor_add_relu(h, x); /* relu(h + x); NULL anywhere stays NULL */
 }
 
 static void block_extra_repr(const Module *m, char *buf, size_t n)

@@ -139,6 +139,8 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
         return ct_op_discard(out);
     if (n && kind == CT_BIN_POW && ct_node_save_output(n, 0, out) != CT_OK)
         return ct_op_discard(out);
+    if (n && kind == CT_BIN_ADD_RELU && ct_node_fuse_relu(n, out) != CT_OK)
+        return ct_op_discard(out);
     if (n && (kind == CT_BIN_MAX || kind == CT_BIN_MIN)) {
         /* in a private scope, so it is released with or without the
          * caller's; the node keeps its own reference */
@@ -156,6 +158,12 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
 Tensor *tensor_add(Tensor *a, Tensor *b)
 {
     return binary("add", CT_BIN_ADD, a, b, add_backward);
+}
+/* The engine masks g by the output first (ct_node_fuse_relu), so the
+ * gradient is add's. */
+Tensor *tensor_add_relu(Tensor *a, Tensor *b)
+{
+    return binary("add_relu", CT_BIN_ADD_RELU, a, b, add_backward);
 }
 Tensor *tensor_sub(Tensor *a, Tensor *b)
 {

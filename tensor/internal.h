@@ -342,6 +342,7 @@ typedef enum CtBinaryKind {
     CT_BIN_POW,
     CT_BIN_MAX,
     CT_BIN_MIN,
+    CT_BIN_ADD_RELU, /* relu(x + y), tensor_relu's expression */
     /* comparisons: out is CT_BOOL */
     CT_BIN_EQ,
     CT_BIN_NE,

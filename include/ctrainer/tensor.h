@@ -409,6 +409,10 @@ Tensor *tensor_div(Tensor *a, Tensor *b);
 Tensor *tensor_pow(Tensor *a, Tensor *b);     /* a > 0 for grad w.r.t. b */
 Tensor *tensor_maximum(Tensor *a, Tensor *b); /* grad to a on ties */
 Tensor *tensor_minimum(Tensor *a, Tensor *b);
+/* relu(a + b) as one op: the values and gradients of
+ * tensor_relu(tensor_add(a, b)) without the sum as a tensor (a residual
+ * block's last step). */
+Tensor *tensor_add_relu(Tensor *a, Tensor *b);
 Tensor *tensor_add_scalar(Tensor *a, double s);
 Tensor *tensor_sub_scalar(Tensor *a, double s);  /* a - s */
 Tensor *tensor_rsub_scalar(Tensor *a, double s); /* s - a */

@@ -30,8 +30,10 @@ typedef struct ResNetSpec {
 typedef struct Block {
     Module base;
     /* Borrowed children; conv3/bn3 only in a Bottleneck, downsample NULL when
-     * the shortcut is the identity. */
-    Module *conv1, *bn1, *conv2, *bn2, *conv3, *bn3, *relu, *downsample;
+     * the shortcut is the identity. The "relu" child is registered for
+     * torchvision's layout; the forward fuses every ReLU into the op before
+     * it. */
+    Module *conv1, *bn1, *conv2, *bn2, *conv3, *bn3, *downsample;
 } Block;
 
 /* BasicBlock: relu(bn2(conv2(relu(bn1(conv1 x)))) + shortcut x).
@@ -49,7 +51,7 @@ static Tensor *block_forward(Module *m, Tensor *x)
         h = nn_forward(b->bn2, nn_forward(b->conv2, h));
     }
     Tensor *shortcut = b->downsample ? nn_forward(b->downsample, x) : x;
-    return nn_forward(b->relu, tensor_add(h, shortcut));
+    return tensor_add_relu(h, shortcut);
 }
 
 static const ModuleVtable basic_block_vt = {.type = "BasicBlock",
@@ -94,13 +96,12 @@ static bool block_add_children(Block *b, const ResNetSpec *spec, int64_t in,
                   zoo_child(m, "conv2", zoo_conv_kaiming(planes, planes, 3, s, g))) ||
             !(b->bn2 = zoo_child(m, "bn2", bn(planes))) ||
             !(b->conv3 = zoo_child(m, "conv3", zoo_conv_kaiming(planes, out, 1, 1, g))) ||
-            !(b->bn3 = zoo_child(m, "bn3", bn(out))) ||
-            !(b->relu = zoo_child(m, "relu", nn_relu())))
+            !(b->bn3 = zoo_child(m, "bn3", bn(out))) || !zoo_child(m, "relu", nn_relu()))
             return false;
     } else {
         if (!(b->conv1 = zoo_child(m, "conv1", zoo_conv_kaiming(in, planes, 3, s, g))) ||
             !(b->bn1 = zoo_child(m, "bn1", bn(planes))) ||
-            !(b->relu = zoo_child(m, "relu", nn_relu())) ||
+            !zoo_child(m, "relu", nn_relu()) ||
             !(b->conv2 =
                   zoo_child(m, "conv2", zoo_conv_kaiming(planes, planes, 3, 1, g))) ||
             !(b->bn2 = zoo_child(m, "bn2", bn(planes))))

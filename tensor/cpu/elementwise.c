@@ -35,6 +35,7 @@
         case CT_BIN_POW: ROW_LOOP(POW(x, y)); break;                                     \
         case CT_BIN_MAX: ROW_LOOP((ISNAN(x) || x >= y) ? x : y); break;                  \
         case CT_BIN_MIN: ROW_LOOP((ISNAN(x) || x <= y) ? x : y); break;                  \
+        case CT_BIN_ADD_RELU: ROW_LOOP(x + y < 0 ? (T)0 : x + y); break;                 \
         default: break;                                                                  \
         }                                                                                \
     }

@@ -77,6 +77,7 @@ static CtStatus run_binary(CtCudaCtx *c, CtBinaryKind kind, const CtOpCall *call
     case CT_BIN_POW: return launch_arith<T, CT_BIN_POW>(c, call, ix, n);
     case CT_BIN_MAX: return launch_arith<T, CT_BIN_MAX>(c, call, ix, n);
     case CT_BIN_MIN: return launch_arith<T, CT_BIN_MIN>(c, call, ix, n);
+    case CT_BIN_ADD_RELU: return launch_arith<T, CT_BIN_ADD_RELU>(c, call, ix, n);
     case CT_BIN_EQ: return launch_compare<T, CT_BIN_EQ>(c, call, ix, n);
     case CT_BIN_NE: return launch_compare<T, CT_BIN_NE>(c, call, ix, n);
     case CT_BIN_LT: return launch_compare<T, CT_BIN_LT>(c, call, ix, n);

@@ -27,6 +27,8 @@ template <typename T, int K> CT_HD T ct_arith(T x, T y)
                                           : (T)pow((double)x, (double)y);
     else if constexpr (K == CT_BIN_MAX)
         return (x != x || x >= y) ? x : y;
+    else if constexpr (K == CT_BIN_ADD_RELU)
+        return x + y < 0 ? (T)0 : x + y;
     else
         return (x != x || x <= y) ? x : y; /* CT_BIN_MIN */
 }

@@ -8,9 +8,9 @@
 
 typedef Tensor *(*CpuOp)(Tensor *, Tensor *);
 static const CpuOp cpu_ops[] = {
-    tensor_add,     tensor_sub,     tensor_mul, tensor_div, tensor_pow,
-    tensor_maximum, tensor_minimum, tensor_eq,  tensor_ne,  tensor_lt,
-    tensor_le,      tensor_gt,      tensor_ge,
+    tensor_add,     tensor_sub,     tensor_mul,      tensor_div, tensor_pow,
+    tensor_maximum, tensor_minimum, tensor_add_relu, tensor_eq,  tensor_ne,
+    tensor_lt,      tensor_le,      tensor_gt,       tensor_ge,
 };
 #define NKINDS ((int)(sizeof cpu_ops / sizeof *cpu_ops))
 
@@ -33,9 +33,9 @@ typedef void (*Body)(CtThread, Tensor *, const Tensor *, const Tensor *,
     {                                                                                    \
         body<T, CT_BIN_ADD>, body<T, CT_BIN_SUB>, body<T, CT_BIN_MUL>,                   \
             body<T, CT_BIN_DIV>, body<T, CT_BIN_POW>, body<T, CT_BIN_MAX>,               \
-            body<T, CT_BIN_MIN>, body<T, CT_BIN_EQ>, body<T, CT_BIN_NE>,                 \
-            body<T, CT_BIN_LT>, body<T, CT_BIN_LE>, body<T, CT_BIN_GT>,                  \
-            body<T, CT_BIN_GE>                                                           \
+            body<T, CT_BIN_MIN>, body<T, CT_BIN_ADD_RELU>, body<T, CT_BIN_EQ>,           \
+            body<T, CT_BIN_NE>, body<T, CT_BIN_LT>, body<T, CT_BIN_LE>,                  \
+            body<T, CT_BIN_GT>, body<T, CT_BIN_GE>                                       \
     }
 #define NDTYPES 4
 static const CtDType dtypes[NDTYPES] = {CT_F32, CT_F64, CT_BF16, CT_F16};

@@ -99,6 +99,7 @@ template <int DT> static void check_dtype(void)
             check_arith<DT, CT_BIN_ADD>(n);
             check_arith<DT, CT_BIN_MUL>(n);
             check_arith<DT, CT_BIN_MAX>(n);
+            check_arith<DT, CT_BIN_ADD_RELU>(n);
         }
     }
 }

@@ -174,8 +174,8 @@ START_TEST(test_binary_broadcast)
 {
     GPU_MEM_BEGIN;
     CtScope *s = ct_scope_open();
-    const BinFn arith[] = {tensor_add, tensor_sub,     tensor_mul,
-                           tensor_div, tensor_maximum, tensor_minimum};
+    const BinFn arith[] = {tensor_add,     tensor_sub,     tensor_mul,     tensor_div,
+                           tensor_maximum, tensor_minimum, tensor_add_relu};
     const BinFn cmp[] = {tensor_eq, tensor_ne, tensor_lt,
                          tensor_le, tensor_gt, tensor_ge};
     for (int dt = CT_F32; dt <= CT_F64; dt++) {

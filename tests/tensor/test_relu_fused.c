@@ -3,7 +3,8 @@
  * tensor_relu over the plain op, for the output and every gradient: every
  * conv path (samples per thread, a team per sample, chunks of samples),
  * without bias, with groups, f64, bf16 autocast, NaN input; batch norm in
- * training and eval. The fused graph holds one node, not two. */
+ * training and eval; tensor_add_relu, broadcast, every float dtype. The
+ * fused graph holds one node, not two. */
 #include <math.h>
 #include <stdio.h>
 
@@ -61,7 +62,7 @@ static void check_fused(const char *name, Producer f, const void *ctx, Tensor **
         Tensor *g64 = tu_rand64(tensor_ndim(y), tensor_shape(y), -1, 1, 7, false);
         Tensor *gy = tensor_cast(g64, tensor_dtype(y));
         tensor_free(g64);
-        ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
+        ck_assert_msg(tensor_backward(y, gy) == CT_OK, "%s: %s", name, ct_last_error());
         for (int i = 0; i < n_in; i++) {
             grads[fused][i] = tensor_clone(tensor_grad(in[i]));
             tensor_set_grad(in[i], NULL);
@@ -215,6 +216,34 @@ START_TEST(test_batch_norm_relu_fused_bits)
 }
 END_TEST
 
+static Tensor *add(Tensor **in, const void *ctx, bool fused)
+{
+    (void)ctx;
+    return fused ? tensor_add_relu(in[0], in[1]) : tensor_relu(tensor_add(in[0], in[1]));
+}
+
+/* tensor_add_relu: same shapes in each float dtype, and a broadcast
+ * operand (its gradient summed, which the CPU does in f32 and f64). */
+START_TEST(test_add_relu_fused_bits)
+{
+    TU_MEM_BEGIN;
+    const int64_t xs[] = {3, 4, 5, 6}, bs[] = {1, 4, 1, 6};
+    const CtDType dts[] = {CT_F32, CT_F64, CT_BF16, CT_F16};
+    for (int d = 0; d < 4; d++)
+        for (int bc = 0; bc < (d < 2 ? 2 : 1); bc++) {
+            Tensor *in[3] = {leaf(4, xs, 61, dts[d]), leaf(4, bc ? bs : xs, 62, dts[d]),
+                             NULL};
+            char name[48];
+            snprintf(name, sizeof name, "add_relu, %s%s", ct_dtype_name(dts[d]),
+                     bc ? ", broadcast" : "");
+            check_fused(name, add, NULL, in, CT_F32);
+            tensor_free(in[0]);
+            tensor_free(in[1]);
+        }
+    TU_MEM_END;
+}
+END_TEST
+
 /* Without grad mode the fused ops record nothing and give the same values;
  * bad input is refused by name. */
 START_TEST(test_relu_fused_no_grad_and_errors)
@@ -247,6 +276,7 @@ Suite *relu_fused_suite(void)
     tcase_add_test(tc, test_conv_relu_fused_nan);
     tcase_add_test(tc, test_linear_relu_fused_bits);
     tcase_add_test(tc, test_batch_norm_relu_fused_bits);
+    tcase_add_test(tc, test_add_relu_fused_bits);
     tcase_add_test(tc, test_relu_fused_no_grad_and_errors);
     suite_add_tcase(s, tc);
     return s;
