@@ -4,8 +4,16 @@
 
 #include "elementwise.h"
 
-/* gin = f'(.) * gout by the fused UNARY_BWD kernel; what it reads as in0 (the
- * input or the saved output) is fixed per kind in elementwise.h. */
+/* New tensor f'(.) * g by the fused UNARY_BWD kernel, x being what the
+ * kind reads (the input or the output, elementwise.h). NULL on error. */
+static Tensor *unary_grad(const CtUnaryParams *p, const Tensor *x, Tensor *g)
+{
+    Tensor *gx = ct_tensor_new(g->ndim, g->shape, g->dtype, g->storage->device);
+    if (!gx) return NULL;
+    CtOpCall c = {.op = CT_OP_UNARY_BWD, .out = {gx}, .in = {x, g}, .params = p};
+    return ct_dispatch(&c) == CT_OK ? gx : ct_op_discard(gx);
+}
+
 static CtStatus unary_backward(CtNode *n, Tensor *g, Tensor **gin)
 {
     const CtUnaryParams *p = CT_NODE_PARAMS(n, CtUnaryParams);
@@ -14,21 +22,13 @@ static CtStatus unary_backward(CtNode *n, Tensor *g, Tensor **gin)
         return CT_OK;
     }
     const Tensor *x = ct_unary_bwd_uses_output(p->kind) ? n->saved[0] : n->in[0];
-    Tensor *out = ct_tensor_new(g->ndim, g->shape, g->dtype, g->storage->device);
-    if (!out) return ct_last_status();
-    CtOpCall c = {.op = CT_OP_UNARY_BWD, .out = {out}, .in = {x, g}, .params = p};
-    CtStatus st = ct_dispatch(&c);
-    if (st == CT_OK) gin[0] = out;
-    return st;
+    return (gin[0] = unary_grad(p, x, g)) ? CT_OK : ct_last_status();
 }
 
 Tensor *ct_relu_grad(const Tensor *out, Tensor *g)
 {
     const CtUnaryParams p = {CT_UN_RELU, 0, 0};
-    Tensor *gx = ct_tensor_new(g->ndim, g->shape, g->dtype, g->storage->device);
-    if (!gx) return NULL;
-    CtOpCall c = {.op = CT_OP_UNARY_BWD, .out = {gx}, .in = {out, g}, .params = &p};
-    return ct_dispatch(&c) == CT_OK ? gx : ct_op_discard(gx);
+    return unary_grad(&p, out, g);
 }
 
 CtStatus ct_relu_inplace(Tensor *t)

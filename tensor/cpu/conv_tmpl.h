@@ -176,10 +176,10 @@ static void FN(fwd_sample)(const CtConv2dParams *p, const T *x, const T *w, cons
                  (int)ohw);
         if (col) team_barrier(tm); /* col is refilled for the next group */
     }
-    if (b || p->relu)
-        for (int64_t o = 0; o < p->o; o++)
-            FN(bias_relu_row)
-            (y + o * ohw + e0, y + o * ohw + e0, e1 - e0, b ? b + o : NULL, p->relu);
+    for (int64_t o = 0; (b || p->relu) && o < p->o; o++) {
+        T *row = y + o * ohw + e0;
+        FN(bias_relu_row)(row, row, e1 - e0, b ? b + o : NULL, p->relu);
+    }
 }
 
 /* gx: (C, H, W) of one sample <- conv_transpose(gy: (O, OH, OW), w). */

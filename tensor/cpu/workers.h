@@ -30,7 +30,7 @@
  * the cores) the next CT_WORKERS_SKIP_JOBS calls run inline, then the pool
  * is tried again. Items give the same bits on any thread, so this changes
  * speed only (measured in docs/benchmarks.md: with one of 2 cores busy,
- * the MLP on 2 threads went from 0.77x to 1.04x of 1 thread).
+ * the MLP on 2 threads went from 0.77x to 1.04-1.17x of 1 thread).
  *
  * Threads: the pool starts lazily on the first call with nt > 1 and has
  * omp_get_max_threads() - 1 threads (OMP_NUM_THREADS, default the cores),
