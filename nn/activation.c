@@ -84,6 +84,13 @@ static void gelu_extra_repr(const Module *m, char *buf, size_t n)
 static const ModuleVtable gelu_vt = {
     .type = "GELU", .forward = gelu_forward, .extra_repr = gelu_extra_repr};
 
+bool nn_is_gelu(const Module *m, CtGeluApprox *approx)
+{
+    if (!m || m->vt != &gelu_vt) return false;
+    *approx = ((const Gelu *)m)->approx;
+    return true;
+}
+
 Module *nn_gelu(CtGeluApprox approx)
 {
     if (approx != CT_GELU_ERF && approx != CT_GELU_TANH) {

@@ -36,6 +36,12 @@ static Tensor *linear_forward_relu(Module *m, Tensor *x)
     return input_ok(m, x) ? tensor_linear_relu(x, l->weight, l->bias) : NULL;
 }
 
+static Tensor *linear_forward_gelu(Module *m, Tensor *x, CtGeluApprox approx)
+{
+    Linear *l = (Linear *)m;
+    return input_ok(m, x) ? tensor_linear_gelu(x, l->weight, l->bias, approx) : NULL;
+}
+
 static void linear_extra_repr(const Module *m, char *buf, size_t n)
 {
     const Linear *l = (const Linear *)m;
@@ -46,7 +52,8 @@ static void linear_extra_repr(const Module *m, char *buf, size_t n)
 static const ModuleVtable linear_vt = {.type = "Linear",
                                        .forward = linear_forward,
                                        .extra_repr = linear_extra_repr,
-                                       .forward_relu = linear_forward_relu};
+                                       .forward_relu = linear_forward_relu,
+                                       .forward_gelu = linear_forward_gelu};
 
 Module *nn_linear(int64_t in_features, int64_t out_features, bool bias, CtGenerator *g)
 {

@@ -236,6 +236,12 @@ Tensor *nn_forward_relu(Module *m, Tensor *x)
     return tensor_relu(nn_forward(m, x));
 }
 
+Tensor *nn_forward_gelu(Module *m, Tensor *x, CtGeluApprox approx)
+{
+    if (x && m && m->vt->forward_gelu) return m->vt->forward_gelu(m, x, approx);
+    return tensor_gelu(nn_forward(m, x), approx);
+}
+
 static void set_mode(Module *m, bool training)
 {
     if (!m) return;

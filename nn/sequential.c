@@ -3,17 +3,30 @@
 
 #include "nn_internal.h"
 
-/* A child followed by a ReLU runs as one op where the child can fuse it
- * (nn_forward_relu); the pre-activation is never seen outside. */
+/* Runs child c, fused with the activation module `next` (NULL at the end)
+ * when c can apply it to its output; *fused tells whether it did. */
+static Tensor *child_forward(Module *c, const Module *next, Tensor *x, bool *fused)
+{
+    CtGeluApprox approx;
+    *fused = true;
+    if (c->vt->forward_relu && nn_is_relu(next)) return nn_forward_relu(c, x);
+    if (c->vt->forward_gelu && nn_is_gelu(next, &approx))
+        return nn_forward_gelu(c, x, approx);
+    *fused = false;
+    return nn_forward(c, x);
+}
+
+/* A child followed by a ReLU or GELU runs as one op where the child can
+ * fuse it (nn_forward_relu, nn_forward_gelu); the pre-activation is never
+ * seen outside. */
 static Tensor *sequential_forward(Module *m, Tensor *x)
 {
     const int n = nn_module_num_children(m);
     for (int i = 0; x && i < n; i++) {
-        Module *c = nn_module_child_at(m, i);
-        bool fuse =
-            c->vt->forward_relu && i + 1 < n && nn_is_relu(nn_module_child_at(m, i + 1));
-        x = fuse ? nn_forward_relu(c, x) : nn_forward(c, x);
-        i += fuse; /* the ReLU ran inside c */
+        bool fused;
+        x = child_forward(nn_module_child_at(m, i),
+                          i + 1 < n ? nn_module_child_at(m, i + 1) : NULL, x, &fused);
+        i += fused; /* the activation ran inside the child */
     }
     return x;
 }

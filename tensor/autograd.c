@@ -19,14 +19,19 @@ bool ct_grad_enabled(void)
     return !grad_disabled;
 }
 
+bool ct_node_wanted(int n_in, Tensor *const *in)
+{
+    if (grad_disabled) return false;
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && in[i]->requires_grad) return true;
+    return false;
+}
+
 CtStatus ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
                      Tensor *const *in, CtNode **node)
 {
     *node = NULL;
-    if (!out || grad_disabled) return CT_OK;
-    bool any = false;
-    for (int i = 0; i < n_in; i++) any |= in[i] && in[i]->requires_grad;
-    if (!any) return CT_OK;
+    if (!out || !ct_node_wanted(n_in, in)) return CT_OK;
     CtNode *n = ct_calloc(1, sizeof *n);
     if (!n)
         return ct_error(CT_ERR_OOM, "%s: out of memory recording the autograd node", op);
@@ -56,11 +61,17 @@ CtStatus ct_node_save_output(CtNode *n, int i, Tensor *out)
     return n->saved[i] ? CT_OK : ct_last_status();
 }
 
+CtStatus ct_node_fuse_act(CtNode *n, CtUnaryKind act, Tensor *x)
+{
+    tensor_free(n->act_x);
+    n->act_x = ct_tensor_alias(x);
+    n->act = act;
+    return n->act_x ? CT_OK : ct_last_status();
+}
+
 CtStatus ct_node_fuse_relu(CtNode *n, Tensor *out)
 {
-    tensor_free(n->relu_out);
-    n->relu_out = ct_tensor_alias(out);
-    return n->relu_out ? CT_OK : ct_last_status();
+    return ct_node_fuse_act(n, CT_UN_RELU, out);
 }
 
 CtStatus tensor_set_requires_grad(Tensor *t, bool on)
@@ -226,7 +237,7 @@ static CtStatus run_nodes(NodeList *order)
         CtNode *n = order->v[k];
         if (!n->grad_acc) continue;
         Tensor *gin[CT_NODE_MAX_IN] = {0};
-        Tensor *g = n->relu_out ? ct_relu_grad(n->relu_out, n->grad_acc) : n->grad_acc;
+        Tensor *g = n->act_x ? ct_act_grad(n->act, n->act_x, n->grad_acc) : n->grad_acc;
         if (!g) return ct_last_status();
         CtStatus st = n->backward(n, g, gin);
         if (st != CT_OK) return st;

@@ -160,6 +160,35 @@ bool ct_check_float(const char *op, const Tensor *t);
 bool ct_check_dtype(const char *op, const Tensor *t, CtDType dt);
 bool ct_check_ndim(const char *op, const Tensor *t, int lo, int hi);
 
+/* Unary elementwise kinds (CT_OP_UNARY / UNARY_BWD); fused activations
+ * of autograd nodes are named by them too. */
+typedef enum CtUnaryKind {
+    CT_UN_NEG,
+    CT_UN_EXP,
+    CT_UN_LOG,
+    CT_UN_SQRT,
+    CT_UN_ABS,
+    CT_UN_CLAMP, /* a = lo, b = hi */
+    CT_UN_RELU,
+    CT_UN_LEAKY_RELU, /* a = negative slope */
+    CT_UN_GELU_ERF,
+    CT_UN_GELU_TANH,
+    CT_UN_SILU,
+    CT_UN_SIGMOID,
+    CT_UN_TANH,
+    CT_UN_ADD_SCALAR,  /* x + a */
+    CT_UN_MUL_SCALAR,  /* x * a */
+    CT_UN_RSUB_SCALAR, /* a - x */
+    CT_UN_POW_SCALAR,  /* x ** a */
+    CT_UN_RDIV_SCALAR, /* a / x */
+    CT_UN_DIV_SCALAR,  /* x / a (a true division, as PyTorch's) */
+} CtUnaryKind;
+
+typedef struct CtUnaryParams {
+    CtUnaryKind kind;
+    double a, b;
+} CtUnaryParams;
+
 /* -------------------------------------------------------------- autograd */
 
 #define CT_NODE_MAX_IN       4
@@ -177,9 +206,12 @@ struct CtNode {
     Tensor *in[CT_NODE_MAX_IN]; /* owned references */
     bool needs_grad[CT_NODE_MAX_IN];
     Tensor *saved[CT_NODE_MAX_SAVED]; /* owned references */
-    /* Set by ct_node_fuse_relu: the op's output is relu(op result), and this
-     * detached alias of it masks gout before `backward` runs. */
-    Tensor *relu_out;
+    /* Set by ct_node_fuse_act: the op's output is act(op result), and gout
+     * is multiplied by act's derivative, read from this detached alias of
+     * act_x (the output for ReLU, the pre-activation for GELU), before
+     * `backward` runs. */
+    Tensor *act_x;
+    CtUnaryKind act;
     unsigned char params[CT_NODE_PARAMS_BYTES] __attribute__((aligned(16)));
     bool released; /* graph consumed by backward */
     /* engine scratch */
@@ -200,18 +232,23 @@ CtStatus ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
  * can fail (CT_ERR_OOM, recorded; the op must fail then). */
 void ct_node_save(CtNode *n, int i, Tensor *t);
 CtStatus ct_node_save_output(CtNode *n, int i, Tensor *out);
-/* Marks out (n's output, already holding relu of the op's result) as fused
- * with a ReLU: backward first masks gout where out is not positive, as
- * tensor_relu's node would, then runs n->backward on the result. Can fail
+/* Marks n's output as act(op result), where x is what act's gradient reads
+ * (ct_unary_bwd_uses_output): the output for CT_UN_RELU, else the
+ * pre-activation. Backward first multiplies gout by act'(x), as the
+ * unary op's node would, then runs n->backward on the result. Can fail
  * (CT_ERR_OOM, recorded; the op must fail then). */
+CtStatus ct_node_fuse_act(CtNode *n, CtUnaryKind act, Tensor *x);
+/* ct_node_fuse_act(n, CT_UN_RELU, out): out already holds the ReLU. */
 CtStatus ct_node_fuse_relu(CtNode *n, Tensor *out);
-/* New tensor g where out > 0, else 0: ReLU's gradient from its output, by
- * the UNARY_BWD kernel (the bits of tensor_relu's backward). NULL on
- * error (recorded). */
-Tensor *ct_relu_grad(const Tensor *out, Tensor *g);
-/* t <- relu(t) in place by the UNARY kernel, for an op's fresh output that
- * nothing else has seen yet (no autograd). */
-CtStatus ct_relu_inplace(Tensor *t);
+/* Whether ct_node_new would record a node for these inputs (grad mode on
+ * and some input requiring grad). */
+bool ct_node_wanted(int n_in, Tensor *const *in);
+/* New tensor act'(x) * g by the UNARY_BWD kernel (the bits of the unary
+ * op's backward), x as in ct_node_fuse_act. NULL on error (recorded). */
+Tensor *ct_act_grad(CtUnaryKind act, const Tensor *x, Tensor *g);
+/* out <- act(x) by the UNARY kernel, no autograd; out may be x (in place,
+ * for an op's fresh output that nothing else has seen yet). */
+CtStatus ct_act_run(CtUnaryKind act, Tensor *out, const Tensor *x);
 /* Typed access to the params block. */
 #define CT_NODE_PARAMS(n, T) ((T *)(void *)(n)->params)
 void ct_node_free(CtNode *n);
@@ -358,33 +395,6 @@ typedef struct CtBinaryParams {
     CtBinaryKind kind;
 } CtBinaryParams;
 
-typedef enum CtUnaryKind {
-    CT_UN_NEG,
-    CT_UN_EXP,
-    CT_UN_LOG,
-    CT_UN_SQRT,
-    CT_UN_ABS,
-    CT_UN_CLAMP, /* a = lo, b = hi */
-    CT_UN_RELU,
-    CT_UN_LEAKY_RELU, /* a = negative slope */
-    CT_UN_GELU_ERF,
-    CT_UN_GELU_TANH,
-    CT_UN_SILU,
-    CT_UN_SIGMOID,
-    CT_UN_TANH,
-    CT_UN_ADD_SCALAR,  /* x + a */
-    CT_UN_MUL_SCALAR,  /* x * a */
-    CT_UN_RSUB_SCALAR, /* a - x */
-    CT_UN_POW_SCALAR,  /* x ** a */
-    CT_UN_RDIV_SCALAR, /* a / x */
-    CT_UN_DIV_SCALAR,  /* x / a (a true division, as PyTorch's) */
-} CtUnaryKind;
-
-typedef struct CtUnaryParams {
-    CtUnaryKind kind;
-    double a, b;
-} CtUnaryParams;
-
 /* C[i] = alpha * op(A[i]) @ op(B[i]) + beta * C[i] for i < batch.
  * Each matrix is contiguous row-major: A is (m, k), or (k, m) when trans_a;
  * B is (k, n), or (n, k) when trans_b; C is (m, n). Matrix i starts at
@@ -405,7 +415,8 @@ typedef enum CtMatmulAct {
 /* With `bias` or `act` (a fused epilogue, which only the CUDA kernel takes;
  * the CPU kernel's supports rejects it): C[i] = act(alpha * op(A[i]) @
  * op(B[i]) + beta * C[i] + bias), in2 = bias (n), C's dtype, added to every
- * row of C. */
+ * row of C. With `aux` (act GELU only), out1 (contiguous, C's shape and
+ * dtype) also receives act's input, for the backward. */
 typedef struct CtMatmulParams {
     int64_t batch, m, n, k;
     bool trans_a, trans_b;
@@ -417,6 +428,7 @@ typedef struct CtMatmulParams {
     CtDType autocast;
     bool bias;       /* in2 holds the bias */
     CtMatmulAct act; /* CT_MATMUL_ACT_NONE (the zero default): none */
+    bool aux;        /* out1 holds the pre-activation */
 } CtMatmulParams;
 
 /* Optimizer steps: hyper-parameters and the terms the host computes from

@@ -6,7 +6,14 @@
  * (beta = 1); w goes in with a trans flag, so neither w nor a transposed
  * view of it is copied. Backward is one GEMM per gradient: dx = g·w,
  * dw = gᵀ·x, db = 1ᵀ·g (column sums as a GEMM against a ones vector, which
- * every backend with a MATMUL kernel runs). */
+ * every backend with a MATMUL kernel runs).
+ *
+ * linear_relu and linear_gelu apply the activation to the product in the
+ * same op: in cuBLASLt's epilogue on CUDA (ReLU, and tanh-GELU, which also
+ * stores its input for the backward), else in one pass after the GEMM. The
+ * node carries the activation (ct_node_fuse_act): ReLU's gradient reads the
+ * output, GELU's the pre-activation, which is kept only when a node is
+ * recorded. */
 #include <string.h>
 
 #include "matmul.h"
@@ -76,29 +83,63 @@ static bool flat_row_stride(const Tensor *x, int64_t *rs)
     return true;
 }
 
-/* Makes the bias (when b) and the ReLU (when relu) the GEMM's epilogue
- * (beta 0, in2 = b) when out's backend fuses them (CUDA's cuBLASLt): one
- * kernel instead of a broadcast copy, a GEMM and a ReLU pass. Leaves c and
- * p as they were and returns false otherwise. */
-static bool epilogue_fused(CtOpCall *c, CtMatmulParams *p, const Tensor *b, bool relu)
+/* The activation applied to the product (tensor_linear_relu/_gelu). */
+typedef enum LinearAct { ACT_NONE, ACT_RELU, ACT_GELU_ERF, ACT_GELU_TANH } LinearAct;
+
+static const CtUnaryKind act_kind[] = {CT_UN_NEG, CT_UN_RELU, CT_UN_GELU_ERF,
+                                       CT_UN_GELU_TANH}; /* [ACT_NONE] unused */
+static const char *const act_op[] = {"linear", "linear_relu", "linear_gelu",
+                                     "linear_gelu"};
+
+/* Makes the bias (when b) and the activation act (the matmul's epilogue
+ * form) the GEMM's epilogue (beta 0, in2 = b), writing act's input to aux
+ * as well when aux, when out's backend fuses them (CUDA's cuBLASLt): one
+ * kernel instead of a broadcast copy, a GEMM and an activation pass. Leaves
+ * c and p as they were and returns false otherwise. */
+static bool epilogue_fused(CtOpCall *c, CtMatmulParams *p, const Tensor *b,
+                           CtMatmulAct act, Tensor *aux)
 {
     const CtBackend *be = ct_backend_peek(c->out[0]->storage->device);
     if (!be || (b && !tensor_is_contiguous(b))) return false;
     const CtMatmulParams before = *p;
     p->bias = b != NULL;
-    p->act = relu ? CT_MATMUL_ACT_RELU : CT_MATMUL_ACT_NONE;
+    p->act = act;
+    p->aux = aux != NULL;
     p->beta = 0.0;
     c->in[2] = b;
+    c->out[1] = aux;
     if (ct_backend_supports(be, c)) return true;
     *p = before;
     c->in[2] = NULL;
+    c->out[1] = NULL;
     return false;
 }
 
-/* out (contiguous, (*, out)) <- x·wᵀ + b, then relu(out) when relu. No
- * autograd. */
-static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const Tensor *b,
-                           int64_t rows, CtDType autocast, bool relu)
+/* Sets the epilogue for the activation and bias where the backend fuses
+ * them; else, for the bias alone. *act_done tells whether the activation
+ * is in it. The product goes to c->out[0] (pre, or out without pre); a
+ * fused activation writes out and stores its input in pre. Returns whether
+ * the bias is in the epilogue. */
+static bool epilogue_pick(CtOpCall *c, CtMatmulParams *p, const Tensor *b, LinearAct act,
+                          Tensor *out, Tensor *pre, bool *act_done)
+{
+    CtMatmulAct mact = act == ACT_RELU        ? CT_MATMUL_ACT_RELU
+                       : act == ACT_GELU_TANH ? CT_MATMUL_ACT_GELU_TANH
+                                              : CT_MATMUL_ACT_NONE;
+    *act_done = false;
+    if (mact != CT_MATMUL_ACT_NONE) {
+        Tensor *dst = c->out[0];
+        c->out[0] = out;
+        if ((*act_done = epilogue_fused(c, p, b, mact, pre))) return b != NULL;
+        c->out[0] = dst;
+    }
+    return b && epilogue_fused(c, p, b, CT_MATMUL_ACT_NONE, NULL);
+}
+
+/* pre (contiguous, (*, out), or NULL) <- x·wᵀ + b, and out <- act(pre),
+ * or in place in out without pre. No autograd. */
+static CtStatus linear_run(Tensor *out, Tensor *pre, const Tensor *x, const Tensor *w,
+                           const Tensor *b, int64_t rows, CtDType autocast, LinearAct act)
 {
     if (tensor_numel(out) == 0) return CT_OK;
     int64_t out_f = w->shape[0], in_f = w->shape[1];
@@ -118,6 +159,7 @@ static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const 
         w = wc;
         wt = false;
     }
+    Tensor *dst = pre ? pre : out; /* the product, before the activation */
     /* B = wᵀ: a row-major w is B transposed; a column-major w is B itself */
     CtMatmulParams p = {.batch = 1,
                         .m = rows,
@@ -128,42 +170,35 @@ static CtStatus linear_run(Tensor *out, const Tensor *x, const Tensor *w, const 
                         .alpha = 1.0,
                         .beta = b ? 1.0 : 0.0,
                         .autocast = autocast};
-    CtOpCall c = {.op = CT_OP_MATMUL, .out = {out}, .in = {x, w}, .params = &p};
+    CtOpCall c = {.op = CT_OP_MATMUL, .out = {dst}, .in = {x, w}, .params = &p};
     CtStatus st = CT_OK;
-    bool fused = (b || relu) && epilogue_fused(&c, &p, b, relu);
-    if (b && !fused) { /* out <- broadcast bias; the GEMM adds onto it */
-        Tensor *bb = ct_broadcast_alias(b, out->ndim, out->shape);
-        CtOpCall fill = {.op = CT_OP_COPY, .out = {out}, .in = {bb}};
+    bool act_done;
+    bool bias_done = epilogue_pick(&c, &p, b, act, out, pre, &act_done);
+    if (b && !bias_done) { /* dst <- broadcast bias; the GEMM adds onto it */
+        Tensor *bb = ct_broadcast_alias(b, dst->ndim, dst->shape);
+        CtOpCall fill = {.op = CT_OP_COPY, .out = {dst}, .in = {bb}};
         st = bb ? ct_dispatch(&fill) : ct_error(CT_ERR_OOM, "linear: out of memory");
         tensor_free(bb);
     }
     if (st == CT_OK) st = ct_dispatch(&c);
-    if (st == CT_OK && relu && !fused) st = ct_relu_inplace(out);
+    if (st == CT_OK && act != ACT_NONE && !act_done)
+        st = ct_act_run(act_kind[act], out, dst);
     tensor_free(xc);
     tensor_free(wc);
     return st;
 }
 
-static Tensor *linear(Tensor *x, Tensor *w, Tensor *b, bool relu);
+static Tensor *linear(Tensor *x, Tensor *w, Tensor *b, LinearAct act);
 
-static Tensor *linear_again(Tensor **ops, const void *relu)
+static Tensor *linear_again(Tensor **ops, const void *act)
 {
-    return linear(ops[0], ops[1], ops[2], *(const bool *)relu);
+    return linear(ops[0], ops[1], ops[2], *(const LinearAct *)act);
 }
 
-static Tensor *linear(Tensor *x, Tensor *w, Tensor *b, bool relu)
+/* Checks x, w and b for op; records an error and returns false otherwise. */
+static bool linear_shapes_ok(const char *op, const Tensor *x, const Tensor *w,
+                             const Tensor *b)
 {
-    const char *op = relu ? "linear_relu" : "linear";
-    if (!ct_check_inputs(op, b ? 3 : 2, (const Tensor *[]){x, w, b})) return NULL;
-    /* a bf16/f16 input (a CUDA convolution's output) to f32 weights is
-     * widened first */
-    if (ct_autocast_widens(x) && w->dtype == CT_F32)
-        return ct_autocast_call(3, (Tensor *[]){x, w, b}, CT_F32, linear_again, &relu);
-    if (!ct_check_float(op, x) || !ct_check_same_dtype(op, x, w) ||
-        (b && !ct_check_same_dtype(op, x, b)) || !ct_check_ndim(op, w, 2, 2))
-        return NULL;
-    CtDType autocast;
-    if (!ct_autocast_pick(op, x, &autocast)) return NULL;
     char d1[96], d2[96];
     int64_t out_f = w->shape[0], in_f = w->shape[1];
     if (x->ndim == 0 || x->shape[x->ndim - 1] != in_f) {
@@ -171,38 +206,84 @@ static Tensor *linear(Tensor *x, Tensor *w, Tensor *b, bool relu)
                  op, tensor_describe(x, d1, sizeof d1),
                  (long long)(x->ndim ? x->shape[x->ndim - 1] : 0),
                  tensor_describe(w, d2, sizeof d2), (long long)in_f);
-        return NULL;
+        return false;
     }
     if (b && (b->ndim != 1 || b->shape[0] != out_f)) {
         ct_error(CT_ERR_SHAPE, "%s: bias %s does not match weight %s (expected [%lld])",
                  op, tensor_describe(b, d1, sizeof d1), tensor_describe(w, d2, sizeof d2),
                  (long long)out_f);
-        return NULL;
+        return false;
     }
+    return true;
+}
+
+/* Records the node of out (with act fused, reading pre for GELU). */
+static CtStatus linear_node(Tensor *out, Tensor *pre, Tensor *const in[3], LinearAct act,
+                            LinearParams lp)
+{
+    CtNode *n;
+    CtStatus st = ct_node_new(out, act_op[act], linear_backward, 3, in, &n);
+    if (st != CT_OK || !n) return st;
+    *CT_NODE_PARAMS(n, LinearParams) = lp;
+    return act == ACT_NONE ? CT_OK : ct_node_fuse_act(n, act_kind[act], pre ? pre : out);
+}
+
+static Tensor *linear(Tensor *x, Tensor *w, Tensor *b, LinearAct act)
+{
+    const char *op = act_op[act];
+    if (!ct_check_inputs(op, b ? 3 : 2, (const Tensor *[]){x, w, b})) return NULL;
+    /* a bf16/f16 input (a CUDA convolution's output) to f32 weights is
+     * widened first */
+    if (ct_autocast_widens(x) && w->dtype == CT_F32)
+        return ct_autocast_call(3, (Tensor *[]){x, w, b}, CT_F32, linear_again, &act);
+    if (!ct_check_float(op, x) || !ct_check_same_dtype(op, x, w) ||
+        (b && !ct_check_same_dtype(op, x, b)) || !ct_check_ndim(op, w, 2, 2) ||
+        !linear_shapes_ok(op, x, w, b))
+        return NULL;
+    CtDType autocast;
+    if (!ct_autocast_pick(op, x, &autocast)) return NULL;
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
-    shape[x->ndim - 1] = out_f;
+    shape[x->ndim - 1] = w->shape[0];
     int64_t rows = ct_shape_numel(x->ndim - 1, x->shape);
-    /* persistent until it is complete, so a failure frees it */
-    Tensor *out = ct_tensor_new_persistent(x->ndim, shape, x->dtype, x->storage->device);
-    if (!out) return NULL;
-    CtNode *n;
-    if (linear_run(out, x, w, b, rows, autocast, relu) != CT_OK ||
-        ct_node_new(out, op, linear_backward, 3, (Tensor *[]){x, w, b}, &n) != CT_OK ||
-        (n && relu && ct_node_fuse_relu(n, out) != CT_OK)) {
+    Tensor *const in[3] = {x, w, b};
+    /* GELU's backward reads its input: kept when a node will be recorded */
+    bool keep_pre =
+        (act == ACT_GELU_ERF || act == ACT_GELU_TANH) && ct_node_wanted(3, in);
+    CtDevice dev = x->storage->device;
+    /* persistent until complete, so a failure frees them */
+    Tensor *out = ct_tensor_new_persistent(x->ndim, shape, x->dtype, dev);
+    Tensor *pre =
+        keep_pre ? ct_tensor_new_persistent(x->ndim, shape, x->dtype, dev) : NULL;
+    CtStatus st = !out || (keep_pre && !pre)
+                      ? ct_last_status()
+                      : linear_run(out, pre, x, w, b, rows, autocast, act);
+    if (st == CT_OK) st = linear_node(out, pre, in, act, (LinearParams){rows, autocast});
+    tensor_free(pre); /* the node holds its own alias */
+    if (st != CT_OK) {
         tensor_free(out);
         return NULL;
     }
-    if (n) *CT_NODE_PARAMS(n, LinearParams) = (LinearParams){rows, autocast};
     return ct_scope_adopt(out);
 }
 
 Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b)
 {
-    return linear(x, w, b, false);
+    return linear(x, w, b, ACT_NONE);
 }
 
 Tensor *tensor_linear_relu(Tensor *x, Tensor *w, Tensor *b)
 {
-    return linear(x, w, b, true);
+    return linear(x, w, b, ACT_RELU);
+}
+
+Tensor *tensor_linear_gelu(Tensor *x, Tensor *w, Tensor *b, CtGeluApprox approx)
+{
+    if (x && approx != CT_GELU_ERF && approx != CT_GELU_TANH) {
+        ct_error(CT_ERR_INVALID,
+                 "linear_gelu: unknown approximation %d (CT_GELU_ERF or CT_GELU_TANH)",
+                 (int)approx);
+        return NULL;
+    }
+    return linear(x, w, b, approx == CT_GELU_TANH ? ACT_GELU_TANH : ACT_GELU_ERF);
 }

@@ -277,9 +277,9 @@ static void node_move_refs(CtNode *n, Worklist *w)
 {
     for (int i = 0; i < n->n_in; i++) wl_push(w, n->in[i]);
     for (int i = 0; i < CT_NODE_MAX_SAVED; i++) wl_push(w, n->saved[i]);
-    wl_push(w, n->relu_out);
+    wl_push(w, n->act_x);
     wl_push(w, n->grad_acc);
-    n->relu_out = NULL;
+    n->act_x = NULL;
     memset(n->in, 0, sizeof n->in);
     memset(n->saved, 0, sizeof n->saved);
     n->grad_acc = NULL;

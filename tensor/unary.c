@@ -25,16 +25,16 @@ static CtStatus unary_backward(CtNode *n, Tensor *g, Tensor **gin)
     return (gin[0] = unary_grad(p, x, g)) ? CT_OK : ct_last_status();
 }
 
-Tensor *ct_relu_grad(const Tensor *out, Tensor *g)
+Tensor *ct_act_grad(CtUnaryKind act, const Tensor *x, Tensor *g)
 {
-    const CtUnaryParams p = {CT_UN_RELU, 0, 0};
-    return unary_grad(&p, out, g);
+    const CtUnaryParams p = {act, 0, 0};
+    return unary_grad(&p, x, g);
 }
 
-CtStatus ct_relu_inplace(Tensor *t)
+CtStatus ct_act_run(CtUnaryKind act, Tensor *out, const Tensor *x)
 {
-    const CtUnaryParams p = {CT_UN_RELU, 0, 0};
-    CtOpCall c = {.op = CT_OP_UNARY, .out = {t}, .in = {t}, .params = &p};
+    const CtUnaryParams p = {act, 0, 0};
+    CtOpCall c = {.op = CT_OP_UNARY, .out = {out}, .in = {x}, .params = &p};
     return ct_dispatch(&c);
 }
 

@@ -53,6 +53,11 @@ typedef struct ModuleVtable {
      * gradients, one pass and one tensor fewer. NULL: nn_forward_relu
      * calls forward and then tensor_relu. */
     Tensor *(*forward_relu)(Module *m, Tensor *x);
+    /* tensor_gelu(forward(x), approx) in one op, where the module can apply
+     * GELU to its output (Linear; on CUDA tanh-GELU in cuBLASLt's
+     * epilogue): the same values and gradients, one node fewer. NULL:
+     * nn_forward_gelu calls forward and then tensor_gelu. */
+    Tensor *(*forward_gelu)(Module *m, Tensor *x, CtGeluApprox approx);
 } ModuleVtable;
 
 typedef struct NnRegistry NnRegistry; /* private to nn/ */
@@ -89,6 +94,10 @@ Tensor *nn_forward(Module *m, Tensor *x);
  * is set. Sequential calls it for a child followed by a ReLU module, so
  * nn_sequential(conv, relu, ...) fuses without the caller asking. */
 Tensor *nn_forward_relu(Module *m, Tensor *x);
+/* tensor_gelu(nn_forward(m, x), approx), fused into m's op when
+ * m->vt->forward_gelu is set. Sequential calls it for a child followed by
+ * a GELU module. */
+Tensor *nn_forward_gelu(Module *m, Tensor *x, CtGeluApprox approx);
 
 /* Training / evaluation mode, set recursively (dropout, batch norm). */
 void nn_module_train(Module *m);

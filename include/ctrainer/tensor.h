@@ -481,6 +481,14 @@ Tensor *tensor_linear(Tensor *x, Tensor *w, Tensor *b);
  * tensor_relu(tensor_linear(x, w, b)) without the pre-activation tensor
  * (CUDA: cuBLASLt's bias + ReLU epilogue, where NaN follows cuBLASLt). */
 Tensor *tensor_linear_relu(Tensor *x, Tensor *w, Tensor *b);
+/* gelu(x · wᵀ + b, approx) as one op: on the CPU the bits of
+ * tensor_gelu(tensor_linear(x, w, b), approx), values and gradients, with
+ * one autograd node. The pre-activation is kept for the backward only when
+ * a node is recorded. CUDA: CT_GELU_TANH runs in cuBLASLt's epilogue (its
+ * own tanh-GELU, within rounding of tensor_gelu's; f32, bf16 and f16 without
+ * autocast, output features a multiple of 8); otherwise the GELU kernel
+ * follows the product. */
+Tensor *tensor_linear_gelu(Tensor *x, Tensor *w, Tensor *b, CtGeluApprox approx);
 
 /* --------------------------------------------------------- convolutions */
 

@@ -261,7 +261,7 @@ static bool matmul_supports(const CtOpCall *c)
     const CtMatmulParams *p = c->params;
     CtDType dt = c->out[0]->dtype;
     if (c->in[0]->dtype != dt || c->in[1]->dtype != dt) return false;
-    if (p->bias || p->act != CT_MATMUL_ACT_NONE) return false; /* no fused epilogue */
+    if (p->bias || p->act != CT_MATMUL_ACT_NONE || p->aux) return false; /* no epilogue */
     if (p->autocast != CT_F32) return dt == CT_F32 && p->autocast == CT_BF16;
     return dt == CT_F32 || dt == CT_F64 || dt == CT_BF16;
 }

@@ -21,7 +21,7 @@
 #include "lt_desc.h"
 
 #define CT_LT_CACHE_SLOTS 256
-#define CT_LT_KEY_WORDS   33
+#define CT_LT_KEY_WORDS   34
 #define CT_LT_ALGO_BYTES  64 /* sizeof(cublasLtMatmulAlgo_t), asserted in matmul.cu */
 
 typedef struct CtLtKey {
@@ -66,6 +66,7 @@ static inline void ct_lt_key(CtLtKey *k, const CtLtDesc *d)
     w[15] = d->epilogue;
     w[16] = d->reduction_free;
     w[17] = (int64_t)d->workspace;
+    w[18] = d->aux_ld;
 }
 
 /* True with *out set when d's key was chosen before. */

@@ -11,7 +11,10 @@
  * stored matrix of op N is (rows, cols) = (M or K, K or N) and one of op T
  * the transpose. C and D are our C (updated in place). The bias of a bias
  * epilogue is a vector of Lt's M = our n entries, added to every row of our
- * C: linear's bias, whose output features are C's columns.
+ * C: linear's bias, whose output features are C's columns. A GELU epilogue
+ * with an aux output also stores GELU's input in a matrix laid out as C
+ * (linear_gelu's pre-activation, which its backward reads); cuBLASLt wants
+ * that matrix's leading dimension a multiple of 8 and no batch.
  */
 #ifndef CTRAINER_TENSOR_CUDA_LT_DESC_H
 #define CTRAINER_TENSOR_CUDA_LT_DESC_H
@@ -28,6 +31,8 @@ typedef enum CtLtEpilogue {
     CT_LT_EPI_RELU_BIAS,
     CT_LT_EPI_GELU, /* tanh approximation */
     CT_LT_EPI_GELU_BIAS,
+    CT_LT_EPI_GELU_AUX, /* GELU, its input stored in the aux matrix */
+    CT_LT_EPI_GELU_AUX_BIAS,
 } CtLtEpilogue;
 
 /* A cublasLtMatrixLayout: the matrix as stored, column-major. */
@@ -42,6 +47,7 @@ typedef struct CtLtDesc {
     CtGemmDesc gemm;    /* ops, sizes, dtype, compute and scale types */
     CtLtLayout a, b, c; /* c describes both C and D */
     CtLtEpilogue epilogue;
+    int64_t aux_ld;      /* of the aux matrix (GELU_AUX*); 0 without one */
     bool reduction_free; /* restrict the heuristic to algorithms without a
                           * split-K reduction (the deterministic switch) */
     size_t workspace;    /* bytes the heuristic may ask for */
@@ -63,14 +69,26 @@ static inline size_t ct_lt_workspace(const CtGemmDesc *g)
     return ws > CT_LT_WORKSPACE_MAX ? CT_LT_WORKSPACE_MAX : ws;
 }
 
-/* The epilogue of a bias flag and an activation. */
-static inline CtLtEpilogue ct_lt_epilogue(bool bias, CtMatmulAct act)
+/* The epilogue of a bias flag, an activation and an aux flag (GELU only;
+ * ct_lt_aux_ok). */
+static inline CtLtEpilogue ct_lt_epilogue(bool bias, CtMatmulAct act, bool aux)
 {
     switch (act) {
     case CT_MATMUL_ACT_RELU: return bias ? CT_LT_EPI_RELU_BIAS : CT_LT_EPI_RELU;
-    case CT_MATMUL_ACT_GELU_TANH: return bias ? CT_LT_EPI_GELU_BIAS : CT_LT_EPI_GELU;
+    case CT_MATMUL_ACT_GELU_TANH:
+        if (aux) return bias ? CT_LT_EPI_GELU_AUX_BIAS : CT_LT_EPI_GELU_AUX;
+        return bias ? CT_LT_EPI_GELU_BIAS : CT_LT_EPI_GELU;
     default: return bias ? CT_LT_EPI_BIAS : CT_LT_EPI_DEFAULT;
     }
+}
+
+/* Whether cuBLASLt can store p's pre-activation (p->aux): a GELU epilogue
+ * over one matrix whose rows (our n, the aux leading dimension) are a
+ * multiple of 8 entries. True when p asks for no aux. */
+static inline bool ct_lt_aux_ok(const CtMatmulParams *p)
+{
+    return !p->aux ||
+           (p->act == CT_MATMUL_ACT_GELU_TANH && p->batch == 1 && p->n % 8 == 0);
 }
 
 /* The layout of an operand of op `op` whose op(X) is (rows, cols). */
@@ -96,11 +114,17 @@ static inline CtStatus ct_lt_desc(const CtMatmulParams *p, CtDType dt, bool allo
     CtGemmDesc *g = &d->gemm;
     CtStatus st = ct_gemm_desc(p, dt, allow_tf32, g);
     if (st != CT_OK) return st;
-    d->epilogue = ct_lt_epilogue(p->bias, p->act);
+    d->epilogue = ct_lt_epilogue(p->bias, p->act, p->aux);
     if (d->epilogue != CT_LT_EPI_DEFAULT && dt == CT_F64)
         return ct_error(
             CT_ERR_UNSUPPORTED,
             "matmul: cuBLASLt has no bias/activation epilogue for f64 on cuda");
+    if (!ct_lt_aux_ok(p))
+        return ct_error(CT_ERR_UNSUPPORTED,
+                        "matmul: cuBLASLt stores a pre-activation only for GELU over one "
+                        "matrix with a multiple of 8 columns (got %lld) on cuda",
+                        (long long)p->n);
+    d->aux_ld = p->aux ? g->ldc : 0;
     d->a = ct_lt_layout(g->op_a, g->m, g->k, g->lda, g->batch, g->stride_a);
     d->b = ct_lt_layout(g->op_b, g->k, g->n, g->ldb, g->batch, g->stride_b);
     d->c = ct_lt_layout(CT_GEMM_OP_N, g->m, g->n, g->ldc, g->batch, g->stride_c);

@@ -2,7 +2,8 @@
  * natively, bf16 and f16 on the tensor cores with f32 accumulation, f32
  * under autocast with the operands rounded to bf16/f16 (C stays f32), f32
  * on TF32 tensor cores only when ct_allow_tf32() (off by default), strided
- * batches, and the bias + ReLU/GELU epilogues (CtMatmulParams.bias/act).
+ * batches, and the bias + ReLU/GELU epilogues (CtMatmulParams.bias/act),
+ * GELU's storing its input in out1 when CtMatmulParams.aux asks.
  * The algorithm is cuBLASLt's first heuristic choice for a workspace from
  * the caching allocator, asked once per descriptor and instance
  * (lt_cache.h); with ct_deterministic() the heuristic is limited to
@@ -47,6 +48,8 @@ static cublasLtEpilogue_t epilogue(CtLtEpilogue e)
     case CT_LT_EPI_RELU_BIAS: return CUBLASLT_EPILOGUE_RELU_BIAS;
     case CT_LT_EPI_GELU: return CUBLASLT_EPILOGUE_GELU;
     case CT_LT_EPI_GELU_BIAS: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case CT_LT_EPI_GELU_AUX: return CUBLASLT_EPILOGUE_GELU_AUX;
+    case CT_LT_EPI_GELU_AUX_BIAS: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     default: return CUBLASLT_EPILOGUE_DEFAULT;
     }
 }
@@ -54,7 +57,7 @@ static cublasLtEpilogue_t epilogue(CtLtEpilogue e)
 /* The operands of one call: pointers and the alpha/beta of the scale type. */
 typedef struct MatmulArgs {
     const void *A, *B, *bias;
-    void *C;
+    void *C, *aux;
     float alpha32, beta32;
     double alpha64, beta64;
 } MatmulArgs;
@@ -98,7 +101,8 @@ static CtStatus layout_create(const CtLtLayout *l, CtDType dt,
     return CT_OK;
 }
 
-static CtStatus op_create(const CtLtDesc *d, const void *bias, cublasLtMatmulDesc_t *out)
+static CtStatus op_create(const CtLtDesc *d, const MatmulArgs *a,
+                          cublasLtMatmulDesc_t *out)
 {
     const CtGemmDesc *g = &d->gemm;
     cudaDataType_t scale = g->scale_f64 ? CUDA_R_64F : CUDA_R_32F;
@@ -111,9 +115,14 @@ static CtStatus op_create(const CtLtDesc *d, const void *bias, cublasLtMatmulDes
                                                    sizeof tb));
     CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(*out, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                    &epi, sizeof epi));
-    if (bias)
+    if (a->bias)
         CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-            *out, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+            *out, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias));
+    if (!d->aux_ld) return CT_OK;
+    CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        *out, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &a->aux, sizeof a->aux));
+    CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        *out, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &d->aux_ld, sizeof d->aux_ld));
     return CT_OK;
 }
 
@@ -130,9 +139,9 @@ static CtStatus pref_create(const CtLtDesc *d, cublasLtMatmulPreference_t *out)
     return CT_OK;
 }
 
-static CtStatus lt_build(const CtLtDesc *d, const void *bias, LtObjects *o)
+static CtStatus lt_build(const CtLtDesc *d, const MatmulArgs *a, LtObjects *o)
 {
-    CT_RETURN_IF_ERROR(op_create(d, bias, &o->op));
+    CT_RETURN_IF_ERROR(op_create(d, a, &o->op));
     CT_RETURN_IF_ERROR(layout_create(&d->a, d->gemm.dtype, &o->a));
     CT_RETURN_IF_ERROR(layout_create(&d->b, d->gemm.dtype, &o->b));
     CT_RETURN_IF_ERROR(layout_create(&d->c, d->gemm.dtype, &o->c));
@@ -217,6 +226,7 @@ static CtStatus cuda_matmul(const CtOpCall *call)
                     ct_ptr(call->in[1]),
                     p->bias ? ct_ptr(call->in[2]) : NULL,
                     ct_ptr(out),
+                    p->aux ? ct_ptr(call->out[1]) : NULL,
                     (float)p->alpha,
                     (float)p->beta,
                     p->alpha,
@@ -225,7 +235,7 @@ static CtStatus cuda_matmul(const CtOpCall *call)
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     LtObjects o = {};
     bool found = false;
-    CtStatus st = lt_build(&d, a.bias, &o);
+    CtStatus st = lt_build(&d, &a, &o);
     if (st == CT_OK) st = lt_run(call->backend, c, &d, &a, &o, &found);
     lt_destroy(&o);
     CT_RETURN_IF_ERROR(st);
@@ -241,7 +251,8 @@ static CtStatus cuda_matmul(const CtOpCall *call)
 }
 
 /* A, B and C of one dtype among f32, f64, bf16, f16; f32 under autocast; a
- * bias of C's dtype and n entries. */
+ * bias of C's dtype and n entries; an aux output (GELU, ct_lt_aux_ok) of
+ * C's dtype, contiguous, m × n. */
 static bool cuda_matmul_supports(const CtOpCall *call)
 {
     const CtMatmulParams *p = (const CtMatmulParams *)call->params;
@@ -253,6 +264,10 @@ static bool cuda_matmul_supports(const CtOpCall *call)
     if (p->bias &&
         (!call->in[2] || call->in[2]->dtype != dt || tensor_numel(call->in[2]) != p->n ||
          !tensor_is_contiguous(call->in[2])))
+        return false;
+    const Tensor *aux = call->out[1];
+    if (p->aux && (!ct_lt_aux_ok(p) || !aux || aux->dtype != dt ||
+                   !tensor_is_contiguous(aux) || tensor_numel(aux) != p->m * p->n))
         return false;
     return call->in[0]->dtype == dt && call->in[1]->dtype == dt;
 }

@@ -1,5 +1,6 @@
-/* nn_forward_relu and Sequential's fusion of a child with the ReLU after
- * it: the same output and parameter gradients, bit for bit, as running
+/* nn_forward_relu, nn_forward_gelu and Sequential's fusion of a child with
+ * the ReLU or GELU after it: the same output and parameter gradients, bit
+ * for bit, as running
  * every child on its own, with fewer autograd nodes; modules without a
  * fused form, ReLUs in odd places and errors. */
 #include <stdio.h>
@@ -103,6 +104,61 @@ START_TEST(test_sequential_fuses_relu)
 }
 END_TEST
 
+START_TEST(test_sequential_fuses_gelu)
+{
+    TU_MEM_BEGIN;
+    CtGenerator gen = ct_generator(5, 0);
+    const CtConv2dArgs pad = {.padding = {1, 1}};
+    /* Linear+GELU fuses with either approximation; a GELU after a GELU, or
+     * after a conv (no GELU form), runs alone; linear+ReLU+GELU fuses the
+     * ReLU. Plain: conv, gelu, flatten, linear, gelu, linear, gelu, gelu,
+     * linear, relu, gelu = 11 nodes along the chain; fused: 8. */
+    Module *seq = nn_sequential(
+        11, (Module *[]){nn_conv2d(3, 2, 3, &pad, true, &gen), nn_gelu(CT_GELU_TANH),
+                         nn_flatten(1, -1), nn_linear(2 * 4 * 4, 16, true, &gen),
+                         nn_gelu(CT_GELU_TANH), nn_linear(16, 8, false, &gen),
+                         nn_gelu(CT_GELU_ERF), nn_gelu(CT_GELU_ERF),
+                         nn_linear(8, 5, true, &gen), nn_relu(), nn_gelu(CT_GELU_TANH)});
+    ck_assert_ptr_nonnull(seq);
+    check_sequential(seq, (const int64_t[]){2, 3, 4, 4}, 8, 11);
+    nn_module_free(seq);
+    TU_MEM_END;
+}
+END_TEST
+
+/* nn_forward_gelu on modules with and without a fused form, and its
+ * errors. */
+START_TEST(test_forward_gelu)
+{
+    TU_MEM_BEGIN;
+    CtGenerator gen = ct_generator(6, 0);
+    Module *lin = nn_linear(6, 8, true, &gen), *tanh_m = nn_tanh();
+    Tensor *x = tu_rand64(2, (const int64_t[]){3, 6}, -2, 2, 9, false);
+    Tensor *x32 = tensor_cast(x, CT_F32);
+    tensor_free(x);
+    CtScope *s = ct_scope_open();
+    Tensor *y = nn_forward_gelu(lin, x32, CT_GELU_ERF);
+    ck_assert_str_eq(y->grad_fn->op, "linear_gelu"); /* one node, GELU on it */
+    tu_assert_same_bits("linear", y, tensor_gelu(nn_forward(lin, x32), CT_GELU_ERF));
+    tu_assert_same_bits("tanh", nn_forward_gelu(tanh_m, x32, CT_GELU_TANH),
+                        tensor_gelu(nn_forward(tanh_m, x32), CT_GELU_TANH));
+    Tensor *bad = tensor_zeros(2, (const int64_t[]){3, 5}, CT_F32, ct_cpu());
+    ck_assert_ptr_null(nn_forward_gelu(lin, bad, CT_GELU_ERF));
+    tu_assert_error(CT_ERR_SHAPE, "has 5 features, expected 6");
+    ck_assert_ptr_null(nn_forward_gelu(lin, x32, (CtGeluApprox)3));
+    tu_assert_error(CT_ERR_INVALID, "linear_gelu: unknown approximation 3");
+    ck_assert_ptr_null(nn_forward_gelu(NULL, x32, CT_GELU_ERF));
+    tu_assert_error(CT_ERR_NULL, "nn_forward: NULL module");
+    ck_assert_ptr_null(nn_forward_gelu(lin, NULL, CT_GELU_ERF));
+    ck_assert_int_eq(ct_last_status(), CT_OK); /* sticky: nothing new recorded */
+    ct_scope_close(s);
+    tensor_free(x32);
+    nn_module_free(lin);
+    nn_module_free(tanh_m);
+    TU_MEM_END;
+}
+END_TEST
+
 /* nn_forward_relu on modules with and without a fused form, and its
  * errors. */
 START_TEST(test_forward_relu)
@@ -115,7 +171,7 @@ START_TEST(test_forward_relu)
     tensor_free(x);
     CtScope *s = ct_scope_open();
     Tensor *y = nn_forward_relu(lin, x32);
-    ck_assert_ptr_nonnull(y->grad_fn->relu_out); /* one node, the ReLU on it */
+    ck_assert_ptr_nonnull(y->grad_fn->act_x); /* one node, the ReLU on it */
     tu_assert_same_bits("linear", y, tensor_relu(nn_forward(lin, x32)));
     tu_assert_same_bits("tanh", nn_forward_relu(tanh_m, x32),
                         tensor_relu(nn_forward(tanh_m, x32)));
@@ -140,6 +196,8 @@ Suite *fused_relu_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_sequential_fuses_relu);
     tcase_add_test(tc, test_forward_relu);
+    tcase_add_test(tc, test_sequential_fuses_gelu);
+    tcase_add_test(tc, test_forward_gelu);
     suite_add_tcase(s, tc);
     return s;
 }

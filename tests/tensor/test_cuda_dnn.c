@@ -306,6 +306,44 @@ START_TEST(test_relu_fused_matches_cpu)
 }
 END_TEST
 
+/* linear_gelu on CUDA against the CPU's, values, the kept pre-activation
+ * and the gradients: tanh-GELU with 16 output features runs in cuBLASLt's
+ * GELU_AUX_BIAS epilogue, 12 features (ld not a multiple of 8) and erf-GELU
+ * take the bias epilogue and the GELU kernel after it. */
+START_TEST(test_linear_gelu_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    for (int approx = CT_GELU_ERF; approx <= CT_GELU_TANH; approx++)
+        for (int out_f = 12; out_f <= 16; out_f += 4) {
+            Tensor *x =
+                tensor_reshape(rand_t(CT_F32, 6 * 5, -2, 2, 61), 2, (int64_t[]){6, 5});
+            Tensor *w = tensor_reshape(rand_t(CT_F32, out_f * 5, -1, 1, 62), 2,
+                                       (int64_t[]){out_f, 5});
+            Tensor *b = rand_t(CT_F32, out_f, -1, 1, 63);
+            Tensor *in[3] = {x, w, b}, *IN[3];
+            for (int i = 0; i < 3; i++) {
+                IN[i] = tensor_retain(tensor_detach(on_gpu(in[i])));
+                tensor_set_requires_grad(in[i], true);
+                tensor_set_requires_grad(IN[i], true);
+            }
+            Tensor *y = tensor_linear_gelu(x, w, b, (CtGeluApprox)approx);
+            Tensor *Y = tensor_linear_gelu(IN[0], IN[1], IN[2], (CtGeluApprox)approx);
+            ck_assert_msg(Y, "%s", ct_last_error());
+            assert_same(y, Y, 1e-4);
+            assert_same(y->grad_fn->act_x, Y->grad_fn->act_x, 1e-5);
+            Tensor *gy =
+                tensor_reshape(rand_t(CT_F32, 6 * out_f, -1, 1, 64), 2, tensor_shape(y));
+            ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
+            ck_assert_int_eq(tensor_backward(Y, on_gpu(gy)), CT_OK);
+            for (int i = 0; i < 3; i++) {
+                assert_same(tensor_grad(in[i]), tensor_grad(IN[i]), 1e-4);
+                tensor_free(IN[i]);
+            }
+        }
+    ct_scope_close(s);
+}
+END_TEST
+
 START_TEST(test_pool2d_matches_cpu)
 {
     CtScope *s = ct_scope_open();
@@ -469,11 +507,17 @@ int main(void)
     TCase *tc = tcase_create("cuda_dnn");
     tcase_set_timeout(tc, 120);
     const TTest *tests[] = {
-        test_conv2d_matches_cpu,          test_conv2d_autocast_matches_cpu,
-        test_conv2d_deterministic_switch, test_conv2d_benchmark_mode_matches_cpu,
-        test_batch_norm_matches_cpu,      test_matmul_bias_relu_epilogue,
-        test_linear_bias_fused,           test_relu_fused_matches_cpu,
-        test_pool2d_matches_cpu,          test_autocast_keeps_low_activations,
+        test_conv2d_matches_cpu,
+        test_conv2d_autocast_matches_cpu,
+        test_conv2d_deterministic_switch,
+        test_conv2d_benchmark_mode_matches_cpu,
+        test_batch_norm_matches_cpu,
+        test_matmul_bias_relu_epilogue,
+        test_linear_bias_fused,
+        test_relu_fused_matches_cpu,
+        test_linear_gelu_matches_cpu,
+        test_pool2d_matches_cpu,
+        test_autocast_keeps_low_activations,
     };
     int n = (int)(sizeof tests / sizeof *tests);
     if (ct_cuda_device_count() > 0) {

@@ -88,12 +88,15 @@ END_TEST
 
 START_TEST(test_epilogues)
 {
-    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_NONE), CT_LT_EPI_DEFAULT);
-    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_NONE), CT_LT_EPI_BIAS);
-    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_RELU), CT_LT_EPI_RELU);
-    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_RELU), CT_LT_EPI_RELU_BIAS);
-    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_GELU_TANH), CT_LT_EPI_GELU);
-    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_GELU_TANH), CT_LT_EPI_GELU_BIAS);
+    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_NONE, false), CT_LT_EPI_DEFAULT);
+    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_NONE, false), CT_LT_EPI_BIAS);
+    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_RELU, false), CT_LT_EPI_RELU);
+    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_RELU, false),
+                     CT_LT_EPI_RELU_BIAS);
+    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_GELU_TANH, false),
+                     CT_LT_EPI_GELU);
+    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_GELU_TANH, false),
+                     CT_LT_EPI_GELU_BIAS);
     CtLtDesc d = desc((CtMatmulParams){.batch = 1,
                                        .m = 8,
                                        .n = 16,
@@ -103,6 +106,54 @@ START_TEST(test_epilogues)
                       CT_F16, false, false);
     ck_assert_int_eq(d.epilogue, CT_LT_EPI_GELU_BIAS);
     ck_assert_uint_eq(d.c.rows, 16); /* the bias has n = 16 entries, D's rows */
+    ck_assert_int_eq(d.aux_ld, 0);
+}
+END_TEST
+
+/* GELU stores its input in an aux matrix laid out as C: ld = n, which
+ * cuBLASLt wants a multiple of 8, over one matrix; nothing else has one. */
+START_TEST(test_gelu_aux)
+{
+    ck_assert_int_eq(ct_lt_epilogue(false, CT_MATMUL_ACT_GELU_TANH, true),
+                     CT_LT_EPI_GELU_AUX);
+    ck_assert_int_eq(ct_lt_epilogue(true, CT_MATMUL_ACT_GELU_TANH, true),
+                     CT_LT_EPI_GELU_AUX_BIAS);
+    CtMatmulParams p = {.batch = 1,
+                        .m = 5,
+                        .n = 24,
+                        .k = 3,
+                        .trans_b = true,
+                        .bias = true,
+                        .act = CT_MATMUL_ACT_GELU_TANH,
+                        .aux = true};
+    ck_assert(ct_lt_aux_ok(&p));
+    CtLtDesc d = desc(p, CT_BF16, false, false);
+    ck_assert_int_eq(d.epilogue, CT_LT_EPI_GELU_AUX_BIAS);
+    ck_assert_int_eq(d.aux_ld, 24);
+    ck_assert_int_eq(d.aux_ld, d.c.ld);
+    /* the aux word is in the algorithm cache's key */
+    CtLtKey with, without;
+    ct_lt_key(&with, &d);
+    d.aux_ld = 0;
+    ct_lt_key(&without, &d);
+    ck_assert(memcmp(&with, &without, sizeof with) != 0);
+    CtMatmulParams bad[] = {p, p, p};
+    bad[0].n = 20;                   /* ld not a multiple of 8 */
+    bad[1].batch = 2;                /* a batch */
+    bad[2].act = CT_MATMUL_ACT_RELU; /* ReLU has no aux of that form */
+    for (int i = 0; i < 3; i++) {
+        ck_assert(!ct_lt_aux_ok(&bad[i]));
+        CtLtDesc e;
+        ck_assert_int_eq(ct_lt_desc(&bad[i], CT_F32, false, false, &e),
+                         CT_ERR_UNSUPPORTED);
+    }
+    tu_assert_error(CT_ERR_UNSUPPORTED,
+                    "matmul: cuBLASLt stores a pre-activation only for "
+                    "GELU over one matrix with a multiple of 8 columns "
+                    "(got 24) on cuda");
+    p.aux = false;
+    p.n = 20; /* no aux asked: any n */
+    ck_assert(ct_lt_aux_ok(&p));
 }
 END_TEST
 
@@ -156,6 +207,7 @@ START_TEST(test_cache_key_covers_every_field)
         l[i]->ld = v++, l[i]->batch = (int32_t)v++, l[i]->stride = v++;
     }
     d.epilogue = (CtLtEpilogue)v++;
+    d.aux_ld = v++;
     d.reduction_free = true;
     d.workspace = (size_t)v++;
     CtLtKey k;
@@ -243,6 +295,9 @@ START_TEST(test_cpu_rejects_epilogue)
     p.act = CT_MATMUL_ACT_RELU;
     ck_assert(!ct_backend_supports(ct_backend_for(ct_cpu()), &call));
     p.act = CT_MATMUL_ACT_NONE;
+    p.aux = true;
+    ck_assert(!ct_backend_supports(ct_backend_for(ct_cpu()), &call));
+    p.aux = false;
     ck_assert(ct_backend_supports(ct_backend_for(ct_cpu()), &call));
     ct_scope_close(s);
 }
@@ -256,6 +311,7 @@ int main(void)
     tcase_add_test(tc, test_batch_strides);
     tcase_add_test(tc, test_compute_types);
     tcase_add_test(tc, test_epilogues);
+    tcase_add_test(tc, test_gelu_aux);
     tcase_add_test(tc, test_determinism_and_workspace);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_cache_key_covers_every_field);

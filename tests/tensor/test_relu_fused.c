@@ -1,6 +1,7 @@
-/* ReLU fused into its producer: conv2d with CtConv2dArgs.relu,
+/* Activations fused into their producer: conv2d with CtConv2dArgs.relu,
  * tensor_linear_relu and tensor_batch_norm_relu give the bits of
- * tensor_relu over the plain op, for the output and every gradient: every
+ * tensor_relu over the plain op, and tensor_linear_gelu those of
+ * tensor_gelu over tensor_linear, for the output and every gradient: every
  * conv path (samples per thread, a team per sample, chunks of samples),
  * without bias, with groups, f64, bf16 autocast, NaN input; batch norm in
  * training and eval; tensor_add_relu, broadcast, every float dtype. The
@@ -31,11 +32,18 @@ static Tensor *conv(Tensor **in, const void *ctx, bool fused)
     return fused ? y : tensor_relu(y);
 }
 
+/* The activation a linear producer applies (its ctx). */
+typedef enum LinAct { LIN_RELU, LIN_GELU_ERF, LIN_GELU_TANH } LinAct;
+
 static Tensor *linear(Tensor **in, const void *ctx, bool fused)
 {
-    (void)ctx;
-    return fused ? tensor_linear_relu(in[0], in[1], in[2])
-                 : tensor_relu(tensor_linear(in[0], in[1], in[2]));
+    LinAct act = *(const LinAct *)ctx;
+    if (act == LIN_RELU)
+        return fused ? tensor_linear_relu(in[0], in[1], in[2])
+                     : tensor_relu(tensor_linear(in[0], in[1], in[2]));
+    CtGeluApprox ap = act == LIN_GELU_TANH ? CT_GELU_TANH : CT_GELU_ERF;
+    return fused ? tensor_linear_gelu(in[0], in[1], in[2], ap)
+                 : tensor_gelu(tensor_linear(in[0], in[1], in[2]), ap);
 }
 
 /* Runs the unfused and the fused forms on the same leaves (in[2] may be
@@ -53,9 +61,9 @@ static void check_fused(const char *name, Producer f, const void *ctx, Tensor **
         Tensor *y = f(in, ctx, fused);
         tensor_autocast_end(prev);
         ck_assert_msg(y, "%s: %s", name, ct_last_error());
-        if (fused) { /* one node: the producer's, with the ReLU on it */
+        if (fused) { /* one node: the producer's, with the activation on it */
             ck_assert_ptr_nonnull(y->grad_fn);
-            ck_assert_ptr_nonnull(y->grad_fn->relu_out);
+            ck_assert_ptr_nonnull(y->grad_fn->act_x);
             ck_assert_ptr_eq(y->grad_fn->in[0], in[0]);
         }
         outs[fused] = tensor_detach(y);
@@ -134,8 +142,8 @@ START_TEST(test_conv_relu_fused_nan)
 }
 END_TEST
 
-static void check_linear(const char *name, int nd, const int64_t *xs, int64_t out_f,
-                         CtDType dt, bool bias, bool wt, CtDType autocast)
+static void check_linear(const char *name, LinAct act, int nd, const int64_t *xs,
+                         int64_t out_f, CtDType dt, bool bias, bool wt, CtDType autocast)
 {
     const int64_t in_f = xs[nd - 1];
     Tensor *w = wt ? leaf(2, (const int64_t[]){in_f, out_f}, 32, dt)
@@ -147,23 +155,74 @@ static void check_linear(const char *name, int nd, const int64_t *xs, int64_t ou
         ct_scope_close(s);
         ck_assert_int_eq(tensor_set_requires_grad(in[1], true), CT_OK);
     }
-    check_fused(name, linear, NULL, in, autocast);
+    check_fused(name, linear, &act, in, autocast);
     if (wt) tensor_free(w);
     for (int i = 0; i < 3; i++) tensor_free(in[i]);
+}
+
+/* Every linear case with activation act. */
+static void check_linear_cases(LinAct act)
+{
+    check_linear("2-d", act, 2, (const int64_t[]){64, 96}, 128, CT_F32, true, false,
+                 CT_F32);
+    check_linear("3-d", act, 3, (const int64_t[]){2, 5, 7}, 9, CT_F32, true, false,
+                 CT_F32);
+    check_linear("no bias", act, 2, (const int64_t[]){8, 16}, 12, CT_F32, false, false,
+                 CT_F32);
+    check_linear("transposed weight", act, 2, (const int64_t[]){8, 16}, 12, CT_F32, true,
+                 true, CT_F32);
+    check_linear("f64", act, 2, (const int64_t[]){6, 10}, 4, CT_F64, true, false, CT_F32);
+    check_linear("bf16 autocast", act, 2, (const int64_t[]){32, 64}, 24, CT_F32, true,
+                 false, CT_BF16);
 }
 
 START_TEST(test_linear_relu_fused_bits)
 {
     TU_MEM_BEGIN;
-    check_linear("2-d", 2, (const int64_t[]){64, 96}, 128, CT_F32, true, false, CT_F32);
-    check_linear("3-d", 3, (const int64_t[]){2, 5, 7}, 9, CT_F32, true, false, CT_F32);
-    check_linear("no bias", 2, (const int64_t[]){8, 16}, 12, CT_F32, false, false,
-                 CT_F32);
-    check_linear("transposed weight", 2, (const int64_t[]){8, 16}, 12, CT_F32, true, true,
-                 CT_F32);
-    check_linear("f64", 2, (const int64_t[]){6, 10}, 4, CT_F64, true, false, CT_F32);
-    check_linear("bf16 autocast", 2, (const int64_t[]){32, 64}, 24, CT_F32, true, false,
-                 CT_BF16);
+    check_linear_cases(LIN_RELU);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_linear_gelu_fused_bits)
+{
+    TU_MEM_BEGIN;
+    check_linear_cases(LIN_GELU_ERF);
+    check_linear_cases(LIN_GELU_TANH);
+    TU_MEM_END;
+}
+END_TEST
+
+/* GELU's gradient reads the pre-activation, which the node keeps (not the
+ * output); without a node nothing is kept and the values are the same. */
+START_TEST(test_linear_gelu_keeps_pre_activation)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = leaf(2, (const int64_t[]){3, 4}, 51, CT_F32);
+    Tensor *w = leaf(2, (const int64_t[]){8, 4}, 52, CT_F32);
+    Tensor *b = leaf(1, (const int64_t[]){8}, 53, CT_F32);
+    CtScope *s = ct_scope_open();
+    Tensor *y = tensor_linear_gelu(x, w, b, CT_GELU_TANH);
+    ck_assert_ptr_nonnull(y);
+    ck_assert_str_eq(y->grad_fn->op, "linear_gelu");
+    ck_assert_int_eq(y->grad_fn->act, CT_UN_GELU_TANH);
+    tu_assert_same_bits("pre-activation", y->grad_fn->act_x, tensor_linear(x, w, b));
+    bool prev = ct_set_grad_enabled(false);
+    Tensor *y0 = tensor_linear_gelu(x, w, b, CT_GELU_TANH);
+    ck_assert_ptr_null(y0->grad_fn);
+    tu_assert_same_bits("no grad", y0, tensor_detach(y));
+    ct_set_grad_enabled(prev);
+    ck_assert_ptr_null(tensor_linear_gelu(x, w, b, (CtGeluApprox)5));
+    tu_assert_error(CT_ERR_INVALID, "linear_gelu: unknown approximation 5");
+    ck_assert_ptr_null(tensor_linear_gelu(NULL, w, b, (CtGeluApprox)5));
+    ck_assert_int_eq(ct_last_status(), CT_OK); /* NULL input: keeps the first error */
+    Tensor *w_bad = tensor_zeros(2, (const int64_t[]){8, 5}, CT_F32, ct_cpu());
+    ck_assert_ptr_null(tensor_linear_gelu(x, w_bad, b, CT_GELU_ERF));
+    tu_assert_error(CT_ERR_SHAPE, "linear_gelu: input f32[3, 4] cpu has 4 features");
+    ct_scope_close(s);
+    tensor_free(x);
+    tensor_free(w);
+    tensor_free(b);
     TU_MEM_END;
 }
 END_TEST
@@ -275,6 +334,8 @@ Suite *relu_fused_suite(void)
     tcase_add_test(tc, test_conv_relu_fused_bits);
     tcase_add_test(tc, test_conv_relu_fused_nan);
     tcase_add_test(tc, test_linear_relu_fused_bits);
+    tcase_add_test(tc, test_linear_gelu_fused_bits);
+    tcase_add_test(tc, test_linear_gelu_keeps_pre_activation);
     tcase_add_test(tc, test_batch_norm_relu_fused_bits);
     tcase_add_test(tc, test_add_relu_fused_bits);
     tcase_add_test(tc, test_relu_fused_no_grad_and_errors);
