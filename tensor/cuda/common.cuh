@@ -56,12 +56,32 @@ CtStatus ct_cuda_dnn(CtCudaCtx *ctx, cudnnHandle_t *out);
 CtStatus ct_cuda_scratch(const CtBackend *be, size_t nbytes, void **out);
 void ct_cuda_scratch_free(const CtBackend *be, void *p, size_t nbytes);
 
+/* A contiguous tensor of this shape and dtype on `dev` over scratch memory
+ * (run_as.cu), for a kernel's temporary operand; its block is released with
+ * ct_cuda_scratch_free(be, s.data, s.nbytes) (a no-op while s.data is NULL,
+ * as in a zeroed one). */
+typedef struct CtScratchTensor {
+    Tensor t;
+    CtStorage s;
+} CtScratchTensor;
+CtStatus ct_cuda_scratch_tensor(const CtBackend *be, int ndim, const int64_t *shape,
+                                CtDType dt, CtDevice dev, CtScratchTensor *out);
+
 /* Runs fn on a copy of call in which every operand of dtype `from` is a
  * contiguous scratch copy in dtype `to` (run_as.cu): inputs converted
  * before fn, outputs converted back after it (so an output of dtype `from`
  * must be write-only). Other operands are passed as they are. */
 CtStatus ct_cuda_run_as(const CtOpCall *call, CtDType from, CtDType to,
                         CtStatus (*fn)(const CtOpCall *converted, void *arg), void *arg);
+
+/* Runs fn (the convolution body) on a copy of the convolution call whose
+ * input-channel count is c_pad (> the call's, a multiple of 8; see
+ * ct_dnn_padded_channels): x and w padded with zero channels into scratch
+ * tensors, dx and dw computed padded and their first channels copied back
+ * (pad_channels.cu). */
+CtStatus ct_cuda_conv_padded(const CtOpCall *call, CtCudaCtx *c, int64_t c_pad,
+                             CtStatus (*fn)(const CtOpCall *padded, void *arg),
+                             void *arg);
 
 /* Pinned host memory (pinned.cu): the iface's host_alloc/host_free, an
  * empty cache for a new context, and emptying it (when cudaHostAlloc fails,

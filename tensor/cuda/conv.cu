@@ -14,6 +14,10 @@
  * ops could use. The legacy calls are deprecated in cuDNN 9 (still shipped
  * there); moving to the graph API changes this file only.
  *
+ * A large bf16/f16 convolution whose input channels are not a multiple of 8
+ * (an RGB stem) runs on channels padded with zeros (pad_channels.cu,
+ * ct_dnn_padded_channels), where cuDNN has tensor-core kernels.
+ *
  * Workspace comes from the instance's caching allocator, capped at
  * CT_DNN_WORKSPACE_MAX. The bias is added with cudnnAddTensor, or with the
  * ReLU in one kernel of ours when the forward is ReLU-fused
@@ -358,6 +362,12 @@ static CtStatus run_empty(const CtOpCall *call, CtCudaCtx *c)
 static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt,
                            CtStatus (*body)(ConvCall *))
 {
+    const int64_t c_pad =
+        ct_dnn_padded_channels((const CtConv2dParams *)call->params, dt);
+    if (c_pad != ((const CtConv2dParams *)call->params)->c) {
+        NativeArgs a = {c, dt, body};
+        return ct_cuda_conv_padded(call, c, c_pad, run_native_as, &a);
+    }
     ConvCall k = {};
     k.call = call;
     k.c = c;

@@ -105,6 +105,34 @@ static inline CtDType ct_dnn_conv_dtype(const CtConv2dParams *p, CtDType dt)
                                                                              : dt;
 }
 
+/* Padding the input channels of a bf16/f16 convolution to a multiple of 8
+ * (pad_channels.cu) pays for its copies only when the convolution itself
+ * is large: at least this many multiply-adds per input channel. ResNet's
+ * 7×7 stem over 3-channel 224² images at batch 128 does 5e9, where cuDNN
+ * otherwise picks legacy (non-tensor-core) kernels; BasicNet's 1-channel
+ * first layer (1.2e7 at batch 64) stays as it is. */
+#define CT_DNN_PAD_MIN_WORK ((double)(1 << 26))
+
+/* The input-channel count p's convolution runs with on dtype dt: p->c
+ * rounded up to a multiple of 8 for bf16 and f16 without groups when the
+ * work reaches CT_DNN_PAD_MIN_WORK, else p->c. */
+static inline int64_t ct_dnn_padded_channels(const CtConv2dParams *p, CtDType dt)
+{
+    if ((dt != CT_BF16 && dt != CT_F16) || p->groups != 1 || p->c % 8 == 0) return p->c;
+    double work =
+        (double)p->n * (double)p->o * (double)(p->oh * p->ow) * (double)(p->kh * p->kw);
+    return work >= CT_DNN_PAD_MIN_WORK ? (p->c + 7) / 8 * 8 : p->c;
+}
+
+/* The operands of a convolution call of kind op that have the input
+ * channels as dim 1, as bit masks over in[] and out[]: x and w (forward),
+ * w and dx (backward data), x and dw (backward weight). */
+static inline void ct_dnn_channel_operands(CtOp op, unsigned *in, unsigned *out)
+{
+    *in = op == CT_OP_CONV2D ? 0x3u : 0x2u;
+    *out = op == CT_OP_CONV2D ? 0x0u : 0x1u;
+}
+
 /* Fills d for p over operands of dtype dt (f32, f64, bf16 or f16), the
  * dtype cuDNN convolves in (ct_dnn_conv_dtype; p->autocast is not read).
  * Records CT_ERR_UNSUPPORTED for sizes beyond 32 bits, CT_ERR_DTYPE for

@@ -1,34 +1,37 @@
-/* Running a kernel on operands converted to another dtype (common.cuh,
- * ct_cuda_run_as): scratch copies from the instance's caching allocator,
- * converted by the instance's COPY kernel. */
+/* Scratch tensors (common.cuh, ct_cuda_scratch_tensor), and running a
+ * kernel on operands converted to another dtype (ct_cuda_run_as): scratch
+ * copies from the instance's caching allocator, converted by the
+ * instance's COPY kernel. */
 #include <string.h>
 
 #include "common.cuh"
 
-/* A scratch copy of an operand, seen as a contiguous tensor of its shape. */
-typedef struct ScratchTensor {
-    Tensor t;
-    CtStorage s;
-} ScratchTensor;
-
-static CtStatus scratch_make(const CtBackend *be, const Tensor *like, CtDType dt,
-                             ScratchTensor *l)
+CtStatus ct_cuda_scratch_tensor(const CtBackend *be, int ndim, const int64_t *shape,
+                                CtDType dt, CtDevice dev, CtScratchTensor *l)
 {
     memset(l, 0, sizeof *l);
     l->t.refcount = 1;
     l->t.storage = &l->s;
     l->t.dtype = dt;
-    l->t.ndim = like->ndim;
+    l->t.ndim = ndim;
     int64_t stride = 1;
-    for (int d = like->ndim - 1; d >= 0; d--) {
-        l->t.shape[d] = like->shape[d];
+    for (int d = ndim - 1; d >= 0; d--) {
+        l->t.shape[d] = shape[d];
         l->t.stride[d] = stride;
-        stride *= like->shape[d];
+        stride *= shape[d];
     }
     l->s.refcount = 1;
-    l->s.device = like->storage->device;
-    l->s.nbytes = (size_t)tensor_numel(like) * ct_dtype_size(dt);
+    l->s.device = dev;
+    l->s.nbytes = (size_t)stride * ct_dtype_size(dt);
     return ct_cuda_scratch(be, l->s.nbytes, &l->s.data);
+}
+
+/* A scratch tensor of like's shape in dtype dt. */
+static CtStatus scratch_make(const CtBackend *be, const Tensor *like, CtDType dt,
+                             CtScratchTensor *l)
+{
+    return ct_cuda_scratch_tensor(be, like->ndim, like->shape, dt, like->storage->device,
+                                  l);
 }
 
 /* dst <- src converted, through the instance's COPY kernel. */
@@ -45,7 +48,7 @@ static CtStatus convert(const CtOpCall *call, Tensor *dst, const Tensor *src)
 CtStatus ct_cuda_run_as(const CtOpCall *call, CtDType from, CtDType to,
                         CtStatus (*fn)(const CtOpCall *converted, void *arg), void *arg)
 {
-    ScratchTensor in[CT_CALL_MAX_IN], out[CT_CALL_MAX_OUT];
+    CtScratchTensor in[CT_CALL_MAX_IN], out[CT_CALL_MAX_OUT];
     CtOpCall lc = *call;
     CtStatus st = CT_OK;
     for (int i = 0; i < CT_CALL_MAX_IN; i++) {

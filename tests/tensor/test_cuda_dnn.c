@@ -344,6 +344,44 @@ START_TEST(test_linear_gelu_matches_cpu)
 }
 END_TEST
 
+/* A 3-channel stem large enough that bf16 autocast pads its input
+ * channels to 8 on CUDA (ct_dnn_padded_channels; pad_channels.cu), with
+ * every gradient (x requires grad too, so the padded backward data runs)
+ * against the CPU under the same autocast. */
+START_TEST(test_conv_padded_channels_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    const CtConv2dArgs a = {.stride = {2, 2}, .padding = {3, 3}};
+    Tensor *x = tensor_reshape(rand_t(CT_F32, 8 * 3 * 128 * 128, -1, 1, 71), 4,
+                               (int64_t[]){8, 3, 128, 128});
+    Tensor *w = tensor_reshape(rand_t(CT_F32, 64 * 3 * 49, -0.2, 0.2, 72), 4,
+                               (int64_t[]){64, 3, 7, 7});
+    Tensor *b = rand_t(CT_F32, 64, -1, 1, 73);
+    Tensor *in[3] = {x, w, b}, *IN[3];
+    for (int i = 0; i < 3; i++) {
+        IN[i] = tensor_retain(tensor_detach(on_gpu(in[i])));
+        tensor_set_requires_grad(in[i], true);
+        tensor_set_requires_grad(IN[i], true);
+    }
+    CtDType prev;
+    tensor_autocast_begin(CT_BF16, &prev);
+    Tensor *y = tensor_conv2d(x, w, b, &a), *Y = tensor_conv2d(IN[0], IN[1], IN[2], &a);
+    tensor_autocast_end(prev);
+    ck_assert_msg(Y, "%s", ct_last_error());
+    ck_assert_int_eq(tensor_size(Y, 2), 64);
+    assert_same(y, tensor_cast(Y, CT_F32), 1e-2);
+    Tensor *gy =
+        tensor_reshape(rand_t(CT_F32, 8 * 64 * 64 * 64, -1, 1, 74), 4, tensor_shape(y));
+    ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
+    ck_assert_int_eq(tensor_backward(Y, tensor_cast(on_gpu(gy), tensor_dtype(Y))), CT_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_same(tensor_grad(in[i]), tensor_grad(IN[i]), 2e-2);
+        tensor_free(IN[i]);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
 START_TEST(test_pool2d_matches_cpu)
 {
     CtScope *s = ct_scope_open();
@@ -507,17 +545,12 @@ int main(void)
     TCase *tc = tcase_create("cuda_dnn");
     tcase_set_timeout(tc, 120);
     const TTest *tests[] = {
-        test_conv2d_matches_cpu,
-        test_conv2d_autocast_matches_cpu,
-        test_conv2d_deterministic_switch,
-        test_conv2d_benchmark_mode_matches_cpu,
-        test_batch_norm_matches_cpu,
-        test_matmul_bias_relu_epilogue,
-        test_linear_bias_fused,
-        test_relu_fused_matches_cpu,
-        test_linear_gelu_matches_cpu,
-        test_pool2d_matches_cpu,
-        test_autocast_keeps_low_activations,
+        test_conv2d_matches_cpu,          test_conv2d_autocast_matches_cpu,
+        test_conv2d_deterministic_switch, test_conv2d_benchmark_mode_matches_cpu,
+        test_batch_norm_matches_cpu,      test_matmul_bias_relu_epilogue,
+        test_linear_bias_fused,           test_relu_fused_matches_cpu,
+        test_linear_gelu_matches_cpu,     test_conv_padded_channels_matches_cpu,
+        test_pool2d_matches_cpu,          test_autocast_keeps_low_activations,
     };
     int n = (int)(sizeof tests / sizeof *tests);
     if (ct_cuda_device_count() > 0) {

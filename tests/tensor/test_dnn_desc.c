@@ -2,10 +2,10 @@
  * expectations: NCHW dims and strides (contiguous and strided), the
  * convolution's padding/stride/dilation/groups, filter and bias shapes,
  * output-size check, compute and math types per dtype and TF32 setting, the
- * autocast dtype, the
- * algorithm filter (determinism, tensor cores, workspace cap), batch-norm
- * mapping, the errors, and the per-instance cache of chosen algorithms
- * (tensor/cuda/algo_cache.h). Runs in every build (no CUDA needed). */
+ * autocast dtype, the input-channel padding of large bf16/f16
+ * convolutions and the operands it applies to, the algorithm filter (determinism, tensor
+ * cores, workspace cap), batch-norm mapping, the errors, and the per-instance cache of
+ * chosen algorithms (tensor/cuda/algo_cache.h). Runs in every build (no CUDA needed). */
 #include <limits.h>
 
 #include "conv_case.h"
@@ -58,6 +58,86 @@ START_TEST(test_conv_geometry)
     ck_assert_int_eq(d.dilation[0], 1);
     ck_assert_int_eq(d.dilation[1], 2);
     ck_assert_int_eq(d.groups, 2);
+}
+END_TEST
+
+/* The stem of ResNet at 224², batch 128: 3 input channels, 64 outputs
+ * 112², 7×7, groups 1. */
+static CtConv2dParams stem(void)
+{
+    return (CtConv2dParams){.n = 128,
+                            .c = 3,
+                            .h = 224,
+                            .w = 224,
+                            .o = 64,
+                            .kh = 7,
+                            .kw = 7,
+                            .oh = 112,
+                            .ow = 112,
+                            .sh = 2,
+                            .sw = 2,
+                            .ph = 3,
+                            .pw = 3,
+                            .dh = 1,
+                            .dw = 1,
+                            .groups = 1,
+                            .autocast = CT_F32};
+}
+
+START_TEST(test_padded_channels)
+{
+    CtConv2dParams p = stem();
+    ck_assert_int_eq(ct_dnn_padded_channels(&p, CT_BF16), 8);
+    ck_assert_int_eq(ct_dnn_padded_channels(&p, CT_F16), 8);
+    ck_assert_int_eq(ct_dnn_padded_channels(&p, CT_F32), 3); /* no tensor-core rule */
+    ck_assert_int_eq(ct_dnn_padded_channels(&p, CT_F64), 3);
+    p.c = 12; /* to the next multiple of 8 */
+    ck_assert_int_eq(ct_dnn_padded_channels(&p, CT_BF16), 16);
+    p.c = 16; /* already one */
+    ck_assert_int_eq(ct_dnn_padded_channels(&p, CT_BF16), 16);
+    p.c = 6, p.groups = 2; /* groups: left alone */
+    ck_assert_int_eq(ct_dnn_padded_channels(&p, CT_BF16), 6);
+    /* BasicNet's first layer at batch 64: 64·32·26²·9 = 12.5e6, below */
+    CtConv2dParams b = {.n = 64,
+                        .c = 1,
+                        .h = 28,
+                        .w = 28,
+                        .o = 32,
+                        .kh = 3,
+                        .kw = 3,
+                        .oh = 26,
+                        .ow = 26,
+                        .sh = 1,
+                        .sw = 1,
+                        .dh = 1,
+                        .dw = 1,
+                        .groups = 1};
+    ck_assert_int_eq(ct_dnn_padded_channels(&b, CT_BF16), 1);
+    /* the threshold itself: 2^26 multiply-adds per channel pads, one less
+     * output column does not */
+    b.n = 1, b.o = 1, b.kh = 1, b.kw = 1, b.oh = 1 << 13, b.ow = 1 << 13;
+    ck_assert_int_eq(ct_dnn_padded_channels(&b, CT_BF16), 8);
+    b.ow = (1 << 13) - 1;
+    ck_assert_int_eq(ct_dnn_padded_channels(&b, CT_BF16), 1);
+    /* which operands carry the input channels */
+    unsigned in, out;
+    ct_dnn_channel_operands(CT_OP_CONV2D, &in, &out);
+    ck_assert_uint_eq(in, 0x3u); /* x, w */
+    ck_assert_uint_eq(out, 0x0u);
+    ct_dnn_channel_operands(CT_OP_CONV2D_BWD_DATA, &in, &out);
+    ck_assert_uint_eq(in, 0x2u);  /* w (in0 is gy) */
+    ck_assert_uint_eq(out, 0x1u); /* dx */
+    ct_dnn_channel_operands(CT_OP_CONV2D_BWD_WEIGHT, &in, &out);
+    ck_assert_uint_eq(in, 0x2u);  /* x (in0 is gy) */
+    ck_assert_uint_eq(out, 0x1u); /* dw; out1 (the bias gradient) is not */
+    /* the padded call's descriptors: x and w with 8 channels */
+    p = stem();
+    p.c = ct_dnn_padded_channels(&p, CT_BF16);
+    CtDnnConv d;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_BF16, false, &d), CT_OK);
+    assert_dims(d.x.dims, 128, 8, 224, 224);
+    assert_dims(d.w, 64, 8, 7, 7);
+    assert_dims(d.y.dims, 128, 64, 112, 112);
 }
 END_TEST
 
@@ -237,6 +317,7 @@ int main(void)
     TCase *tc = tcase_create("dnn_desc");
     tcase_add_test(tc, test_tensor_strides);
     tcase_add_test(tc, test_conv_geometry);
+    tcase_add_test(tc, test_padded_channels);
     tcase_add_test(tc, test_conv_types);
     tcase_add_test(tc, test_conv_autocast_dtype);
     tcase_add_test(tc, test_conv_errors);
