@@ -10,15 +10,17 @@
 #include "pool_body.h"
 
 template <int DT, typename T = typename CtHdType<DT>::S>
-__global__ void pool_fwd_kernel(CtPool2dParams p, const T *x, T *y, int64_t *idx)
+__global__ void pool_fwd_kernel(CtPool2dParams p, CtPoolDivs dv, const T *x, T *y,
+                                int64_t *idx)
 {
-    ct_pool_fwd_body<DT>(ct_cuda_thread(), p, x, y, idx);
+    ct_pool_fwd_body<DT>(ct_cuda_thread(), p, dv, x, y, idx);
 }
 
 template <int DT, typename T = typename CtHdType<DT>::S>
-__global__ void pool_bwd_kernel(CtPool2dParams p, const T *gy, const int64_t *idx, T *gx)
+__global__ void pool_bwd_kernel(CtPool2dParams p, CtPoolDivs dv, const T *gy,
+                                const int64_t *idx, T *gx)
 {
-    ct_pool_bwd_body<DT>(ct_cuda_thread(), p, gy, idx, gx);
+    ct_pool_bwd_body<DT>(ct_cuda_thread(), p, dv, gy, idx, gx);
 }
 
 template <int DT> static CtStatus forward(const CtOpCall *call, CtCudaCtx *c)
@@ -29,7 +31,8 @@ template <int DT> static CtStatus forward(const CtOpCall *call, CtCudaCtx *c)
     if (n == 0) return CT_OK;
     int64_t *idx = call->out[1] ? (int64_t *)ct_ptr(call->out[1]) : NULL;
     pool_fwd_kernel<DT><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
-        *p, (const T *)ct_ptr(call->in[0]), (T *)ct_ptr(call->out[0]), idx);
+        *p, ct_pool_divs(p), (const T *)ct_ptr(call->in[0]), (T *)ct_ptr(call->out[0]),
+        idx);
     CT_CUDA_CHECK_LAUNCH("pool_fwd_kernel", c->stream);
     return CT_OK;
 }
@@ -42,7 +45,8 @@ template <int DT> static CtStatus backward(const CtOpCall *call, CtCudaCtx *c)
     if (n == 0) return CT_OK;
     const int64_t *idx = call->in[1] ? (const int64_t *)ct_ptr(call->in[1]) : NULL;
     pool_bwd_kernel<DT><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
-        *p, (const T *)ct_ptr(call->in[0]), idx, (T *)ct_ptr(call->out[0]));
+        *p, ct_pool_divs(p), (const T *)ct_ptr(call->in[0]), idx,
+        (T *)ct_ptr(call->out[0]));
     CT_CUDA_CHECK_LAUNCH("pool_bwd_kernel", c->stream);
     return CT_OK;
 }

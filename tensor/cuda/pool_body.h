@@ -11,12 +11,39 @@
  * element and adds the gradients of the outputs whose window holds it (for
  * max: whose argmax it is), in increasing output order, which is the order
  * the CPU's scatter adds them in. No atomics, so it is deterministic and
- * matches the CPU bit for bit. */
+ * matches the CPU bit for bit.
+ *
+ * Splitting a thread's linear index into coordinates and finding an
+ * input's candidate outputs divide by the plane sizes and the strides: by
+ * multiply-shift (fastdiv.h, CtPoolDivs) when every index fits in 31 bits,
+ * which was most of the backward's time with 64-bit divisions. */
 #ifndef CTRAINER_TENSOR_CUDA_POOL_BODY_H
 #define CTRAINER_TENSOR_CUDA_POOL_BODY_H
 
 #include "../conv.h"
 #include "dtype_hd.h"
+#include "fastdiv.h"
+
+/* The divisors of one launch's index arithmetic (ct_pool_divs). */
+typedef struct CtPoolDivs {
+    CtFastDiv w, h, ow, oh, sh, sw;
+    bool fast; /* every index and divisor below 2^31: multiply-shift */
+} CtPoolDivs;
+
+static inline CtPoolDivs ct_pool_divs(const CtPool2dParams *p)
+{
+    CtPoolDivs d;
+    d.w = ct_fastdiv_make(p->w > 0 ? p->w : 1);
+    d.h = ct_fastdiv_make(p->h > 0 ? p->h : 1);
+    d.ow = ct_fastdiv_make(p->ow > 0 ? p->ow : 1);
+    d.oh = ct_fastdiv_make(p->oh > 0 ? p->oh : 1);
+    d.sh = ct_fastdiv_make(p->sh > 0 ? p->sh : 1); /* adaptive: unused */
+    d.sw = ct_fastdiv_make(p->sw > 0 ? p->sw : 1);
+    const int64_t lim = (int64_t)1 << 31;
+    d.fast = p->n * p->c * p->h * p->w < lim && p->n * p->c * p->oh * p->ow < lim &&
+             p->h + p->ph + p->sh < lim && p->w + p->pw + p->sw < lim;
+    return d;
+}
 
 /* One output element of plane q (= n * C + c) at (oh, ow); elements of
  * dtype DT (storage S, computed in T). */
@@ -53,44 +80,47 @@ CT_HD void ct_pool_out(const CtPool2dParams &p, const S *x, int64_t q, int64_t o
 }
 
 template <int DT, typename S = typename CtHdType<DT>::S>
-CT_HD void ct_pool_fwd_body(CtThread t, const CtPool2dParams &p, const S *x, S *y,
-                            int64_t *idx)
+CT_HD void ct_pool_fwd_body(CtThread t, const CtPool2dParams &p, const CtPoolDivs &dv,
+                            const S *x, S *y, int64_t *idx)
 {
     CT_THREAD_FOR(i, t, p.n * p.c * p.oh * p.ow)
     {
-        int64_t ow = i % p.ow, oh = (i / p.ow) % p.oh, q = i / (p.ow * p.oh);
-        ct_pool_out<DT>(p, x, q, oh, ow, y, idx);
+        int64_t r = ct_fastdiv(i, dv.ow, dv.fast), q = ct_fastdiv(r, dv.oh, dv.fast);
+        ct_pool_out<DT>(p, x, q, r - q * p.oh, i - r * p.ow, y, idx);
     }
 }
 
 /* The outputs along one dim whose window may hold input position `in`:
- * [*lo, *hi). Adaptive windows are checked one by one (every output). */
-CT_HD void ct_pool_candidates(int64_t in, int64_t k, int s, int pad, int64_t out,
-                              bool adaptive, int64_t *lo, int64_t *hi)
+ * [*lo, *hi), for windows of k with stride s (its divisor) and padding
+ * pad. Adaptive windows are checked one by one (every output). */
+CT_HD void ct_pool_candidates(int64_t in, int64_t k, const CtFastDiv &s, int pad,
+                              int64_t out, bool adaptive, bool fast, int64_t *lo,
+                              int64_t *hi)
 {
     if (adaptive) {
         *lo = 0, *hi = out;
         return;
     }
     int64_t first = in + pad - k + 1; /* o * s >= first */
-    *lo = first <= 0 ? 0 : (first + s - 1) / s;
-    int64_t last = (in + pad) / s + 1;
+    *lo = first <= 0 ? 0 : ct_fastdiv(first + s.d - 1, s, fast);
+    int64_t last = ct_fastdiv(in + pad, s, fast) + 1;
     *hi = last < out ? last : out;
 }
 
 template <int DT, typename S = typename CtHdType<DT>::S>
-CT_HD void ct_pool_bwd_body(CtThread t, const CtPool2dParams &p, const S *gy,
-                            const int64_t *idx, S *gx)
+CT_HD void ct_pool_bwd_body(CtThread t, const CtPool2dParams &p, const CtPoolDivs &dv,
+                            const S *gy, const int64_t *idx, S *gx)
 {
     typedef CtHdType<DT> V;
     typedef typename V::C T;
     bool adaptive = p.kind == CT_POOL_ADAPTIVE_AVG;
     CT_THREAD_FOR(i, t, p.n * p.c * p.h * p.w)
     {
-        int64_t iw = i % p.w, ih = (i / p.w) % p.h, q = i / (p.w * p.h);
+        int64_t r = ct_fastdiv(i, dv.w, dv.fast), q = ct_fastdiv(r, dv.h, dv.fast);
+        int64_t ih = r - q * p.h, iw = i - r * p.w;
         int64_t e = ih * p.w + iw, h_lo, h_hi, w_lo, w_hi;
-        ct_pool_candidates(ih, p.kh, p.sh, p.ph, p.oh, adaptive, &h_lo, &h_hi);
-        ct_pool_candidates(iw, p.kw, p.sw, p.pw, p.ow, adaptive, &w_lo, &w_hi);
+        ct_pool_candidates(ih, p.kh, dv.sh, p.ph, p.oh, adaptive, dv.fast, &h_lo, &h_hi);
+        ct_pool_candidates(iw, p.kw, dv.sw, p.pw, p.ow, adaptive, dv.fast, &w_lo, &w_hi);
         T acc = 0;
         for (int64_t oh = h_lo; oh < h_hi; oh++)
             for (int64_t ow = w_lo; ow < w_hi; ow++) {

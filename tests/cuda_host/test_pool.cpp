@@ -3,7 +3,8 @@
  * the 2x2 fast path of the CPU, ties, NaN, padding, ceil mode), average
  * (count_include_pad on and off, with ceil-mode windows hanging past the
  * padded edge) and adaptive average (uneven bins), f32 and f64, planes
- * past one block and an empty batch. */
+ * past one block and an empty batch; each with the index arithmetic by
+ * multiply-shift (CtPoolDivs.fast) and by division. */
 #include <math.h>
 
 #include "harness.h"
@@ -82,15 +83,18 @@ template <int DT> static void check_case(const PoolCase &pc, CtDType dt)
     ChShape fs[2], bs[2];
     int nf = ch_shapes(ny, fs);
     ch_shapes(nx, bs);
-    for (int k = 0; k < nf; k++) {
+    CtPoolDivs dv = ct_pool_divs(&p);
+    ck_assert(dv.fast);
+    for (int k = 0; k < 2 * nf; k++) {
+        dv.fast = k < nf; /* then the division path, same shapes */
         Tensor *y2 = ch_buffer(ny, dt), *idx2 = max ? ch_buffer(ny, CT_I64) : NULL;
         Tensor *gx2 = ch_buffer(nx, dt);
-        ch_launch(fs[k].grid, fs[k].block, [&](CtThread t) {
-            ct_pool_fwd_body<DT>(t, p, (const T *)ct_ptr(x), (T *)ct_ptr(y2),
+        ch_launch(fs[k % nf].grid, fs[k % nf].block, [&](CtThread t) {
+            ct_pool_fwd_body<DT>(t, p, dv, (const T *)ct_ptr(x), (T *)ct_ptr(y2),
                                  idx2 ? (int64_t *)ct_ptr(idx2) : NULL);
         });
-        ch_launch(bs[k].grid, bs[k].block, [&](CtThread t) {
-            ct_pool_bwd_body<DT>(t, p, (const T *)ct_ptr(gy),
+        ch_launch(bs[k % nf].grid, bs[k % nf].block, [&](CtThread t) {
+            ct_pool_bwd_body<DT>(t, p, dv, (const T *)ct_ptr(gy),
                                  idx ? (const int64_t *)ct_ptr(idx) : NULL,
                                  (T *)ct_ptr(gx2));
         });
@@ -134,12 +138,13 @@ template <int DT> static void check_case_low(const PoolCase &pc, CtDType dt)
     Tensor *y = ch_convert(yf, dt), *gx = ch_convert(gxf, dt);
     Tensor *y2 = ch_buffer(ny, dt), *idx2 = max ? ch_buffer(ny, CT_I64) : NULL;
     Tensor *gx2 = ch_buffer(nx, dt);
+    const CtPoolDivs dv = ct_pool_divs(&p);
     ch_launch(3, 32, [&](CtThread t) {
-        ct_pool_fwd_body<DT>(t, p, (const T *)ct_ptr(x), (T *)ct_ptr(y2),
+        ct_pool_fwd_body<DT>(t, p, dv, (const T *)ct_ptr(x), (T *)ct_ptr(y2),
                              idx2 ? (int64_t *)ct_ptr(idx2) : NULL);
     });
     ch_launch(3, 32, [&](CtThread t) {
-        ct_pool_bwd_body<DT>(t, p, (const T *)ct_ptr(gy),
+        ct_pool_bwd_body<DT>(t, p, dv, (const T *)ct_ptr(gy),
                              idx ? (const int64_t *)ct_ptr(idx) : NULL, (T *)ct_ptr(gx2));
     });
     ch_assert_same_bytes(y, y2, "y (low)");
@@ -163,23 +168,79 @@ START_TEST(test_pool_bodies_match_cpu)
 }
 END_TEST
 
+/* ct_pool_candidates with stride s, by multiply-shift and by division. */
+static void candidates(int64_t in, int64_t k, int s, int pad, int64_t out, bool adaptive,
+                       int64_t lo, int64_t hi)
+{
+    const CtFastDiv d = ct_fastdiv_make(s > 0 ? s : 1);
+    for (int fast = 0; fast < 2; fast++) {
+        int64_t l, h;
+        ct_pool_candidates(in, k, d, pad, out, adaptive, fast, &l, &h);
+        ck_assert_int_eq(l, lo);
+        ck_assert_int_eq(h, hi);
+    }
+}
+
 START_TEST(test_candidates)
 {
-    int64_t lo, hi;
     /* k 3, s 2, pad 1: window o covers inputs [2o - 1, 2o + 2), so input 4
      * is in window 2 ([3, 6)) only */
-    ct_pool_candidates(4, 3, 2, 1, 4, false, &lo, &hi);
-    ck_assert_int_eq(lo, 2);
-    ck_assert_int_eq(hi, 3);
-    ct_pool_candidates(0, 3, 2, 1, 4, false, &lo, &hi); /* window 0: [-1, 2) */
-    ck_assert_int_eq(lo, 0);
-    ck_assert_int_eq(hi, 1);
-    ct_pool_candidates(5, 3, 2, 1, 3, false, &lo, &hi); /* windows 2 and 3; 3 outputs */
-    ck_assert_int_eq(lo, 2);
-    ck_assert_int_eq(hi, 3);
-    ct_pool_candidates(5, 0, 0, 0, 7, true, &lo, &hi); /* adaptive: every output */
-    ck_assert_int_eq(lo, 0);
-    ck_assert_int_eq(hi, 7);
+    candidates(4, 3, 2, 1, 4, false, 2, 3);
+    candidates(0, 3, 2, 1, 4, false, 0, 1); /* window 0: [-1, 2) */
+    candidates(5, 3, 2, 1, 3, false, 2, 3); /* windows 2 and 3; 3 outputs */
+    candidates(6, 3, 2, 1, 5, false, 3, 4); /* input 6: window 3 ([5, 8)) only */
+    candidates(3, 3, 2, 1, 5, false, 1, 3); /* input 3: windows 1 and 2 */
+    candidates(7, 3, 3, 0, 5, false, 2, 3); /* stride 3: window 2 ([6, 9)) */
+    candidates(5, 0, 0, 0, 7, true, 0, 7);  /* adaptive: every output */
+}
+END_TEST
+
+/* ct_fastdiv against '/' for divisors 1 to 600 over every dividend up to
+ * 5000, and for divisors near the 2^31 limit and powers of two over
+ * dividends near it. */
+START_TEST(test_fastdiv)
+{
+    for (int64_t d = 1; d <= 600; d++) {
+        const CtFastDiv f = ct_fastdiv_make(d);
+        for (int64_t n = 0; n <= 5000; n++)
+            if (ct_fastdiv(n, f, true) != n / d)
+                ck_abort_msg("%lld / %lld: %lld", (long long)n, (long long)d,
+                             (long long)ct_fastdiv(n, f, true));
+    }
+    const int64_t top = ((int64_t)1 << 31) - 1;
+    const int64_t ds[] = {top,
+                          top - 1,
+                          (int64_t)1 << 30,
+                          ((int64_t)1 << 30) + 1,
+                          3,
+                          7,
+                          12544,
+                          50176,
+                          65535,
+                          65536,
+                          65537,
+                          1000003};
+    for (int64_t d : ds) {
+        const CtFastDiv f = ct_fastdiv_make(d);
+        for (int64_t n = top; n > top - 3000; n--)
+            ck_assert_int_eq(ct_fastdiv(n, f, true), n / d);
+        for (int64_t k = 1; k < 40; k++) { /* around multiples of d */
+            int64_t m = d * k;
+            for (int64_t n = m - 2; n <= m + 2 && m + 2 <= top; n++)
+                ck_assert_int_eq(ct_fastdiv(n, f, true), n / d);
+        }
+    }
+    /* a divisor past 2^31 divides, without the multiply-shift */
+    const CtFastDiv big = ct_fastdiv_make((int64_t)1 << 33);
+    ck_assert_int_eq(ct_fastdiv((int64_t)5 << 33, big, false), 5);
+    /* the pool's switch: 31-bit indices take the multiply-shift */
+    CtPool2dParams p = {};
+    p.n = 128, p.c = 64, p.h = p.w = 112, p.oh = p.ow = 56, p.sh = p.sw = 2;
+    ck_assert(ct_pool_divs(&p).fast);
+    p.n = 2048; /* 1.6e9 inputs: still below 2^31 */
+    ck_assert(ct_pool_divs(&p).fast);
+    p.n = 4096; /* 3.3e9 */
+    ck_assert(!ct_pool_divs(&p).fast);
 }
 END_TEST
 
@@ -189,6 +250,7 @@ int main(void)
     TCase *tc = tcase_create("pool");
     tcase_add_test(tc, test_pool_bodies_match_cpu);
     tcase_add_test(tc, test_candidates);
+    tcase_add_test(tc, test_fastdiv);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
