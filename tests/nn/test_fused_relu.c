@@ -126,46 +126,13 @@ START_TEST(test_sequential_fuses_gelu)
 }
 END_TEST
 
-/* nn_forward_gelu on modules with and without a fused form, and its
- * errors. */
-START_TEST(test_forward_gelu)
-{
-    TU_MEM_BEGIN;
-    CtGenerator gen = ct_generator(6, 0);
-    Module *lin = nn_linear(6, 8, true, &gen), *tanh_m = nn_tanh();
-    Tensor *x = tu_rand64(2, (const int64_t[]){3, 6}, -2, 2, 9, false);
-    Tensor *x32 = tensor_cast(x, CT_F32);
-    tensor_free(x);
-    CtScope *s = ct_scope_open();
-    Tensor *y = nn_forward_gelu(lin, x32, CT_GELU_ERF);
-    ck_assert_str_eq(y->grad_fn->op, "linear_gelu"); /* one node, GELU on it */
-    tu_assert_same_bits("linear", y, tensor_gelu(nn_forward(lin, x32), CT_GELU_ERF));
-    tu_assert_same_bits("tanh", nn_forward_gelu(tanh_m, x32, CT_GELU_TANH),
-                        tensor_gelu(nn_forward(tanh_m, x32), CT_GELU_TANH));
-    Tensor *bad = tensor_zeros(2, (const int64_t[]){3, 5}, CT_F32, ct_cpu());
-    ck_assert_ptr_null(nn_forward_gelu(lin, bad, CT_GELU_ERF));
-    tu_assert_error(CT_ERR_SHAPE, "has 5 features, expected 6");
-    ck_assert_ptr_null(nn_forward_gelu(lin, x32, (CtGeluApprox)3));
-    tu_assert_error(CT_ERR_INVALID, "linear_gelu: unknown approximation 3");
-    ck_assert_ptr_null(nn_forward_gelu(NULL, x32, CT_GELU_ERF));
-    tu_assert_error(CT_ERR_NULL, "nn_forward: NULL module");
-    ck_assert_ptr_null(nn_forward_gelu(lin, NULL, CT_GELU_ERF));
-    ck_assert_int_eq(ct_last_status(), CT_OK); /* sticky: nothing new recorded */
-    ct_scope_close(s);
-    tensor_free(x32);
-    nn_module_free(lin);
-    nn_module_free(tanh_m);
-    TU_MEM_END;
-}
-END_TEST
-
-/* nn_forward_relu on modules with and without a fused form, and its
- * errors. */
-START_TEST(test_forward_relu)
+/* nn_forward_relu and nn_forward_gelu on modules with and without a fused
+ * form, and their errors. */
+START_TEST(test_forward_fused)
 {
     TU_MEM_BEGIN;
     CtGenerator gen = ct_generator(4, 0);
-    Module *lin = nn_linear(6, 4, true, &gen), *tanh_m = nn_tanh();
+    Module *lin = nn_linear(6, 8, true, &gen), *tanh_m = nn_tanh();
     Tensor *x = tu_rand64(2, (const int64_t[]){3, 6}, -2, 2, 9, false);
     Tensor *x32 = tensor_cast(x, CT_F32);
     tensor_free(x);
@@ -175,13 +142,27 @@ START_TEST(test_forward_relu)
     tu_assert_same_bits("linear", y, tensor_relu(nn_forward(lin, x32)));
     tu_assert_same_bits("tanh", nn_forward_relu(tanh_m, x32),
                         tensor_relu(nn_forward(tanh_m, x32)));
+    y = nn_forward_gelu(lin, x32, CT_GELU_ERF);
+    ck_assert_str_eq(y->grad_fn->op, "linear_gelu"); /* one node, GELU on it */
+    tu_assert_same_bits("linear gelu", y, tensor_gelu(nn_forward(lin, x32), CT_GELU_ERF));
+    tu_assert_same_bits("tanh gelu", nn_forward_gelu(tanh_m, x32, CT_GELU_TANH),
+                        tensor_gelu(nn_forward(tanh_m, x32), CT_GELU_TANH));
     /* a shape error names the module, as nn_forward's does */
     Tensor *bad = tensor_zeros(2, (const int64_t[]){3, 5}, CT_F32, ct_cpu());
     ck_assert_ptr_null(nn_forward_relu(lin, bad));
     tu_assert_error(CT_ERR_SHAPE, "has 5 features, expected 6");
+    ck_assert_ptr_null(nn_forward_gelu(lin, bad, CT_GELU_ERF));
+    tu_assert_error(CT_ERR_SHAPE, "has 5 features, expected 6");
+    ck_assert_ptr_null(nn_forward_gelu(lin, x32, (CtGeluApprox)3));
+    tu_assert_error(CT_ERR_INVALID, "linear_gelu: unknown approximation 3");
     ck_assert_ptr_null(nn_forward_relu(NULL, x32));
     tu_assert_error(CT_ERR_NULL, "nn_forward: NULL module");
-    ck_assert_ptr_null(nn_forward_relu(lin, NULL)); /* sticky: nothing new recorded */
+    ck_assert_ptr_null(nn_forward_gelu(NULL, x32, CT_GELU_ERF));
+    tu_assert_error(CT_ERR_NULL, "nn_forward: NULL module");
+    /* sticky: nothing new recorded */
+    ck_assert_ptr_null(nn_forward_relu(lin, NULL));
+    ck_assert_ptr_null(nn_forward_gelu(lin, NULL, CT_GELU_ERF));
+    ck_assert_int_eq(ct_last_status(), CT_OK);
     ct_scope_close(s);
     tensor_free(x32);
     nn_module_free(lin);
@@ -195,9 +176,8 @@ Suite *fused_relu_suite(void)
     Suite *s = suite_create("nn_fused_relu");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_sequential_fuses_relu);
-    tcase_add_test(tc, test_forward_relu);
     tcase_add_test(tc, test_sequential_fuses_gelu);
-    tcase_add_test(tc, test_forward_gelu);
+    tcase_add_test(tc, test_forward_fused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -43,6 +43,26 @@ static void assert_same_at(int line, const Tensor *c, const Tensor *g, double to
     free(v);
 }
 
+/* IN[i] <- a CUDA copy of in[i] (in[2] may be NULL), both requiring grad;
+ * IN's are released by assert_grads_same. */
+static void gpu_leaves(Tensor *in[3], Tensor *IN[3])
+{
+    for (int i = 0; i < 3; i++) {
+        IN[i] = tensor_retain(tensor_detach(on_gpu(in[i])));
+        tensor_set_requires_grad(in[i], true);
+        tensor_set_requires_grad(IN[i], true);
+    }
+}
+
+/* The gradients of the CUDA leaves IN match the CPU leaves in; frees IN. */
+static void assert_grads_same(Tensor *in[3], Tensor *IN[3], double tol)
+{
+    for (int i = 0; i < 3; i++) {
+        assert_same(tensor_grad(in[i]), tensor_grad(IN[i]), tol);
+        tensor_free(IN[i]);
+    }
+}
+
 static void run(CtOpCall *call)
 {
     ck_assert_msg(ct_dispatch(call) == CT_OK, "%s: %s", ct_op_name(call->op),
@@ -263,11 +283,7 @@ START_TEST(test_relu_fused_matches_cpu)
             tensor_reshape(rand_t(CT_F32, 108, -1, 1, 42), 4, (int64_t[]){6, 2, 3, 3});
         Tensor *b = rand_t(CT_F32, 6, -1, 1, 43);
         Tensor *in[3] = {x, w, b}, *IN[3];
-        for (int i = 0; i < 3; i++) {
-            IN[i] = tensor_retain(tensor_detach(on_gpu(in[i])));
-            tensor_set_requires_grad(in[i], true);
-            tensor_set_requires_grad(IN[i], true);
-        }
+        gpu_leaves(in, IN);
         CtDType prev;
         tensor_autocast_begin(ac ? CT_BF16 : CT_F32, &prev);
         Tensor *y = tensor_conv2d(x, w, b, &a),
@@ -280,10 +296,7 @@ START_TEST(test_relu_fused_matches_cpu)
         ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
         ck_assert_int_eq(tensor_backward(Y, tensor_cast(on_gpu(gy), tensor_dtype(Y))),
                          CT_OK);
-        for (int i = 0; i < 3; i++) {
-            assert_same(tensor_grad(in[i]), tensor_grad(IN[i]), ac ? 5e-2 : 1e-4);
-            tensor_free(IN[i]);
-        }
+        assert_grads_same(in, IN, ac ? 5e-2 : 1e-4);
     }
     Tensor *x = tensor_reshape(rand_t(CT_F32, 6 * 5, -1, 1, 45), 2, (int64_t[]){6, 5});
     Tensor *w = tensor_reshape(rand_t(CT_F32, 4 * 5, -1, 1, 46), 2, (int64_t[]){4, 5});
@@ -321,11 +334,7 @@ START_TEST(test_linear_gelu_matches_cpu)
                                        (int64_t[]){out_f, 5});
             Tensor *b = rand_t(CT_F32, out_f, -1, 1, 63);
             Tensor *in[3] = {x, w, b}, *IN[3];
-            for (int i = 0; i < 3; i++) {
-                IN[i] = tensor_retain(tensor_detach(on_gpu(in[i])));
-                tensor_set_requires_grad(in[i], true);
-                tensor_set_requires_grad(IN[i], true);
-            }
+            gpu_leaves(in, IN);
             Tensor *y = tensor_linear_gelu(x, w, b, (CtGeluApprox)approx);
             Tensor *Y = tensor_linear_gelu(IN[0], IN[1], IN[2], (CtGeluApprox)approx);
             ck_assert_msg(Y, "%s", ct_last_error());
@@ -335,10 +344,7 @@ START_TEST(test_linear_gelu_matches_cpu)
                 tensor_reshape(rand_t(CT_F32, 6 * out_f, -1, 1, 64), 2, tensor_shape(y));
             ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
             ck_assert_int_eq(tensor_backward(Y, on_gpu(gy)), CT_OK);
-            for (int i = 0; i < 3; i++) {
-                assert_same(tensor_grad(in[i]), tensor_grad(IN[i]), 1e-4);
-                tensor_free(IN[i]);
-            }
+            assert_grads_same(in, IN, 1e-4);
         }
     ct_scope_close(s);
 }
@@ -358,11 +364,7 @@ START_TEST(test_conv_padded_channels_matches_cpu)
                                (int64_t[]){64, 3, 7, 7});
     Tensor *b = rand_t(CT_F32, 64, -1, 1, 73);
     Tensor *in[3] = {x, w, b}, *IN[3];
-    for (int i = 0; i < 3; i++) {
-        IN[i] = tensor_retain(tensor_detach(on_gpu(in[i])));
-        tensor_set_requires_grad(in[i], true);
-        tensor_set_requires_grad(IN[i], true);
-    }
+    gpu_leaves(in, IN);
     CtDType prev;
     tensor_autocast_begin(CT_BF16, &prev);
     Tensor *y = tensor_conv2d(x, w, b, &a), *Y = tensor_conv2d(IN[0], IN[1], IN[2], &a);
@@ -374,10 +376,7 @@ START_TEST(test_conv_padded_channels_matches_cpu)
         tensor_reshape(rand_t(CT_F32, 8 * 64 * 64 * 64, -1, 1, 74), 4, tensor_shape(y));
     ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
     ck_assert_int_eq(tensor_backward(Y, tensor_cast(on_gpu(gy), tensor_dtype(Y))), CT_OK);
-    for (int i = 0; i < 3; i++) {
-        assert_same(tensor_grad(in[i]), tensor_grad(IN[i]), 2e-2);
-        tensor_free(IN[i]);
-    }
+    assert_grads_same(in, IN, 2e-2);
     ct_scope_close(s);
 }
 END_TEST
