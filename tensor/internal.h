@@ -259,7 +259,8 @@ typedef enum CtOp {
     /* core (tensor/cpu/copy.c) */
     CT_OP_FILL, /* out <- value                         CtFillParams */
     CT_OP_COPY, /* out <- cast(in[0]); same shape, any strides/dtypes */
-    CT_OP_RNG,  /* out <- random draw                   CtRngParams */
+    CT_OP_RNG,  /* out <- random draw, or in0 * a Bernoulli draw (dropout;
+                 * float, contiguous, out's dtype)      CtRngParams */
     /* elementwise */
     CT_OP_BINARY,    /* out <- in0 (op) in1             CtBinaryParams */
     CT_OP_UNARY,     /* out <- f(in0)                   CtUnaryParams */

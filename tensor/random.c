@@ -116,6 +116,36 @@ CtStatus ct_randperm(CtGenerator *g, int64_t n, int64_t *out)
     return CT_OK;
 }
 
+/* out <- x * the Bernoulli draw of rp (one RNG call with an input); x
+ * contiguous. NULL on error. */
+static Tensor *dropout_apply(const Tensor *x, const CtRngParams *rp)
+{
+    Tensor *out = ct_tensor_new(x->ndim, x->shape, x->dtype, x->storage->device);
+    if (!out) return NULL;
+    CtOpCall c = {.op = CT_OP_RNG, .out = {out}, .in = {x}, .params = rp};
+    return ct_dispatch(&c) == CT_OK ? out : ct_op_discard(out);
+}
+
+/* d(x * mask) = g * mask: the same draw, from the params the forward
+ * used, applied to g. */
+static CtStatus dropout_backward(CtNode *n, Tensor *g, Tensor **gin)
+{
+    Tensor *gc = ct_contiguous_ref(g);
+    if (!gc) return ct_last_status();
+    gin[0] = dropout_apply(gc, CT_NODE_PARAMS(n, CtRngParams));
+    tensor_free(gc);
+    return gin[0] ? CT_OK : ct_last_status();
+}
+
+/* Whether x's backend runs dropout as one RNG call with an input. */
+static bool dropout_fused(const Tensor *x, const CtRngParams *rp)
+{
+    const CtBackend *be = ct_backend_peek(x->storage->device);
+    if (!be || !ct_dtype_is_float(x->dtype)) return false;
+    CtOpCall c = {.op = CT_OP_RNG, .out = {(Tensor *)x}, .in = {x}, .params = rp};
+    return ct_backend_supports(be, &c);
+}
+
 Tensor *tensor_dropout(Tensor *x, double p, bool training, CtGenerator *g)
 {
     if (!x) return NULL;
@@ -124,15 +154,32 @@ Tensor *tensor_dropout(Tensor *x, double p, bool training, CtGenerator *g)
         return NULL;
     }
     if (!training || p == 0) return tensor_contiguous(x);
-    /* mask holds 0 or 1/(1-p) and does not require grad, so mul's backward
-     * is gout * mask */
+    if (!g) {
+        ct_error(CT_ERR_NULL, "dropout: NULL generator");
+        return NULL;
+    }
+    /* the mask: 1/(1-p) with probability 1-p, else 0, in x's dtype */
     double scale = p == 1 ? 0.0 : 1.0 / (1.0 - p);
-    /* the mask lives in a private scope (the node keeps its reference) */
-    CtScope *s = ct_scope_open();
-    if (!s) return NULL;
-    Tensor *mask = draw("dropout", g, x->ndim, x->shape, CT_RNG_BERNOULLI, 1 - p, scale,
-                        x->dtype, x->storage->device);
-    Tensor *y = tensor_retain(tensor_mul(x, mask));
-    ct_scope_close(s);
-    return ct_scope_adopt(y);
+    CtRngParams rp = {CT_RNG_BERNOULLI, 1 - p, scale, g->seed, g->stream, g->offset};
+    Tensor *xc = ct_contiguous_ref(x);
+    if (!xc) return NULL;
+    if (!dropout_fused(xc, &rp)) { /* the mask as a tensor, then a product */
+        tensor_free(xc);
+        CtScope *s = ct_scope_open(); /* the node keeps the mask's reference */
+        if (!s) return NULL;
+        Tensor *mask = draw("dropout", g, x->ndim, x->shape, CT_RNG_BERNOULLI, 1 - p,
+                            scale, x->dtype, x->storage->device);
+        Tensor *y = tensor_retain(tensor_mul(x, mask));
+        ct_scope_close(s);
+        return ct_scope_adopt(y);
+    }
+    /* one pass, no mask tensor: backward draws the same mask again */
+    Tensor *y = dropout_apply(xc, &rp);
+    tensor_free(xc);
+    CtNode *n;
+    if (!y || ct_node_new(y, "dropout", dropout_backward, 1, &x, &n) != CT_OK)
+        return y ? ct_op_discard(y) : NULL;
+    if (n) *CT_NODE_PARAMS(n, CtRngParams) = rp;
+    g->offset += (uint64_t)blocks_for(CT_RNG_BERNOULLI, x->dtype, tensor_numel(x));
+    return y;
 }

@@ -609,7 +609,11 @@ Tensor *tensor_bernoulli(CtGenerator *g, int ndim, const int64_t *shape, double 
 /* A permutation of 0..n-1 into out[n] (host memory). */
 CtStatus ct_randperm(CtGenerator *g, int64_t n, int64_t *out);
 /* Inverted dropout: zeroes with probability p and scales the rest by
- * 1/(1-p). Identity when !training or p == 0. */
+ * 1/(1-p). Identity when !training or p == 0. The mask is a Bernoulli draw
+ * from g in x's dtype (the bits of tensor_mul(x, mask)); for float x it is
+ * never stored: one pass multiplies x by it, and backward draws it again
+ * from the saved generator state. Advances g.offset as tensor_bernoulli of
+ * x's shape would. */
 Tensor *tensor_dropout(Tensor *x, double p, bool training, CtGenerator *g);
 
 /* ------------------------------------------------- indexing and joining */

@@ -1,4 +1,6 @@
-/* CT_OP_RNG: Philox draws, the same numbers for any thread count. */
+/* CT_OP_RNG: Philox draws, the same numbers for any thread count; with an
+ * input (dropout), the Bernoulli draw multiplies it instead of being
+ * stored. */
 #include <math.h>
 #ifdef __AVX2__
 #include <immintrin.h>
@@ -24,6 +26,7 @@
 typedef struct RngJob {
     const CtRngParams *p;
     void *o;
+    const void *x; /* dropout: o = x * draw; NULL: o = draw */
     int64_t n, nblocks;
     int per;
     bool f64;
@@ -61,6 +64,46 @@ RNG_ITEM(rng_f16, uint16_t, TO_F16)
 RNG_ITEM(rng_i64, int64_t, TO_I64)
 RNG_ITEM(rng_i32, int32_t, TO_I32)
 RNG_ITEM(rng_u8, uint8_t, TO_U8)
+
+/* Blocks [b0, b1) of a Bernoulli draw applied to x: o = x * m with m the
+ * draw as a tensor of T holds it, multiplied as the BINARY kernel's MUL
+ * does (bf16 and f16 widened to f32, the product rounded once). */
+#define DROP_BLOCKS(NAME, T, CONV, LOAD, STORE)                                          \
+    static void NAME##_blocks(const RngJob *j, int64_t b0, int64_t b1)                   \
+    {                                                                                    \
+        const CtRngParams *p = j->p;                                                     \
+        const T *x = j->x;                                                               \
+        T *o = j->o;                                                                     \
+        for (int64_t b = b0; b < b1; b++) {                                              \
+            uint32_t r[4];                                                               \
+            ct_rng_block(p->seed, p->stream, p->offset, b, r);                           \
+            for (int k = 0; k < j->per && b * j->per + k < j->n; k++) {                  \
+                const int64_t i = b * j->per + k;                                        \
+                const T m = CONV(ct_rng_value(p->kind, j->f64, p->a, p->b, r, k));       \
+                o[i] = STORE(LOAD(x[i]) * LOAD(m));                                      \
+            }                                                                            \
+        }                                                                                \
+    }
+
+#define SAME(v) (v)
+DROP_BLOCKS(drop_f32, float, TO_F32, SAME, SAME)
+DROP_BLOCKS(drop_f64, double, TO_F64, SAME, SAME)
+DROP_BLOCKS(drop_bf16, uint16_t, TO_BF16, ct_bf16_widen, ct_bf16_round)
+DROP_BLOCKS(drop_f16, uint16_t, TO_F16, ct_f16_to_f32, ct_f32_to_f16)
+#undef SAME
+
+/* Pool items of the dropouts other than f32's (which bernoulli_f32 runs). */
+#define DROP_ITEM(NAME)                                                                  \
+    static void NAME(void *ctx, int64_t item, int slot)                                  \
+    {                                                                                    \
+        (void)slot;                                                                      \
+        const RngJob *j = ctx;                                                           \
+        int64_t b0 = item * RNG_ITEM_BLOCKS, b1 = b0 + RNG_ITEM_BLOCKS;                  \
+        NAME##_blocks(j, b0, b1 < j->nblocks ? b1 : j->nblocks);                         \
+    }
+DROP_ITEM(drop_f64)
+DROP_ITEM(drop_bf16)
+DROP_ITEM(drop_f16)
 
 #ifdef __AVX2__
 /* The high and low halves of the eight 32 x 32-bit products a[i] * m. */
@@ -129,10 +172,10 @@ static uint32_t bernoulli_bound(double a)
 }
 #endif
 
-/* Pool item of a Bernoulli f32 draw (dropout's masks): eight blocks at a
- * time in vector registers where the build has AVX2, the same bits as
- * rng_f32 (ct_rng_block and ct_rng_value one block at a time: five times
- * slower). */
+/* Pool item of a Bernoulli f32 draw (dropout's masks), or of an f32
+ * dropout (j->x): eight blocks at a time in vector registers where the
+ * build has AVX2, the same bits as rng_f32 and drop_f32 (ct_rng_block and
+ * ct_rng_value one block at a time: five times slower). */
 static void bernoulli_f32(void *ctx, int64_t item, int slot)
 {
     (void)slot;
@@ -142,26 +185,41 @@ static void bernoulli_f32(void *ctx, int64_t item, int slot)
 #ifdef __AVX2__
     const __m256i bound = _mm256_set1_epi32((int)bernoulli_bound(j->p->a));
     const __m256 hit = _mm256_set1_ps((float)j->p->b);
-    for (; b + 8 <= b1 && (b + 8) * 4 <= j->n; b += 8)
-        bernoulli8(j->p, b, bound, hit, (float *)j->o + 4 * b);
+    for (; b + 8 <= b1 && (b + 8) * 4 <= j->n; b += 8) {
+        float *o = (float *)j->o + 4 * b;
+        if (!j->x) {
+            bernoulli8(j->p, b, bound, hit, o);
+            continue;
+        }
+        float m[32];
+        const float *x = (const float *)j->x + 4 * b;
+        bernoulli8(j->p, b, bound, hit, m);
+        for (int k = 0; k < 32; k++) o[k] = x[k] * m[k];
+    }
 #endif
-    rng_f32_blocks(j, b, b1);
+    if (j->x)
+        drop_f32_blocks(j, b, b1);
+    else
+        rng_f32_blocks(j, b, b1);
 }
 
 static CtStatus cpu_rng(const CtOpCall *c)
 {
     Tensor *out = c->out[0];
     CtDType dt = out->dtype;
-    RngJob j = {
-        .p = c->params, .o = ct_ptr(out), .n = tensor_numel(out), .f64 = dt == CT_F64};
+    RngJob j = {.p = c->params,
+                .o = ct_ptr(out),
+                .x = c->in[0] ? ct_ptr(c->in[0]) : NULL,
+                .n = tensor_numel(out),
+                .f64 = dt == CT_F64};
     j.per = (j.p->kind == CT_RNG_NORMAL || dt == CT_F64) ? 2 : 4;
     j.nblocks = (j.n + j.per - 1) / j.per;
     void (*fn)(void *, int64_t, int) = NULL;
     switch (dt) {
     case CT_F32: fn = j.p->kind == CT_RNG_BERNOULLI ? bernoulli_f32 : rng_f32; break;
-    case CT_F64: fn = rng_f64; break;
-    case CT_BF16: fn = rng_bf16; break;
-    case CT_F16: fn = rng_f16; break;
+    case CT_F64: fn = j.x ? drop_f64 : rng_f64; break;
+    case CT_BF16: fn = j.x ? drop_bf16 : rng_bf16; break;
+    case CT_F16: fn = j.x ? drop_f16 : rng_f16; break;
     case CT_I64: fn = rng_i64; break;
     case CT_I32: fn = rng_i32; break;
     case CT_U8:
@@ -173,9 +231,17 @@ static CtStatus cpu_rng(const CtOpCall *c)
     return CT_OK;
 }
 
+/* A contiguous output; an input only to a Bernoulli draw of a float dtype,
+ * contiguous, of the output's dtype and size. */
 static bool cpu_rng_supports(const CtOpCall *c)
 {
-    return tensor_is_contiguous(c->out[0]);
+    const CtRngParams *p = c->params;
+    const Tensor *x = c->in[0], *out = c->out[0];
+    if (x && (p->kind != CT_RNG_BERNOULLI || !ct_dtype_is_float(out->dtype) ||
+              x->dtype != out->dtype || !tensor_is_contiguous(x) ||
+              tensor_numel(x) != tensor_numel(out)))
+        return false;
+    return tensor_is_contiguous(out);
 }
 
 void ct_cpu_register_random(CtKernelFn *k, CtSupportsFn *s)

@@ -1,12 +1,13 @@
-/* cuda_host_dropout: dropout's mask on CUDA is the CPU's. tensor_dropout
- * draws its mask with one RNG call (bernoulli: 1/(1-p) with probability
- * 1-p, else 0) from the generator's Philox stream, in the input's dtype,
- * then multiplies. The RNG thread body (tensor/cuda/random_body.h) given
- * the same generator state draws the same mask bit for bit (f32, f64, bf16,
- * f16: bf16 and f16 against the CPU's RNG kernel, as the CPU has no half
- * multiply; a generator already advanced; sizes cutting the last Philox
- * block and thread block), and with the BINARY mul body
- * (tensor/cuda/elementwise_body.h) gives the CPU's output (f32, f64). */
+/* cuda_host_dropout: dropout's mask on CUDA is the CPU's. Dropout's mask is
+ * a Bernoulli draw (1/(1-p) with probability 1-p, else 0) from the
+ * generator's Philox stream, in the input's dtype, and tensor_dropout runs
+ * it as one RNG call that multiplies the input by it. The RNG thread body
+ * (tensor/cuda/random_body.h) given the same generator state draws the
+ * same mask bit for bit (f32, f64, bf16, f16; a generator already
+ * advanced; sizes cutting the last Philox block and thread block), and
+ * with the input gives tensor_dropout's output, which is also the mask
+ * times the input by the BINARY mul body (tensor/cuda/elementwise_body.h),
+ * in every float dtype. */
 #include "data.h"
 #include "tensor/cuda/elementwise_body.h"
 #include "tensor/cuda/random_body.h"
@@ -22,25 +23,28 @@ static CtRngParams mask_params(const CtGenerator &g, double p)
     return r;
 }
 
-static void draw_mask(const ChShape &sh, Tensor *mask, const CtRngParams &rp)
+/* The RNG body into out: the mask, or x times it when x is given. */
+static void draw_mask(const ChShape &sh, Tensor *out, const CtRngParams &rp,
+                      const Tensor *x = NULL)
 {
-    int64_t n = tensor_numel(mask);
-    CtDType dt = tensor_dtype(mask);
+    int64_t n = tensor_numel(out);
+    CtDType dt = tensor_dtype(out);
     int per = ct_rng_per_block(rp.kind, dt == CT_F64);
     int64_t nb = (n + per - 1) / per;
-    void *o = ct_ptr(mask);
+    void *o = ct_ptr(out);
+    const void *xp = x ? ct_ptr(x) : NULL;
     ch_launch(sh.grid, sh.block, [&](CtThread t) {
         switch (dt) {
-        case CT_F32: ct_rng_thread<CT_F32>(t, o, n, nb, per, rp); break;
-        case CT_F64: ct_rng_thread<CT_F64>(t, o, n, nb, per, rp); break;
-        case CT_BF16: ct_rng_thread<CT_BF16>(t, o, n, nb, per, rp); break;
-        default: ct_rng_thread<CT_F16>(t, o, n, nb, per, rp); break;
+        case CT_F32: ct_rng_thread<CT_F32>(t, o, xp, n, nb, per, rp); break;
+        case CT_F64: ct_rng_thread<CT_F64>(t, o, xp, n, nb, per, rp); break;
+        case CT_BF16: ct_rng_thread<CT_BF16>(t, o, xp, n, nb, per, rp); break;
+        default: ct_rng_thread<CT_F16>(t, o, xp, n, nb, per, rp); break;
         }
     });
 }
 
 template <int DT>
-static void mul_body(const ChShape &sh, Tensor *out, const Tensor *a, const Tensor *b)
+static void mul_body_as(const ChShape &sh, Tensor *out, const Tensor *a, const Tensor *b)
 {
     typedef typename CtHdType<DT>::S T;
     CtCudaIndex ix;
@@ -50,6 +54,17 @@ static void mul_body(const ChShape &sh, Tensor *out, const Tensor *a, const Tens
         ct_arith_thread<DT, CT_BIN_MUL>(t, (T *)ct_ptr(out), (const T *)ct_ptr(a),
                                         (const T *)ct_ptr(b), ix, n);
     });
+}
+
+/* The MUL body for out's dtype. */
+static void mul_body(const ChShape &sh, Tensor *out, const Tensor *a, const Tensor *b)
+{
+    switch (tensor_dtype(out)) {
+    case CT_F32: mul_body_as<CT_F32>(sh, out, a, b); break;
+    case CT_F64: mul_body_as<CT_F64>(sh, out, a, b); break;
+    case CT_BF16: mul_body_as<CT_BF16>(sh, out, a, b); break;
+    default: mul_body_as<CT_F16>(sh, out, a, b); break;
+    }
 }
 
 /* The CPU's mask: dropout of ones (the mask itself) where the CPU
@@ -109,30 +124,37 @@ START_TEST(test_mask_matches_cpu)
 }
 END_TEST
 
-/* The whole op: mask body, then the mul body, against tensor_dropout. */
+/* The whole op against tensor_dropout: the RNG body with the input, and
+ * the mask body then the mul body, in every float dtype (the CPU's output
+ * is also its mask times the input). */
 START_TEST(test_dropout_output_matches_cpu)
 {
     int checked = 0;
     int64_t shape[2] = {3, 70};
-    for (int dt = CT_F32; dt <= CT_F64; dt++)
+    for (int dt = CT_F32; dt <= CT_F16; dt++)
         for (double p : probs) {
             CtScope *scope = ct_scope_open();
             CtGenerator gen = ct_generator(5, 7);
+            gen.offset = 3;
             CtRngParams rp = mask_params(gen, p);
             Tensor *x = ch_rand(2, shape, (CtDType)dt, -2, 2, 3);
             Tensor *want = tensor_dropout(x, p, true, &gen);
             ck_assert_msg(want, "%s", ct_last_error());
+            ck_assert_int_eq(gen.offset, 3 + (dt == CT_F64 ? 105 : 53));
+            Tensor *m = tensor_empty(2, shape, (CtDType)dt, ct_cpu());
+            CtOpCall call = {CT_OP_RNG, {m}, {}, &rp, NULL};
+            ch_cpu(call); /* the mask alone, from the same state */
+            ch_assert_same_bytes(want, tensor_mul(x, m), "dropout = x * mask (cpu)");
             ChShape sh[2];
             ch_shapes(210, sh);
             for (int s = 0; s < 2; s++) {
                 Tensor *mask = ch_out(2, shape, (CtDType)dt);
                 Tensor *got = ch_out(2, shape, (CtDType)dt);
-                draw_mask(sh[s], mask, rp);
-                if (dt == CT_F32)
-                    mul_body<CT_F32>(sh[s], got, x, mask);
-                else
-                    mul_body<CT_F64>(sh[s], got, x, mask);
+                draw_mask(sh[s], got, rp, x);
                 ch_assert_same_bytes(want, got, "dropout output");
+                draw_mask(sh[s], mask, rp);
+                mul_body(sh[s], got, x, mask);
+                ch_assert_same_bytes(want, got, "mask, then mul");
                 tensor_free(mask);
                 tensor_free(got);
                 checked++;
@@ -140,7 +162,7 @@ START_TEST(test_dropout_output_matches_cpu)
             tensor_free(x);
             ct_scope_close(scope);
         }
-    ck_assert_int_eq(checked, 2 * 4 * 2);
+    ck_assert_int_eq(checked, 4 * 4 * 2);
 }
 END_TEST
 

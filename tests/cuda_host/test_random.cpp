@@ -14,8 +14,9 @@ template <int DT> static void draw(const ChShape &g, Tensor *out, const CtRngPar
     int64_t n = tensor_numel(out);
     int per = ct_rng_per_block(p.kind, DT == CT_F64);
     int64_t nblocks = (n + per - 1) / per;
-    ch_launch(g.grid, g.block,
-              [&](CtThread t) { ct_rng_thread<DT>(t, ct_ptr(out), n, nblocks, per, p); });
+    ch_launch(g.grid, g.block, [&](CtThread t) {
+        ct_rng_thread<DT>(t, ct_ptr(out), NULL, n, nblocks, per, p);
+    });
 }
 
 /* The body for out's dtype (f32, f64, bf16, f16). */

@@ -224,6 +224,64 @@ START_TEST(test_dropout)
 }
 END_TEST
 
+/* y and x's gradient of the one-pass dropout (one RNG call with an input,
+ * the mask drawn again in backward) against x times the mask drawn as a
+ * tensor from the same generator state, bit for bit. */
+static void check_dropout_bits(CtDType dt, bool transposed, int64_t rows, int64_t cols,
+                               double p)
+{
+    Tensor *x64 = tu_rand64(2, (const int64_t[]){rows, cols}, -2, 2, 17, false);
+    Tensor *x = tensor_cast(x64, dt); /* no scope open: persistent */
+    tensor_free(x64);
+    if (transposed) { /* a non-contiguous view as the input */
+        CtScope *v = ct_scope_open();
+        Tensor *t = tensor_retain(tensor_transpose(x, 0, 1));
+        ct_scope_close(v);
+        tensor_free(x);
+        x = t;
+    }
+    ck_assert_int_eq(tensor_set_requires_grad(x, true), CT_OK);
+    CtGenerator g = ct_generator(8, 2);
+    g.offset = 11;
+    CtRngParams rp = {CT_RNG_BERNOULLI, 1 - p,    p == 1 ? 0.0 : 1 / (1 - p),
+                      g.seed,           g.stream, g.offset};
+    CtScope *s = ct_scope_open();
+    Tensor *y = tensor_dropout(x, p, true, &g);
+    ck_assert_msg(y, "%s", ct_last_error());
+    ck_assert_str_eq(y->grad_fn->op, "dropout"); /* one node, nothing saved */
+    ck_assert_ptr_null(y->grad_fn->saved[0]);
+    int per = dt == CT_F64 ? 2 : 4;
+    ck_assert_uint_eq(g.offset, 11 + (uint64_t)((rows * cols + per - 1) / per));
+    Tensor *gy64 = tu_rand64(tensor_ndim(y), tensor_shape(y), -1, 1, 18, false);
+    Tensor *gy = tensor_cast(gy64, dt);
+    tensor_free(gy64);
+    ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
+    Tensor *gx = tensor_clone(tensor_grad(x));
+    tensor_set_grad(x, NULL);
+    Tensor *m = tensor_empty(tensor_ndim(x), tensor_shape(x), dt, ct_cpu());
+    CtOpCall call = {.op = CT_OP_RNG, .out = {m}, .params = &rp};
+    ck_assert_int_eq(ct_dispatch(&call), CT_OK);
+    Tensor *want = tensor_mul(x, m);
+    ck_assert_int_eq(tensor_backward(want, gy), CT_OK);
+    tu_assert_same_bits("dropout y", want, y);
+    tu_assert_same_bits("dropout gx", tensor_grad(x), gx);
+    ct_scope_close(s);
+    tensor_free(x);
+}
+
+START_TEST(test_dropout_one_pass)
+{
+    TU_MEM_BEGIN;
+    for (int dt = CT_F32; dt <= CT_F16; dt++) {
+        /* 40000 values: past one pool item (4096 Philox blocks) */
+        check_dropout_bits((CtDType)dt, false, 100, 400, 0.3);
+        check_dropout_bits((CtDType)dt, true, 7, 33, 0.3); /* a cut last block */
+        check_dropout_bits((CtDType)dt, false, 5, 9, 1.0); /* everything dropped */
+    }
+    TU_MEM_END;
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tensor_random");
@@ -236,6 +294,7 @@ int main(void)
     tcase_add_test(tc, test_draws_advance_and_reproduce);
     tcase_add_test(tc, test_randperm);
     tcase_add_test(tc, test_dropout);
+    tcase_add_test(tc, test_dropout_one_pass);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
