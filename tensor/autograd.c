@@ -6,6 +6,12 @@
 
 static _Thread_local bool grad_disabled;
 static _Thread_local int visit_epoch;
+static _Thread_local bool backward_running;
+
+bool ct_in_backward(void)
+{
+    return backward_running;
+}
 
 bool ct_set_grad_enabled(bool on)
 {
@@ -188,13 +194,20 @@ static CtStatus accumulate_into(Tensor **acc, Tensor *g)
     return CT_OK;
 }
 
+static void mark_written(Tensor *leaf)
+{
+    leaf->grad_written_at = leaf->grad->storage->version;
+}
+
 static CtStatus accumulate_leaf(Tensor *leaf, Tensor *g)
 {
     if (leaf->grad) {
         CtBinaryParams p = {CT_BIN_ADD};
         CtOpCall c = {
             .op = CT_OP_BINARY, .out = {leaf->grad}, .in = {leaf->grad, g}, .params = &p};
-        return ct_dispatch(&c);
+        CtStatus st = ct_dispatch(&c);
+        mark_written(leaf);
+        return st;
     }
     Tensor *copy = ct_tensor_new_persistent(leaf->ndim, leaf->shape, leaf->dtype,
                                             leaf->storage->device);
@@ -205,7 +218,42 @@ static CtStatus accumulate_leaf(Tensor *leaf, Tensor *g)
         return st;
     }
     leaf->grad = copy;
+    mark_written(leaf);
     return CT_OK;
+}
+
+/* Leaf x's gradient when backward may overwrite it: it holds zeros (a
+ * zero_grad, and no write since), backward has not written it since, and
+ * it is laid out as a new gradient would be. */
+static Tensor *zeroed_grad(const Tensor *x)
+{
+    Tensor *g = x->grad;
+    if (!g || x->grad_fn || !tensor_is_contiguous(g) || g->dtype != x->dtype ||
+        !ct_device_eq(g->storage->device, x->storage->device) ||
+        x->grad_written_at == g->storage->version || !ct_known_zero(g))
+        return NULL;
+    for (int d = 0; d < x->ndim; d++)
+        if (g->shape[d] != x->shape[d]) return NULL;
+    return g->ndim == x->ndim ? g : NULL;
+}
+
+/* Offers n's leaf inputs' zeroed gradients as its outputs (once per leaf:
+ * an input that appears twice adds its second gradient). */
+static void offer_grad_dests(CtNode *n)
+{
+    for (int i = 0; i < n->n_in; i++) {
+        n->grad_dest[i] = NULL;
+        if (!n->needs_grad[i] || !n->in[i]) continue;
+        bool first = true;
+        for (int j = 0; first && j < i; j++) first = n->in[j] != n->in[i];
+        if (first) n->grad_dest[i] = zeroed_grad(n->in[i]);
+    }
+}
+
+Tensor *ct_node_grad_buffer(CtNode *n, int i, const Tensor *like)
+{
+    if (n->grad_dest[i]) return n->grad_dest[i];
+    return ct_tensor_new(like->ndim, like->shape, like->dtype, like->storage->device);
 }
 
 static CtStatus route_grad(CtNode *n, int i, Tensor *g)
@@ -239,13 +287,17 @@ static CtStatus run_nodes(NodeList *order)
         Tensor *gin[CT_NODE_MAX_IN] = {0};
         Tensor *g = n->act_x ? ct_act_grad(n->act, n->act_x, n->grad_acc) : n->grad_acc;
         if (!g) return ct_last_status();
+        offer_grad_dests(n);
         CtStatus st = n->backward(n, g, gin);
-        if (st != CT_OK) return st;
-        for (int i = 0; i < n->n_in; i++) {
+        for (int i = 0; st == CT_OK && i < n->n_in; i++) {
             if (!n->needs_grad[i] || !gin[i]) continue;
-            st = route_grad(n, i, gin[i]);
-            if (st != CT_OK) return st;
+            if (gin[i] == n->grad_dest[i]) /* written in place */
+                mark_written(n->in[i]);
+            else
+                st = route_grad(n, i, gin[i]);
         }
+        memset(n->grad_dest, 0, sizeof n->grad_dest);
+        if (st != CT_OK) return st;
         tensor_free(n->grad_acc);
         n->grad_acc = NULL;
     }
@@ -303,7 +355,10 @@ CtStatus tensor_backward(Tensor *root, const Tensor *grad)
         st = topo_sort(root->grad_fn, &order);
         if (st == CT_OK) {
             root->grad_fn->grad_acc = tensor_retain(seed);
+            bool outer = backward_running;
+            backward_running = true;
             st = run_nodes(&order);
+            backward_running = outer;
         }
         /* release the graph whatever happened: nothing outlives backward
          * but leaf gradients */

@@ -27,7 +27,7 @@ static CtStatus conv2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
     Tensor *gy = tensor_contiguous(gout);
     if (!gy) return ct_last_status();
     if (n->needs_grad[0]) {
-        gin[0] = ct_tensor_new(4, x->shape, x->dtype, x->storage->device);
+        gin[0] = ct_node_grad_buffer(n, 0, n->in[0]);
         if (!gin[0]) return ct_last_status();
         CtOpCall c = {
             .op = CT_OP_CONV2D_BWD_DATA, .out = {gin[0]}, .in = {gy, w}, .params = p};
@@ -36,12 +36,8 @@ static CtStatus conv2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
     }
     bool need_w = n->needs_grad[1], need_b = b && n->needs_grad[2];
     if (need_w || need_b) {
-        if (need_w &&
-            !(gin[1] = ct_tensor_new(4, w->shape, w->dtype, w->storage->device)))
-            return ct_last_status();
-        if (need_b &&
-            !(gin[2] = ct_tensor_new(1, b->shape, b->dtype, b->storage->device)))
-            return ct_last_status();
+        if (need_w && !(gin[1] = ct_node_grad_buffer(n, 1, w))) return ct_last_status();
+        if (need_b && !(gin[2] = ct_node_grad_buffer(n, 2, b))) return ct_last_status();
         CtOpCall c = {.op = CT_OP_CONV2D_BWD_WEIGHT,
                       .out = {gin[1], gin[2]},
                       .in = {gy, x},

@@ -15,7 +15,10 @@ CtStatus tensor_fill_(Tensor *t, double value)
     if (!t) return null_arg("tensor_fill_");
     CtFillParams p = {value};
     CtOpCall c = {.op = CT_OP_FILL, .out = {t}, .params = &p};
-    return ct_dispatch(&c);
+    CtStatus st = ct_dispatch(&c);
+    if (st == CT_OK && value == 0.0 && tensor_is_contiguous(t) && !ct_in_backward())
+        ct_storage_zeroed(t);
+    return st;
 }
 
 CtStatus tensor_zero_(Tensor *t)
@@ -151,8 +154,11 @@ double tensor_item(const Tensor *t)
 
 static CtStatus cast_backward(CtNode *n, Tensor *gout, Tensor **gin)
 {
-    gin[0] = tensor_cast(gout, n->in[0]->dtype);
-    return gin[0] ? CT_OK : ct_last_status();
+    Tensor *g = ct_node_grad_buffer(n, 0, n->in[0]);
+    if (!g) return ct_last_status();
+    CtStatus st = tensor_copy_(g, gout);
+    if (st == CT_OK) gin[0] = g;
+    return st;
 }
 
 static CtStatus to_device_backward(CtNode *n, Tensor *gout, Tensor **gin)

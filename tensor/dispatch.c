@@ -43,6 +43,13 @@ const char *ct_op_name(CtOp op)
     return (unsigned)op < CT_OP_COUNT && names[op] ? names[op] : "unknown-op";
 }
 
+static _Thread_local uint64_t ops_run;
+
+uint64_t ct_op_count(void)
+{
+    return ops_run;
+}
+
 static const Tensor *call_ref(const CtOpCall *c)
 {
     return c->out[0] ? c->out[0] : c->in[0];
@@ -75,6 +82,9 @@ CtStatus ct_backend_run(const CtBackend *be, const CtOpCall *c)
                         ct_dtype_name(typed->dtype));
     }
     CtStatus st = be->iface->kernels[c->op](&call);
+    ops_run++;
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+        if (c->out[i]) ct_storage_written(c->out[i]->storage);
     /* a device failure, or a kernel's workspace that did not fit: say which
      * op, on what */
     if (st == CT_ERR_BACKEND || st == CT_ERR_OOM) {

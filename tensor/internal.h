@@ -36,6 +36,12 @@ typedef struct CtStorage {
     bool external; /* wraps memory the storage does not own */
     bool pinned;   /* CPU storage in page-locked memory from ct_pinned_alloc
                       (tensor/async.c); freed with ct_pinned_free */
+    /* Writes (ct_storage_written): a count of them, and the zero fills.
+     * Bytes [zero_lo, zero_hi) hold zeros when zeroed_at == version: the
+     * last writes were zero fills over them (tensor_fill_). Backward reads
+     * this to write a zeroed leaf gradient in place (autograd.c). */
+    uint64_t version, zeroed_at;
+    size_t zero_lo, zero_hi;
 } CtStorage;
 
 typedef struct CtNode CtNode;
@@ -51,6 +57,8 @@ struct Tensor {
     bool requires_grad;          /* leaf flag, or "has a grad_fn" */
     Tensor *grad;                /* leaves only; owned reference */
     CtNode *grad_fn;             /* owned; freed with the tensor */
+    /* leaves: grad->storage->version when backward last wrote grad */
+    uint64_t grad_written_at;
     char name[32];
 };
 
@@ -95,6 +103,18 @@ static inline void *ct_ptr(const Tensor *t)
 {
     return (char *)t->storage->data + (size_t)t->offset * ct_dtype_size(t->dtype);
 }
+
+/* Counts a write into s (every kernel output, and raw access through
+ * tensor_data), except the backward engine's own writes into leaf
+ * gradients (ct_in_backward). */
+void ct_storage_written(CtStorage *s);
+/* After t (contiguous) was filled with zeros: its bytes join s's zeroed
+ * range when the writes since the range was set were all zero fills, else
+ * become the range. */
+void ct_storage_zeroed(const Tensor *t);
+/* Whether t's elements (contiguous) are known to hold zeros: no write into
+ * their storage since zero fills covered them. */
+bool ct_known_zero(const Tensor *t);
 
 /* bf16 <-> f32, inline for per-element kernel loops; ct_f32_to_bf16 and
  * ct_bf16_to_f32 (tensor.h) are these. Rounding is to nearest even; a NaN
@@ -216,6 +236,10 @@ struct CtNode {
     bool released; /* graph consumed by backward */
     /* engine scratch */
     Tensor *grad_acc;
+    /* Set by the engine for the call to `backward`: input i's leaf
+     * gradient, which holds zeros, for the node to write input i's gradient
+     * into (ct_node_grad_buffer) instead of a new tensor; borrowed. */
+    Tensor *grad_dest[CT_NODE_MAX_IN];
     int visit;
 };
 
@@ -232,6 +256,15 @@ CtStatus ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
  * can fail (CT_ERR_OOM, recorded; the op must fail then). */
 void ct_node_save(CtNode *n, int i, Tensor *t);
 CtStatus ct_node_save_output(CtNode *n, int i, Tensor *out);
+/* Where a backward function puts input i's gradient (the shape, dtype and
+ * device of `like`, n->in[i]): the leaf gradient the engine offers
+ * (n->grad_dest[i]), which the node then overwrites and returns in gin[i]
+ * so that no addition follows, or else a new contiguous tensor in the
+ * current scope. NULL with an error recorded when out of memory. */
+Tensor *ct_node_grad_buffer(CtNode *n, int i, const Tensor *like);
+/* Whether the backward engine is running on this thread: its writes into
+ * leaf gradients do not count as writes (ct_storage_written). */
+bool ct_in_backward(void);
 /* Marks n's output as act(op result), where x is what act's gradient reads
  * (ct_unary_bwd_uses_output): the output for CT_UN_RELU, else the
  * pre-activation. Backward first multiplies gout by act'(x), as the

@@ -4,9 +4,9 @@
  * the GEMM's epilogue where the backend fuses it (CUDA), else the output is
  * pre-filled with the broadcast bias and the GEMM accumulates onto it
  * (beta = 1); w goes in with a trans flag, so neither w nor a transposed
- * view of it is copied. Backward is one GEMM per gradient: dx = g·w,
- * dw = gᵀ·x, db = 1ᵀ·g (column sums as a GEMM against a ones vector, which
- * every backend with a MATMUL kernel runs).
+ * view of it is copied. Backward: dx = g·w and dw = gᵀ·x (a GEMM each),
+ * db = g's column sums (one reduction); dw and db go straight into zeroed
+ * leaf gradients (ct_node_grad_buffer).
  *
  * linear_relu and linear_gelu apply the activation to the product in the
  * same op: in cuBLASLt's epilogue on CUDA (ReLU, and tanh-GELU, which also
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "matmul.h"
+#include "reduce.h"
 
 typedef struct LinearParams {
     int64_t rows;     /* x's leading dims flattened */
@@ -35,14 +36,43 @@ static CtStatus linear_input_grads(CtNode *nd, Tensor *g2, Tensor **gin)
     }
     if (nd->needs_grad[1]) {
         Tensor *x2 = tensor_reshape(x, 2, (const int64_t[]){rows, in_f});
-        if (!(gin[1] = tensor_matmul(tensor_transpose(g2, 0, 1), x2))) /* (out, in) */
-            return ct_last_status();
+        Tensor *gt = tensor_transpose(g2, 0, 1);
+        Tensor *dw = x2 && gt ? ct_node_grad_buffer(nd, 1, w) : NULL; /* (out, in) */
+        if (!dw || ct_matmul_into(dw, gt, x2) != CT_OK) return ct_last_status();
+        gin[1] = dw;
     }
     return CT_OK;
 }
 
-/* x: (*, in), w: (out, in), g: (*, out). The bias gradient is an f32
- * column sum whatever the forward's precision. */
+/* db = the column sums of g2 (rows, out) in g's dtype, whatever the
+ * forward's precision: one reduction, or where the backend has none for
+ * the dtype (bf16, f16), a product with a ones vector. */
+static CtStatus bias_grad(CtNode *nd, Tensor *g2, Tensor **gin)
+{
+    int64_t rows = g2->shape[0], out_f = g2->shape[1];
+    Tensor *db = ct_node_grad_buffer(nd, 2, nd->in[2]); /* (out) */
+    Tensor *y = db ? ct_tensor_view(db, 2, (const int64_t[]){1, out_f},
+                                    (const int64_t[]){out_f, 1}, db->offset)
+                   : NULL; /* keepdim geometry */
+    if (!y) return ct_last_status();
+    CtReduceParams p = {CT_RED_SUM, 1.0};
+    CtOpCall c = {.op = CT_OP_REDUCE, .out = {y}, .in = {g2}, .params = &p};
+    const CtBackend *be = ct_backend_peek(g2->storage->device);
+    CtStatus st;
+    if (!be || ct_backend_supports(be, &c)) {
+        st = ct_dispatch(&c);
+    } else {
+        CtDType prev;
+        tensor_autocast_begin(CT_F32, &prev);
+        Tensor *ones = tensor_ones(1, &rows, g2->dtype, g2->storage->device);
+        st = ones ? ct_matmul_into(db, ones, g2) : ct_last_status();
+        tensor_autocast_end(prev);
+    }
+    if (st == CT_OK) gin[2] = db;
+    return st;
+}
+
+/* x: (*, in), w: (out, in), g: (*, out). */
 static CtStatus linear_backward(CtNode *nd, Tensor *g, Tensor **gin)
 {
     const LinearParams *lp = CT_NODE_PARAMS(nd, LinearParams);
@@ -52,13 +82,8 @@ static CtStatus linear_backward(CtNode *nd, Tensor *g, Tensor **gin)
     CtDType prev;
     tensor_autocast_begin(lp->autocast, &prev);
     CtStatus st = linear_input_grads(nd, g2, gin);
-    tensor_autocast_begin(CT_F32, NULL);
-    if (st == CT_OK && nd->needs_grad[2]) {
-        Tensor *ones = tensor_ones(1, &rows, g->dtype, g->storage->device);
-        if (!(gin[2] = tensor_matmul(ones, g2))) st = ct_last_status(); /* (out) */
-    }
     tensor_autocast_end(prev);
-    return st;
+    return st == CT_OK && nd->needs_grad[2] ? bias_grad(nd, g2, gin) : st;
 }
 
 /* Row stride of x seen as a (rows, in) matrix: its leading dims must

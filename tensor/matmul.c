@@ -175,6 +175,13 @@ static CtStatus matmul_run(Tensor *out, const Tensor *a, const Tensor *b,
     return st;
 }
 
+CtStatus ct_matmul_into(Tensor *out, const Tensor *a, const Tensor *b)
+{
+    CtDType autocast;
+    if (!ct_autocast_pick("matmul", a, &autocast)) return ct_last_status();
+    return matmul_run(out, a, b, autocast);
+}
+
 /* ------------------------------------------------------------- autograd */
 
 static bool same_shape(const Tensor *t, int ndim, const int64_t *shape)

@@ -31,6 +31,11 @@ static inline bool ct_mat_packed(int64_t rows, int64_t cols, int64_t rs, int64_t
  * NULL with an error recorded. */
 Tensor *ct_packed_copy(const Tensor *t);
 
+/* out <- a @ b as tensor_matmul computes it under the current autocast,
+ * into out (contiguous, the product's shape, a's dtype; a and b of one
+ * dtype, shapes checked by the caller). No autograd. */
+CtStatus ct_matmul_into(Tensor *out, const Tensor *a, const Tensor *b);
+
 #ifdef __cplusplus
 }
 #endif

@@ -85,9 +85,9 @@ static CtStatus run_norm_backward(CtNode *n, CtOp kind, Tensor *g, Tensor **gin)
     Tensor *gc = tensor_contiguous(g), *xc = tensor_contiguous(x);
     Tensor *wc = w ? tensor_contiguous(w) : NULL;
     if (!gc || !xc || (w && !wc)) return ct_last_status();
-    Tensor *dx = n->needs_grad[0] ? tensor_empty_like(x) : NULL;
-    Tensor *dw = n->needs_grad[1] ? tensor_empty_like(w) : NULL;
-    Tensor *db = n->needs_grad[2] ? tensor_empty_like(b) : NULL;
+    Tensor *dx = n->needs_grad[0] ? ct_node_grad_buffer(n, 0, x) : NULL;
+    Tensor *dw = n->needs_grad[1] ? ct_node_grad_buffer(n, 1, w) : NULL;
+    Tensor *db = n->needs_grad[2] ? ct_node_grad_buffer(n, 2, b) : NULL;
     if ((n->needs_grad[0] && !dx) || (n->needs_grad[1] && !dw) ||
         (n->needs_grad[2] && !db))
         return ct_last_status();

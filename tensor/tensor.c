@@ -337,7 +337,44 @@ CtDevice tensor_device(const Tensor *t)
 }
 void *tensor_data(const Tensor *t)
 {
-    return t ? ct_ptr(t) : NULL;
+    if (!t) return NULL;
+    ct_storage_written(t->storage); /* the caller may write through it */
+    return ct_ptr(t);
+}
+
+void ct_storage_written(CtStorage *s)
+{
+    if (!ct_in_backward()) s->version++;
+}
+
+/* t's bytes within its storage: [*lo, *hi). */
+static void byte_range(const Tensor *t, size_t *lo, size_t *hi)
+{
+    size_t es = ct_dtype_size(t->dtype);
+    *lo = (size_t)t->offset * es;
+    *hi = *lo + (size_t)tensor_numel(t) * es;
+}
+
+void ct_storage_zeroed(const Tensor *t)
+{
+    CtStorage *s = t->storage;
+    size_t lo, hi;
+    byte_range(t, &lo, &hi);
+    /* the write before this fill was a zero fill too: extend its range when
+     * the two meet */
+    bool extend = s->zeroed_at + 1 == s->version && lo <= s->zero_hi && hi >= s->zero_lo;
+    s->zero_lo = extend && s->zero_lo < lo ? s->zero_lo : lo;
+    s->zero_hi = extend && s->zero_hi > hi ? s->zero_hi : hi;
+    s->zeroed_at = s->version;
+}
+
+bool ct_known_zero(const Tensor *t)
+{
+    const CtStorage *s = t->storage;
+    size_t lo, hi;
+    byte_range(t, &lo, &hi);
+    return s->zeroed_at == s->version && s->version > 0 && lo >= s->zero_lo &&
+           hi <= s->zero_hi;
 }
 
 int64_t tensor_size(const Tensor *t, int dim)

@@ -26,8 +26,7 @@ CtStatus loss_tracker_add(LossTracker *lt, Tensor *loss, int64_t batch_size)
     bool grad = ct_set_grad_enabled(false);
     Tensor *w =
         tensor_mul_scalar(tensor_cast(tensor_detach(loss), CT_F64), (double)batch_size);
-    Tensor *next = tensor_add(lt->sum, w);
-    CtStatus st = next ? tensor_copy_(lt->sum, next) : ct_last_status();
+    CtStatus st = w ? tensor_add_(lt->sum, w) : ct_last_status();
     ct_set_grad_enabled(grad);
     if (st == CT_OK) lt->count += (double)batch_size;
     return st;

@@ -21,6 +21,11 @@
  * (+=) into the .grad of leaf tensors that require grad; the graph is then
  * released, so nothing but leaf gradients outlives backward. Views
  * (reshape, slice, transpose, expand) are differentiable like any op.
+ * A leaf gradient known to hold zeros (zeroed by tensor_fill_/tensor_zero_,
+ * as zero_grad does, and not written since) is overwritten instead: the
+ * op's backward writes straight into it, with the values 0 + g would have
+ * (only a -0 gradient stays -0), and no addition pass (on a GPU, no
+ * launch) per parameter. Writes through tensor_data count as writes.
  *
  * Shapes are given as (ndim, const int64_t *shape). Negative dims count from
  * the end, as in PyTorch.
@@ -139,7 +144,8 @@ CtDType tensor_dtype(const Tensor *t);
 CtDevice tensor_device(const Tensor *t);
 bool tensor_is_contiguous(const Tensor *t);
 /* Pointer to the first element. Host memory for CPU tensors, device memory
- * for CUDA tensors. Valid while the tensor lives. */
+ * for CUDA tensors. Valid while the tensor lives. Counts as a write into
+ * t's storage (see "Autograd" above). */
 void *tensor_data(const Tensor *t);
 /* True when both views share storage. */
 bool tensor_shares_storage(const Tensor *a, const Tensor *b);
@@ -159,6 +165,9 @@ CtStatus tensor_fill_(Tensor *t, double value);
 CtStatus tensor_zero_(Tensor *t);
 /* dst <- src (same shape; dtype and device may differ). */
 CtStatus tensor_copy_(Tensor *dst, const Tensor *src);
+/* dst += src (src of dst's dtype and device, broadcast to dst's shape):
+ * one op, where tensor_add and a copy back are two. */
+CtStatus tensor_add_(Tensor *dst, const Tensor *src);
 
 /* Makes t a contiguous view of block[off, off + numel(t)) after copying t's
  * values there. block is 1-d with t's dtype (any device: values are copied
@@ -395,6 +404,11 @@ CtStatus ct_device_synchronize(CtDevice dev);
  * be checked on the CPU) and every ct_device_synchronize of a GPU. A
  * diagnostic: compare two readings around the code of interest. */
 uint64_t ct_host_sync_count(void);
+/* How many backend ops (kernels) this thread has run so far, on any
+ * device: on a GPU, about the number of kernel launches. A diagnostic, as
+ * ct_host_sync_count: the ops a training step costs are the same on the
+ * CPU, so they can be counted there. */
+uint64_t ct_op_count(void);
 
 /* ------------------------------------------------------------ elementwise */
 /* Binary ops broadcast as in NumPy/PyTorch; both inputs must have the same
