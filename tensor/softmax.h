@@ -34,7 +34,10 @@ typedef struct CtSoftmaxParams {
  *                          the kernel record an error naming it and its index,
  *                          and return CT_ERR_INVALID before writing anything.
  * CT_OP_CROSS_ENTROPY_BWD: in0..in2 as above, in3 = d loss (n, inner);
- *                          out0 <- d logits (n, c, inner). */
+ *                          out0 <- d logits (n, c, inner). The targets are
+ *                          the forward's, which checked them: a backend
+ *                          may skip the check (CUDA does, giving a target
+ *                          outside [0, c) a zero row). */
 typedef struct CtCrossEntropyParams {
     int64_t n, c, inner;
     int64_t ignore_index;

@@ -92,7 +92,10 @@ static CtStatus cuda_cross_entropy(const CtOpCall *call)
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     if (p->n * p->inner == 0) return CT_OK;
-    CT_RETURN_IF_ERROR(check_targets(c, call));
+    /* the forward's check waits for the device; the backward reads the
+     * targets the forward checked (the node keeps them), so it does not
+     * check again: one host synchronisation per loss, not two */
+    if (call->op == CT_OP_CROSS_ENTROPY) CT_RETURN_IF_ERROR(check_targets(c, call));
     if (call->in[0]->dtype == CT_F32) return launch_ce<float>(c, call);
     return launch_ce<double>(c, call);
 }

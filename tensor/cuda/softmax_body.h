@@ -176,7 +176,9 @@ CT_HD void ct_ce_bwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *
         int64_t tk = tg[i], base = i / inner * c * inner + i % inner;
         const T *xr = x + base;
         T *gr = gx + base;
-        if (p.use_ignore_index && tk == p.ignore_index) {
+        /* ignored, or (the forward checked them, the backward does not)
+         * outside the classes: no gradient, and no read out of bounds */
+        if ((p.use_ignore_index && tk == p.ignore_index) || tk < 0 || tk >= c) {
             for (int64_t k = 0; k < c; k++) gr[k * inner] = 0;
             continue;
         }

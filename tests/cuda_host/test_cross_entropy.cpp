@@ -4,7 +4,8 @@
  * input), ignore_index (outside the classes, and a class itself), classes
  * per position in one run (inner 1) or strided (inner > 1), empty batches;
  * and the target check (range_body.h) finding the position the CPU
- * reports. */
+ * reports; the backward, which does not check again, giving a bad target
+ * a zero row. */
 #include "data.h"
 #include "tensor/cuda/range_body.h"
 #include "tensor/cuda/softmax_body.h"
@@ -144,6 +145,44 @@ START_TEST(test_bad_target_position)
 }
 END_TEST
 
+/* The backward does not check targets again: one outside the classes gets
+ * a zero row (no read out of bounds, which ASan would catch), and every
+ * other row is the CPU's, as with that target ignored. */
+START_TEST(test_backward_bad_target_zero_row)
+{
+    int64_t shape[3] = {4, 5, 3}, pos[2] = {4, 3};
+    Variant v = {true, false, true, -100, 0.1};
+    CtCrossEntropyParams p = {4, 5, 3, -100, true, false, 0.1};
+    Tensor *x = ch_rand(3, shape, CT_F32, -3, 3, 5);
+    Tensor *w = ch_rand(1, &shape[1], CT_F32, 0.5, 2, 13);
+    Tensor *go = ch_rand(2, pos, CT_F32, -1, 1, 17);
+    Tensor *tg = targets(4, 5, 3, v, 11), *ignored = targets(4, 5, 3, v, 11);
+    int64_t *t = (int64_t *)ct_ptr(tg), *ti = (int64_t *)ct_ptr(ignored);
+    t[2] = 5, t[7] = -1, t[10] = 1000000;
+    ti[2] = ti[7] = ti[10] = -100;
+    Tensor *want = ch_out(3, shape, CT_F32), *got = ch_out(3, shape, CT_F32);
+    CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {want}, {x, ignored, w, go}, &p, NULL};
+    ch_cpu(bwd);
+    ChShape shapes[2];
+    int ns = ch_shapes(12, shapes);
+    for (int k = 0; k < ns; k++) {
+        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread th) {
+            ct_ce_bwd_thread<float>(th, p, (const float *)ct_ptr(x), t,
+                                    (const float *)ct_ptr(w), (const float *)ct_ptr(go),
+                                    (float *)ct_ptr(got));
+        });
+        ch_assert_same_bytes(want, got, "bad targets");
+    }
+    tensor_free(x);
+    tensor_free(w);
+    tensor_free(go);
+    tensor_free(tg);
+    tensor_free(ignored);
+    tensor_free(want);
+    tensor_free(got);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cuda_host_cross_entropy");
@@ -151,6 +190,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_cross_entropy_matches_cpu);
     tcase_add_test(tc, test_bad_target_position);
+    tcase_add_test(tc, test_backward_bad_target_zero_row);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
