@@ -6,7 +6,9 @@
  * tensor is CT_I64. Kernels check each index against its range and report
  * the first bad one through ct_error:
  *   "<name>: index 7 at position [1, 2] is out of range for dim 0 of size 5"
- * (position in the index tensor's own shape); nothing is written then.
+ * (position in the index tensor's own shape); on the CPU at once, with
+ * nothing written; on CUDA once the device's check is read back, with the
+ * bad index's elements left alone (tensor/cuda/range.cuh).
  */
 #ifndef CTRAINER_TENSOR_INDEX_H
 #define CTRAINER_TENSOR_INDEX_H

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common.cuh"
+#include "range.cuh"
 
 /* ------------------------------------------------------------------ checks */
 
@@ -140,6 +141,7 @@ static void cuda_teardown(CtBackend *be)
 {
     CtCudaCtx *c = (CtCudaCtx *)be->context;
     (void)ct_cuda_select_device(c->device);
+    ct_cuda_range_free(c);
     ct_cuda_host_empty_cache(c);
     if (c->blas) (void)CT_CUBLAS_STATUS(cublasDestroy(c->blas));
     if (c->lt) (void)CT_CUBLAS_STATUS(cublasLtDestroy(c->lt));
@@ -280,7 +282,8 @@ static CtStatus cuda_memcpy(const CtBackend *be, void *dst, CtDevice ddev,
         CT_CUDA_CHECK(
             cudaMemcpyPeerAsync(dst, ddev.index, src, sdev.index, n, sc->stream));
         CT_CUDA_CHECK(cudaStreamSynchronize(sc->stream));
-        return CT_OK;
+        CT_RETURN_IF_ERROR(ct_cuda_range_report(dc));
+        return ct_cuda_range_report(sc);
     }
     CtCudaCtx *c = sgpu ? sc : dc;
     cudaMemcpyKind kind = dgpu && sgpu ? cudaMemcpyDeviceToDevice
@@ -288,7 +291,7 @@ static CtStatus cuda_memcpy(const CtBackend *be, void *dst, CtDevice ddev,
                                        : cudaMemcpyDeviceToHost;
     CT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, kind, c->stream));
     CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    return CT_OK;
+    return ct_cuda_range_report(c); /* waited anyway: the queued index checks */
 }
 
 /* As cuda_memcpy without the wait: the copy is only queued on be's stream
@@ -314,7 +317,7 @@ static CtStatus cuda_synchronize(const CtBackend *be)
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_enter(be, &c));
     CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    return CT_OK;
+    return ct_cuda_range_report(c);
 }
 
 /* ------------------------------------------------------------------- table */

@@ -23,6 +23,8 @@ typedef struct CtPinnedCache {
  * iface's init and freed by its teardown. A kernel takes it from its call
  * (ct_cuda_call_ctx) and launches on its stream; there is no other stream
  * state. */
+typedef struct CtRangeLog CtRangeLog;
+
 typedef struct CtCudaCtx {
     int device;
     cudaStream_t stream;    /* non-blocking; every kernel and copy runs on it */
@@ -34,6 +36,7 @@ typedef struct CtCudaCtx {
     CtPinnedCache pinned;   /* used on the pinned provider (ct_pinned_backend) */
     CtAlgoCache conv_algos; /* under mu: conv.cu's chosen algorithms */
     CtLtCache lt_algos;     /* under mu: matmul.cu's chosen algorithms */
+    CtRangeLog *ranges;     /* under mu: range.cu's queued index checks */
 } CtCudaCtx;
 
 /* Makes be's device current on this thread and returns be's context. */

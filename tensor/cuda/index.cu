@@ -40,25 +40,22 @@ __global__ void one_hot_kernel(int64_t n, int64_t classes, const int64_t *ix, W 
     ct_one_hot_thread<W>(ct_cuda_thread(), n, classes, ix, one, out);
 }
 
-/* Every index in [0, size); else the CPU's error naming the first bad one.
- * dim < 0: size is a number of classes (one_hot). */
-static CtStatus check_index(const CtOpCall *call, CtCudaCtx *c, const char *name,
-                            const Tensor *index, int dim, int64_t size)
+/* Queues the check that every index is in [0, size) (range.cuh: a bad one
+ * is reported later, with the CPU's message). dim < 0: size is a number of
+ * classes (one_hot). */
+static CtStatus check_index(CtCudaCtx *c, const char *name, const Tensor *index, int dim,
+                            int64_t size)
 {
-    CtRangeCheck rc = {size, false, 0};
-    int64_t pos, value;
-    CT_RETURN_IF_ERROR(ct_cuda_check_range(call->backend, c, index, rc, &pos, &value));
-    if (pos < 0) return CT_OK;
-    char at[96];
-    ct_position_str(index, pos, at, sizeof at);
+    CtRangeMsg m;
+    m.where = "position";
+    snprintf(m.head, sizeof m.head, "%s: index", name);
     if (dim < 0)
-        return ct_error(CT_ERR_INVALID,
-                        "%s: index %lld at position %s is out of range for %lld classes",
-                        name, (long long)value, at, (long long)size);
-    return ct_error(CT_ERR_INVALID,
-                    "%s: index %lld at position %s is out of range for dim %d of size "
-                    "%lld",
-                    name, (long long)value, at, dim, (long long)size);
+        snprintf(m.tail, sizeof m.tail, "is out of range for %lld classes",
+                 (long long)size);
+    else
+        snprintf(m.tail, sizeof m.tail, "is out of range for dim %d of size %lld", dim,
+                 (long long)size);
+    return ct_cuda_check_range(c, index, (CtRangeCheck){size, false, 0}, &m);
 }
 
 static const int64_t *index_ptr(const Tensor *t)
@@ -84,7 +81,7 @@ static CtStatus cuda_index_select(const CtOpCall *call)
     const CtIndexParams *p = (const CtIndexParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(call, c, p->name, call->in[1], p->dim, p->size));
+    CT_RETURN_IF_ERROR(check_index(c, p->name, call->in[1], p->dim, p->size));
     if (p->outer * p->k * p->inner == 0) return CT_OK;
     switch (ct_dtype_size(call->out[0]->dtype)) {
     case 8: return launch_select<uint64_t>(c, *p, call);
@@ -111,7 +108,7 @@ static CtStatus cuda_index_add(const CtOpCall *call)
     const CtIndexParams *p = (const CtIndexParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(call, c, p->name, call->in[1], p->dim, p->size));
+    CT_RETURN_IF_ERROR(check_index(c, p->name, call->in[1], p->dim, p->size));
     if (p->outer * p->inner * p->k == 0) return CT_OK;
     if (call->out[0]->dtype == CT_F32) return launch_index_add<float>(c, *p, call);
     return launch_index_add<double>(c, *p, call);
@@ -136,7 +133,7 @@ static CtStatus cuda_gather(const CtOpCall *call)
     const Tensor *src = call->in[0], *index = call->in[1];
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(call, c, p->name, index, p->dim, src->shape[p->dim]));
+    CT_RETURN_IF_ERROR(check_index(c, p->name, index, p->dim, src->shape[p->dim]));
     int64_t n = tensor_numel(index);
     if (n == 0) return CT_OK;
     CtGatherGeom g;
@@ -168,7 +165,7 @@ static CtStatus cuda_scatter_add(const CtOpCall *call)
     const Tensor *index = call->in[1];
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(call, c, p->name, index, p->dim, out->shape[p->dim]));
+    CT_RETURN_IF_ERROR(check_index(c, p->name, index, p->dim, out->shape[p->dim]));
     int64_t n = tensor_numel(index);
     if (n == 0) return CT_OK;
     CtGatherGeom g;
@@ -196,7 +193,7 @@ static CtStatus cuda_one_hot(const CtOpCall *call)
     const CtOneHotParams *p = (const CtOneHotParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    CT_RETURN_IF_ERROR(check_index(call, c, "one_hot", call->in[0], -1, p->classes));
+    CT_RETURN_IF_ERROR(check_index(c, "one_hot", call->in[0], -1, p->classes));
     if (tensor_numel(call->in[0]) * p->classes == 0) return CT_OK;
     switch (call->out[0]->dtype) {
     case CT_F32: return launch_one_hot<uint32_t>(c, *p, 0x3f800000u, call);

@@ -1,7 +1,9 @@
 /* Private to tensor/cuda: the thread bodies of INDEX_SELECT, INDEX_ADD,
  * GATHER, SCATTER_ADD and ONE_HOT (index.cu), shared with the host harness
- * (hd.h). Params and semantics: tensor/index.h; operands are contiguous and
- * every index is in range (range_body.h checks first).
+ * (hd.h). Params and semantics: tensor/index.h; operands are contiguous.
+ * The index check (range.cuh) reports a bad index after the op has run, so
+ * the bodies guard every index: one out of range gives 0 in a copy and
+ * adds nothing.
  *
  * The copies (select, gather, one_hot) take one thread per output element
  * and move elements as unsigned words of the element's size W, so they
@@ -23,8 +25,10 @@ CT_HD void ct_index_select_thread(CtThread t, const CtIndexParams &p, const int6
 {
     CT_THREAD_FOR(e, t, p.outer * p.k * p.inner)
     {
-        int64_t r = e / p.inner, q = e - r * p.inner;
-        out[e] = src[(r / p.k * p.size + ix[r % p.k]) * p.inner + q];
+        int64_t r = e / p.inner, q = e - r * p.inner, i = ix[r % p.k];
+        out[e] = (uint64_t)i < (uint64_t)p.size
+                     ? src[(r / p.k * p.size + i) * p.inner + q]
+                     : (W)0;
     }
 }
 
@@ -37,7 +41,9 @@ CT_HD void ct_index_add_thread(CtThread t, const CtIndexParams &p, const int64_t
     {
         int64_t o = u / p.inner, q = u - o * p.inner;
         for (int64_t j = 0; j < p.k; j++)
-            out[(o * p.size + ix[j]) * p.inner + q] += src[(o * p.k + j) * p.inner + q];
+            if ((uint64_t)ix[j] < (uint64_t)p.size)
+                out[(o * p.size + ix[j]) * p.inner + q] +=
+                    src[(o * p.k + j) * p.inner + q];
     }
 }
 
@@ -49,6 +55,7 @@ typedef struct CtGatherGeom {
     int64_t shape[CT_MAX_DIMS];   /* the index's */
     int64_t bstride[CT_MAX_DIMS]; /* big's, in elements */
     int64_t j, inner;             /* index.shape[dim]; elements after dim */
+    int64_t size;                 /* big.shape[dim]: the indices' range */
 } CtGatherGeom;
 
 /* Host code. */
@@ -64,6 +71,7 @@ static inline void ct_gather_geom_init(CtGatherGeom *g, const Tensor *index,
         s *= big->shape[d];
     }
     g->j = index->shape[dim];
+    g->size = big->shape[dim];
     g->inner = 1;
     for (int d = dim + 1; d < index->ndim; d++) g->inner *= index->shape[d];
 }
@@ -85,7 +93,11 @@ template <typename W>
 CT_HD void ct_gather_thread(CtThread t, const CtGatherGeom &g, int64_t n,
                             const int64_t *ix, const W *src, W *out)
 {
-    CT_THREAD_FOR(e, t, n) out[e] = src[ct_gather_offset(g, e, ix[e])];
+    CT_THREAD_FOR(e, t, n)
+    {
+        int64_t v = ix[e];
+        out[e] = (uint64_t)v < (uint64_t)g.size ? src[ct_gather_offset(g, e, v)] : (W)0;
+    }
 }
 
 /* SCATTER_ADD: out (big) += src (index's shape); outer = n / (j * inner). */
@@ -97,8 +109,8 @@ CT_HD void ct_scatter_add_thread(CtThread t, const CtGatherGeom &g, int64_t oute
     {
         int64_t o = u / g.inner, q = u - o * g.inner;
         for (int64_t jj = 0; jj < g.j; jj++) {
-            int64_t e = (o * g.j + jj) * g.inner + q;
-            out[ct_gather_offset(g, e, ix[e])] += src[e];
+            int64_t e = (o * g.j + jj) * g.inner + q, v = ix[e];
+            if ((uint64_t)v < (uint64_t)g.size) out[ct_gather_offset(g, e, v)] += src[e];
         }
     }
 }

@@ -65,6 +65,16 @@ extern "C" bool tensor_is_contiguous(const Tensor *t)
     return host->tensor_is_contiguous(t);
 }
 
+extern "C" Tensor *tensor_retain(Tensor *t)
+{
+    return host->tensor_retain(t);
+}
+
+extern "C" void tensor_free(Tensor *t)
+{
+    host->tensor_free(t);
+}
+
 extern "C" void *ct_backend_alloc(const CtBackend *be, size_t nbytes)
 {
     return host->backend_alloc(be, nbytes);

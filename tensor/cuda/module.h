@@ -26,7 +26,7 @@ extern "C" {
 
 /* Bumped whenever a table below, CtBackendIface, CtOpCall or Tensor changes
  * layout. */
-#define CT_CUDA_MODULE_ABI   3
+#define CT_CUDA_MODULE_ABI   4
 #define CT_CUDA_MODULE_ENTRY "ct_cuda_module_open"
 #define CT_CUDA_MODULE_FILE  "libctrainer_cuda.so"
 
@@ -43,6 +43,8 @@ typedef struct CtCudaHost {
     uint16_t (*f32_to_f16)(float x);
     int64_t (*tensor_numel)(const Tensor *t);
     bool (*tensor_is_contiguous)(const Tensor *t);
+    Tensor *(*tensor_retain)(Tensor *t);
+    void (*tensor_free)(Tensor *t);
     void *(*backend_alloc)(const CtBackend *be, size_t nbytes);
     void (*backend_free)(const CtBackend *be, void *p, size_t nbytes);
     bool (*deterministic)(void);

@@ -1,17 +1,42 @@
-/* Private to tensor/cuda: checking an op's index tensor before its kernel
- * (range.cu, range_body.h). CUDA sources only. */
+/* Private to tensor/cuda: checking an op's index tensor (range.cu,
+ * range_body.h) without waiting for the device. CUDA sources only.
+ *
+ * A check is one kernel that records the first bad position in a device
+ * slot of the context's log, and keeps a reference to the index tensor.
+ * Nothing waits for it: the log is read, and the first bad index reported
+ * with the op's message, by the next copy that waits for the device, the
+ * next synchronisation, or the check that finds the log full (every
+ * CT_RANGE_SLOTS checks). The op's kernel runs meanwhile and leaves a bad
+ * index's elements alone (the thread bodies guard every index they use),
+ * so a step never waits for its checks, and a bad index still ends the run
+ * with a message naming the op, the position and the value. */
 #ifndef CTRAINER_TENSOR_CUDA_RANGE_CUH
 #define CTRAINER_TENSOR_CUDA_RANGE_CUH
 
 #include "common.cuh"
 #include "range_body.h"
 
-/* Checks every element of `index` (contiguous CT_I64 on c's device) on c's
- * stream (flag scratch from be's caching allocator) and waits for the answer: *pos <- the
- * position (linear, in index's elements) of the first index rc does not accept and *value
- * <- that index, or *pos <- -1 when all are fine. CT_ERR_BACKEND when a CUDA call fails.
- */
-CtStatus ct_cuda_check_range(const CtBackend *be, CtCudaCtx *c, const Tensor *index,
-                             CtRangeCheck rc, int64_t *pos, int64_t *value);
+#define CT_RANGE_SLOTS 64
+
+/* The words of a check's error: "<head> <value> at <where> <position>
+ * <tail>", e.g. "cross_entropy: target", "index", "is out of range for 5
+ * classes". */
+typedef struct CtRangeMsg {
+    char head[48];
+    const char *where;
+    char tail[96];
+} CtRangeMsg;
+
+/* Queues the check of every element of `index` (contiguous CT_I64 on c's
+ * device) against rc on c's stream; an earlier check's error when the log
+ * was full and had one, CT_ERR_BACKEND when a CUDA call fails. */
+CtStatus ct_cuda_check_range(CtCudaCtx *c, const Tensor *index, CtRangeCheck rc,
+                             const CtRangeMsg *msg);
+/* Waits for the queued checks and empties the log: the first bad index's
+ * error (CT_ERR_INVALID), else CT_OK. Copies and synchronisations call it
+ * after they have waited. */
+CtStatus ct_cuda_range_report(CtCudaCtx *c);
+/* Drops the log (teardown at process exit; nothing reported). */
+void ct_cuda_range_free(CtCudaCtx *c);
 
 #endif

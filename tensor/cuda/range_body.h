@@ -1,8 +1,8 @@
 /* Private to tensor/cuda: the thread body that checks index tensors
  * (range.cu), shared with the host harness (hd.h). The indexing ops and
- * cross-entropy's targets report their first bad index as the CPU kernels
- * do (tensor/index.h, tensor/softmax.h), so a check runs before the op's
- * kernel and the op writes nothing when one is bad. */
+ * cross-entropy's targets report their first bad index with the CPU
+ * kernels' message (tensor/index.h, tensor/softmax.h), once the check has
+ * been read back (range.cuh). */
 #ifndef CTRAINER_TENSOR_CUDA_RANGE_BODY_H
 #define CTRAINER_TENSOR_CUDA_RANGE_BODY_H
 

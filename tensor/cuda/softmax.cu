@@ -50,20 +50,18 @@ static CtStatus cuda_softmax(const CtOpCall *call)
     return launch_softmax<double>(c, call);
 }
 
-/* Every target is a class or the ignored value; else the CPU's error. */
+/* Queues the check that every target is a class or the ignored value
+ * (range.cuh: a bad one is reported later, with the CPU's message). */
 static CtStatus check_targets(CtCudaCtx *c, const CtOpCall *call)
 {
     const CtCrossEntropyParams *p = (const CtCrossEntropyParams *)call->params;
-    CtRangeCheck rc = {p->c, p->use_ignore_index, p->ignore_index};
-    int64_t pos, value;
-    CT_RETURN_IF_ERROR(
-        ct_cuda_check_range(call->backend, c, call->in[1], rc, &pos, &value));
-    if (pos < 0) return CT_OK;
-    char at[160];
-    return ct_error(CT_ERR_INVALID,
-                    "%s: target %lld at index %s is out of range for %lld classes",
-                    p->log_input ? "nll_loss" : "cross_entropy", (long long)value,
-                    ct_position_str(call->in[1], pos, at, sizeof at), (long long)p->c);
+    CtRangeMsg m;
+    m.where = "index";
+    snprintf(m.head, sizeof m.head, "%s: target",
+             p->log_input ? "nll_loss" : "cross_entropy");
+    snprintf(m.tail, sizeof m.tail, "is out of range for %lld classes", (long long)p->c);
+    return ct_cuda_check_range(c, call->in[1],
+                               {p->c, p->use_ignore_index, p->ignore_index}, &m);
 }
 
 template <typename T> static CtStatus launch_ce(CtCudaCtx *c, const CtOpCall *call)
@@ -92,9 +90,8 @@ static CtStatus cuda_cross_entropy(const CtOpCall *call)
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     if (p->n * p->inner == 0) return CT_OK;
-    /* the forward's check waits for the device; the backward reads the
-     * targets the forward checked (the node keeps them), so it does not
-     * check again: one host synchronisation per loss, not two */
+    /* the backward reads the targets the forward checked (the node keeps
+     * them): no second check */
     if (call->op == CT_OP_CROSS_ENTROPY) CT_RETURN_IF_ERROR(check_targets(c, call));
     if (call->in[0]->dtype == CT_F32) return launch_ce<float>(c, call);
     return launch_ce<double>(c, call);

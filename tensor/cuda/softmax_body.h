@@ -143,6 +143,11 @@ CT_HD void ct_ce_fwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *
             if (wout) wout[i] = 0;
             continue;
         }
+        if (tk < 0 || tk >= c) { /* reported by the check (range.cuh) */
+            loss[i] = (T)NAN;
+            if (wout) wout[i] = 0;
+            continue;
+        }
         const T *xr = x + i / inner * c * inner + i % inner;
         T wt = w ? w[tk] : (T)1;
         if (wout) wout[i] = wt;

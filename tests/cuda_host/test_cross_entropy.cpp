@@ -145,9 +145,11 @@ START_TEST(test_bad_target_position)
 }
 END_TEST
 
-/* The backward does not check targets again: one outside the classes gets
- * a zero row (no read out of bounds, which ASan would catch), and every
- * other row is the CPU's, as with that target ignored. */
+/* The target check reports a bad target after the op has run (range.cuh),
+ * and the backward does not check again: a target outside the classes gets
+ * a NaN loss and weight 0 in the forward and a zero row in the backward
+ * (no read out of bounds, which ASan would catch); every other position is
+ * the CPU's, as with that target ignored. */
 START_TEST(test_backward_bad_target_zero_row)
 {
     int64_t shape[3] = {4, 5, 3}, pos[2] = {4, 3};
@@ -161,7 +163,11 @@ START_TEST(test_backward_bad_target_zero_row)
     t[2] = 5, t[7] = -1, t[10] = 1000000;
     ti[2] = ti[7] = ti[10] = -100;
     Tensor *want = ch_out(3, shape, CT_F32), *got = ch_out(3, shape, CT_F32);
+    Tensor *loss = ch_out(2, pos, CT_F32), *wout = ch_out(2, pos, CT_F32);
+    Tensor *gl = ch_out(2, pos, CT_F32), *gw = ch_out(2, pos, CT_F32);
+    CtOpCall fwd = {CT_OP_CROSS_ENTROPY, {loss, wout}, {x, ignored, w}, &p, NULL};
     CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {want}, {x, ignored, w, go}, &p, NULL};
+    ch_cpu(fwd);
     ch_cpu(bwd);
     ChShape shapes[2];
     int ns = ch_shapes(12, shapes);
@@ -172,6 +178,21 @@ START_TEST(test_backward_bad_target_zero_row)
                                     (float *)ct_ptr(got));
         });
         ch_assert_same_bytes(want, got, "bad targets");
+        /* the forward: NaN loss and weight 0 there, the rest as the CPU's */
+        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread th) {
+            ct_ce_fwd_thread<float>(th, p, (const float *)ct_ptr(x), t,
+                                    (const float *)ct_ptr(w), (float *)ct_ptr(gl),
+                                    (float *)ct_ptr(gw));
+        });
+        float *l = (float *)ct_ptr(gl), *lw = (float *)ct_ptr(gw);
+        float *ref = (float *)ct_ptr(loss), *refw = (float *)ct_ptr(wout);
+        for (int i = 0; i < 12; i++) {
+            bool bad = i == 2 || i == 7 || i == 10;
+            ck_assert_msg(bad ? isnan(l[i]) && lw[i] == 0
+                              : !memcmp(&l[i], &ref[i], 4) &&
+                                    !memcmp(&lw[i], &refw[i], 4),
+                          "forward at %d", i);
+        }
     }
     tensor_free(x);
     tensor_free(w);
@@ -180,6 +201,10 @@ START_TEST(test_backward_bad_target_zero_row)
     tensor_free(ignored);
     tensor_free(want);
     tensor_free(got);
+    tensor_free(loss);
+    tensor_free(wout);
+    tensor_free(gl);
+    tensor_free(gw);
 }
 END_TEST
 

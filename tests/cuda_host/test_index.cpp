@@ -3,8 +3,9 @@
  * bit for bit: copies in every element size (f64, f32, bf16, u8, i64, ...),
  * the accumulating ops in f32 and f64 with repeated indices (terms added in
  * index order) into non-zero outputs, every gather/scatter dim with an
- * index smaller than the source, empty indices; and the range check finding
- * the first bad index where the CPU reports it. */
+ * index smaller than the source, empty indices; the range check finding
+ * the first bad index where the CPU reports it, and the bodies skipping a
+ * bad index (the check reports it after the op has run). */
 #include "data.h"
 #include "tensor/cuda/index_body.h"
 #include "tensor/cuda/range_body.h"
@@ -322,6 +323,55 @@ START_TEST(test_bad_index_position)
 }
 END_TEST
 
+/* The range check reports a bad index after the op has run (range.cuh),
+ * so the bodies skip it: a copy writes 0 where it would read, an add adds
+ * nothing; no access out of bounds (ASan), the other elements as usual. */
+START_TEST(test_bad_indices_are_skipped)
+{
+    const int64_t ix[3] = {2, 7, -1};
+    float src[12], out[12];
+    for (int i = 0; i < 12; i++) src[i] = (float)(i + 1);
+    CtIndexParams p = {"index_select", 1, 2, 3, 2, 3}; /* (2, 3, 2), k = 3 */
+    for (int64_t grid = 1; grid <= 3; grid++) {
+        ch_launch(grid, 4,
+                  [&](CtThread t) { ct_index_select_thread<float>(t, p, ix, src, out); });
+        const float want_sel[12] = {5, 6, 0, 0, 0, 0, 11, 12, 0, 0, 0, 0};
+        ck_assert_mem_eq(out, want_sel, sizeof want_sel);
+        float acc[12];
+        for (int i = 0; i < 12; i++) acc[i] = 100;
+        /* out (2, 3, 2) += src (2, 3, 2) rows: only row 0 -> row 2 */
+        ch_launch(grid, 4,
+                  [&](CtThread t) { ct_index_add_thread<float>(t, p, ix, src, acc); });
+        const float want_add[12] = {100, 100, 100, 100, 101, 102,
+                                    100, 100, 100, 100, 107, 108};
+        ck_assert_mem_eq(acc, want_add, sizeof want_add);
+    }
+    int64_t bshape[2] = {2, 3}, ishape[2] = {2, 2};
+    Tensor *big = ch_out(2, bshape, CT_F32), *index = ch_out(2, ishape, CT_I64);
+    float *b = (float *)ct_ptr(big);
+    for (int i = 0; i < 6; i++) b[i] = (float)(10 + i);
+    const int64_t gix[4] = {0, 3, -2, 2};
+    memcpy(ct_ptr(index), gix, sizeof gix);
+    CtGatherGeom g;
+    ct_gather_geom_init(&g, index, big, 1);
+    for (int64_t grid = 1; grid <= 2; grid++) {
+        float got[4], sum[6] = {0, 0, 0, 0, 0, 0};
+        const float add[4] = {1, 2, 3, 4};
+        ch_launch(grid, 2,
+                  [&](CtThread t) { ct_gather_thread<float>(t, g, 4, gix, b, got); });
+        const float want_g[4] = {10, 0, 0, 15};
+        ck_assert_mem_eq(got, want_g, sizeof want_g);
+        ch_launch(grid, 2, [&](CtThread t) {
+            ct_scatter_add_thread<float>(t, g, 2, gix, add, sum);
+        });
+        const float want_s[6] = {1, 0, 0, 0, 0, 4};
+        ck_assert_mem_eq(sum, want_s, sizeof want_s);
+    }
+    tensor_free(big);
+    tensor_free(index);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cuda_host_index");
@@ -331,6 +381,7 @@ int main(void)
     tcase_add_test(tc, test_gather_and_scatter_add);
     tcase_add_test(tc, test_one_hot_every_dtype);
     tcase_add_test(tc, test_bad_index_position);
+    tcase_add_test(tc, test_bad_indices_are_skipped);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
