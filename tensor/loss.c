@@ -15,11 +15,11 @@ static CtStatus ce_backward(CtNode *n, Tensor *g, Tensor **gin)
     const CtCrossEntropyParams *p = CT_NODE_PARAMS(n, CtCrossEntropyParams);
     Tensor *x = n->in[0], *gc = tensor_contiguous(g);
     if (!gc) return ct_last_status();
-    Tensor *gx = ct_tensor_new(x->ndim, x->shape, x->dtype, x->storage->device);
+    Tensor *gx = ct_node_grad_buffer(n, 0, x);
     if (!gx) return ct_last_status();
     CtOpCall c = {.op = CT_OP_CROSS_ENTROPY_BWD,
                   .out = {gx},
-                  .in = {x, n->saved[0], n->saved[1], gc},
+                  .in = {x, n->saved[0], n->saved[1], gc, n->saved[2]},
                   .params = p};
     CtStatus st = ct_dispatch(&c);
     if (st == CT_OK) gin[0] = gx;
@@ -107,21 +107,28 @@ static Tensor *ce_body(const char *op, Tensor *logits, Tensor *target,
     };
     CtOpCall c = {
         .op = CT_OP_CROSS_ENTROPY, .out = {loss, wsum}, .in = {x, t, w}, .params = &p};
+    if (ct_dispatch(&c) != CT_OK) return NULL; /* the caller's scope releases loss */
+    /* a summed or mean loss is reduced here, outside the graph (loss has
+     * no node), and its one node hands the one gradient, over the mean's
+     * divisor, straight to the kernel: no division or spread of the
+     * gradient as ops of their own */
+    Tensor *out = loss, *den = NULL;
+    if (a->reduction != CT_REDUCTION_NONE) {
+        out = tensor_sum_all(loss);
+        /* PyTorch: divided by the summed weights of the non-ignored targets */
+        if (a->reduction == CT_REDUCTION_MEAN) out = tensor_div(out, den = tensor_sum_all(wsum));
+        if (!out) return NULL;
+        p.go_scalar = true;
+    }
     CtNode *n;
-    if (ct_dispatch(&c) != CT_OK ||
-        ct_node_new(loss, op, ce_backward, 1, &x, &n) != CT_OK)
-        return NULL; /* the caller's scope releases loss */
+    if (ct_node_new(out, op, ce_backward, 1, &x, &n) != CT_OK) return NULL;
     if (n) {
         *CT_NODE_PARAMS(n, CtCrossEntropyParams) = p;
         ct_node_save(n, 0, t);
         if (w) ct_node_save(n, 1, w);
+        if (den) ct_node_save(n, 2, den);
     }
-    switch (a->reduction) {
-    case CT_REDUCTION_SUM: return tensor_sum_all(loss);
-    /* PyTorch: divided by the summed weights of the non-ignored targets */
-    case CT_REDUCTION_MEAN: return tensor_div(tensor_sum_all(loss), tensor_sum_all(wsum));
-    default: return loss;
-    }
+    return out;
 }
 
 static Tensor *ce_op(const char *op, Tensor *logits, Tensor *target,

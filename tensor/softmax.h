@@ -33,7 +33,11 @@ typedef struct CtSoftmaxParams {
  *                          A target outside [0, c) that is not ignored makes
  *                          the kernel record an error naming it and its index,
  *                          and return CT_ERR_INVALID before writing anything.
- * CT_OP_CROSS_ENTROPY_BWD: in0..in2 as above, in3 = d loss (n, inner);
+ * CT_OP_CROSS_ENTROPY_BWD: in0..in2 as above, in3 = d loss (n, inner), or
+ *                          one element, every position's, when go_scalar
+ *                          (a summed loss); in4 (optional, one element): the
+ *                          gradients are in3 / in4 (a mean's divisor),
+ *                          divided in the dtype as a division op would;
  *                          out0 <- d logits (n, c, inner). The targets are
  *                          the forward's, which checked them: a backend
  *                          may skip the check (CUDA does, giving a target
@@ -44,6 +48,7 @@ typedef struct CtCrossEntropyParams {
     bool use_ignore_index;
     bool log_input; /* nll_loss: in0 holds log-probabilities, e is 0 */
     double label_smoothing;
+    bool go_scalar; /* BWD: in3 holds one element */
 } CtCrossEntropyParams;
 
 #ifdef __cplusplus

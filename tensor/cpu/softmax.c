@@ -87,10 +87,11 @@ static CtStatus cpu_cross_entropy_bwd(const CtOpCall *c)
     if (st != CT_OK) return st;
     const int64_t *tg = ct_ptr(c->in[1]);
     const void *w = c->in[2] ? ct_ptr(c->in[2]) : NULL;
+    const void *div = c->in[4] ? ct_ptr(c->in[4]) : NULL;
     if (c->in[0]->dtype == CT_F32)
-        ce_bwd_f32(p, ct_ptr(c->in[0]), tg, w, ct_ptr(c->in[3]), ct_ptr(c->out[0]));
+        ce_bwd_f32(p, ct_ptr(c->in[0]), tg, w, ct_ptr(c->in[3]), div, ct_ptr(c->out[0]));
     else
-        ce_bwd_f64(p, ct_ptr(c->in[0]), tg, w, ct_ptr(c->in[3]), ct_ptr(c->out[0]));
+        ce_bwd_f64(p, ct_ptr(c->in[0]), tg, w, ct_ptr(c->in[3]), div, ct_ptr(c->out[0]));
     return CT_OK;
 }
 

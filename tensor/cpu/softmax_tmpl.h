@@ -208,10 +208,11 @@ static void FN(ce_fwd)(const CtCrossEntropyParams *p, const void *xv, const int6
 }
 
 static void FN(ce_bwd)(const CtCrossEntropyParams *p, const void *xv, const int64_t *tg,
-                       const void *wv, const void *gv, void *gxv)
+                       const void *wv, const void *gv, const void *dv, void *gxv)
 {
-    const T *x = xv, *w = wv, *go = gv;
+    const T *x = xv, *w = wv, *go = gv, *div = dv;
     T *gx = gxv;
+    const T g0 = p->go_scalar ? (div ? go[0] / div[0] : go[0]) : 0;
     const int64_t c = p->c, inner = p->inner, np = p->n * inner;
     const T eps = p->log_input ? 0 : (T)p->label_smoothing;
     const T wsum = w ? FN(run_dot)(w, NULL, c) : (T)c;
@@ -224,7 +225,7 @@ static void FN(ce_bwd)(const CtCrossEntropyParams *p, const void *xv, const int6
             for (int64_t k = 0; k < c; k++) gr[k * inner] = 0;
             continue;
         }
-        T g = go[i], wt = w ? w[t] : (T)1;
+        T g = p->go_scalar ? g0 : div ? go[i] / div[0] : go[i], wt = w ? w[t] : (T)1;
         if (p->log_input) {
             for (int64_t k = 0; k < c; k++) gr[k * inner] = 0;
             gr[t * inner] = -g * wt;

@@ -20,9 +20,9 @@ __global__ void ce_fwd_kernel(CtCrossEntropyParams p, const T *x, const int64_t 
 
 template <typename T>
 __global__ void ce_bwd_kernel(CtCrossEntropyParams p, const T *x, const int64_t *tg,
-                              const T *w, const T *go, T *gx)
+                              const T *w, const T *go, const T *div, T *gx)
 {
-    ct_ce_bwd_thread<T>(ct_cuda_thread(), p, x, tg, w, go, gx);
+    ct_ce_bwd_thread<T>(ct_cuda_thread(), p, x, tg, w, go, div, gx);
 }
 
 template <typename T> static const T *opt_ptr(const Tensor *t)
@@ -77,7 +77,8 @@ template <typename T> static CtStatus launch_ce(CtCudaCtx *c, const CtOpCall *ca
         CT_CUDA_CHECK_LAUNCH("ce_fwd_kernel", c->stream);
     } else {
         ce_bwd_kernel<T><<<ct_cuda_blocks(np), CT_CUDA_THREADS, 0, c->stream>>>(
-            *p, x, tg, w, (const T *)ct_ptr(call->in[3]), (T *)ct_ptr(call->out[0]));
+            *p, x, tg, w, (const T *)ct_ptr(call->in[3]), opt_ptr<T>(call->in[4]),
+            (T *)ct_ptr(call->out[0]));
         CT_CUDA_CHECK_LAUNCH("ce_bwd_kernel", c->stream);
     }
     return CT_OK;

@@ -172,7 +172,8 @@ CT_HD void ct_ce_fwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *
  * one thread per position writes that position's c elements. */
 template <typename T>
 CT_HD void ct_ce_bwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *x,
-                            const int64_t *tg, const T *w, const T *go, T *gx)
+                            const int64_t *tg, const T *w, const T *go, const T *div,
+                            T *gx)
 {
     const int64_t c = p.c, inner = p.inner;
     const T eps = p.log_input ? 0 : (T)p.label_smoothing;
@@ -187,7 +188,8 @@ CT_HD void ct_ce_bwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *
             for (int64_t k = 0; k < c; k++) gr[k * inner] = 0;
             continue;
         }
-        T g = go[i], wt = w ? w[tk] : (T)1;
+        T g = p.go_scalar ? go[0] : go[i], wt = w ? w[tk] : (T)1;
+        if (div) g = g / div[0];
         if (p.log_input) {
             for (int64_t k = 0; k < c; k++) gr[k * inner] = 0;
             gr[tk * inner] = -g * wt;

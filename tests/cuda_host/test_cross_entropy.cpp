@@ -5,7 +5,7 @@
  * per position in one run (inner 1) or strided (inner > 1), empty batches;
  * and the target check (range_body.h) finding the position the CPU
  * reports; the backward, which does not check again, giving a bad target
- * a zero row. */
+ * a zero row; one gradient for every position, over a divisor. */
 #include "data.h"
 #include "tensor/cuda/range_body.h"
 #include "tensor/cuda/softmax_body.h"
@@ -51,15 +51,15 @@ static void run_bodies(const ChShape &sh, const CtCrossEntropyParams &p, const T
     });
     ch_launch(sh.grid, sh.block, [&](CtThread t) {
         ct_ce_bwd_thread<T>(t, p, (const T *)ct_ptr(x), (const int64_t *)ct_ptr(tg), wp,
-                            (const T *)ct_ptr(go), (T *)ct_ptr(gx));
+                            (const T *)ct_ptr(go), (const T *)NULL, (T *)ct_ptr(gx));
     });
 }
 
 static void check_case(const int64_t *c, const Variant &v, CtDType dt, int *checked)
 {
     int64_t n = c[0], nc = c[1], inner = c[2], pos[2] = {n, inner};
-    CtCrossEntropyParams p = {n,           nc,         inner, v.ignore, v.use_ignore,
-                              v.log_input, v.smoothing};
+    CtCrossEntropyParams p = {n,           nc,          inner, v.ignore, v.use_ignore,
+                              v.log_input, v.smoothing, false};
     Tensor *x = ch_rand(3, c, dt, v.log_input ? -6 : -3, v.log_input ? 0 : 3, 5);
     Tensor *tg = targets(n, nc, inner, v, 11);
     Tensor *w = v.weight ? ch_rand(1, &nc, dt, 0.5, 2, 13) : NULL;
@@ -124,7 +124,7 @@ START_TEST(test_bad_target_position)
     int64_t *t = (int64_t *)ct_ptr(tg);
     t[3] = -1;
     t[5] = 5;
-    CtCrossEntropyParams p = {3, 5, 2, -100, true, false, 0};
+    CtCrossEntropyParams p = {3, 5, 2, -100, true, false, 0, false};
     Tensor *loss = ch_out(2, ts, CT_F32);
     CtOpCall call = {CT_OP_CROSS_ENTROPY, {loss}, {x, tg}, &p, NULL};
     ck_assert_int_eq(ct_dispatch(&call), CT_ERR_INVALID);
@@ -145,6 +145,87 @@ START_TEST(test_bad_target_position)
 }
 END_TEST
 
+/* A summed or mean loss: one gradient for every position (go_scalar), over
+ * the mean's divisor; the body as the CPU, and both as the gradient
+ * divided first and spread over the positions. */
+START_TEST(test_backward_scalar_gradient)
+{
+    int checked = 0;
+    for (int c = 0; c < NCASES; c++)
+        for (int v = 0; v < NVARIANTS; v++)
+            for (int dt = CT_F32; dt <= CT_F64; dt++)
+                for (int with_div = 0; with_div < 2; with_div++) {
+                    const int64_t *sh = cases[c];
+                    const Variant &va = variants[v];
+                    CtDType d = (CtDType)dt;
+                    int64_t pos[2] = {sh[0], sh[2]}, one = 1;
+                    CtCrossEntropyParams p = {sh[0],        sh[1],         sh[2],
+                                              va.ignore,    va.use_ignore, va.log_input,
+                                              va.smoothing, true};
+                    Tensor *x = ch_rand(3, sh, d, -3, 3, 5),
+                           *tg = targets(sh[0], sh[1], sh[2], va, 11);
+                    Tensor *w = va.weight ? ch_rand(1, &sh[1], d, 0.5, 2, 13) : NULL;
+                    Tensor *g = ch_rand(1, &one, d, -1, 1, 17);
+                    Tensor *div = with_div ? ch_rand(1, &one, d, 3, 9, 19) : NULL;
+                    Tensor *want = ch_out(3, sh, d), *spread_gx = ch_out(3, sh, d);
+                    CtOpCall bwd = {
+                        CT_OP_CROSS_ENTROPY_BWD, {want}, {x, tg, w, g, div}, &p, NULL};
+                    ch_cpu(bwd);
+                    /* the same gradient divided first and given to every position */
+                    Tensor *spread = ch_out(2, pos, d);
+                    for (int64_t i = 0; i < pos[0] * pos[1]; i++) {
+                        if (d == CT_F32) {
+                            float q = ((float *)ct_ptr(g))[0];
+                            if (div) q = q / ((float *)ct_ptr(div))[0];
+                            ((float *)ct_ptr(spread))[i] = q;
+                        } else {
+                            double q = ((double *)ct_ptr(g))[0];
+                            if (div) q = q / ((double *)ct_ptr(div))[0];
+                            ((double *)ct_ptr(spread))[i] = q;
+                        }
+                    }
+                    CtCrossEntropyParams ps = p;
+                    ps.go_scalar = false;
+                    CtOpCall each = {CT_OP_CROSS_ENTROPY_BWD,
+                                     {spread_gx},
+                                     {x, tg, w, spread},
+                                     &ps,
+                                     NULL};
+                    ch_cpu(each);
+                    ch_assert_same_bytes(want, spread_gx, "scalar against spread");
+                    ChShape shapes[2];
+                    int ns = ch_shapes(pos[0] * pos[1], shapes);
+                    for (int k = 0; k < ns; k++) {
+                        Tensor *got = ch_out(3, sh, d);
+                        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread th) {
+                            if (d == CT_F32)
+                                ct_ce_bwd_thread<float>(
+                                    th, p, (const float *)ct_ptr(x),
+                                    (const int64_t *)ct_ptr(tg),
+                                    w ? (const float *)ct_ptr(w) : NULL,
+                                    (const float *)ct_ptr(g),
+                                    div ? (const float *)ct_ptr(div) : NULL,
+                                    (float *)ct_ptr(got));
+                            else
+                                ct_ce_bwd_thread<double>(
+                                    th, p, (const double *)ct_ptr(x),
+                                    (const int64_t *)ct_ptr(tg),
+                                    w ? (const double *)ct_ptr(w) : NULL,
+                                    (const double *)ct_ptr(g),
+                                    div ? (const double *)ct_ptr(div) : NULL,
+                                    (double *)ct_ptr(got));
+                        });
+                        ch_assert_same_bytes(want, got, "scalar gradient");
+                        tensor_free(got);
+                        checked++;
+                    }
+                    Tensor *all[] = {x, tg, w, g, div, want, spread_gx, spread};
+                    for (Tensor *t : all) tensor_free(t);
+                }
+    ck_assert_int_gt(checked, NCASES * NVARIANTS * 2 * 2);
+}
+END_TEST
+
 /* The target check reports a bad target after the op has run (range.cuh),
  * and the backward does not check again: a target outside the classes gets
  * a NaN loss and weight 0 in the forward and a zero row in the backward
@@ -154,7 +235,7 @@ START_TEST(test_backward_bad_target_zero_row)
 {
     int64_t shape[3] = {4, 5, 3}, pos[2] = {4, 3};
     Variant v = {true, false, true, -100, 0.1};
-    CtCrossEntropyParams p = {4, 5, 3, -100, true, false, 0.1};
+    CtCrossEntropyParams p = {4, 5, 3, -100, true, false, 0.1, false};
     Tensor *x = ch_rand(3, shape, CT_F32, -3, 3, 5);
     Tensor *w = ch_rand(1, &shape[1], CT_F32, 0.5, 2, 13);
     Tensor *go = ch_rand(2, pos, CT_F32, -1, 1, 17);
@@ -175,7 +256,7 @@ START_TEST(test_backward_bad_target_zero_row)
         ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread th) {
             ct_ce_bwd_thread<float>(th, p, (const float *)ct_ptr(x), t,
                                     (const float *)ct_ptr(w), (const float *)ct_ptr(go),
-                                    (float *)ct_ptr(got));
+                                    (const float *)NULL, (float *)ct_ptr(got));
         });
         ch_assert_same_bytes(want, got, "bad targets");
         /* the forward: NaN loss and weight 0 there, the rest as the CPU's */
@@ -216,6 +297,7 @@ int main(void)
     tcase_add_test(tc, test_cross_entropy_matches_cpu);
     tcase_add_test(tc, test_bad_target_position);
     tcase_add_test(tc, test_backward_bad_target_zero_row);
+    tcase_add_test(tc, test_backward_scalar_gradient);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

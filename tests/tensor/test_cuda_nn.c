@@ -105,8 +105,8 @@ START_TEST(test_cross_entropy)
         for (int k = 0; k < 2; k++)
             for (int v = 0; v < 3; v++) {
                 const int64_t *sh = shapes[k], ts[2] = {sh[0], sh[2]};
-                CtCrossEntropyParams p = {sh[0], sh[1],  sh[2],           3,
-                                          v > 0, v == 2, v == 1 ? 0.1 : 0};
+                CtCrossEntropyParams p = {
+                    sh[0], sh[1], sh[2], 3, v > 0, v == 2, v == 1 ? 0.1 : 0, false};
                 Tensor *x = rnd(dt, 3, sh, v == 2 ? -6 : -3, v == 2 ? 0 : 3, 3);
                 Tensor *tg = idx(2, ts, sh[1], 4),
                        *w = v == 1 ? rnd(dt, 1, sh + 1, 0.5, 2, 5) : NULL;
@@ -233,7 +233,7 @@ START_TEST(test_bad_index)
     int64_t ts[1] = {4}, ls[3] = {4, 3, 1};
     Tensor *tg = idx(1, ts, 3, 23);
     ((int64_t *)ct_ptr(tg))[2] = -1;
-    CtCrossEntropyParams cp = {4, 3, 1, -100, true, false, 0};
+    CtCrossEntropyParams cp = {4, 3, 1, -100, true, false, 0, false};
     Tensor *loss = on_gpu(tensor_zeros(1, ts, CT_F32, ct_cpu()));
     CtOpCall ce = {.op = CT_OP_CROSS_ENTROPY,
                    .out = {loss},

@@ -417,6 +417,61 @@ START_TEST(test_cross_entropy_backward_leaks_nothing)
 }
 END_TEST
 
+/* x's gradient from backward of loss, with x's gradient zeroed first; the
+ * ops the backward ran into *ops. */
+static Tensor *ce_grad(Tensor *x, Tensor *loss, uint64_t *ops)
+{
+    ck_assert_int_eq(tensor_zero_(tensor_grad(x)), CT_OK);
+    uint64_t before = ct_op_count();
+    ck_assert_int_eq(tensor_backward(loss, NULL), CT_OK);
+    *ops = ct_op_count() - before;
+    return tensor_clone(tensor_grad(x));
+}
+
+/* A summed or mean cross-entropy has one node, which gives its gradient
+ * (over the mean's divisor) straight to the kernel: the bits of summing
+ * and dividing the unreduced loss as ops of their own, in two ops (the
+ * seed and the kernel; x's zeroed gradient is written in place). */
+START_TEST(test_cross_entropy_reduced_backward)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Tensor *x = tu_tensor(CT_F32, 2, X2S, X2), *t = i64(1, (const int64_t[]){4}, T2V);
+    Tensor *w = tu_tensor(CT_F32, 1, (const int64_t[]){5}, W);
+    tensor_set_requires_grad(x, true);
+    tensor_set_grad(x, tensor_zeros(2, X2S, CT_F32, ct_cpu()));
+    /* targets 3, 1, 4, 1; the second ignored */
+    const CtCrossEntropyArgs args[] = {
+        {.reduction = CT_REDUCTION_MEAN},
+        {.reduction = CT_REDUCTION_SUM, .label_smoothing = 0.1},
+        {.reduction = CT_REDUCTION_MEAN,
+         .weight = w,
+         .ignore_index = 1,
+         .use_ignore_index = true,
+         .label_smoothing = 0.2},
+    };
+    const double den[] = {4, 1, 1.5 + 0.25};
+    for (int i = 0; i < 3; i++) {
+        uint64_t ops, ops_none;
+        Tensor *got = ce_grad(x, tensor_cross_entropy(x, t, &args[i]), &ops);
+        CtCrossEntropyArgs none = args[i];
+        none.reduction = CT_REDUCTION_NONE;
+        Tensor *l = tensor_sum_all(tensor_cross_entropy(x, t, &none));
+        if (args[i].reduction == CT_REDUCTION_MEAN)
+            l = tensor_div(l, tensor_full(0, NULL, den[i], CT_F32, ct_cpu()));
+        Tensor *want = ce_grad(x, l, &ops_none);
+        tu_assert_same_bits("reduced in the node", got, want);
+        ck_assert_uint_eq(ops, 2);
+        ck_assert_uint_gt(ops_none, ops);
+    }
+    tensor_free(x);
+    tensor_free(t);
+    tensor_free(w);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------------ elementwise losses */
 
 START_TEST(test_pair_losses_values)
@@ -606,6 +661,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_nll_values);
     tcase_add_test(tc, test_cross_entropy_gradcheck);
     tcase_add_test(tc, test_cross_entropy_backward_leaks_nothing);
+    tcase_add_test(tc, test_cross_entropy_reduced_backward);
     tcase_add_test(tc, test_pair_losses_values);
     tcase_add_test(tc, test_l1_gradient_at_zero);
     tcase_add_test(tc, test_pair_losses_gradcheck);
