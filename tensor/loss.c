@@ -116,7 +116,8 @@ static Tensor *ce_body(const char *op, Tensor *logits, Tensor *target,
     if (a->reduction != CT_REDUCTION_NONE) {
         out = tensor_sum_all(loss);
         /* PyTorch: divided by the summed weights of the non-ignored targets */
-        if (a->reduction == CT_REDUCTION_MEAN) out = tensor_div(out, den = tensor_sum_all(wsum));
+        if (a->reduction == CT_REDUCTION_MEAN)
+            out = tensor_div(out, den = tensor_sum_all(wsum));
         if (!out) return NULL;
         p.go_scalar = true;
     }

@@ -145,6 +145,68 @@ START_TEST(test_bad_target_position)
 }
 END_TEST
 
+/* g (one element) over div (one element, or none), given to every one of
+ * spread's positions, in T as a division op computes it. */
+template <typename T>
+static void spread_gradient(const Tensor *g, const Tensor *div, Tensor *spread)
+{
+    T q = ((const T *)ct_ptr(g))[0];
+    if (div) q = q / ((const T *)ct_ptr(div))[0];
+    for (int64_t i = 0; i < tensor_numel(spread); i++) ((T *)ct_ptr(spread))[i] = q;
+}
+
+template <typename T>
+static void scalar_body(const ChShape &sh, const CtCrossEntropyParams &p, const Tensor *x,
+                        const Tensor *tg, const Tensor *w, const Tensor *g,
+                        const Tensor *div, Tensor *gx)
+{
+    ch_launch(sh.grid, sh.block, [&](CtThread th) {
+        ct_ce_bwd_thread<T>(th, p, (const T *)ct_ptr(x), (const int64_t *)ct_ptr(tg),
+                            w ? (const T *)ct_ptr(w) : NULL, (const T *)ct_ptr(g),
+                            div ? (const T *)ct_ptr(div) : NULL, (T *)ct_ptr(gx));
+    });
+}
+
+/* One case of test_backward_scalar_gradient. */
+static void check_scalar(const int64_t *sh, const Variant &va, CtDType d, bool with_div,
+                         int *checked)
+{
+    int64_t pos[2] = {sh[0], sh[2]}, one = 1;
+    CtCrossEntropyParams p = {sh[0],         sh[1],        sh[2],        va.ignore,
+                              va.use_ignore, va.log_input, va.smoothing, true};
+    Tensor *x = ch_rand(3, sh, d, -3, 3, 5), *tg = targets(sh[0], sh[1], sh[2], va, 11);
+    Tensor *w = va.weight ? ch_rand(1, &sh[1], d, 0.5, 2, 13) : NULL;
+    Tensor *g = ch_rand(1, &one, d, -1, 1, 17);
+    Tensor *div = with_div ? ch_rand(1, &one, d, 3, 9, 19) : NULL;
+    Tensor *want = ch_out(3, sh, d), *spread_gx = ch_out(3, sh, d),
+           *spread = ch_out(2, pos, d);
+    CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {want}, {x, tg, w, g, div}, &p, NULL};
+    ch_cpu(bwd);
+    if (d == CT_F32)
+        spread_gradient<float>(g, div, spread);
+    else
+        spread_gradient<double>(g, div, spread);
+    CtCrossEntropyParams ps = p;
+    ps.go_scalar = false;
+    CtOpCall each = {CT_OP_CROSS_ENTROPY_BWD, {spread_gx}, {x, tg, w, spread}, &ps, NULL};
+    ch_cpu(each);
+    ch_assert_same_bytes(want, spread_gx, "scalar against spread");
+    ChShape shapes[2];
+    int ns = ch_shapes(pos[0] * pos[1], shapes);
+    for (int k = 0; k < ns; k++) {
+        Tensor *got = ch_out(3, sh, d);
+        if (d == CT_F32)
+            scalar_body<float>(shapes[k], p, x, tg, w, g, div, got);
+        else
+            scalar_body<double>(shapes[k], p, x, tg, w, g, div, got);
+        ch_assert_same_bytes(want, got, "scalar gradient");
+        tensor_free(got);
+        ++*checked;
+    }
+    Tensor *all[] = {x, tg, w, g, div, want, spread_gx, spread};
+    for (Tensor *t : all) tensor_free(t);
+}
+
 /* A summed or mean loss: one gradient for every position (go_scalar), over
  * the mean's divisor; the body as the CPU, and both as the gradient
  * divided first and spread over the positions. */
@@ -154,74 +216,8 @@ START_TEST(test_backward_scalar_gradient)
     for (int c = 0; c < NCASES; c++)
         for (int v = 0; v < NVARIANTS; v++)
             for (int dt = CT_F32; dt <= CT_F64; dt++)
-                for (int with_div = 0; with_div < 2; with_div++) {
-                    const int64_t *sh = cases[c];
-                    const Variant &va = variants[v];
-                    CtDType d = (CtDType)dt;
-                    int64_t pos[2] = {sh[0], sh[2]}, one = 1;
-                    CtCrossEntropyParams p = {sh[0],        sh[1],         sh[2],
-                                              va.ignore,    va.use_ignore, va.log_input,
-                                              va.smoothing, true};
-                    Tensor *x = ch_rand(3, sh, d, -3, 3, 5),
-                           *tg = targets(sh[0], sh[1], sh[2], va, 11);
-                    Tensor *w = va.weight ? ch_rand(1, &sh[1], d, 0.5, 2, 13) : NULL;
-                    Tensor *g = ch_rand(1, &one, d, -1, 1, 17);
-                    Tensor *div = with_div ? ch_rand(1, &one, d, 3, 9, 19) : NULL;
-                    Tensor *want = ch_out(3, sh, d), *spread_gx = ch_out(3, sh, d);
-                    CtOpCall bwd = {
-                        CT_OP_CROSS_ENTROPY_BWD, {want}, {x, tg, w, g, div}, &p, NULL};
-                    ch_cpu(bwd);
-                    /* the same gradient divided first and given to every position */
-                    Tensor *spread = ch_out(2, pos, d);
-                    for (int64_t i = 0; i < pos[0] * pos[1]; i++) {
-                        if (d == CT_F32) {
-                            float q = ((float *)ct_ptr(g))[0];
-                            if (div) q = q / ((float *)ct_ptr(div))[0];
-                            ((float *)ct_ptr(spread))[i] = q;
-                        } else {
-                            double q = ((double *)ct_ptr(g))[0];
-                            if (div) q = q / ((double *)ct_ptr(div))[0];
-                            ((double *)ct_ptr(spread))[i] = q;
-                        }
-                    }
-                    CtCrossEntropyParams ps = p;
-                    ps.go_scalar = false;
-                    CtOpCall each = {CT_OP_CROSS_ENTROPY_BWD,
-                                     {spread_gx},
-                                     {x, tg, w, spread},
-                                     &ps,
-                                     NULL};
-                    ch_cpu(each);
-                    ch_assert_same_bytes(want, spread_gx, "scalar against spread");
-                    ChShape shapes[2];
-                    int ns = ch_shapes(pos[0] * pos[1], shapes);
-                    for (int k = 0; k < ns; k++) {
-                        Tensor *got = ch_out(3, sh, d);
-                        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread th) {
-                            if (d == CT_F32)
-                                ct_ce_bwd_thread<float>(
-                                    th, p, (const float *)ct_ptr(x),
-                                    (const int64_t *)ct_ptr(tg),
-                                    w ? (const float *)ct_ptr(w) : NULL,
-                                    (const float *)ct_ptr(g),
-                                    div ? (const float *)ct_ptr(div) : NULL,
-                                    (float *)ct_ptr(got));
-                            else
-                                ct_ce_bwd_thread<double>(
-                                    th, p, (const double *)ct_ptr(x),
-                                    (const int64_t *)ct_ptr(tg),
-                                    w ? (const double *)ct_ptr(w) : NULL,
-                                    (const double *)ct_ptr(g),
-                                    div ? (const double *)ct_ptr(div) : NULL,
-                                    (double *)ct_ptr(got));
-                        });
-                        ch_assert_same_bytes(want, got, "scalar gradient");
-                        tensor_free(got);
-                        checked++;
-                    }
-                    Tensor *all[] = {x, tg, w, g, div, want, spread_gx, spread};
-                    for (Tensor *t : all) tensor_free(t);
-                }
+                for (int with_div = 0; with_div < 2; with_div++)
+                    check_scalar(cases[c], variants[v], (CtDType)dt, with_div, &checked);
     ck_assert_int_gt(checked, NCASES * NVARIANTS * 2 * 2);
 }
 END_TEST
