@@ -29,8 +29,9 @@
  * the batch size, --batches caps the batches per epoch (resnet18: 10 by default). Prints,
  * like the PyTorch script, "epoch_s <seconds> step_ms <ms> last_loss <loss>" per epoch
  * (timed from on_train_epoch_start to on_train_epoch_end; step_ms is that
- * over the batches) and "peak_rss_mib <MiB>" (getrusage ru_maxrss) at the
- * end. bench/run_trainer_bench.sh runs both sides interleaved.
+ * over the batches), "ops_per_step <n> host_syncs_per_step <n>" (ct_op_count
+ * and ct_host_sync_count on the training thread) and "peak_rss_mib <MiB>"
+ * (getrusage ru_maxrss) at the end. bench/run_trainer_bench.sh runs both sides interleaved.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
@@ -78,6 +79,7 @@ static CtStatus collate_basicnet(const DataSample *s, int64_t n, DataBatch *out,
 typedef struct EpochTimer {
     Callback base;
     double t0, c0; /* wall and process CPU seconds at the epoch start */
+    uint64_t ops0, syncs0; /* ct_op_count, ct_host_sync_count at the epoch start */
     double last_loss;
     int64_t batch_images; /* > 0: print images/s */
 } EpochTimer;
@@ -87,6 +89,8 @@ static CtStatus et_start(Callback *cb, Trainer *t)
     (void)t;
     ((EpochTimer *)cb)->t0 = bench_now();
     ((EpochTimer *)cb)->c0 = bench_cpu_now();
+    ((EpochTimer *)cb)->ops0 = ct_op_count();
+    ((EpochTimer *)cb)->syncs0 = ct_host_sync_count();
     return CT_OK;
 }
 
@@ -111,6 +115,11 @@ static CtStatus et_end(Callback *cb, Trainer *t)
            1e3 * dt / steps, dc, 1e3 * dc / steps, e->last_loss);
     if (e->batch_images > 0)
         printf("images_per_s %.1f\n", (double)e->batch_images * steps / dt);
+    /* the training thread's ops (on a GPU, about its kernel launches) and
+     * host synchronisations per step */
+    printf("ops_per_step %.2f host_syncs_per_step %.3f\n",
+           (double)(ct_op_count() - e->ops0) / steps,
+           (double)(ct_host_sync_count() - e->syncs0) / steps);
     fflush(stdout);
     return CT_OK;
 }

@@ -87,7 +87,7 @@ bench() {
     if [ $dry -eq 0 ] && [ -f "$log" ]; then
         {
             echo "## $name: $*"
-            grep -E '^(epoch_s|images_per_s|peak_rss_mib)' "$log"
+            grep -E '^(epoch_s|images_per_s|ops_per_step|peak_rss_mib)' "$log"
         } >>"$results"
     fi
 }
