@@ -22,14 +22,19 @@ CtStatus loss_tracker_add(LossTracker *lt, Tensor *loss, int64_t batch_size)
         if (!lt->sum) return ct_last_status();
     }
     /* total += loss * batch_size in f64, in step order: the same bits as a
-     * host-side sum of the values read back */
+     * host-side sum of the values read back. The sum is a new tensor, never
+     * an update in place, so a tracker assigned from this one keeps its
+     * value by sharing the old tensor. */
     bool grad = ct_set_grad_enabled(false);
     Tensor *w =
         tensor_mul_scalar(tensor_cast(tensor_detach(loss), CT_F64), (double)batch_size);
-    CtStatus st = w ? tensor_add_(lt->sum, w) : ct_last_status();
+    Tensor *next = w ? tensor_retain(tensor_add(lt->sum, w)) : NULL;
     ct_set_grad_enabled(grad);
-    if (st == CT_OK) lt->count += (double)batch_size;
-    return st;
+    if (!next) return ct_last_status();
+    tensor_free(lt->sum);
+    lt->sum = next;
+    lt->count += (double)batch_size;
+    return CT_OK;
 }
 
 CtStatus loss_tracker_total(const LossTracker *lt, double *total)
@@ -46,17 +51,12 @@ CtStatus loss_tracker_assign(LossTracker *dst, const LossTracker *src)
     if (dst == src) return CT_OK;
     dst->total = src->total;
     dst->count = src->count;
-    if (!src->sum) {
-        tensor_free(dst->sum);
-        dst->sum = NULL;
-        return CT_OK;
-    }
-    if (dst->sum && !ct_device_eq(tensor_device(dst->sum), tensor_device(src->sum))) {
-        tensor_free(dst->sum);
-        dst->sum = NULL;
-    }
-    if (!dst->sum) dst->sum = scalar_on(tensor_device(src->sum), 0);
-    return dst->sum ? tensor_copy_(dst->sum, src->sum) : ct_last_status();
+    /* sums are never changed in place (loss_tracker_add): sharing the
+     * tensor is a copy, without an op */
+    Tensor *sum = tensor_retain(src->sum);
+    tensor_free(dst->sum);
+    dst->sum = sum;
+    return CT_OK;
 }
 
 void loss_tracker_reset(LossTracker *lt)

@@ -21,7 +21,8 @@ CtStatus loss_tracker_add(LossTracker *lt, Tensor *loss, int64_t batch_size);
 /* The running total in *total: one host read (a device synchronisation)
  * when it lives on a device. */
 CtStatus loss_tracker_total(const LossTracker *lt, double *total);
-/* dst <- src, keeping dst's own device tensor (a device copy, no read). */
+/* dst <- src: dst shares src's device tensor, which no tracker changes in
+ * place (no op, no read). */
 CtStatus loss_tracker_assign(LossTracker *dst, const LossTracker *src);
 /* Releases lt's device tensor; lt becomes the empty tracker. */
 void loss_tracker_reset(LossTracker *lt);
