@@ -31,7 +31,8 @@
  * (timed from on_train_epoch_start to on_train_epoch_end; step_ms is that
  * over the batches), "ops_per_step <n> host_syncs_per_step <n>" (ct_op_count
  * and ct_host_sync_count on the training thread) and "peak_rss_mib <MiB>"
- * (getrusage ru_maxrss) at the end. bench/run_trainer_bench.sh runs both sides interleaved.
+ * (getrusage ru_maxrss) at the end. bench/run_trainer_bench.sh runs both sides
+ * interleaved.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
@@ -78,7 +79,7 @@ static CtStatus collate_basicnet(const DataSample *s, int64_t n, DataBatch *out,
 
 typedef struct EpochTimer {
     Callback base;
-    double t0, c0; /* wall and process CPU seconds at the epoch start */
+    double t0, c0;         /* wall and process CPU seconds at the epoch start */
     uint64_t ops0, syncs0; /* ct_op_count, ct_host_sync_count at the epoch start */
     double last_loss;
     int64_t batch_images; /* > 0: print images/s */

@@ -228,13 +228,13 @@ static CtStatus accumulate_leaf(Tensor *leaf, Tensor *g)
 static Tensor *zeroed_grad(const Tensor *x)
 {
     Tensor *g = x->grad;
-    if (!g || x->grad_fn || !tensor_is_contiguous(g) || g->dtype != x->dtype ||
-        !ct_device_eq(g->storage->device, x->storage->device) ||
+    if (!g || x->grad_fn || g->ndim != x->ndim || !tensor_is_contiguous(g) ||
+        g->dtype != x->dtype || !ct_device_eq(g->storage->device, x->storage->device) ||
         x->grad_written_at == g->storage->version || !ct_known_zero(g))
         return NULL;
     for (int d = 0; d < x->ndim; d++)
         if (g->shape[d] != x->shape[d]) return NULL;
-    return g->ndim == x->ndim ? g : NULL;
+    return g;
 }
 
 /* Offers n's leaf inputs' zeroed gradients as its outputs (once per leaf:

@@ -1,6 +1,4 @@
 /* Broadcasting binary ops: arithmetic (differentiable) and comparisons. */
-#include <string.h>
-
 #include "internal.h"
 
 /* gout summed down to x's shape (the reverse of broadcasting). */
@@ -155,28 +153,6 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
         if (!wins) return ct_op_discard(out);
     }
     return out;
-}
-
-CtStatus tensor_add_(Tensor *dst, const Tensor *src)
-{
-    const char *op = "tensor_add_";
-    int64_t shape[CT_MAX_DIMS];
-    if (!dst || !src) {
-        CtStatus st = ct_last_status(); /* a NULL from a failed op keeps its error */
-        return st != CT_OK ? st : ct_error(CT_ERR_NULL, "%s: NULL tensor", op);
-    }
-    if (!ct_check_inputs(op, 2, (const Tensor *[]){dst, src}) ||
-        !ct_check_same_dtype(op, dst, src))
-        return ct_last_status();
-    int nd = ct_broadcast_shape(op, dst, src, shape);
-    if (nd < 0) return ct_last_status();
-    if (nd != dst->ndim || memcmp(shape, dst->shape, (size_t)nd * sizeof *shape)) {
-        char d1[96], d2[96];
-        return ct_error(CT_ERR_SHAPE, "%s: src %s does not broadcast to dst %s", op,
-                        tensor_describe(src, d1, sizeof d1),
-                        tensor_describe(dst, d2, sizeof d2));
-    }
-    return run_binary(CT_BIN_ADD, dst, dst, src);
 }
 
 Tensor *tensor_add(Tensor *a, Tensor *b)

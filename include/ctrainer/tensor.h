@@ -165,9 +165,6 @@ CtStatus tensor_fill_(Tensor *t, double value);
 CtStatus tensor_zero_(Tensor *t);
 /* dst <- src (same shape; dtype and device may differ). */
 CtStatus tensor_copy_(Tensor *dst, const Tensor *src);
-/* dst += src (src of dst's dtype and device, broadcast to dst's shape):
- * one op, where tensor_add and a copy back are two. */
-CtStatus tensor_add_(Tensor *dst, const Tensor *src);
 
 /* Makes t a contiguous view of block[off, off + numel(t)) after copying t's
  * values there. block is 1-d with t's dtype (any device: values are copied

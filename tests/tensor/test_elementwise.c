@@ -471,35 +471,6 @@ START_TEST(test_binary_gradcheck_broadcast)
 }
 END_TEST
 
-/* tensor_add_: in place, broadcasting src, one op; shape and dtype errors
- * leave dst as it was. */
-START_TEST(test_add_in_place)
-{
-    TU_MEM_BEGIN;
-    CtScope *s = ct_scope_open();
-    Tensor *d = tu_tensor(CT_F32, 2, SHAPE(2, 3), (double[]){1, 2, 3, 4, 5, 6});
-    Tensor *row = tu_tensor(CT_F32, 1, SHAPE(3), (double[]){10, 20, 30});
-    uint64_t ops = ct_op_count();
-    ck_assert_int_eq(tensor_add_(d, row), CT_OK);
-    ck_assert_uint_eq(ct_op_count() - ops, 1);
-    tu_assert_values(d, ((double[]){11, 22, 33, 14, 25, 36}), 6, 0, 0);
-    ck_assert_int_eq(tensor_add_(row, d), CT_ERR_SHAPE); /* would grow dst */
-    tu_assert_error(CT_ERR_SHAPE, "does not broadcast to dst");
-    Tensor *r64 = tu_tensor(CT_F64, 1, SHAPE(3), (double[]){1, 1, 1});
-    ck_assert_int_eq(tensor_add_(d, r64), CT_ERR_DTYPE);
-    tu_assert_error(CT_ERR_DTYPE, "tensor_add_");
-    ck_assert_int_eq(tensor_add_(NULL, row), CT_ERR_NULL);
-    tu_assert_error(CT_ERR_NULL, "tensor_add_");
-    tu_assert_values(d, ((double[]){11, 22, 33, 14, 25, 36}), 6, 0, 0);
-    tu_assert_values(row, ((double[]){10, 20, 30}), 3, 0, 0);
-    tensor_free(d);
-    tensor_free(row);
-    tensor_free(r64);
-    ct_scope_close(s);
-    TU_MEM_END;
-}
-END_TEST
-
 /* ---------------------------------------------------------- comparisons */
 
 START_TEST(test_comparisons)
@@ -805,7 +776,6 @@ Suite *elementwise_suite(void)
     tcase_add_test(tc, test_unary_noncontiguous_forward);
     tcase_add_test(tc, test_unary_large);
     tcase_add_test(tc, test_integer_unary);
-    tcase_add_test(tc, test_add_in_place);
     tcase_add_test(tc, test_comparisons);
     tcase_add_test(tc, test_binary_low_dtypes);
     tcase_add_test(tc, test_where_forward);
