@@ -83,6 +83,28 @@ static Tensor *reduce_loss(Tensor *loss, CtReduction r)
     }
 }
 
+/* Gives the CROSS_ENTROPY call c the one-element outputs of its fold (the
+ * sum in *out, and a mean's divisor in *den, as out2/out3) when the backend
+ * folds this call; false, with c as it was, otherwise. *out is NULL on
+ * failure. */
+static bool fold_outputs(CtOpCall *c, Tensor **out, Tensor **den)
+{
+    const Tensor *x = c->in[0];
+    const CtBackend *be = ct_backend_peek(x->storage->device);
+    CtCrossEntropyParams *p = (CtCrossEntropyParams *)c->params;
+    p->fold = true;
+    bool folds = be && ct_backend_supports(be, c);
+    p->fold = false;
+    if (!folds) return false;
+    CtDevice dev = x->storage->device;
+    *out = ct_tensor_new(0, NULL, x->dtype, dev);
+    *den = c->out[1] ? ct_tensor_new(0, NULL, x->dtype, dev) : NULL;
+    if (c->out[1] && !*den) *out = NULL;
+    c->out[2] = *out;
+    c->out[3] = *den;
+    return true;
+}
+
 /* Runs inside the caller's private scope. */
 static Tensor *ce_body(const char *op, Tensor *logits, Tensor *target,
                        const CtCrossEntropyArgs *a, bool log_input)
@@ -107,19 +129,24 @@ static Tensor *ce_body(const char *op, Tensor *logits, Tensor *target,
     };
     CtOpCall c = {
         .op = CT_OP_CROSS_ENTROPY, .out = {loss, wsum}, .in = {x, t, w}, .params = &p};
-    if (ct_dispatch(&c) != CT_OK) return NULL; /* the caller's scope releases loss */
-    /* a summed or mean loss is reduced here, outside the graph (loss has
-     * no node), and its one node hands the one gradient, over the mean's
-     * divisor, straight to the kernel: no division or spread of the
-     * gradient as ops of their own */
+    /* a summed or mean loss is reduced outside the graph (loss has no
+     * node), by the kernel itself where the backend can (fold); its one
+     * node hands the one gradient, over the mean's divisor, straight to
+     * the backward kernel: no division or spread of the gradient as ops of
+     * their own */
     Tensor *out = loss, *den = NULL;
     if (a->reduction != CT_REDUCTION_NONE) {
+        p.go_scalar = true;
+        p.fold = fold_outputs(&c, &out, &den);
+        if (!out) return NULL;
+    }
+    if (ct_dispatch(&c) != CT_OK) return NULL; /* the caller's scope releases loss */
+    if (a->reduction != CT_REDUCTION_NONE && !p.fold) {
         out = tensor_sum_all(loss);
         /* PyTorch: divided by the summed weights of the non-ignored targets */
         if (a->reduction == CT_REDUCTION_MEAN)
             out = tensor_div(out, den = tensor_sum_all(wsum));
         if (!out) return NULL;
-        p.go_scalar = true;
     }
     CtNode *n;
     if (ct_node_new(out, op, ce_backward, 1, &x, &n) != CT_OK) return NULL;

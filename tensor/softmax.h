@@ -33,6 +33,14 @@ typedef struct CtSoftmaxParams {
  *                          A target outside [0, c) that is not ignored makes
  *                          the kernel record an error naming it and its index,
  *                          and return CT_ERR_INVALID before writing anything.
+ *                          With `fold` (a summed or mean loss), also out2 (one
+ *                          element) <- the sum of out0 and, when out1 is given
+ *                          (a mean), out3 (one element) <- the sum of out1 and
+ *                          out2 <- that sum of out0 / out3, divided in the
+ *                          dtype: the bits of a REDUCE of out0 (and of out1)
+ *                          and a division op, in one op. A backend may refuse
+ *                          `fold` for some sizes (supports); tensor/loss.c
+ *                          then runs those ops.
  * CT_OP_CROSS_ENTROPY_BWD: in0..in2 as above, in3 = d loss (n, inner), or
  *                          one element, every position's, when go_scalar
  *                          (a summed loss); in4 (optional, one element): the
@@ -49,6 +57,7 @@ typedef struct CtCrossEntropyParams {
     bool log_input; /* nll_loss: in0 holds log-probabilities, e is 0 */
     double label_smoothing;
     bool go_scalar; /* BWD: in3 holds one element */
+    bool fold;      /* FWD: the sum (and mean) in out2 (and out3) too */
 } CtCrossEntropyParams;
 
 #ifdef __cplusplus

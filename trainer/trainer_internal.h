@@ -6,25 +6,28 @@
 
 /* Sample-weighted running loss of one epoch (pytorch-accelerated's
  * LossTracker); totals are reduced across processes at the epoch end. The
- * running total lives on the loss's device (`sum`, owned) once a batch is
- * added, so a step never reads it back; `total` is the value it started
- * from (0, or a resumed checkpoint's). Copy with loss_tracker_assign, not
- * `=`; release with loss_tracker_reset. */
+ * steps' losses are logged on the loss's device (`log`, loss_tracker.c)
+ * so a step never reads one back; `total` is the sum folded on the host
+ * before them (0, or a resumed checkpoint's). Copy with
+ * loss_tracker_assign, not `=`; release with loss_tracker_reset. */
+typedef struct LossLog LossLog;
 typedef struct LossTracker {
-    double total; /* sum of loss * batch_size while sum is NULL */
+    double total; /* sum of loss * batch_size of the steps before log */
     double count; /* samples */
-    Tensor *sum;  /* f64[1] on the loss's device, or NULL */
+    LossLog *log; /* later steps' losses (shared, a reference), or NULL */
+    int64_t n;    /* how many of log's steps are this tracker's */
 } LossTracker;
 
-/* total += loss * batch_size on the loss's device (no host read). */
+/* total += loss * batch_size: one op on the loss's device, and no host
+ * read but one every few thousand steps. */
 CtStatus loss_tracker_add(LossTracker *lt, Tensor *loss, int64_t batch_size);
 /* The running total in *total: one host read (a device synchronisation)
  * when it lives on a device. */
 CtStatus loss_tracker_total(const LossTracker *lt, double *total);
-/* dst <- src: dst shares src's device tensor, which no tracker changes in
- * place (no op, no read). */
+/* dst <- src: dst shares src's log, whose written steps no tracker
+ * changes (no op, no read). */
 CtStatus loss_tracker_assign(LossTracker *dst, const LossTracker *src);
-/* Releases lt's device tensor; lt becomes the empty tracker. */
+/* Releases lt's log; lt becomes the empty tracker. */
 void loss_tracker_reset(LossTracker *lt);
 
 /* A loaded checkpoint's position and the parts applied once a run reaches

@@ -28,6 +28,11 @@ void ct_cpu_register_index(CtKernelFn *k,
 CtStatus ct_cpu_matmul(const CtMatmulParams *p, CtDType dt, const void *A, const void *B,
                        void *C);
 
+/* y[0] <- the sum of the n contiguous elements at x (f32 or f64): the
+ * bits of a REDUCE summing a contiguous tensor over every dim. Errors: out
+ * of memory (partial sums of a long run). */
+CtStatus ct_cpu_sum_contiguous(CtDType dt, const void *x, int64_t n, void *y);
+
 /* Memory-bound work below this many elements runs on one thread. An OpenMP
  * fork/join costs a few microseconds on an idle machine, but its
  * end-of-region barrier waits for every team thread, and when another

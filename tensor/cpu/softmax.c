@@ -65,6 +65,24 @@ static CtStatus check_targets(const CtOpCall *c, const CtCrossEntropyParams *p)
     return CT_OK;
 }
 
+/* out2 <- sum(out0), and for a mean (out1 given) out3 <- sum(out1) and
+ * out2 <- out2 / out3: a REDUCE of each and a division op, bit for bit. */
+static CtStatus fold(const CtOpCall *c, CtDType dt)
+{
+    int64_t np = tensor_numel(c->out[0]);
+    void *sum = ct_ptr(c->out[2]);
+    CtStatus st = ct_cpu_sum_contiguous(dt, ct_ptr(c->out[0]), np, sum);
+    if (st != CT_OK || !c->out[1]) return st;
+    void *den = ct_ptr(c->out[3]);
+    st = ct_cpu_sum_contiguous(dt, ct_ptr(c->out[1]), np, den);
+    if (st != CT_OK) return st;
+    if (dt == CT_F32)
+        *(float *)sum = *(const float *)sum / *(const float *)den;
+    else
+        *(double *)sum = *(const double *)sum / *(const double *)den;
+    return CT_OK;
+}
+
 static CtStatus cpu_cross_entropy(const CtOpCall *c)
 {
     const CtCrossEntropyParams *p = c->params;
@@ -73,11 +91,12 @@ static CtStatus cpu_cross_entropy(const CtOpCall *c)
     const int64_t *tg = ct_ptr(c->in[1]);
     const void *w = c->in[2] ? ct_ptr(c->in[2]) : NULL;
     void *wo = c->out[1] ? ct_ptr(c->out[1]) : NULL;
-    if (c->in[0]->dtype == CT_F32)
+    CtDType dt = c->in[0]->dtype;
+    if (dt == CT_F32)
         ce_fwd_f32(p, ct_ptr(c->in[0]), tg, w, ct_ptr(c->out[0]), wo);
     else
         ce_fwd_f64(p, ct_ptr(c->in[0]), tg, w, ct_ptr(c->out[0]), wo);
-    return CT_OK;
+    return p->fold ? fold(c, dt) : CT_OK;
 }
 
 static CtStatus cpu_cross_entropy_bwd(const CtOpCall *c)

@@ -75,29 +75,44 @@ static CtStatus drain(CtCudaCtx *c, CtRangeLog *g)
     return st != CT_OK ? st : reset;
 }
 
-CtStatus ct_cuda_check_range(CtCudaCtx *c, const Tensor *index, CtRangeCheck rc,
-                             const CtRangeMsg *msg)
+CtStatus ct_cuda_range_begin(CtCudaCtx *c, unsigned long long **slot)
 {
-    int64_t n = tensor_numel(index);
-    if (n == 0) return CT_OK;
     pthread_mutex_lock(&c->mu);
     CtRangeLog *g = c->ranges;
     CtStatus st = g ? CT_OK : log_new(c, &g);
     if (st == CT_OK) __atomic_store_n(&c->ranges, g, __ATOMIC_RELEASE);
     if (st == CT_OK && g->n == CT_RANGE_SLOTS) st = drain(c, g);
-    if (st == CT_OK) {
-        int k = g->n;
-        range_kernel<<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
-            (const int64_t *)ct_ptr(index), n, rc, g->dev + k);
-        st = CT_CUDA_STATUS(cudaGetLastError());
-        if (st == CT_OK) {
-            g->entry[k].index = tensor_retain((Tensor *)index);
-            g->entry[k].msg = *msg;
-            g->n = k + 1;
-        }
+    if (st != CT_OK) {
+        pthread_mutex_unlock(&c->mu);
+        return st;
+    }
+    *slot = g->dev + g->n;
+    return CT_OK;
+}
+
+CtStatus ct_cuda_range_end(CtCudaCtx *c, const Tensor *index, const CtRangeMsg *msg,
+                           CtStatus launched)
+{
+    CtRangeLog *g = c->ranges;
+    if (launched == CT_OK) {
+        g->entry[g->n].index = tensor_retain((Tensor *)index);
+        g->entry[g->n].msg = *msg;
+        g->n++;
     }
     pthread_mutex_unlock(&c->mu);
-    return st;
+    return launched;
+}
+
+CtStatus ct_cuda_check_range(CtCudaCtx *c, const Tensor *index, CtRangeCheck rc,
+                             const CtRangeMsg *msg)
+{
+    int64_t n = tensor_numel(index);
+    if (n == 0) return CT_OK;
+    unsigned long long *slot;
+    CT_RETURN_IF_ERROR(ct_cuda_range_begin(c, &slot));
+    range_kernel<<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
+        (const int64_t *)ct_ptr(index), n, rc, slot);
+    return ct_cuda_range_end(c, index, msg, CT_CUDA_STATUS(cudaGetLastError()));
 }
 
 CtStatus ct_cuda_range_report(CtCudaCtx *c)

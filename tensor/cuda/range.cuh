@@ -2,7 +2,9 @@
  * range_body.h) without waiting for the device. CUDA sources only.
  *
  * A check is one kernel that records the first bad position in a device
- * slot of the context's log, and keeps a reference to the index tensor.
+ * slot of the context's log (a kernel of its own, or the op's kernel,
+ * which reads the indices anyway), and keeps a reference to the index
+ * tensor.
  * Nothing waits for it: the log is read, and the first bad index reported
  * with the op's message, by the next copy that waits for the device, the
  * next synchronisation, or the check that finds the log full (every
@@ -32,6 +34,15 @@ typedef struct CtRangeMsg {
  * was full and had one, CT_ERR_BACKEND when a CUDA call fails. */
 CtStatus ct_cuda_check_range(CtCudaCtx *c, const Tensor *index, CtRangeCheck rc,
                              const CtRangeMsg *msg);
+/* A check made by the op's own kernel: begin locks the log and gives the
+ * slot that kernel lowers (as ct_range_thread does); the caller launches
+ * it on c's stream and hands the launch's status to end, which queues the
+ * check when it is CT_OK and unlocks. begin fails (log unlocked) with an
+ * earlier check's error when the log was full and had one, or a CUDA
+ * error. */
+CtStatus ct_cuda_range_begin(CtCudaCtx *c, unsigned long long **slot);
+CtStatus ct_cuda_range_end(CtCudaCtx *c, const Tensor *index, const CtRangeMsg *msg,
+                           CtStatus launched);
 /* Waits for the queued checks and empties the log: the first bad index's
  * error (CT_ERR_INVALID), else CT_OK. Copies and synchronisations call it
  * after they have waited. */

@@ -1,7 +1,10 @@
 /* SOFTMAX(_BWD) and CROSS_ENTROPY(_BWD) on f32 and f64 (softmax_body.h),
- * one thread per run or position, summing in the CPU kernel's order.
- * Cross-entropy checks its targets first (range.cuh): a bad one is reported
- * as the CPU reports it, and nothing is written. */
+ * one thread per run or position, summing in the CPU kernel's order. A
+ * summed or mean cross-entropy of up to CT_CE_FOLD_MAX positions (a
+ * classifier's batch) is one block whose thread 0 then folds the losses:
+ * one launch for what were three ops.
+ * The forward checks its targets in its own kernel (range.cuh): a bad one
+ * is reported later, with the CPU's message. */
 #include "range.cuh"
 #include "softmax_body.h"
 
@@ -13,9 +16,20 @@ __global__ void softmax_kernel(CtSoftmaxParams p, const T *x, const T *g, T *y)
 
 template <typename T>
 __global__ void ce_fwd_kernel(CtCrossEntropyParams p, const T *x, const int64_t *tg,
-                              const T *w, T *loss, T *wout)
+                              const T *w, T *loss, T *wout, unsigned long long *bad)
 {
-    ct_ce_fwd_thread<T>(ct_cuda_thread(), p, x, tg, w, loss, wout);
+    ct_ce_fwd_thread<T>(ct_cuda_thread(), p, x, tg, w, loss, wout, bad);
+}
+
+/* One block: every position's loss, then the fold on one thread. */
+template <typename T>
+__global__ void ce_fold_kernel(CtCrossEntropyParams p, const T *x, const int64_t *tg,
+                               const T *w, T *loss, T *wout, T *out, T *den,
+                               unsigned long long *bad)
+{
+    ct_ce_fwd_thread<T>(ct_cuda_thread(), p, x, tg, w, loss, wout, bad);
+    __syncthreads(); /* the block's global writes are visible to thread 0 */
+    if (threadIdx.x == 0) ct_ce_fold<T>(p.n * p.inner, loss, wout, out, den);
 }
 
 template <typename T>
@@ -50,37 +64,62 @@ static CtStatus cuda_softmax(const CtOpCall *call)
     return launch_softmax<double>(c, call);
 }
 
-/* Queues the check that every target is a class or the ignored value
- * (range.cuh: a bad one is reported later, with the CPU's message). */
-static CtStatus check_targets(CtCudaCtx *c, const CtOpCall *call)
+/* The message of a bad target: the CPU's (range.cuh reports it later). */
+static void target_msg(const CtCrossEntropyParams *p, CtRangeMsg *m)
 {
-    const CtCrossEntropyParams *p = (const CtCrossEntropyParams *)call->params;
-    CtRangeMsg m;
-    m.where = "index";
-    snprintf(m.head, sizeof m.head, "%s: target",
+    m->where = "index";
+    snprintf(m->head, sizeof m->head, "%s: target",
              p->log_input ? "nll_loss" : "cross_entropy");
-    snprintf(m.tail, sizeof m.tail, "is out of range for %lld classes", (long long)p->c);
-    return ct_cuda_check_range(c, call->in[1],
-                               {p->c, p->use_ignore_index, p->ignore_index}, &m);
+    snprintf(m->tail, sizeof m->tail, "is out of range for %lld classes",
+             (long long)p->c);
 }
 
-template <typename T> static CtStatus launch_ce(CtCudaCtx *c, const CtOpCall *call)
+/* The forward, with the check of its targets in the same kernel: it
+ * lowers `bad`, a slot of the context's range log. */
+template <typename T>
+static cudaError_t launch_fwd(CtCudaCtx *c, const CtOpCall *call, unsigned long long *bad)
 {
     const CtCrossEntropyParams *p = (const CtCrossEntropyParams *)call->params;
-    int64_t np = p->n * p->inner;
     const T *x = (const T *)ct_ptr(call->in[0]), *w = opt_ptr<T>(call->in[2]);
     const int64_t *tg = (const int64_t *)ct_ptr(call->in[1]);
-    if (call->op == CT_OP_CROSS_ENTROPY) {
-        T *wout = call->out[1] ? (T *)ct_ptr(call->out[1]) : NULL;
-        ce_fwd_kernel<T><<<ct_cuda_blocks(np), CT_CUDA_THREADS, 0, c->stream>>>(
-            *p, x, tg, w, (T *)ct_ptr(call->out[0]), wout);
-        CT_CUDA_CHECK_LAUNCH("ce_fwd_kernel", c->stream);
-    } else {
-        ce_bwd_kernel<T><<<ct_cuda_blocks(np), CT_CUDA_THREADS, 0, c->stream>>>(
-            *p, x, tg, w, (const T *)ct_ptr(call->in[3]), opt_ptr<T>(call->in[4]),
-            (T *)ct_ptr(call->out[0]));
-        CT_CUDA_CHECK_LAUNCH("ce_bwd_kernel", c->stream);
-    }
+    T *loss = (T *)ct_ptr(call->out[0]);
+    T *wout = call->out[1] ? (T *)ct_ptr(call->out[1]) : NULL;
+    if (p->fold)
+        ce_fold_kernel<T><<<1, CT_CUDA_THREADS, 0, c->stream>>>(
+            *p, x, tg, w, loss, wout, (T *)ct_ptr(call->out[2]),
+            wout ? (T *)ct_ptr(call->out[3]) : NULL, bad);
+    else
+        ce_fwd_kernel<T>
+            <<<ct_cuda_blocks(p->n * p->inner), CT_CUDA_THREADS, 0, c->stream>>>(
+                *p, x, tg, w, loss, wout, bad);
+    return ct_cuda_after_launch(c->stream);
+}
+
+static CtStatus cuda_ce_fwd(CtCudaCtx *c, const CtOpCall *call)
+{
+    const CtCrossEntropyParams *p = (const CtCrossEntropyParams *)call->params;
+    unsigned long long *bad = NULL;
+    CtRangeMsg m;
+    target_msg(p, &m);
+    bool check = p->n * p->inner > 0;
+    if (check) CT_RETURN_IF_ERROR(ct_cuda_range_begin(c, &bad));
+    cudaError_t e = call->in[0]->dtype == CT_F32 ? launch_fwd<float>(c, call, bad)
+                                                 : launch_fwd<double>(c, call, bad);
+    CtStatus st =
+        ct_cuda_status_at(e, "launch of the cross-entropy kernel", __FILE__, __LINE__);
+    return check ? ct_cuda_range_end(c, call->in[1], &m, st) : st;
+}
+
+/* The backward reads the targets the forward checked (the node keeps
+ * them): no second check. */
+template <typename T> static CtStatus launch_bwd(CtCudaCtx *c, const CtOpCall *call)
+{
+    const CtCrossEntropyParams *p = (const CtCrossEntropyParams *)call->params;
+    ce_bwd_kernel<T><<<ct_cuda_blocks(p->n * p->inner), CT_CUDA_THREADS, 0, c->stream>>>(
+        *p, (const T *)ct_ptr(call->in[0]), (const int64_t *)ct_ptr(call->in[1]),
+        opt_ptr<T>(call->in[2]), (const T *)ct_ptr(call->in[3]), opt_ptr<T>(call->in[4]),
+        (T *)ct_ptr(call->out[0]));
+    CT_CUDA_CHECK_LAUNCH("ce_bwd_kernel", c->stream);
     return CT_OK;
 }
 
@@ -90,12 +129,13 @@ static CtStatus cuda_cross_entropy(const CtOpCall *call)
     const CtCrossEntropyParams *p = (const CtCrossEntropyParams *)call->params;
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
+    if (call->op == CT_OP_CROSS_ENTROPY) {
+        if (p->n * p->inner == 0 && !p->fold) return CT_OK;
+        return cuda_ce_fwd(c, call);
+    }
     if (p->n * p->inner == 0) return CT_OK;
-    /* the backward reads the targets the forward checked (the node keeps
-     * them): no second check */
-    if (call->op == CT_OP_CROSS_ENTROPY) CT_RETURN_IF_ERROR(check_targets(c, call));
-    if (call->in[0]->dtype == CT_F32) return launch_ce<float>(c, call);
-    return launch_ce<double>(c, call);
+    return call->in[0]->dtype == CT_F32 ? launch_bwd<float>(c, call)
+                                        : launch_bwd<double>(c, call);
 }
 
 /* f32 and f64 (every float operand has in0's dtype). */
@@ -105,6 +145,13 @@ static bool float_only(const CtOpCall *call)
     return dt == CT_F32 || dt == CT_F64;
 }
 
+/* A fold runs in one block: up to CT_CE_FOLD_MAX positions. */
+static bool ce_supports(const CtOpCall *call)
+{
+    const CtCrossEntropyParams *p = (const CtCrossEntropyParams *)call->params;
+    return float_only(call) && (!p->fold || p->n * p->inner <= CT_CE_FOLD_MAX);
+}
+
 void ct_cuda_register_softmax(CtKernelFn *k, CtSupportsFn *s)
 {
     k[CT_OP_SOFTMAX] = cuda_softmax;
@@ -112,4 +159,5 @@ void ct_cuda_register_softmax(CtKernelFn *k, CtSupportsFn *s)
     k[CT_OP_CROSS_ENTROPY] = cuda_cross_entropy;
     k[CT_OP_CROSS_ENTROPY_BWD] = cuda_cross_entropy;
     for (int op = CT_OP_SOFTMAX; op <= CT_OP_CROSS_ENTROPY_BWD; op++) s[op] = float_only;
+    s[CT_OP_CROSS_ENTROPY] = ce_supports;
 }

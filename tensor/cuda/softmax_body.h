@@ -16,6 +16,8 @@
 
 #include "../softmax.h"
 #include "lanes.h"
+#include "range_body.h"
+#include "reduce_body.h"
 
 /* The partial sums of a unit-stride run (LANES in tensor/cpu/softmax.c). */
 #define CT_SM_LANES 16
@@ -127,11 +129,13 @@ template <typename T> CT_HD T ct_ce_weight_sum(const T *w, int64_t c)
 }
 
 /* CROSS_ENTROPY: loss (n * inner positions) and, when wout is given, the
- * weight of each position's target. Targets are in range (checked before
- * the launch). */
+ * weight of each position's target. A target that is neither a class nor
+ * ignored gives a NaN loss and lowers *first_bad (when given) to its
+ * position, as a range check (range_body.h) does. */
 template <typename T>
 CT_HD void ct_ce_fwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *x,
-                            const int64_t *tg, const T *w, T *loss, T *wout)
+                            const int64_t *tg, const T *w, T *loss, T *wout,
+                            unsigned long long *first_bad)
 {
     const int64_t c = p.c, inner = p.inner;
     const T eps = p.log_input ? 0 : (T)p.label_smoothing;
@@ -143,7 +147,8 @@ CT_HD void ct_ce_fwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *
             if (wout) wout[i] = 0;
             continue;
         }
-        if (tk < 0 || tk >= c) { /* reported by the check (range.cuh) */
+        if (tk < 0 || tk >= c) { /* reported through first_bad (range.cuh) */
+            if (first_bad) ct_atomic_min_u64(first_bad, (unsigned long long)i);
             loss[i] = (T)NAN;
             if (wout) wout[i] = 0;
             continue;
@@ -166,6 +171,29 @@ CT_HD void ct_ce_fwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *
         }
         loss[i] = l;
     }
+}
+
+/* Positions up to which CROSS_ENTROPY folds its sum into the kernel: the
+ * runs a REDUCE sums in one thread, in order (reduce_body.h). */
+#define CT_CE_FOLD_MAX (2 * CT_REDUCE_SPLIT_LEN - 1)
+
+/* CROSS_ENTROPY's fold (one thread, after every position's loss is in):
+ * out <- the sum of loss in double, rounded to T, as a REDUCE's thread
+ * does; for a mean (wout given), den <- the sum of wout the same way and
+ * out <- out / den in T, as a division op does. */
+template <typename T>
+CT_HD void ct_ce_fold(int64_t np, const T *loss, const T *wout, T *out, T *den)
+{
+    double s = 0;
+    for (int64_t i = 0; i < np; i++) s += (double)loss[i];
+    T r = (T)s;
+    if (wout) {
+        double d = 0;
+        for (int64_t i = 0; i < np; i++) d += (double)wout[i];
+        *den = (T)d;
+        r = r / *den;
+    }
+    *out = r;
 }
 
 /* CROSS_ENTROPY_BWD: gx (n, c, inner) from the loss gradient go (n, inner);

@@ -8,6 +8,7 @@
  * a zero row; one gradient for every position, over a divisor. */
 #include "data.h"
 #include "tensor/cuda/range_body.h"
+#include "tensor/cuda/reduce_body.h"
 #include "tensor/cuda/softmax_body.h"
 
 /* (n, c, inner) */
@@ -47,7 +48,7 @@ static void run_bodies(const ChShape &sh, const CtCrossEntropyParams &p, const T
     const T *wp = w ? (const T *)ct_ptr(w) : NULL;
     ch_launch(sh.grid, sh.block, [&](CtThread t) {
         ct_ce_fwd_thread<T>(t, p, (const T *)ct_ptr(x), (const int64_t *)ct_ptr(tg), wp,
-                            (T *)ct_ptr(loss), wout ? (T *)ct_ptr(wout) : NULL);
+                            (T *)ct_ptr(loss), wout ? (T *)ct_ptr(wout) : NULL, NULL);
     });
     ch_launch(sh.grid, sh.block, [&](CtThread t) {
         ct_ce_bwd_thread<T>(t, p, (const T *)ct_ptr(x), (const int64_t *)ct_ptr(tg), wp,
@@ -59,7 +60,7 @@ static void check_case(const int64_t *c, const Variant &v, CtDType dt, int *chec
 {
     int64_t n = c[0], nc = c[1], inner = c[2], pos[2] = {n, inner};
     CtCrossEntropyParams p = {n,           nc,          inner, v.ignore, v.use_ignore,
-                              v.log_input, v.smoothing, false};
+                              v.log_input, v.smoothing, false, false};
     Tensor *x = ch_rand(3, c, dt, v.log_input ? -6 : -3, v.log_input ? 0 : 3, 5);
     Tensor *tg = targets(n, nc, inner, v, 11);
     Tensor *w = v.weight ? ch_rand(1, &nc, dt, 0.5, 2, 13) : NULL;
@@ -124,7 +125,7 @@ START_TEST(test_bad_target_position)
     int64_t *t = (int64_t *)ct_ptr(tg);
     t[3] = -1;
     t[5] = 5;
-    CtCrossEntropyParams p = {3, 5, 2, -100, true, false, 0, false};
+    CtCrossEntropyParams p = {3, 5, 2, -100, true, false, 0, false, false};
     Tensor *loss = ch_out(2, ts, CT_F32);
     CtOpCall call = {CT_OP_CROSS_ENTROPY, {loss}, {x, tg}, &p, NULL};
     ck_assert_int_eq(ct_dispatch(&call), CT_ERR_INVALID);
@@ -136,6 +137,14 @@ START_TEST(test_bad_target_position)
         unsigned long long first = ~0ull;
         ch_launch(grid, 2, [&](CtThread th) { ct_range_thread(th, t, 6, rc, &first); });
         ck_assert_int_eq((int64_t)first, 3);
+        /* the forward's own check, as the range check */
+        unsigned long long own = ~0ull;
+        ch_launch(grid, 2, [&](CtThread th) {
+            ct_ce_fwd_thread<float>(th, p, (const float *)ct_ptr(x), t,
+                                    (const float *)NULL, (float *)ct_ptr(loss),
+                                    (float *)NULL, &own);
+        });
+        ck_assert_int_eq((int64_t)own, 3);
         char at[32];
         ck_assert_str_eq(ct_position_str(tg, (int64_t)first, at, sizeof at), "[1, 1]");
     }
@@ -172,8 +181,8 @@ static void check_scalar(const int64_t *sh, const Variant &va, CtDType d, bool w
                          int *checked)
 {
     int64_t pos[2] = {sh[0], sh[2]}, one = 1;
-    CtCrossEntropyParams p = {sh[0],         sh[1],        sh[2],        va.ignore,
-                              va.use_ignore, va.log_input, va.smoothing, true};
+    CtCrossEntropyParams p = {sh[0],        sh[1],        sh[2], va.ignore, va.use_ignore,
+                              va.log_input, va.smoothing, true,  false};
     Tensor *x = ch_rand(3, sh, d, -3, 3, 5), *tg = targets(sh[0], sh[1], sh[2], va, 11);
     Tensor *w = va.weight ? ch_rand(1, &sh[1], d, 0.5, 2, 13) : NULL;
     Tensor *g = ch_rand(1, &one, d, -1, 1, 17);
@@ -231,7 +240,7 @@ START_TEST(test_backward_bad_target_zero_row)
 {
     int64_t shape[3] = {4, 5, 3}, pos[2] = {4, 3};
     Variant v = {true, false, true, -100, 0.1};
-    CtCrossEntropyParams p = {4, 5, 3, -100, true, false, 0.1, false};
+    CtCrossEntropyParams p = {4, 5, 3, -100, true, false, 0.1, false, false};
     Tensor *x = ch_rand(3, shape, CT_F32, -3, 3, 5);
     Tensor *w = ch_rand(1, &shape[1], CT_F32, 0.5, 2, 13);
     Tensor *go = ch_rand(2, pos, CT_F32, -1, 1, 17);
@@ -256,11 +265,13 @@ START_TEST(test_backward_bad_target_zero_row)
         });
         ch_assert_same_bytes(want, got, "bad targets");
         /* the forward: NaN loss and weight 0 there, the rest as the CPU's */
+        unsigned long long first = ~0ull;
         ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread th) {
             ct_ce_fwd_thread<float>(th, p, (const float *)ct_ptr(x), t,
                                     (const float *)ct_ptr(w), (float *)ct_ptr(gl),
-                                    (float *)ct_ptr(gw));
+                                    (float *)ct_ptr(gw), &first);
         });
+        ck_assert_int_eq((int64_t)first, 2);
         float *l = (float *)ct_ptr(gl), *lw = (float *)ct_ptr(gw);
         float *ref = (float *)ct_ptr(loss), *refw = (float *)ct_ptr(wout);
         for (int i = 0; i < 12; i++) {
@@ -285,6 +296,86 @@ START_TEST(test_backward_bad_target_zero_row)
 }
 END_TEST
 
+/* out <- the CUDA REDUCE thread's sum of x (every dim), as the backend
+ * launches it for up to CT_CE_FOLD_MAX elements (one thread, no split). */
+template <typename T> static void reduce_sum(const Tensor *x, Tensor *out)
+{
+    int64_t ones[2] = {1, 1};
+    Tensor *y = ch_out(2, ones, tensor_dtype(x));
+    CtCudaReduce g;
+    ct_cuda_reduce_init(&g, x, y, NULL);
+    ck_assert_int_eq(ct_reduce_split(g).parts, 1);
+    ch_launch(1, 1, [&](CtThread th) {
+        ct_reduce_thread<T, CT_RED_SUM>(th, (T *)ct_ptr(y), (int64_t *)NULL,
+                                        (const T *)ct_ptr(x), 1.0, g);
+    });
+    memcpy(ct_ptr(out), ct_ptr(y), sizeof(T));
+    tensor_free(y);
+}
+
+/* One case of test_fold_as_reduce: the fold kernel's work (one block of
+ * CT_CUDA_THREADS, then thread 0's fold) against the unfolded forward, a
+ * REDUCE of each output and a division in T. */
+template <typename T>
+static void check_fold(const int64_t *c, const Variant &v, bool mean, int *checked)
+{
+    CtDType dt = sizeof(T) == 4 ? CT_F32 : CT_F64;
+    int64_t n = c[0], nc = c[1], inner = c[2], pos[2] = {n, inner}, np = n * inner;
+    CtCrossEntropyParams p = {n,           nc,          inner, v.ignore, v.use_ignore,
+                              v.log_input, v.smoothing, true,  true};
+    Tensor *x = ch_rand(3, c, dt, v.log_input ? -6 : -3, v.log_input ? 0 : 3, 5);
+    Tensor *tg = targets(n, nc, inner, v, 11);
+    Tensor *w = v.weight ? ch_rand(1, &nc, dt, 0.5, 2, 13) : NULL;
+    Tensor *loss = ch_out(2, pos, dt), *wout = mean ? ch_out(2, pos, dt) : NULL;
+    CtCrossEntropyParams pn = p;
+    pn.fold = false;
+    CtOpCall fwd = {CT_OP_CROSS_ENTROPY, {loss, wout}, {x, tg, w}, &pn, NULL};
+    ch_cpu(fwd);
+    Tensor *want = ch_out(0, NULL, dt), *wden = ch_out(0, NULL, dt);
+    reduce_sum<T>(loss, want);
+    if (mean) {
+        reduce_sum<T>(wout, wden);
+        *(T *)ct_ptr(want) = *(T *)ct_ptr(want) / *(T *)ct_ptr(wden);
+    }
+    Tensor *gl = ch_out(2, pos, dt), *gw = mean ? ch_out(2, pos, dt) : NULL;
+    Tensor *got = ch_out(0, NULL, dt), *gden = ch_out(0, NULL, dt);
+    unsigned long long bad = ~0ull;
+    ch_launch(1, CT_CUDA_THREADS, [&](CtThread th) {
+        ct_ce_fwd_thread<T>(th, p, (const T *)ct_ptr(x), (const int64_t *)ct_ptr(tg),
+                            w ? (const T *)ct_ptr(w) : NULL, (T *)ct_ptr(gl),
+                            gw ? (T *)ct_ptr(gw) : NULL, &bad);
+    });
+    ct_ce_fold<T>(np, (const T *)ct_ptr(gl), gw ? (const T *)ct_ptr(gw) : NULL,
+                  (T *)ct_ptr(got), (T *)ct_ptr(gden));
+    ck_assert(bad == ~0ull);
+    ch_assert_same_bytes(loss, gl, "fold: per position");
+    ch_assert_same_bytes(want, got, "fold: sum or mean");
+    if (mean) ch_assert_same_bytes(wden, gden, "fold: divisor");
+    Tensor *all[] = {x, tg, w, loss, wout, want, wden, gl, gw, got, gden};
+    for (Tensor *t : all) tensor_free(t);
+    ++*checked;
+}
+
+/* CROSS_ENTROPY's fold: the bits of the CUDA path it replaces (the loss
+ * per position, a REDUCE of it, and of the weights for a mean, and a
+ * division), up to CT_CE_FOLD_MAX positions and for none. */
+START_TEST(test_fold_as_reduce)
+{
+    static const int64_t more[][3] = {{CT_CE_FOLD_MAX, 3, 1}, {5, 4, 409}};
+    int checked = 0;
+    for (int k = 0; k < NCASES + 2; k++) {
+        const int64_t *c = k < NCASES ? cases[k] : more[k - NCASES];
+        ck_assert_int_le(c[0] * c[2], CT_CE_FOLD_MAX);
+        for (int v = 0; v < NVARIANTS; v++)
+            for (int mean = 0; mean < 2; mean++) {
+                check_fold<float>(c, variants[v], mean, &checked);
+                check_fold<double>(c, variants[v], mean, &checked);
+            }
+    }
+    ck_assert_int_eq(checked, (NCASES + 2) * NVARIANTS * 2 * 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cuda_host_cross_entropy");
@@ -294,6 +385,7 @@ int main(void)
     tcase_add_test(tc, test_bad_target_position);
     tcase_add_test(tc, test_backward_bad_target_zero_row);
     tcase_add_test(tc, test_backward_scalar_gradient);
+    tcase_add_test(tc, test_fold_as_reduce);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -106,7 +106,8 @@ START_TEST(test_cross_entropy)
             for (int v = 0; v < 3; v++) {
                 const int64_t *sh = shapes[k], ts[2] = {sh[0], sh[2]};
                 CtCrossEntropyParams p = {
-                    sh[0], sh[1], sh[2], 3, v > 0, v == 2, v == 1 ? 0.1 : 0, false};
+                    sh[0], sh[1], sh[2], 3, v > 0, v == 2, v == 1 ? 0.1 : 0,
+                    false, false};
                 Tensor *x = rnd(dt, 3, sh, v == 2 ? -6 : -3, v == 2 ? 0 : 3, 3);
                 Tensor *tg = idx(2, ts, sh[1], 4),
                        *w = v == 1 ? rnd(dt, 1, sh + 1, 0.5, 2, 5) : NULL;
@@ -116,6 +117,21 @@ START_TEST(test_cross_entropy)
                                       .out = {loss, wout},
                                       .in = {x, tg, w},
                                       .params = &p},
+                           tol(dt));
+                /* the fold (a summed, then a mean loss) in the same kernel */
+                CtCrossEntropyParams pf = p;
+                pf.fold = true;
+                Tensor *sum = tensor_empty(0, NULL, dt, ct_cpu()),
+                       *den = tensor_empty(0, NULL, dt, ct_cpu());
+                check_call((CtOpCall){.op = CT_OP_CROSS_ENTROPY,
+                                      .out = {loss, NULL, sum},
+                                      .in = {x, tg, w},
+                                      .params = &pf},
+                           tol(dt));
+                check_call((CtOpCall){.op = CT_OP_CROSS_ENTROPY,
+                                      .out = {loss, wout, sum, den},
+                                      .in = {x, tg, w},
+                                      .params = &pf},
                            tol(dt));
                 Tensor *go = rnd(dt, 2, ts, -1, 1, 6),
                        *gx = tensor_empty(3, sh, dt, ct_cpu());
@@ -233,7 +249,7 @@ START_TEST(test_bad_index)
     int64_t ts[1] = {4}, ls[3] = {4, 3, 1};
     Tensor *tg = idx(1, ts, 3, 23);
     ((int64_t *)ct_ptr(tg))[2] = -1;
-    CtCrossEntropyParams cp = {4, 3, 1, -100, true, false, 0, false};
+    CtCrossEntropyParams cp = {4, 3, 1, -100, true, false, 0, false, false};
     Tensor *loss = on_gpu(tensor_zeros(1, ts, CT_F32, ct_cpu()));
     CtOpCall ce = {.op = CT_OP_CROSS_ENTROPY,
                    .out = {loss},

@@ -472,6 +472,85 @@ START_TEST(test_cross_entropy_reduced_backward)
 }
 END_TEST
 
+/* Logits (n, c) in [-3, 3), targets in [0, c) with every seventh ignored
+ * (-100), and the sum of the weights of the kept targets as the old path
+ * summed them: a REDUCE of each position's weight. */
+static void reduced_case(int64_t n, int64_t c, CtDType dt, Tensor *w, Tensor **x,
+                         Tensor **t, Tensor **den)
+{
+    CtGenerator g = ct_generator(7, (uint64_t)n);
+    *x = tensor_uniform(&g, 2, (const int64_t[]){n, c}, -3, 3, dt, ct_cpu());
+    *t = tensor_zeros(1, &n, CT_I64, ct_cpu());
+    Tensor *wt = tensor_zeros(1, &n, dt, ct_cpu());
+    int64_t *tv = tensor_data(*t);
+    void *wv = w ? tensor_data(w) : NULL, *wtv = tensor_data(wt);
+    for (int64_t i = 0; i < n; i++) {
+        tv[i] = i % 7 == 3 ? -100 : (i * 5 + 3) % c;
+        if (tv[i] < 0) continue;
+        if (dt == CT_F32)
+            ((float *)wtv)[i] = wv ? ((float *)wv)[tv[i]] : 1;
+        else
+            ((double *)wtv)[i] = wv ? ((double *)wv)[tv[i]] : 1;
+    }
+    *den = tensor_sum_all(wt);
+}
+
+/* A summed or mean cross-entropy/NLL is one op, the kernel's fold: the
+ * bits of the unreduced loss summed (and divided by the summed weights) as
+ * ops of their own, for short batches and for runs long enough that the
+ * sum is cut into chunks (f32 and f64). */
+START_TEST(test_cross_entropy_reduced_forward)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t sizes[][2] = {{1, 3}, {5, 4}, {300, 10}, {70001, 3}};
+    for (int dt = CT_F32; dt <= CT_F64; dt++)
+        for (int k = 0; k < 4; k++) {
+            int64_t n = sizes[k][0], c = sizes[k][1];
+            CtGenerator gw = ct_generator(3, 0);
+            Tensor *w = tensor_uniform(&gw, 1, &c, 0.5, 2, (CtDType)dt, ct_cpu());
+            const CtCrossEntropyArgs args[] = {
+                {.reduction = CT_REDUCTION_MEAN,
+                 .ignore_index = -100,
+                 .use_ignore_index = true},
+                {.reduction = CT_REDUCTION_SUM,
+                 .ignore_index = -100,
+                 .use_ignore_index = true,
+                 .label_smoothing = 0.1},
+                {.reduction = CT_REDUCTION_MEAN,
+                 .weight = w,
+                 .ignore_index = -100,
+                 .use_ignore_index = true,
+                 .label_smoothing = 0.2},
+            };
+            for (int a = 0; a < 3; a++) {
+                Tensor *x, *t, *den;
+                reduced_case(n, c, (CtDType)dt, a == 2 ? w : NULL, &x, &t, &den);
+                for (int nll = 0; nll < 2; nll++) {
+                    Tensor *in = nll ? tensor_log_softmax(x, 1) : x;
+                    uint64_t before = ct_op_count();
+                    Tensor *got = nll ? tensor_nll_loss(in, t, &args[a])
+                                      : tensor_cross_entropy(in, t, &args[a]);
+                    ck_assert_uint_eq(ct_op_count() - before, 1);
+                    CtCrossEntropyArgs none = args[a];
+                    none.reduction = CT_REDUCTION_NONE;
+                    Tensor *want =
+                        tensor_sum_all(nll ? tensor_nll_loss(in, t, &none)
+                                           : tensor_cross_entropy(in, t, &none));
+                    if (args[a].reduction == CT_REDUCTION_MEAN)
+                        want = tensor_div(want, den);
+                    char what[64];
+                    snprintf(what, sizeof what, "%s n %lld args %d nll %d",
+                             ct_dtype_name((CtDType)dt), (long long)n, a, nll);
+                    tu_assert_same_bits(what, got, want);
+                }
+            }
+        }
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------------ elementwise losses */
 
 START_TEST(test_pair_losses_values)
@@ -662,6 +741,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_cross_entropy_gradcheck);
     tcase_add_test(tc, test_cross_entropy_backward_leaks_nothing);
     tcase_add_test(tc, test_cross_entropy_reduced_backward);
+    tcase_add_test(tc, test_cross_entropy_reduced_forward);
     tcase_add_test(tc, test_pair_losses_values);
     tcase_add_test(tc, test_l1_gradient_at_zero);
     tcase_add_test(tc, test_pair_losses_gradcheck);
