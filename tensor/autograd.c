@@ -310,6 +310,9 @@ static Tensor *seed_grad(Tensor *root, const Tensor *grad)
         if (!ct_check_same_shape("tensor_backward", root, grad) ||
             !ct_check_inputs("tensor_backward", 2, (const Tensor *[]){root, grad}))
             return NULL;
+        /* backward only reads its incoming gradients: no copy needed */
+        if (grad->dtype == root->dtype && tensor_is_contiguous(grad))
+            return (Tensor *)grad;
         return tensor_cast((Tensor *)grad, root->dtype);
     }
     if (tensor_numel(root) != 1) {

@@ -140,10 +140,31 @@ CtStatus trainer_default_calculate_eval_batch_loss(Trainer *t, const DataBatch *
 
 /* ---------------------------------------------------------- optimization */
 
+/* Ones like root (one element): the run's seed, kept while the losses
+ * keep their shape, dtype and device, so a step's backward fills nothing. */
+static Tensor *seed_like(TrainerState *s, const Tensor *root)
+{
+    Tensor *g = s->seed;
+    bool same = g && tensor_dtype(g) == tensor_dtype(root) &&
+                ct_device_eq(tensor_device(g), tensor_device(root)) &&
+                tensor_ndim(g) == tensor_ndim(root);
+    for (int d = 0; same && d < tensor_ndim(g); d++)
+        same = tensor_shape(g)[d] == tensor_shape(root)[d];
+    if (same) return g;
+    tensor_free(s->seed);
+    CtScope *sc = ct_scope_open();
+    s->seed = sc ? tensor_retain(tensor_ones_like(root)) : NULL;
+    ct_scope_close(sc);
+    return s->seed;
+}
+
 CtStatus trainer_default_backward_step(Trainer *t, Tensor *loss)
 {
     GradScaler *sc = t->state->scaler;
-    return tensor_backward(sc ? scaler_scale(sc, loss) : loss, NULL);
+    Tensor *root = sc ? scaler_scale(sc, loss) : loss;
+    if (!root || tensor_numel(root) != 1) return tensor_backward(root, NULL);
+    Tensor *seed = seed_like(t->state, root);
+    return seed ? tensor_backward(root, seed) : ct_last_status();
 }
 
 CtStatus trainer_default_clip_gradients(Trainer *t)

@@ -166,6 +166,8 @@ void trainer_release_run(Trainer *t)
     s->train_dl = s->eval_dl = NULL;
     scheduler_free(t->scheduler);
     t->scheduler = NULL;
+    tensor_free(s->seed);
+    s->seed = NULL;
     s->have_rc = false;
 }
 

@@ -67,6 +67,7 @@ struct TrainerState {
     int64_t epoch_step;              /* -1 outside a step */
     bool in_eval;
     LossTracker train_loss, eval_loss;
+    Tensor *seed; /* ones like the last loss backward_step seeded, or NULL */
     /* where a checkpoint saved now resumes: 1-based epoch and next batch */
     int64_t pos_epoch, pos_batch;
     LossTracker pos_loss; /* the epoch's loss up to pos_batch */

@@ -330,7 +330,10 @@ Tensor *tensor_grad(const Tensor *t);
  * t takes a reference; NULL drops the current gradient. */
 CtStatus tensor_set_grad(Tensor *t, Tensor *g);
 /* Runs backward from `root`. `grad` seeds d(root); NULL means ones, which
- * requires a one-element root. Releases the graph afterwards. */
+ * requires a one-element root. `grad` is only read, and a contiguous one of
+ * root's dtype is used as it is (no copy, no op): a caller that backs the
+ * same loss shape every step can keep one ones tensor as its seed. Releases
+ * the graph afterwards. */
 CtStatus tensor_backward(Tensor *root, const Tensor *grad);
 
 /* ------------------------------------------------------------------ views */

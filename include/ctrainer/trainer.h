@@ -310,9 +310,10 @@ typedef struct TrainerHooks {
      * batch->t[1]); out->batch_size = batch->size. */
     CtStatus (*calculate_train_batch_loss)(Trainer *t, const DataBatch *batch,
                                            TrainerBatchOutput *out);
-    CtStatus (*backward_step)(
-        Trainer *t,
-        Tensor *loss); /* tensor_backward (of the scaled loss with a loss scaler) */
+    /* tensor_backward of the loss (scaled, with a loss scaler); a one-
+     * element loss is seeded with a ones tensor the run keeps, so a step
+     * fills no seed. */
+    CtStatus (*backward_step)(Trainer *t, Tensor *loss);
     /* Default: clip by value (optim_clip_grad_value) or by norm
      * (optim_clip_grad_norm; a non-finite norm is not an error here, the
      * gradients are left as they are) over the model's parameters. Called

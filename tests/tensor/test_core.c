@@ -172,6 +172,53 @@ START_TEST(test_backward_twice_is_an_error)
 }
 END_TEST
 
+/* A contiguous seed of the root's dtype is used as it is (no copy op) and
+ * only read: it reaches leaves through identity backwards (reshape, add)
+ * as copies and sums, never as their gradient buffer. */
+START_TEST(test_backward_seed_is_read_only)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = tu_tensor(CT_F64, 1, (const int64_t[]){4}, (double[]){1, 2, 3, 4});
+    Tensor *z = tu_tensor(CT_F64, 1, (const int64_t[]){1}, (double[]){5});
+    tensor_set_requires_grad(x, true);
+    tensor_set_requires_grad(z, true);
+    CtScope *s = ct_scope_open();
+    Tensor *g = tu_tensor(CT_F64, 2, (const int64_t[]){2, 2}, (double[]){1, -2, 3, 0.5});
+    Tensor *m = tensor_reshape(x, 2, (const int64_t[]){2, 2});
+    ck_assert_int_eq(tensor_backward(tensor_add(m, m), g), CT_OK);
+    tu_assert_values(tensor_grad(x), ((double[]){2, -4, 6, 1}), 4, 0, 0);
+    tu_assert_values(g, ((double[]){1, -2, 3, 0.5}), 4, 0, 0);
+    ck_assert(!tensor_shares_storage(tensor_grad(x), g));
+    /* a one-element root: ones passed in cost one op less than implied */
+    Tensor *one = tensor_ones(1, (const int64_t[]){1}, CT_F64, ct_cpu());
+    uint64_t ops[2];
+    for (int k = 0; k < 2; k++) {
+        Tensor *r = tensor_mul(z, z);
+        uint64_t before = ct_op_count();
+        ck_assert_int_eq(tensor_backward(r, k ? one : NULL), CT_OK);
+        ops[k] = ct_op_count() - before;
+    }
+    ck_assert_uint_eq(ops[1] + 1, ops[0]);
+    tu_assert_values(tensor_grad(z), ((double[]){20}), 1, 0, 0);
+    tu_assert_values(one, ((double[]){1}), 1, 0, 0);
+    /* a strided seed, or another dtype, is copied first */
+    Tensor *gt = tensor_transpose(g, 0, 1);
+    ck_assert_int_eq(tensor_zero_(tensor_grad(x)), CT_OK);
+    m = tensor_reshape(x, 2, (const int64_t[]){2, 2}); /* the old graph is released */
+    ck_assert_int_eq(tensor_backward(tensor_mul_scalar(m, 3), gt), CT_OK);
+    tu_assert_values(tensor_grad(x), ((double[]){3, 9, -6, 1.5}), 4, 0, 0);
+    ck_assert_int_eq(tensor_zero_(tensor_grad(x)), CT_OK);
+    m = tensor_reshape(x, 2, (const int64_t[]){2, 2});
+    ck_assert_int_eq(tensor_backward(m, tensor_cast(g, CT_F32)), CT_OK);
+    tu_assert_values(tensor_grad(x), ((double[]){1, -2, 3, 0.5}), 4, 0, 0);
+    ct_scope_close(s);
+    tensor_free(x);
+    tensor_free(z);
+    tensor_free(g);
+    TU_MEM_END;
+}
+END_TEST
+
 static Tensor *views_fn(Tensor **in, void *ctx)
 {
     (void)ctx;
@@ -329,6 +376,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, test_sticky_errors);
     tcase_add_test(tc, test_backward_mul_add_accumulates);
     tcase_add_test(tc, test_backward_twice_is_an_error);
+    tcase_add_test(tc, test_backward_seed_is_read_only);
     tcase_add_test(tc, test_grad_through_views);
     tcase_add_test(tc, test_grad_through_more_views);
     tcase_add_test(tc, test_allocator_reuses_blocks);
