@@ -1,6 +1,7 @@
 /* MATMUL: batched GEMM (CtMatmulParams in internal.h). f32 runs on the
  * engine of sgemm.h for the shapes it wins (ct_cpu_sgemm_picks), else on
- * OpenBLAS, as do f64 and bf16.
+ * OpenBLAS, as do f64 and bf16; an outer product (k == 1) is one pass of
+ * its own.
  *
  * Threading: OpenBLAS runs single-threaded (openblas_set_num_threads(1)
  * when the CPU backend starts) and GEMM parallelism comes from the engine
@@ -119,6 +120,61 @@ static void scale_c(const CtMatmulParams *p, CtDType dt, void *C)
     }
 }
 
+/* ------------------------------------------------------------ rank one */
+
+/* k == 1 (a weight gradient at batch 1): C = alpha * a bᵀ + beta * C in one
+ * pass over C, where BLAS scales or zeroes C, packs both vectors and runs
+ * its kernel (three passes). a and b are contiguous vectors whatever the
+ * trans flags. Each element is a_i * b_j, times alpha, plus beta * c_ij
+ * (beta 0: C is not read), each step rounded: the same bits for any split
+ * into row blocks. */
+#define OUTER_ROWS_MIN 16384 /* elements of C per pool item, at least */
+
+typedef struct OuterJob {
+    const CtMatmulParams *p;
+    const void *A, *B;
+    void *C;
+    int64_t rows, blocks; /* rows per item; items per matrix */
+} OuterJob;
+
+#define OUTER_ITEM(NAME, T)                                                              \
+    static void NAME(void *ctx, int64_t i, int slot)                                     \
+    {                                                                                    \
+        (void)slot;                                                                      \
+        const OuterJob *j = ctx;                                                         \
+        const CtMatmulParams *p = j->p;                                                  \
+        const int64_t mat = i / j->blocks, r0 = i % j->blocks * j->rows, n = p->n;       \
+        const int64_t r1 = r0 + j->rows < p->m ? r0 + j->rows : p->m;                    \
+        const T *a = (const T *)j->A + mat * p->stride_a;                                \
+        const T *restrict b = (const T *)j->B + mat * p->stride_b;                       \
+        const T alpha = (T)p->alpha, beta = (T)p->beta;                                  \
+        for (int64_t r = r0; r < r1; r++) {                                              \
+            T *restrict c = (T *)j->C + mat * p->stride_c + r * n;                       \
+            const T ar = a[r];                                                           \
+            for (int64_t q = 0; q < n; q++) {                                            \
+                T t = ar * b[q];                                                         \
+                t = alpha * t;                                                           \
+                if (beta != 0) {                                                         \
+                    T u = beta * c[q];                                                   \
+                    t = t + u;                                                           \
+                }                                                                        \
+                c[q] = t;                                                                \
+            }                                                                            \
+        }                                                                                \
+    }
+OUTER_ITEM(outer_f32, float)
+OUTER_ITEM(outer_f64, double)
+
+static void outer(const CtMatmulParams *p, CtDType dt, const void *A, const void *B,
+                  void *C)
+{
+    int64_t rows = (OUTER_ROWS_MIN + p->n - 1) / p->n;
+    OuterJob j = {.p = p, .A = A, .B = B, .C = C, .rows = rows};
+    j.blocks = (p->m + rows - 1) / rows;
+    int nt = p->batch * p->m * p->n >= CT_CPU_POOL_MIN ? ct_workers_max() : 1;
+    ct_workers_run(p->batch * j.blocks, nt, dt == CT_F32 ? outer_f32 : outer_f64, &j);
+}
+
 /* Row-major GEMMs, f32 or f64; leading dimensions follow from the packed
  * layout. */
 static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void *B,
@@ -127,6 +183,10 @@ static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void 
     if (p->m == 0 || p->n == 0 || p->batch == 0) return;
     if (p->k == 0) {
         scale_c(p, dt, C);
+        return;
+    }
+    if (p->k == 1) {
+        outer(p, dt, A, B, C);
         return;
     }
     GemmJob j = {.p = p, .isa = CT_SGEMM_NONE, .A = A, .B = B, .C = C};

@@ -2,7 +2,9 @@
  * transposed and strided operands, bf16, gradients, bad input. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "tensor/cpu/cpu.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------ reference */
@@ -242,6 +244,122 @@ START_TEST(test_matmul_pool_split)
                      rnd(dt, 3, (const int64_t[]){400, 12, 17}, 29), tol[d], tol[d]);
     }
     ct_scope_close(s);
+}
+END_TEST
+
+/* Values in [-2, 2) from seed, n of them, in dt (f32 or f64). */
+static void *outer_data(CtDType dt, int64_t n, unsigned seed)
+{
+    size_t es = ct_dtype_size(dt);
+    void *v = malloc((size_t)n * es + 1);
+    srand(seed);
+    for (int64_t i = 0; i < n; i++) {
+        double x = 4.0 * rand() / RAND_MAX - 2;
+        if (dt == CT_F32)
+            ((float *)v)[i] = (float)x;
+        else
+            ((double *)v)[i] = x;
+    }
+    return v;
+}
+
+/* c <- a_i b_j alpha (+ beta c), each step rounded in T. */
+#define OUTER_REF(T)                                                                     \
+    static void outer_ref_##T(const CtMatmulParams *p, const T *a, const T *b, T *c)     \
+    {                                                                                    \
+        for (int64_t x = 0; x < p->batch; x++)                                           \
+            for (int64_t i = 0; i < p->m; i++)                                           \
+                for (int64_t j = 0; j < p->n; j++) {                                     \
+                    T t = a[x * p->stride_a + i] * b[x * p->stride_b + j];               \
+                    t = (T)p->alpha * t;                                                 \
+                    T *cij = c + x * p->stride_c + i * p->n + j;                         \
+                    if (p->beta != 0) {                                                  \
+                        T u = (T)p->beta * *cij;                                         \
+                        t = t + u;                                                       \
+                    }                                                                    \
+                    *cij = t;                                                            \
+                }                                                                        \
+    }
+OUTER_REF(float)
+OUTER_REF(double)
+
+/* An outer product (k == 1, a weight gradient at batch 1) is a pass of its
+ * own: each element a_i b_j alpha + beta c, rounded step by step, for every
+ * layout, batch (with a broadcast operand), size (split over the pool or
+ * not) and dtype; C is not read when beta is 0 (NaN there stays out);
+ * with alpha 1 the bits are those of the GEMM of k = 2 with a zero second
+ * column (BLAS or the f32 engine). */
+START_TEST(test_matmul_outer_product)
+{
+    const int64_t sizes[][2] = {{3, 5}, {130, 700}};
+    const double ab[][2] = {{1, 0}, {1, 1}, {2.5, 0.5}};
+    int checked = 0;
+    for (int d = 0; d < 2; d++)
+        for (int sz = 0; sz < 2; sz++)
+            for (int lay = 0; lay < 4; lay++)
+                for (int bt = 0; bt < 2; bt++)
+                    for (int k = 0; k < 3; k++) {
+                        CtDType dt = d ? CT_F64 : CT_F32;
+                        size_t es = ct_dtype_size(dt);
+                        int64_t m = sizes[sz][0], n = sizes[sz][1], batch = bt ? 3 : 1;
+                        CtMatmulParams p = {.batch = batch,
+                                            .m = m,
+                                            .n = n,
+                                            .k = 1,
+                                            .trans_a = lay & 1,
+                                            .trans_b = lay >> 1,
+                                            .alpha = ab[k][0],
+                                            .beta = ab[k][1],
+                                            .stride_a = m,
+                                            .stride_b = bt ? 0 : n, /* B broadcast */
+                                            .stride_c = m * n,
+                                            .autocast = CT_F32};
+                        void *a = outer_data(dt, batch * m, 1), *b = outer_data(dt, n, 2);
+                        void *got = outer_data(dt, batch * m * n, 3);
+                        void *want = malloc((size_t)(batch * m * n) * es);
+                        memcpy(want, got, (size_t)(batch * m * n) * es);
+                        if (p.beta == 0) /* never read */
+                            for (int64_t i = 0; i < batch * m * n; i++) {
+                                if (dt == CT_F32)
+                                    ((float *)got)[i] = NAN;
+                                else
+                                    ((double *)got)[i] = NAN;
+                            }
+                        ck_assert_int_eq(ct_cpu_matmul(&p, dt, a, b, got), CT_OK);
+                        if (dt == CT_F32)
+                            outer_ref_float(&p, a, b, want);
+                        else
+                            outer_ref_double(&p, a, b, want);
+                        ck_assert_msg(
+                            !memcmp(got, want, (size_t)(batch * m * n) * es),
+                            "%s %lldx%lld layout %d batch %lld alpha %g beta %g",
+                            ct_dtype_name(dt), (long long)m, (long long)n, lay,
+                            (long long)batch, p.alpha, p.beta);
+                        if (p.alpha == 1) {
+                            /* k = 2, the second column zero: A (m, 2), B (2, n) */
+                            CtMatmulParams q = p;
+                            q.k = 2, q.trans_a = q.trans_b = false;
+                            q.stride_a = 2 * m, q.stride_b = bt ? 0 : 2 * n;
+                            char *a2 = calloc((size_t)(batch * m * 2), es);
+                            char *b2 = calloc((size_t)(n * 2), es);
+                            for (int64_t i = 0; i < batch * m; i++)
+                                memcpy(a2 + (size_t)(2 * i) * es,
+                                       (char *)a + (size_t)i * es, es);
+                            memcpy(b2, b, (size_t)n * es);
+                            void *gemm = outer_data(dt, batch * m * n, 3);
+                            ck_assert_int_eq(ct_cpu_matmul(&q, dt, a2, b2, gemm), CT_OK);
+                            ck_assert(!memcmp(got, gemm, (size_t)(batch * m * n) * es));
+                            free(a2);
+                            free(b2);
+                            free(gemm);
+                        }
+                        free(a);
+                        free(b);
+                        free(got);
+                        free(want);
+                        checked++;
+                    }
+    ck_assert_int_eq(checked, 2 * 2 * 4 * 2 * 3);
 }
 END_TEST
 
@@ -576,6 +694,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_matmul_ranks);
     tcase_add_test(tc, test_matmul_layouts);
     tcase_add_test(tc, test_matmul_pool_split);
+    tcase_add_test(tc, test_matmul_outer_product);
     tcase_add_test(tc, test_matmul_bf16);
     tcase_add_test(tc, test_linear_values);
     tcase_add_test(tc, test_matmul_grad);
