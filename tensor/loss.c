@@ -83,26 +83,15 @@ static Tensor *reduce_loss(Tensor *loss, CtReduction r)
     }
 }
 
-/* Gives the CROSS_ENTROPY call c the one-element outputs of its fold (the
- * sum in *out, and a mean's divisor in *den, as out2/out3) when the backend
- * folds this call; false, with c as it was, otherwise. *out is NULL on
- * failure. */
-static bool fold_outputs(CtOpCall *c, Tensor **out, Tensor **den)
+/* Whether the backend of c's logits sums (and averages) this CROSS_ENTROPY
+ * call in its kernel; sets the params' fold accordingly. */
+static bool backend_folds(CtOpCall *c)
 {
-    const Tensor *x = c->in[0];
-    const CtBackend *be = ct_backend_peek(x->storage->device);
+    const CtBackend *be = ct_backend_peek(c->in[0]->storage->device);
     CtCrossEntropyParams *p = (CtCrossEntropyParams *)c->params;
     p->fold = true;
-    bool folds = be && ct_backend_supports(be, c);
-    p->fold = false;
-    if (!folds) return false;
-    CtDevice dev = x->storage->device;
-    *out = ct_tensor_new(0, NULL, x->dtype, dev);
-    *den = c->out[1] ? ct_tensor_new(0, NULL, x->dtype, dev) : NULL;
-    if (c->out[1] && !*den) *out = NULL;
-    c->out[2] = *out;
-    c->out[3] = *den;
-    return true;
+    p->fold = be && ct_backend_supports(be, c);
+    return p->fold;
 }
 
 /* Runs inside the caller's private scope. */
@@ -137,8 +126,11 @@ static Tensor *ce_body(const char *op, Tensor *logits, Tensor *target,
     Tensor *out = loss, *den = NULL;
     if (a->reduction != CT_REDUCTION_NONE) {
         p.go_scalar = true;
-        p.fold = fold_outputs(&c, &out, &den);
-        if (!out) return NULL;
+        if (backend_folds(&c)) { /* the sum (and divisor): out2 (and out3) */
+            c.out[2] = out = ct_tensor_new(0, NULL, x->dtype, dev);
+            if (wsum) c.out[3] = den = ct_tensor_new(0, NULL, x->dtype, dev);
+            if (!out || (wsum && !den)) return NULL;
+        }
     }
     if (ct_dispatch(&c) != CT_OK) return NULL; /* the caller's scope releases loss */
     if (a->reduction != CT_REDUCTION_NONE && !p.fold) {
