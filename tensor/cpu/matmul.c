@@ -1,7 +1,7 @@
 /* MATMUL: batched GEMM (CtMatmulParams in internal.h). f32 runs on the
  * engine of sgemm.h for the shapes it wins (ct_cpu_sgemm_picks), else on
- * OpenBLAS, as do f64 and bf16; an outer product (k == 1) is one pass of
- * its own.
+ * OpenBLAS, as do f64 and bf16; an outer product (k == 1) and a single row
+ * (m == 1) are passes of their own.
  *
  * Threading: OpenBLAS runs single-threaded (openblas_set_num_threads(1)
  * when the CPU backend starts) and GEMM parallelism comes from the engine
@@ -130,21 +130,23 @@ static void scale_c(const CtMatmulParams *p, CtDType dt, void *C)
  * into row blocks. */
 #define OUTER_ROWS_MIN 16384 /* elements of C per pool item, at least */
 
-typedef struct OuterJob {
+/* A product cut into pool items along one dim of C (outer: rows; one row:
+ * columns). */
+typedef struct SliceJob {
     const CtMatmulParams *p;
     const void *A, *B;
     void *C;
-    int64_t rows, blocks; /* rows per item; items per matrix */
-} OuterJob;
+    int64_t per, blocks; /* rows or columns per item; items per matrix */
+} SliceJob;
 
 #define OUTER_ITEM(NAME, T)                                                              \
     static void NAME(void *ctx, int64_t i, int slot)                                     \
     {                                                                                    \
         (void)slot;                                                                      \
-        const OuterJob *j = ctx;                                                         \
+        const SliceJob *j = ctx;                                                         \
         const CtMatmulParams *p = j->p;                                                  \
-        const int64_t mat = i / j->blocks, r0 = i % j->blocks * j->rows, n = p->n;       \
-        const int64_t r1 = r0 + j->rows < p->m ? r0 + j->rows : p->m;                    \
+        const int64_t mat = i / j->blocks, r0 = i % j->blocks * j->per, n = p->n;        \
+        const int64_t r1 = r0 + j->per < p->m ? r0 + j->per : p->m;                      \
         const T *a = (const T *)j->A + mat * p->stride_a;                                \
         const T *restrict b = (const T *)j->B + mat * p->stride_b;                       \
         const T alpha = (T)p->alpha, beta = (T)p->beta;                                  \
@@ -169,10 +171,80 @@ static void outer(const CtMatmulParams *p, CtDType dt, const void *A, const void
                   void *C)
 {
     int64_t rows = (OUTER_ROWS_MIN + p->n - 1) / p->n;
-    OuterJob j = {.p = p, .A = A, .B = B, .C = C, .rows = rows};
+    SliceJob j = {.p = p, .A = A, .B = B, .C = C, .per = rows};
     j.blocks = (p->m + rows - 1) / rows;
     int nt = p->batch * p->m * p->n >= CT_CPU_POOL_MIN ? ct_workers_max() : 1;
     ct_workers_run(p->batch * j.blocks, nt, dt == CT_F32 ? outer_f32 : outer_f64, &j);
+}
+
+/* ------------------------------------------------------------- one row */
+
+/* m == 1 (a linear layer at batch 1): c = alpha * a op(B) + beta * c reads
+ * B once, where BLAS first packs it (a read and a write of B, then a read
+ * of the copy). op(B) = B (k, n): c accumulates a_i * row i of B in row
+ * order; op(B) = Bᵀ (B is (n, k)): c_j is the dot product of a with row j,
+ * in ROW_LANES interleaved partial sums added in a fixed order. Either way
+ * the bits depend on the shape only. Columns split over the pool from
+ * PAR_MIN_MNK multiply-adds. */
+#define ROW_LANES 8
+#define ROW_COLS  64 /* columns per pool item, at least */
+
+#define ROW_ITEM(NAME, T)                                                                \
+    static void NAME(void *ctx, int64_t it, int slot)                                    \
+    {                                                                                    \
+        (void)slot;                                                                      \
+        const SliceJob *j = ctx;                                                         \
+        const CtMatmulParams *p = j->p;                                                  \
+        const int64_t mat = it / j->blocks, c0 = it % j->blocks * j->per;                \
+        const int64_t c1 = c0 + j->per < p->n ? c0 + j->per : p->n, k = p->k;            \
+        const T *restrict a = (const T *)j->A + mat * p->stride_a;                       \
+        const T *restrict b = (const T *)j->B + mat * p->stride_b;                       \
+        T *restrict c = (T *)j->C + mat * p->stride_c;                                   \
+        T acc[ROW_COLS];                                                                 \
+        for (int64_t q0 = c0; q0 < c1; q0 += ROW_COLS) {                                 \
+            const int64_t w = c1 - q0 < ROW_COLS ? c1 - q0 : ROW_COLS;                   \
+            if (p->trans_b) {                                                            \
+                for (int64_t q = 0; q < w; q++) {                                        \
+                    const T *restrict r = b + (q0 + q) * k;                              \
+                    T l[ROW_LANES] = {0};                                                \
+                    int64_t i = 0;                                                       \
+                    for (; i + ROW_LANES <= k; i += ROW_LANES)                           \
+                        for (int u = 0; u < ROW_LANES; u++) l[u] += a[i + u] * r[i + u]; \
+                    for (int u = 0; i < k; i++, u++) l[u] += a[i] * r[i];                \
+                    T sum = 0;                                                           \
+                    for (int u = 0; u < ROW_LANES; u++) sum += l[u];                     \
+                    acc[q] = sum;                                                        \
+                }                                                                        \
+            } else {                                                                     \
+                for (int64_t q = 0; q < w; q++) acc[q] = 0;                              \
+                for (int64_t i = 0; i < k; i++) {                                        \
+                    const T ai = a[i], *restrict r = b + i * p->n + q0;                  \
+                    for (int64_t q = 0; q < w; q++) acc[q] += ai * r[q];                 \
+                }                                                                        \
+            }                                                                            \
+            for (int64_t q = 0; q < w; q++) {                                            \
+                T t = (T)p->alpha * acc[q];                                              \
+                if (p->beta != 0) {                                                      \
+                    T u = (T)p->beta * c[q0 + q];                                        \
+                    t = t + u;                                                           \
+                }                                                                        \
+                c[q0 + q] = t;                                                           \
+            }                                                                            \
+        }                                                                                \
+    }
+ROW_ITEM(row_f32, float)
+ROW_ITEM(row_f64, double)
+
+static void one_row(const CtMatmulParams *p, CtDType dt, const void *A, const void *B,
+                    void *C)
+{
+    double mnk = (double)p->n * (double)p->k * (double)p->batch;
+    int nt = mnk >= PAR_MIN_MNK ? ct_workers_max() : 1;
+    SliceJob j = {.p = p, .A = A, .B = B, .C = C, .per = p->n};
+    if (nt > 1 && p->n >= 2 * ROW_COLS)
+        j.per = (p->n / SPLIT_BLOCKS + ROW_COLS - 1) / ROW_COLS * ROW_COLS;
+    j.blocks = (p->n + j.per - 1) / j.per;
+    ct_workers_run(p->batch * j.blocks, nt, dt == CT_F32 ? row_f32 : row_f64, &j);
 }
 
 /* Row-major GEMMs, f32 or f64; leading dimensions follow from the packed
@@ -187,6 +259,10 @@ static void gemm(const CtMatmulParams *p, CtDType dt, const void *A, const void 
     }
     if (p->k == 1) {
         outer(p, dt, A, B, C);
+        return;
+    }
+    if (p->m == 1) {
+        one_row(p, dt, A, B, C);
         return;
     }
     GemmJob j = {.p = p, .isa = CT_SGEMM_NONE, .A = A, .B = B, .C = C};

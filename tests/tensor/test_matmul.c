@@ -1,6 +1,7 @@
 /* matmul and linear: values, every rank combination, batching and broadcast,
  * transposed and strided operands, bf16, gradients, bad input. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,6 +264,17 @@ static void *outer_data(CtDType dt, int64_t n, unsigned seed)
     return v;
 }
 
+/* n NaNs of dt (f32 or f64) at v. */
+static void nan_fill(CtDType dt, void *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == CT_F32)
+            ((float *)v)[i] = NAN;
+        else
+            ((double *)v)[i] = NAN;
+    }
+}
+
 /* c <- a_i b_j alpha (+ beta c), each step rounded in T. */
 #define OUTER_REF(T)                                                                     \
     static void outer_ref_##T(const CtMatmulParams *p, const T *a, const T *b, T *c)     \
@@ -318,13 +330,8 @@ START_TEST(test_matmul_outer_product)
                         void *got = outer_data(dt, batch * m * n, 3);
                         void *want = malloc((size_t)(batch * m * n) * es);
                         memcpy(want, got, (size_t)(batch * m * n) * es);
-                        if (p.beta == 0) /* never read */
-                            for (int64_t i = 0; i < batch * m * n; i++) {
-                                if (dt == CT_F32)
-                                    ((float *)got)[i] = NAN;
-                                else
-                                    ((double *)got)[i] = NAN;
-                            }
+                        if (p.beta == 0)
+                            nan_fill(dt, got, batch * m * n); /* never read */
                         ck_assert_int_eq(ct_cpu_matmul(&p, dt, a, b, got), CT_OK);
                         if (dt == CT_F32)
                             outer_ref_float(&p, a, b, want);
@@ -360,6 +367,77 @@ START_TEST(test_matmul_outer_product)
                         checked++;
                     }
     ck_assert_int_eq(checked, 2 * 2 * 4 * 2 * 3);
+}
+END_TEST
+
+/* One row (m == 1, a linear layer at batch 1) reads B once: against an f64
+ * reference for both layouts of B, a tail of the dot's lanes, column
+ * blocks, a batch with B broadcast, alpha and beta (C not read at beta 0),
+ * and the same bits on 1 and 2 threads (the pool splits the columns from
+ * 1M multiply-adds). */
+START_TEST(test_matmul_one_row)
+{
+    const int64_t shapes[][2] = {{5, 3}, {700, 13}, {3000, 400}}; /* (n, k) */
+    int checked = 0;
+    for (int d = 0; d < 2; d++)
+        for (int sh = 0; sh < 3; sh++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int bt = 0; bt < 2; bt++) {
+                    CtDType dt = d ? CT_F64 : CT_F32;
+                    size_t es = ct_dtype_size(dt);
+                    int64_t n = shapes[sh][0], k = shapes[sh][1], batch = bt ? 3 : 1;
+                    double alpha = bt ? 1.5 : 1, beta = bt ? 0.5 : 0;
+                    CtMatmulParams p = {.batch = batch,
+                                        .m = 1,
+                                        .n = n,
+                                        .k = k,
+                                        .trans_a = tb,
+                                        .trans_b = tb,
+                                        .alpha = alpha,
+                                        .beta = beta,
+                                        .stride_a = k,
+                                        .stride_b = bt ? 0 : n * k,
+                                        .stride_c = n,
+                                        .autocast = CT_F32};
+                    void *a = outer_data(dt, batch * k, 4), *b = outer_data(dt, n * k, 5);
+                    void *c0 = outer_data(dt, batch * n, 6);
+                    void *got[2];
+                    for (int t = 0; t < 2; t++) {
+                        got[t] = malloc((size_t)(batch * n) * es);
+                        memcpy(got[t], c0, (size_t)(batch * n) * es);
+                        if (beta == 0) nan_fill(dt, got[t], batch * n); /* never read */
+                        omp_set_num_threads(t + 1);
+                        ck_assert_int_eq(ct_cpu_matmul(&p, dt, a, b, got[t]), CT_OK);
+                    }
+                    omp_set_num_threads(2);
+                    ck_assert_msg(!memcmp(got[0], got[1], (size_t)(batch * n) * es),
+                                  "threads: %s n %lld k %lld", ct_dtype_name(dt),
+                                  (long long)n, (long long)k);
+#define AT(v, i) (dt == CT_F32 ? (double)((float *)(v))[i] : ((double *)(v))[i])
+                    for (int64_t x = 0; x < batch; x++)
+                        for (int64_t j = 0; j < n; j++) {
+                            double want = 0;
+                            for (int64_t i = 0; i < k; i++)
+                                want +=
+                                    AT(a, x * k + i) * AT(b, tb ? j * k + i : i * n + j);
+                            want =
+                                alpha * want + (beta != 0 ? beta * AT(c0, x * n + j) : 0);
+                            double g = AT(got[0], x * n + j);
+                            ck_assert_msg(
+                                fabs(g - want) <= (d ? 1e-12 : 1e-4) * (1 + fabs(want)),
+                                "%s n %lld k %lld trans %d batch %lld [%lld]: %g != %g",
+                                ct_dtype_name(dt), (long long)n, (long long)k, tb,
+                                (long long)batch, (long long)j, g, want);
+                        }
+#undef AT
+                    free(a);
+                    free(b);
+                    free(c0);
+                    free(got[0]);
+                    free(got[1]);
+                    checked++;
+                }
+    ck_assert_int_eq(checked, 2 * 3 * 2 * 2);
 }
 END_TEST
 
@@ -695,6 +773,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_matmul_layouts);
     tcase_add_test(tc, test_matmul_pool_split);
     tcase_add_test(tc, test_matmul_outer_product);
+    tcase_add_test(tc, test_matmul_one_row);
     tcase_add_test(tc, test_matmul_bf16);
     tcase_add_test(tc, test_linear_values);
     tcase_add_test(tc, test_matmul_grad);
