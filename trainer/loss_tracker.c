@@ -15,37 +15,35 @@
 
 struct LossLog {
     int refs;
-    Tensor *vals;   /* f64[LOG_SLOTS] on the losses' device (persistent) */
-    int64_t used;   /* slots written */
-    double *weight; /* LOG_SLOTS batch sizes, on the host */
+    Tensor *vals;             /* f64[LOG_SLOTS] on the losses' device */
+    int64_t used;             /* slots written */
+    double weight[LOG_SLOTS]; /* their batch sizes */
 };
 
 static void log_release(LossLog *g)
 {
     if (!g || --g->refs > 0) return;
     tensor_free(g->vals);
-    free(g->weight);
     free(g);
 }
 
 static LossLog *log_new(CtDevice dev)
 {
-    LossLog *g = calloc(1, sizeof *g);
-    double *w = malloc(LOG_SLOTS * sizeof *w);
-    CtScope *sc = ct_scope_open();
+    LossLog *g = malloc(sizeof *g);
+    CtScope *sc = g ? ct_scope_open() : NULL;
     Tensor *v =
-        g && w && sc
-            ? tensor_retain(tensor_empty(1, (const int64_t[]){LOG_SLOTS}, CT_F64, dev))
-            : NULL;
+        sc ? tensor_retain(tensor_empty(1, (const int64_t[]){LOG_SLOTS}, CT_F64, dev))
+           : NULL;
     ct_scope_close(sc);
     if (!v) {
         free(g);
-        free(w);
         if (ct_last_status() == CT_OK)
             ct_error(CT_ERR_OOM, "trainer: out of memory for the loss tracker");
         return NULL;
     }
-    *g = (LossLog){.refs = 1, .vals = v, .weight = w};
+    g->refs = 1;
+    g->vals = v;
+    g->used = 0;
     return g;
 }
 

@@ -130,6 +130,18 @@ static void scale_c(const CtMatmulParams *p, CtDType dt, void *C)
  * into row blocks. */
 #define OUTER_ROWS_MIN 16384 /* elements of C per pool item, at least */
 
+/* c <- alpha * t, plus beta * c unless beta is 0 (c is then not read),
+ * each step rounded in T. */
+#define STORE_AXPBY(T, c, t, alpha, beta)                                                \
+    do {                                                                                 \
+        T t_ = (T)(alpha) * (t);                                                         \
+        if ((beta) != 0) {                                                               \
+            T u_ = (T)(beta) * (c);                                                      \
+            t_ = t_ + u_;                                                                \
+        }                                                                                \
+        (c) = t_;                                                                        \
+    } while (0)
+
 /* A product cut into pool items along one dim of C (outer: rows; one row:
  * columns). */
 typedef struct SliceJob {
@@ -154,13 +166,8 @@ typedef struct SliceJob {
             T *restrict c = (T *)j->C + mat * p->stride_c + r * n;                       \
             const T ar = a[r];                                                           \
             for (int64_t q = 0; q < n; q++) {                                            \
-                T t = ar * b[q];                                                         \
-                t = alpha * t;                                                           \
-                if (beta != 0) {                                                         \
-                    T u = beta * c[q];                                                   \
-                    t = t + u;                                                           \
-                }                                                                        \
-                c[q] = t;                                                                \
+                const T t = ar * b[q];                                                   \
+                STORE_AXPBY(T, c[q], t, alpha, beta);                                    \
             }                                                                            \
         }                                                                                \
     }
@@ -222,14 +229,8 @@ static void outer(const CtMatmulParams *p, CtDType dt, const void *A, const void
                     for (int64_t q = 0; q < w; q++) acc[q] += ai * r[q];                 \
                 }                                                                        \
             }                                                                            \
-            for (int64_t q = 0; q < w; q++) {                                            \
-                T t = (T)p->alpha * acc[q];                                              \
-                if (p->beta != 0) {                                                      \
-                    T u = (T)p->beta * c[q0 + q];                                        \
-                    t = t + u;                                                           \
-                }                                                                        \
-                c[q0 + q] = t;                                                           \
-            }                                                                            \
+            for (int64_t q = 0; q < w; q++)                                              \
+                STORE_AXPBY(T, c[q0 + q], acc[q], p->alpha, p->beta);                    \
         }                                                                                \
     }
 ROW_ITEM(row_f32, float)
