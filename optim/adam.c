@@ -16,7 +16,8 @@ static CtStatus update(const OptimGroupHp *h, const OptimStep *s, bool decoupled
                         .beta2 = h->beta2,
                         .eps = h->eps,
                         .decoupled = decoupled,
-                        .step = s->step};
+                        .step = s->step,
+                        .zero_grad = s->zero_grad};
     return tensor_adam_step_(s->param, s->grad, s->buf[ADAM_EXP_AVG],
                              s->buf[ADAM_EXP_AVG_SQ], s->buf[ADAM_MAX_EXP_AVG_SQ], &a);
 }

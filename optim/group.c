@@ -78,7 +78,8 @@ CtStatus optim_group_make_buffer(Optimizer *o, int gi, int b, unsigned *fresh)
     return st;
 }
 
-CtStatus optim_group_update(Optimizer *o, int gi, const unsigned *fresh, bool *done)
+CtStatus optim_group_update(Optimizer *o, int gi, const unsigned *fresh, bool zero_grad,
+                            bool *done)
 {
     const OptimVtable *vt = o->vt;
     const OptimGroupHp *h = &o->groups[gi];
@@ -93,7 +94,8 @@ CtStatus optim_group_update(Optimizer *o, int gi, const unsigned *fresh, bool *d
     OptimStep s = {.param = sp->param,
                    .grad = sp->grad,
                    .fresh = fresh[first],
-                   .step = o->psteps[first] + 1};
+                   .step = o->psteps[first] + 1,
+                   .zero_grad = zero_grad};
     for (int b = 0; b < vt->nbuf; b++) {
         if (!vt->uses_buf(o, h, b)) continue;
         if (!span_ok(o, gi, b, &sp->buf[b])) return CT_OK;

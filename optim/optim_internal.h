@@ -37,13 +37,15 @@ typedef struct OptimFlags {
 /* The operands of one update: one parameter and its gradient, or the spans
  * of a whole group; buf[b] is NULL when the configuration does not use
  * buffer b. fresh has bit b set when buffer b was created (zeroed) for this
- * step. step is the update count including this one (1 on the first). */
+ * step. step is the update count including this one (1 on the first).
+ * zero_grad: the update zeroes grad in its pass (the Tensor*Args field). */
 typedef struct OptimStep {
     Tensor *param;
-    const Tensor *grad;
+    Tensor *grad;
     Tensor *buf[OPTIM_MAX_BUFS];
     unsigned fresh;
     int64_t step;
+    bool zero_grad;
 } OptimStep;
 
 typedef struct OptimVtable {
@@ -117,9 +119,11 @@ static inline bool optim_wants_update(const Tensor *p)
 CtStatus optim_group_make_buffer(Optimizer *o, int gi, int b, unsigned *fresh);
 /* group.c: runs the update of group gi as ONE op over its spans when the
  * group is packed (every parameter updated, spans back to back, state
- * buffers alike, one step count); *done says whether it did. Cheap when
- * the spans are cached: no allocation after the first step. */
-CtStatus optim_group_update(Optimizer *o, int gi, const unsigned *fresh, bool *done);
+ * buffers alike, one step count), zeroing the gradients in the same pass
+ * when zero_grad; *done says whether it did. Cheap when the spans are
+ * cached: no allocation after the first step. */
+CtStatus optim_group_update(Optimizer *o, int gi, const unsigned *fresh, bool zero_grad,
+                            bool *done);
 /* group.c: zeroes group gi's gradients with one fill when they lie back to
  * back; *done says whether it did. */
 CtStatus optim_group_zero_grad(Optimizer *o, int gi, bool *done);

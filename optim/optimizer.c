@@ -283,19 +283,26 @@ static CtStatus make_buffers(Optimizer *o, unsigned *fresh)
     return st;
 }
 
-/* One op per parameter: the path of groups that are not packed. */
-static CtStatus update_params(Optimizer *o, const OptimGroupHp *h, const unsigned *fresh)
+/* One op per parameter: the path of groups that are not packed. With
+ * zero_grad, each update zeroes its gradient, and a gradient of a
+ * parameter not updated (frozen) is zeroed on its own. */
+static CtStatus update_params(Optimizer *o, const OptimGroupHp *h, const unsigned *fresh,
+                              bool zero_grad)
 {
     const OptimVtable *vt = o->vt;
     CtStatus st = CT_OK;
     for (int64_t i = 0; i < h->n && st == CT_OK; i++) {
         Tensor *p = h->params[i];
         int64_t idx = h->first + i;
-        if (!optim_wants_update(p)) continue;
+        if (!optim_wants_update(p)) {
+            if (zero_grad && tensor_grad(p)) st = tensor_zero_(tensor_grad(p));
+            continue;
+        }
         OptimStep s = {.param = p,
                        .grad = tensor_grad(p),
                        .fresh = fresh[idx],
-                       .step = ++o->psteps[idx]};
+                       .step = ++o->psteps[idx],
+                       .zero_grad = zero_grad};
         for (int b = 0; b < vt->nbuf; b++)
             s.buf[b] = vt->uses_buf(o, h, b) ? o->state[idx * vt->nbuf + b] : NULL;
         st = vt->update(o, h, &s);
@@ -303,9 +310,9 @@ static CtStatus update_params(Optimizer *o, const OptimGroupHp *h, const unsigne
     return st;
 }
 
-CtStatus optim_step(Optimizer *o)
+static CtStatus step(Optimizer *o, bool zero_grad, const char *fn)
 {
-    if (!o) return ct_error(CT_ERR_NULL, "optim_step: NULL optimizer");
+    if (!o) return ct_error(CT_ERR_NULL, "%s: NULL optimizer", fn);
     for (int g = 0; g < o->ngroups; g++) {
         const OptimGroupHp *h = &o->groups[g];
         for (int64_t i = 0; i < h->n; i++) {
@@ -318,9 +325,19 @@ CtStatus optim_step(Optimizer *o)
     CtStatus st = make_buffers(o, o->fresh);
     for (int g = 0; g < o->ngroups && st == CT_OK; g++) {
         bool done;
-        st = optim_group_update(o, g, o->fresh, &done);
-        if (st == CT_OK && !done) st = update_params(o, &o->groups[g], o->fresh);
+        st = optim_group_update(o, g, o->fresh, zero_grad, &done);
+        if (st == CT_OK && !done) st = update_params(o, &o->groups[g], o->fresh, zero_grad);
     }
     if (st == CT_OK) o->step++;
     return st;
+}
+
+CtStatus optim_step(Optimizer *o)
+{
+    return step(o, false, "optim_step");
+}
+
+CtStatus optim_step_zero_grad(Optimizer *o)
+{
+    return step(o, true, "optim_step_zero_grad");
 }

@@ -17,7 +17,8 @@ static CtStatus rms_update(const Optimizer *o, const OptimGroupHp *h, const Opti
                            .weight_decay = h->weight_decay,
                            .alpha = h->beta2,
                            .eps = h->eps,
-                           .momentum = h->momentum};
+                           .momentum = h->momentum,
+                           .zero_grad = s->zero_grad};
     return tensor_rmsprop_step_(s->param, s->grad, s->buf[RMS_SQUARE_AVG],
                                 s->buf[RMS_MOMENTUM_BUFFER], s->buf[RMS_GRAD_AVG], &a);
 }

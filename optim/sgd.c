@@ -16,7 +16,8 @@ static CtStatus sgd_update(const Optimizer *o, const OptimGroupHp *h, const Opti
                        .momentum = h->momentum,
                        .dampening = o->flags.dampening,
                        .nesterov = buf && o->flags.nesterov,
-                       .first = (s->fresh >> SGD_MOMENTUM_BUFFER) & 1};
+                       .first = (s->fresh >> SGD_MOMENTUM_BUFFER) & 1,
+                       .zero_grad = s->zero_grad};
     return tensor_sgd_step_(s->param, s->grad, buf, &a);
 }
 

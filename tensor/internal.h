@@ -329,7 +329,9 @@ typedef enum CtOp {
                       element) <- 1 when an element of out0 was inf or
                       NaN, else left as is. One pass.   CtUnscaleParams */
     /* optimizer block ops (tensor/cpu/optim.c): every operand contiguous,
-     * one float dtype (f32 or f64), one numel; in place on out[]. */
+     * one float dtype (f32 or f64), one numel; in place on out[]. out[4],
+     * when set, is the gradient (in[0] itself): the pass zeroes it after
+     * reading it (CT_OPTIM_ZERO_GRAD). */
     CT_OP_OPTIM_SGD,     /* out {param, momentum_buf|NULL}, in {grad}  CtSgdParams */
     CT_OP_OPTIM_ADAM,    /* out {param, exp_avg, exp_avg_sq,
                             max_exp_avg_sq|NULL}, in {grad}  CtAdamParams */
@@ -345,7 +347,7 @@ typedef enum CtOp {
 
 const char *ct_op_name(CtOp op);
 
-#define CT_CALL_MAX_OUT 4
+#define CT_CALL_MAX_OUT 5
 #define CT_CALL_MAX_IN  6
 
 /* A backend instance (tensor/backend.h). */
@@ -486,6 +488,9 @@ typedef struct CtAdamParams {
 typedef struct CtRmspropParams {
     double lr, weight_decay, momentum, alpha, one_minus_alpha, eps;
 } CtRmspropParams;
+
+/* The out[] slot of an optimizer op's gradient when the pass also zeroes it. */
+#define CT_OPTIM_ZERO_GRAD 4
 
 /* Block norms are reduced in fixed chunks, each summed in index order, so
  * the partials (and the caller's in-order sum of them) do not depend on the

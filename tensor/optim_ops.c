@@ -42,16 +42,20 @@ static CtStatus check_operands(const char *op, const Tensor *const *t,
 
 /* Checks param, grad and the state buffers (the first `required` of them
  * must be given; names[] lists all operands in that order), then runs
- * `kind` with out = {param, bufs...} and in = {grad}. */
+ * `kind` with out = {param, bufs...} and in = {grad}; with zero_grad, grad
+ * is out[CT_OPTIM_ZERO_GRAD] too, and counts as zero-filled after it. */
 static CtStatus run_step(CtOp kind, const char *op, const char *const *names,
-                         Tensor *param, const Tensor *grad, Tensor *const *bufs, int nbuf,
-                         int required, const void *params)
+                         Tensor *param, Tensor *grad, Tensor *const *bufs, int nbuf,
+                         int required, bool zero_grad, const void *params)
 {
     const Tensor *t[2 + CT_CALL_MAX_OUT] = {param, grad};
     CtOpCall c = {.op = kind, .out = {param}, .in = {grad}, .params = params};
     for (int b = 0; b < nbuf; b++) t[2 + b] = c.out[1 + b] = bufs[b];
+    if (zero_grad) c.out[CT_OPTIM_ZERO_GRAD] = grad;
     CtStatus st = check_operands(op, t, names, 2 + nbuf, 2 + required);
-    return st == CT_OK ? ct_dispatch(&c) : st;
+    if (st == CT_OK) st = ct_dispatch(&c);
+    if (st == CT_OK && zero_grad && !ct_in_backward()) ct_storage_zeroed(grad);
+    return st;
 }
 
 static CtStatus null_args(const char *op)
@@ -59,7 +63,7 @@ static CtStatus null_args(const char *op)
     return ct_error(CT_ERR_NULL, "%s: NULL args", op);
 }
 
-CtStatus tensor_sgd_step_(Tensor *param, const Tensor *grad, Tensor *momentum_buf,
+CtStatus tensor_sgd_step_(Tensor *param, Tensor *grad, Tensor *momentum_buf,
                           const TensorSgdArgs *a)
 {
     const char *op = "tensor_sgd_step_";
@@ -73,10 +77,11 @@ CtStatus tensor_sgd_step_(Tensor *param, const Tensor *grad, Tensor *momentum_bu
                      .one_minus_dampening = 1.0 - a->dampening,
                      .first = a->first,
                      .nesterov = a->nesterov};
-    return run_step(CT_OP_OPTIM_SGD, op, names, param, grad, &momentum_buf, 1, 0, &p);
+    return run_step(CT_OP_OPTIM_SGD, op, names, param, grad, &momentum_buf, 1, 0,
+                    a->zero_grad, &p);
 }
 
-CtStatus tensor_adam_step_(Tensor *param, const Tensor *grad, Tensor *exp_avg,
+CtStatus tensor_adam_step_(Tensor *param, Tensor *grad, Tensor *exp_avg,
                            Tensor *exp_avg_sq, Tensor *max_exp_avg_sq,
                            const TensorAdamArgs *a)
 {
@@ -98,10 +103,11 @@ CtStatus tensor_adam_step_(Tensor *param, const Tensor *grad, Tensor *exp_avg,
                       .bc2_sqrt = sqrt(1.0 - pow(a->beta2, t)),
                       .eps = a->eps};
     Tensor *bufs[] = {exp_avg, exp_avg_sq, max_exp_avg_sq};
-    return run_step(CT_OP_OPTIM_ADAM, op, names, param, grad, bufs, 3, 2, &p);
+    return run_step(CT_OP_OPTIM_ADAM, op, names, param, grad, bufs, 3, 2, a->zero_grad,
+                    &p);
 }
 
-CtStatus tensor_rmsprop_step_(Tensor *param, const Tensor *grad, Tensor *square_avg,
+CtStatus tensor_rmsprop_step_(Tensor *param, Tensor *grad, Tensor *square_avg,
                               Tensor *momentum_buf, Tensor *grad_avg,
                               const TensorRmspropArgs *a)
 {
@@ -116,7 +122,8 @@ CtStatus tensor_rmsprop_step_(Tensor *param, const Tensor *grad, Tensor *square_
                          .one_minus_alpha = 1.0 - a->alpha,
                          .eps = a->eps};
     Tensor *bufs[] = {square_avg, momentum_buf, grad_avg};
-    return run_step(CT_OP_OPTIM_RMSPROP, op, names, param, grad, bufs, 3, 1, &p);
+    return run_step(CT_OP_OPTIM_RMSPROP, op, names, param, grad, bufs, 3, 1,
+                    a->zero_grad, &p);
 }
 
 /* ------------------------------------------------------------ clipping */

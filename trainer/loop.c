@@ -105,6 +105,28 @@ static CtStatus unscale(Trainer *t, bool *skip)
                               (double)scaler_skipped_steps(s->scaler));
 }
 
+/* Whether step, schedule and zero are the default hooks: then the step
+ * zeroes the gradients in its own pass (optim_step_zero_grad), which is the
+ * same as stepping, scheduling and zeroing, since the default scheduler
+ * step does not look at the gradients. */
+static bool default_update(const Trainer *t)
+{
+    return HOOK(t, optimizer_step) == trainer_default_optimizer_step &&
+           HOOK(t, optimizer_zero_grad) == trainer_default_optimizer_zero_grad &&
+           (!t->scheduler || HOOK(t, scheduler_step) == trainer_default_scheduler_step);
+}
+
+static CtStatus step_schedule_zero(Trainer *t)
+{
+    if (!default_update(t)) {
+        TRY(HOOK(t, optimizer_step)(t));
+        if (t->scheduler) TRY(HOOK(t, scheduler_step)(t));
+        return HOOK(t, optimizer_zero_grad)(t);
+    }
+    TRY(optim_step_zero_grad(t->optimizer));
+    return t->scheduler ? trainer_default_scheduler_step(t) : CT_OK;
+}
+
 /* The update part of a step: average the gradients over the processes
  * (once per update, not per micro-batch), unscale and clip once, step,
  * schedule, zero; a step with inf/NaN gradients under loss scaling only
@@ -117,9 +139,7 @@ static CtStatus update(Trainer *t)
     TRY(unscale(t, &skip));
     if (!skip && (s->rc.gradient_clip_value > 0 || s->rc.gradient_clip_norm > 0))
         TRY(HOOK(t, clip_gradients)(t));
-    if (!skip) TRY(HOOK(t, optimizer_step)(t));
-    if (!skip && t->scheduler) TRY(HOOK(t, scheduler_step)(t));
-    TRY(HOOK(t, optimizer_zero_grad)(t));
+    TRY(skip ? HOOK(t, optimizer_zero_grad)(t) : step_schedule_zero(t));
     s->global_step++;
     return CT_OK;
 }

@@ -83,6 +83,11 @@ Optimizer *optim_rmsprop_create_groups(int ngroups, const OptimGroup *groups,
 CtStatus optim_step(Optimizer *o);
 /* Zeroes the gradients of every parameter (those that have one). */
 CtStatus optim_zero_grad(Optimizer *o);
+/* optim_step then optim_zero_grad, with the same results, but each update
+ * zeroes the gradient it has just read in its own pass: a packed group
+ * takes one op for both, where the two calls take two (on CUDA, one launch
+ * instead of two). A validation error changes nothing, as in optim_step. */
+CtStatus optim_step_zero_grad(Optimizer *o);
 const char *optim_name(const Optimizer *o); /* "SGD", "AdamW", ... */
 int optim_num_groups(const Optimizer *o);
 /* Current group hyper-parameters (schedulers use these). momentum means

@@ -22,7 +22,8 @@
  * released, so nothing but leaf gradients outlives backward. Views
  * (reshape, slice, transpose, expand) are differentiable like any op.
  * A leaf gradient known to hold zeros (zeroed by tensor_fill_/tensor_zero_,
- * as zero_grad does, and not written since) is overwritten instead: the
+ * as zero_grad does, or by an optimizer update with zero_grad set, and not
+ * written since) is overwritten instead: the
  * op's backward writes straight into it, with the values 0 + g would have
  * (only a -0 gradient stays -0), and no addition pass (on a GPU, no
  * launch) per parameter. Writes through tensor_data count as writes.

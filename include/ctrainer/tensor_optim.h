@@ -13,6 +13,13 @@
  * device, non-contiguous) name the operand and change nothing. None of these
  * ops is recorded by autograd; only tensor_norm_parts and tensor_span
  * allocate.
+ *
+ * The update steps read grad and leave it as it is, unless their args set
+ * zero_grad: then the same pass zeroes grad once it has read each element,
+ * which saves a zero fill over the block before the next backward (an
+ * optimizer's step followed by its zero_grad, optim_step_zero_grad). The
+ * zeroed grad counts as zero-filled: the next backward writes it in place
+ * (tensor_backward).
  */
 #ifndef CTRAINER_TENSOR_OPTIM_H
 #define CTRAINER_TENSOR_OPTIM_H
@@ -30,10 +37,11 @@ extern "C" {
  *   param -= lr * d */
 typedef struct TensorSgdArgs {
     double lr, weight_decay, momentum, dampening;
-    bool nesterov; /* needs momentum_buf */
-    bool first;    /* momentum_buf was just created (its first update) */
+    bool nesterov;  /* needs momentum_buf */
+    bool first;     /* momentum_buf was just created (its first update) */
+    bool zero_grad; /* also zero grad, in the same pass */
 } TensorSgdArgs;
-CtStatus tensor_sgd_step_(Tensor *param, const Tensor *grad, Tensor *momentum_buf,
+CtStatus tensor_sgd_step_(Tensor *param, Tensor *grad, Tensor *momentum_buf,
                           const TensorSgdArgs *args);
 
 /* torch.optim.Adam (decoupled false) and AdamW (decoupled true), with
@@ -46,8 +54,9 @@ typedef struct TensorAdamArgs {
     double lr, weight_decay, beta1, beta2, eps;
     bool decoupled;
     int64_t step;
+    bool zero_grad; /* also zero grad, in the same pass */
 } TensorAdamArgs;
-CtStatus tensor_adam_step_(Tensor *param, const Tensor *grad, Tensor *exp_avg,
+CtStatus tensor_adam_step_(Tensor *param, Tensor *grad, Tensor *exp_avg,
                            Tensor *exp_avg_sq, Tensor *max_exp_avg_sq,
                            const TensorAdamArgs *args);
 
@@ -58,8 +67,9 @@ CtStatus tensor_adam_step_(Tensor *param, const Tensor *grad, Tensor *exp_avg,
  *   buf = momentum buf + g / avg, param -= lr buf;  or param -= lr g / avg */
 typedef struct TensorRmspropArgs {
     double lr, weight_decay, alpha, eps, momentum;
+    bool zero_grad; /* also zero grad, in the same pass */
 } TensorRmspropArgs;
-CtStatus tensor_rmsprop_step_(Tensor *param, const Tensor *grad, Tensor *square_avg,
+CtStatus tensor_rmsprop_step_(Tensor *param, Tensor *grad, Tensor *square_avg,
                               Tensor *momentum_buf, Tensor *grad_avg,
                               const TensorRmspropArgs *args);
 

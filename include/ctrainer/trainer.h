@@ -319,6 +319,10 @@ typedef struct TrainerHooks {
      * gradients are left as they are) over the model's parameters. Called
      * once per update, only when clipping is configured. */
     CtStatus (*clip_gradients)(Trainer *t);
+    /* With all three of these at their defaults, the update runs as
+     * optim_step_zero_grad then scheduler_step: the same results, with the
+     * gradients zeroed in the optimizer's own pass. Overriding any of them
+     * runs the three hooks in the order above. */
     CtStatus (*optimizer_step)(Trainer *t);      /* optim_step */
     CtStatus (*scheduler_step)(Trainer *t);      /* scheduler_step when a scheduler */
     CtStatus (*optimizer_zero_grad)(Trainer *t); /* optim_zero_grad */

@@ -3,7 +3,8 @@
  *
  * Work is split by shape only: fixed chunks of CT_NORM_CHUNK elements,
  * handed to the worker pool, so results do not depend on the number of
- * threads. */
+ * threads. An update given out[CT_OPTIM_ZERO_GRAD] zeroes the gradient
+ * behind itself, in the same loop. */
 #include "../optim_math.h"
 #include "cpu.h"
 #include "workers.h"
@@ -41,25 +42,45 @@ static void *buf(const CtOpCall *c, int k)
     return c->out[k] ? ct_ptr(c->out[k]) : NULL;
 }
 
+/* The update's gradient, which it zeroes behind itself (in the same loop,
+ * one pass over memory) when the call has out[CT_OPTIM_ZERO_GRAD]. */
+static void *grad_of(const CtOpCall *c, bool *zero)
+{
+    *zero = c->out[CT_OPTIM_ZERO_GRAD] != NULL;
+    return ct_ptr(c->in[0]);
+}
+
+/* STMT for i in [lo, hi), then g[i] = 0 when zero. */
+#define UPDATE_LOOP(lo, hi, g, zero, STMT)                                               \
+    do {                                                                                 \
+        if (zero)                                                                        \
+            for (int64_t i = lo; i < hi; i++) {                                          \
+                STMT;                                                                    \
+                g[i] = 0;                                                                \
+            }                                                                            \
+        else                                                                             \
+            for (int64_t i = lo; i < hi; i++) STMT;                                      \
+    } while (0)
+
 /* -------------------------------------------------------------- SGD */
 
 #define SGD_RANGE(T)                                                                     \
     static void sgd_range_##T(const CtOpCall *c, int64_t lo, int64_t hi)                 \
     {                                                                                    \
         const CtSgdParams *q = c->params;                                                \
+        bool z;                                                                          \
         T *restrict p = ct_ptr(c->out[0]), *restrict b = buf(c, 1);                      \
-        const T *restrict g = ct_ptr(c->in[0]);                                          \
+        T *restrict g = grad_of(c, &z);                                                  \
         const CtSgdK_##T k = {(T)q->lr, (T)q->weight_decay, (T)q->momentum,              \
                               (T)q->one_minus_dampening};                                \
         if (!b)                                                                          \
-            for (int64_t i = lo; i < hi; i++) ct_sgd_elem_##T(p, g, b, i, k, 0, 0, 0);   \
+            UPDATE_LOOP(lo, hi, g, z, ct_sgd_elem_##T(p, g, b, i, k, 0, 0, 0));          \
         else if (q->first)                                                               \
-            for (int64_t i = lo; i < hi; i++)                                            \
-                ct_sgd_elem_##T(p, g, b, i, k, 1, 1, q->nesterov);                       \
+            UPDATE_LOOP(lo, hi, g, z, ct_sgd_elem_##T(p, g, b, i, k, 1, 1, q->nesterov)); \
         else if (q->nesterov)                                                            \
-            for (int64_t i = lo; i < hi; i++) ct_sgd_elem_##T(p, g, b, i, k, 1, 0, 1);   \
+            UPDATE_LOOP(lo, hi, g, z, ct_sgd_elem_##T(p, g, b, i, k, 1, 0, 1));          \
         else                                                                             \
-            for (int64_t i = lo; i < hi; i++) ct_sgd_elem_##T(p, g, b, i, k, 1, 0, 0);   \
+            UPDATE_LOOP(lo, hi, g, z, ct_sgd_elem_##T(p, g, b, i, k, 1, 0, 0));          \
     }
 
 /* -------------------------------------------------------------- Adam */
@@ -68,9 +89,10 @@ static void *buf(const CtOpCall *c, int k)
     static void adam_range_##T(const CtOpCall *c, int64_t lo, int64_t hi)                \
     {                                                                                    \
         const CtAdamParams *q = c->params;                                               \
+        bool z;                                                                          \
         T *restrict p = ct_ptr(c->out[0]), *restrict m = buf(c, 1);                      \
         T *restrict v = buf(c, 2), *restrict vmax = buf(c, 3);                           \
-        const T *restrict g = ct_ptr(c->in[0]);                                          \
+        T *restrict g = grad_of(c, &z);                                                  \
         const CtAdamK_##T k = {(T)q->decay_mul,                                          \
                                (T)q->l2,                                                 \
                                (T)q->beta1,                                              \
@@ -81,11 +103,9 @@ static void *buf(const CtOpCall *c, int k)
                                (T)q->bc2_sqrt,                                           \
                                (T)q->eps};                                               \
         if (vmax)                                                                        \
-            for (int64_t i = lo; i < hi; i++)                                            \
-                ct_adam_elem_##T(p, g, m, v, vmax, i, k, 1);                             \
+            UPDATE_LOOP(lo, hi, g, z, ct_adam_elem_##T(p, g, m, v, vmax, i, k, 1));      \
         else                                                                             \
-            for (int64_t i = lo; i < hi; i++)                                            \
-                ct_adam_elem_##T(p, g, m, v, vmax, i, k, 0);                             \
+            UPDATE_LOOP(lo, hi, g, z, ct_adam_elem_##T(p, g, m, v, vmax, i, k, 0));      \
     }
 
 /* ----------------------------------------------------------- RMSprop */
@@ -94,23 +114,20 @@ static void *buf(const CtOpCall *c, int k)
     static void rms_range_##T(const CtOpCall *c, int64_t lo, int64_t hi)                 \
     {                                                                                    \
         const CtRmspropParams *q = c->params;                                            \
+        bool z;                                                                          \
         T *restrict p = ct_ptr(c->out[0]), *restrict sq = buf(c, 1);                     \
         T *restrict mb = buf(c, 2), *restrict ga = buf(c, 3);                            \
-        const T *restrict g = ct_ptr(c->in[0]);                                          \
+        T *restrict g = grad_of(c, &z);                                                  \
         const CtRmsK_##T k = {(T)q->lr,    (T)q->weight_decay,    (T)q->momentum,        \
                               (T)q->alpha, (T)q->one_minus_alpha, (T)q->eps};            \
         if (ga && mb)                                                                    \
-            for (int64_t i = lo; i < hi; i++)                                            \
-                ct_rms_elem_##T(p, g, sq, mb, ga, i, k, 1, 1);                           \
+            UPDATE_LOOP(lo, hi, g, z, ct_rms_elem_##T(p, g, sq, mb, ga, i, k, 1, 1));    \
         else if (ga)                                                                     \
-            for (int64_t i = lo; i < hi; i++)                                            \
-                ct_rms_elem_##T(p, g, sq, mb, ga, i, k, 1, 0);                           \
+            UPDATE_LOOP(lo, hi, g, z, ct_rms_elem_##T(p, g, sq, mb, ga, i, k, 1, 0));    \
         else if (mb)                                                                     \
-            for (int64_t i = lo; i < hi; i++)                                            \
-                ct_rms_elem_##T(p, g, sq, mb, ga, i, k, 0, 1);                           \
+            UPDATE_LOOP(lo, hi, g, z, ct_rms_elem_##T(p, g, sq, mb, ga, i, k, 0, 1));    \
         else                                                                             \
-            for (int64_t i = lo; i < hi; i++)                                            \
-                ct_rms_elem_##T(p, g, sq, mb, ga, i, k, 0, 0);                           \
+            UPDATE_LOOP(lo, hi, g, z, ct_rms_elem_##T(p, g, sq, mb, ga, i, k, 0, 0));    \
     }
 
 /* ---------------------------------------------------------- clipping */

@@ -11,23 +11,23 @@ template <typename T> static T *opnd(Tensor *t)
 }
 
 template <typename T, bool MOM, bool FIRST, bool NESTEROV>
-__global__ void sgd_kernel(T *p, const T *g, T *buf, CtSgdParams q, int64_t n)
+__global__ void sgd_kernel(T *p, const T *g, T *buf, T *gz, CtSgdParams q, int64_t n)
 {
-    ct_sgd_thread<T, MOM, FIRST, NESTEROV>(ct_cuda_thread(), p, g, buf, q, n);
+    ct_sgd_thread<T, MOM, FIRST, NESTEROV>(ct_cuda_thread(), p, g, buf, gz, q, n);
 }
 
 template <typename T, bool AMS>
-__global__ void adam_kernel(T *p, const T *g, T *m, T *v, T *vmax, CtAdamParams q,
-                            int64_t n)
+__global__ void adam_kernel(T *p, const T *g, T *m, T *v, T *vmax, T *gz,
+                            CtAdamParams q, int64_t n)
 {
-    ct_adam_thread<T, AMS>(ct_cuda_thread(), p, g, m, v, vmax, q, n);
+    ct_adam_thread<T, AMS>(ct_cuda_thread(), p, g, m, v, vmax, gz, q, n);
 }
 
 template <typename T, bool CENTERED, bool MOM>
-__global__ void rms_kernel(T *p, const T *g, T *sq, T *mb, T *ga, CtRmspropParams q,
-                           int64_t n)
+__global__ void rms_kernel(T *p, const T *g, T *sq, T *mb, T *ga, T *gz,
+                           CtRmspropParams q, int64_t n)
 {
-    ct_rms_thread<T, CENTERED, MOM>(ct_cuda_thread(), p, g, sq, mb, ga, q, n);
+    ct_rms_thread<T, CENTERED, MOM>(ct_cuda_thread(), p, g, sq, mb, ga, gz, q, n);
 }
 
 template <typename T, bool CLAMP> __global__ void clip_kernel(T *x, T value, int64_t n)
@@ -54,16 +54,17 @@ static CtStatus run_sgd(CtCudaCtx *c, const CtOpCall *call, int64_t n)
     const CtSgdParams &q = *(const CtSgdParams *)call->params;
     T *p = opnd<T>(call->out[0]), *b = opnd<T>(call->out[1]);
     const T *g = (const T *)ct_ptr(call->in[0]);
+    T *gz = opnd<T>(call->out[CT_OPTIM_ZERO_GRAD]);
     if (!b)
-        LAUNCH(c, n, (sgd_kernel<T, false, false, false>), p, g, b, q, n);
+        LAUNCH(c, n, (sgd_kernel<T, false, false, false>), p, g, b, gz, q, n);
     else if (q.first && q.nesterov)
-        LAUNCH(c, n, (sgd_kernel<T, true, true, true>), p, g, b, q, n);
+        LAUNCH(c, n, (sgd_kernel<T, true, true, true>), p, g, b, gz, q, n);
     else if (q.first)
-        LAUNCH(c, n, (sgd_kernel<T, true, true, false>), p, g, b, q, n);
+        LAUNCH(c, n, (sgd_kernel<T, true, true, false>), p, g, b, gz, q, n);
     else if (q.nesterov)
-        LAUNCH(c, n, (sgd_kernel<T, true, false, true>), p, g, b, q, n);
+        LAUNCH(c, n, (sgd_kernel<T, true, false, true>), p, g, b, gz, q, n);
     else
-        LAUNCH(c, n, (sgd_kernel<T, true, false, false>), p, g, b, q, n);
+        LAUNCH(c, n, (sgd_kernel<T, true, false, false>), p, g, b, gz, q, n);
     return CT_OK;
 }
 
@@ -74,10 +75,11 @@ static CtStatus run_adam(CtCudaCtx *c, const CtOpCall *call, int64_t n)
     T *p = opnd<T>(call->out[0]), *m = opnd<T>(call->out[1]), *v = opnd<T>(call->out[2]);
     T *vmax = opnd<T>(call->out[3]);
     const T *g = (const T *)ct_ptr(call->in[0]);
+    T *gz = opnd<T>(call->out[CT_OPTIM_ZERO_GRAD]);
     if (vmax)
-        LAUNCH(c, n, (adam_kernel<T, true>), p, g, m, v, vmax, q, n);
+        LAUNCH(c, n, (adam_kernel<T, true>), p, g, m, v, vmax, gz, q, n);
     else
-        LAUNCH(c, n, (adam_kernel<T, false>), p, g, m, v, vmax, q, n);
+        LAUNCH(c, n, (adam_kernel<T, false>), p, g, m, v, vmax, gz, q, n);
     return CT_OK;
 }
 
@@ -89,14 +91,15 @@ static CtStatus run_rms(CtCudaCtx *c, const CtOpCall *call, int64_t n)
       *mb = opnd<T>(call->out[2]);
     T *ga = opnd<T>(call->out[3]);
     const T *g = (const T *)ct_ptr(call->in[0]);
+    T *gz = opnd<T>(call->out[CT_OPTIM_ZERO_GRAD]);
     if (ga && mb)
-        LAUNCH(c, n, (rms_kernel<T, true, true>), p, g, sq, mb, ga, q, n);
+        LAUNCH(c, n, (rms_kernel<T, true, true>), p, g, sq, mb, ga, gz, q, n);
     else if (ga)
-        LAUNCH(c, n, (rms_kernel<T, true, false>), p, g, sq, mb, ga, q, n);
+        LAUNCH(c, n, (rms_kernel<T, true, false>), p, g, sq, mb, ga, gz, q, n);
     else if (mb)
-        LAUNCH(c, n, (rms_kernel<T, false, true>), p, g, sq, mb, ga, q, n);
+        LAUNCH(c, n, (rms_kernel<T, false, true>), p, g, sq, mb, ga, gz, q, n);
     else
-        LAUNCH(c, n, (rms_kernel<T, false, false>), p, g, sq, mb, ga, q, n);
+        LAUNCH(c, n, (rms_kernel<T, false, false>), p, g, sq, mb, ga, gz, q, n);
     return CT_OK;
 }
 

@@ -58,30 +58,44 @@ CT_HD typename CtOptimT<T>::Rms ct_rms_consts(const CtRmspropParams &q)
             NAME##_double(__VA_ARGS__);                                                  \
     } while (0)
 
+/* The updates below read g[i] and, when gz (g itself) is given, zero it
+ * after the element's update: the op's out[CT_OPTIM_ZERO_GRAD]. */
+
 /* MOM, FIRST, NESTEROV: whether buf is used, was just created, and Nesterov. */
 template <typename T, bool MOM, bool FIRST, bool NESTEROV>
-CT_HD void ct_sgd_thread(CtThread t, T *p, const T *g, T *buf, CtSgdParams q, int64_t n)
+CT_HD void ct_sgd_thread(CtThread t, T *p, const T *g, T *buf, T *gz, CtSgdParams q,
+                         int64_t n)
 {
     const auto k = ct_sgd_consts<T>(q);
     CT_THREAD_FOR(i, t, n)
-    CT_OPTIM_BY_T(T, ct_sgd_elem, p, g, buf, i, k, MOM, FIRST, NESTEROV);
+    {
+        CT_OPTIM_BY_T(T, ct_sgd_elem, p, g, buf, i, k, MOM, FIRST, NESTEROV);
+        if (gz) gz[i] = T(0);
+    }
 }
 
 template <typename T, bool AMS>
-CT_HD void ct_adam_thread(CtThread t, T *p, const T *g, T *m, T *v, T *vmax,
+CT_HD void ct_adam_thread(CtThread t, T *p, const T *g, T *m, T *v, T *vmax, T *gz,
                           CtAdamParams q, int64_t n)
 {
     const auto k = ct_adam_consts<T>(q);
-    CT_THREAD_FOR(i, t, n) CT_OPTIM_BY_T(T, ct_adam_elem, p, g, m, v, vmax, i, k, AMS);
+    CT_THREAD_FOR(i, t, n)
+    {
+        CT_OPTIM_BY_T(T, ct_adam_elem, p, g, m, v, vmax, i, k, AMS);
+        if (gz) gz[i] = T(0);
+    }
 }
 
 template <typename T, bool CENTERED, bool MOM>
-CT_HD void ct_rms_thread(CtThread t, T *p, const T *g, T *sq, T *mb, T *ga,
+CT_HD void ct_rms_thread(CtThread t, T *p, const T *g, T *sq, T *mb, T *ga, T *gz,
                          CtRmspropParams q, int64_t n)
 {
     const auto k = ct_rms_consts<T>(q);
     CT_THREAD_FOR(i, t, n)
-    CT_OPTIM_BY_T(T, ct_rms_elem, p, g, sq, mb, ga, i, k, CENTERED, MOM);
+    {
+        CT_OPTIM_BY_T(T, ct_rms_elem, p, g, sq, mb, ga, i, k, CENTERED, MOM);
+        if (gz) gz[i] = T(0);
+    }
 }
 
 /* x = x * value (CLAMP false) or clamp(x, -value, value) (CLAMP true). */

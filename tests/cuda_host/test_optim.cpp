@@ -1,7 +1,8 @@
 /* cuda_host_optim: the optimizer block ops' thread bodies
  * (tensor/cuda/optim_body.h) against the CPU backend's kernels, bit for bit:
  * SGD (plain, momentum first/later, Nesterov), Adam/AdamW (amsgrad on and
- * off), RMSprop (centered x momentum), scale, clamp and the norm partials,
+ * off), RMSprop (centered x momentum), each also zeroing its gradient (the
+ * CPU's gradient zeroed too), scale, clamp and the norm partials,
  * f32 and f64, sizes with tails smaller than a block and more than one norm
  * chunk, under both launch shapes of the harness. */
 extern "C" {
@@ -68,10 +69,16 @@ static void run_case(CtDType dt, int64_t n, unsigned seed, const char *what, Cpu
     }
 }
 
-template <typename T, bool MOM, bool FIRST, bool NES>
-static void sgd_case(CtDType dt, int64_t n, unsigned seed)
+/* zero: the update zeroes the gradient (operand 1) in its pass. */
+template <typename T> static T *gz(const Set &s, bool zero)
 {
-    TensorSgdArgs a = {0.05, 0.01, MOM ? 0.9 : 0, NES ? 0 : 0.1, NES, FIRST};
+    return zero ? P<T>(s, 1) : NULL;
+}
+
+template <typename T, bool MOM, bool FIRST, bool NES>
+static void sgd_case(CtDType dt, int64_t n, unsigned seed, bool zero)
+{
+    TensorSgdArgs a = {0.05, 0.01, MOM ? 0.9 : 0, NES ? 0 : 0.1, NES, FIRST, zero};
     CtSgdParams q = {a.lr, a.weight_decay, a.momentum, 1.0 - a.dampening, FIRST, NES};
     run_case(
         dt, n, seed, "sgd",
@@ -81,14 +88,15 @@ static void sgd_case(CtDType dt, int64_t n, unsigned seed)
         },
         [&](CtThread t, Set &g) {
             ct_sgd_thread<T, MOM, FIRST, NES>(t, P<T>(g, 0), P<T>(g, 1),
-                                              MOM ? P<T>(g, 2) : NULL, q, n);
+                                              MOM ? P<T>(g, 2) : NULL, gz<T>(g, zero), q,
+                                              n);
         });
 }
 
 template <typename T, bool AMS, bool DEC>
-static void adam_case(CtDType dt, int64_t n, unsigned seed)
+static void adam_case(CtDType dt, int64_t n, unsigned seed, bool zero)
 {
-    TensorAdamArgs a = {1e-2, 0.1, 0.9, 0.999, 1e-8, DEC, 3};
+    TensorAdamArgs a = {1e-2, 0.1, 0.9, 0.999, 1e-8, DEC, 3, zero};
     CtAdamParams q = {DEC ? 1.0 - a.lr * a.weight_decay : 1.0,
                       DEC ? 0.0 : a.weight_decay,
                       a.beta1,
@@ -107,14 +115,14 @@ static void adam_case(CtDType dt, int64_t n, unsigned seed)
         },
         [&](CtThread t, Set &g) {
             ct_adam_thread<T, AMS>(t, P<T>(g, 0), P<T>(g, 1), P<T>(g, 2), P<T>(g, 3),
-                                   AMS ? P<T>(g, 4) : NULL, q, n);
+                                   AMS ? P<T>(g, 4) : NULL, gz<T>(g, zero), q, n);
         });
 }
 
 template <typename T, bool CEN, bool MOM>
-static void rms_case(CtDType dt, int64_t n, unsigned seed)
+static void rms_case(CtDType dt, int64_t n, unsigned seed, bool zero)
 {
-    TensorRmspropArgs a = {1e-2, 0.01, 0.99, 1e-8, MOM ? 0.9 : 0};
+    TensorRmspropArgs a = {1e-2, 0.01, 0.99, 1e-8, MOM ? 0.9 : 0, zero};
     CtRmspropParams q = {a.lr, a.weight_decay, a.momentum, a.alpha, 1.0 - a.alpha, a.eps};
     run_case(
         dt, n, seed, "rmsprop",
@@ -127,7 +135,7 @@ static void rms_case(CtDType dt, int64_t n, unsigned seed)
         [&](CtThread t, Set &g) {
             ct_rms_thread<T, CEN, MOM>(t, P<T>(g, 0), P<T>(g, 1), P<T>(g, 2),
                                        MOM ? P<T>(g, 3) : NULL, CEN ? P<T>(g, 4) : NULL,
-                                       q, n);
+                                       gz<T>(g, zero), q, n);
         });
 }
 
@@ -179,19 +187,21 @@ template <typename T> static void all_cases(CtDType dt)
     for (int si = 0; si < NSIZES; si++) {
         int64_t n = sizes[si];
         unsigned seed = 11 + si;
-        sgd_case<T, false, false, false>(dt, n, seed);
-        sgd_case<T, true, true, false>(dt, n, seed);
-        sgd_case<T, true, true, true>(dt, n, seed);
-        sgd_case<T, true, false, false>(dt, n, seed);
-        sgd_case<T, true, false, true>(dt, n, seed);
-        adam_case<T, false, false>(dt, n, seed);
-        adam_case<T, true, false>(dt, n, seed);
-        adam_case<T, false, true>(dt, n, seed);
-        adam_case<T, true, true>(dt, n, seed);
-        rms_case<T, false, false>(dt, n, seed);
-        rms_case<T, true, false>(dt, n, seed);
-        rms_case<T, false, true>(dt, n, seed);
-        rms_case<T, true, true>(dt, n, seed);
+        for (int z = 0; z < 2; z++) {
+            sgd_case<T, false, false, false>(dt, n, seed, z);
+            sgd_case<T, true, true, false>(dt, n, seed, z);
+            sgd_case<T, true, true, true>(dt, n, seed, z);
+            sgd_case<T, true, false, false>(dt, n, seed, z);
+            sgd_case<T, true, false, true>(dt, n, seed, z);
+            adam_case<T, false, false>(dt, n, seed, z);
+            adam_case<T, true, false>(dt, n, seed, z);
+            adam_case<T, false, true>(dt, n, seed, z);
+            adam_case<T, true, true>(dt, n, seed, z);
+            rms_case<T, false, false>(dt, n, seed, z);
+            rms_case<T, true, false>(dt, n, seed, z);
+            rms_case<T, false, true>(dt, n, seed, z);
+            rms_case<T, true, true>(dt, n, seed, z);
+        }
         clip_norm_case<T>(dt, n, seed);
     }
 }

@@ -1,6 +1,7 @@
 /* Optimizers over packed models: one op per group over the flat blocks,
  * bit for bit the per-parameter result, state kept per parameter (views of
- * one state block), and no allocation in a step after the first. */
+ * one state block), no allocation in a step after the first, and the step
+ * that zeroes its gradients in its own pass. */
 #include <stdlib.h>
 
 #include "ctrainer/nn.h"
@@ -185,6 +186,82 @@ START_TEST(test_resume_keeps_blocks)
 }
 END_TEST
 
+/* Ops of a backward into p[0] (a linear weight): 3 when its zeroed
+ * gradient is written in place (the seed, the sum's and the linear's
+ * backward), 4 with an addition into it. */
+static uint64_t backward_ops(Model *md)
+{
+    CtScope *sc = ct_scope_open();
+    Tensor *x = tensor_ones(2, (const int64_t[]){2, 5}, CT_F32, ct_cpu());
+    Tensor *loss = tensor_sum(tensor_linear(x, md->p[0], NULL), 0, NULL, false);
+    uint64_t before = ct_op_count();
+    ck_assert_int_eq(tensor_backward(loss, NULL), CT_OK);
+    uint64_t ops = ct_op_count() - before;
+    ct_scope_close(sc);
+    return ops;
+}
+
+static void assert_zero_grads(const Model *md)
+{
+    for (int i = 0; i < NP; i++) {
+        const float *g = tensor_data(tensor_grad(md->p[i]));
+        for (int64_t k = 0; k < tensor_numel(md->p[i]); k++) ck_assert(g[k] == 0);
+    }
+}
+
+/* optim_step_zero_grad against optim_step then optim_zero_grad, packed
+ * (_i < 3) and not (_i >= 3), for each optimizer: the same parameters,
+ * state and gradients (zeros) bit for bit, one op fewer per group where
+ * packed, and from the 4th step with parameter "b" frozen (its gradient
+ * zeroed, itself left as it is). */
+START_TEST(test_step_zero_grad_is_step_then_zero)
+{
+    TU_MEM_BEGIN;
+    bool packed = _i < 3;
+    Model a = make_model(packed), b = make_model(packed);
+    Optimizer *oa = make_optim(_i % 3, a.m), *ob = make_optim(_i % 3, b.m);
+    for (int s = 0; s < 5; s++) {
+        if (s == 3) {
+            ck_assert_int_eq(tensor_set_requires_grad(a.p[1], false), CT_OK);
+            ck_assert_int_eq(tensor_set_requires_grad(b.p[1], false), CT_OK);
+        }
+        set_grads(&a, s);
+        set_grads(&b, s);
+        uint64_t c0 = ct_op_count();
+        ck_assert_int_eq(optim_step(oa), CT_OK);
+        ck_assert_int_eq(optim_zero_grad(oa), CT_OK);
+        uint64_t c1 = ct_op_count();
+        ck_assert_int_eq(optim_step_zero_grad(ob), CT_OK);
+        uint64_t c2 = ct_op_count();
+        if (s > 0 && packed && s < 3) { /* (step 0 makes the state too) */
+            ck_assert_uint_eq(c1 - c0, 2);
+            ck_assert_uint_eq(c2 - c1, 1);
+        } else if (s > 0) {
+            ck_assert_uint_eq(c2 - c1, NP); /* one op per parameter */
+        }
+        /* (before a data pointer is taken: that counts as a write) */
+        if (s == 1) {
+            ck_assert_uint_eq(backward_ops(&a), 3);
+            ck_assert_uint_eq(backward_ops(&b), 3);
+        } else {
+            assert_zero_grads(&b);
+        }
+        for (int i = 0; i < NP; i++) {
+            assert_same_tensors(a.p[i], b.p[i], "a parameter");
+            assert_same_tensors(tensor_grad(a.p[i]), tensor_grad(b.p[i]), "a gradient");
+        }
+    }
+    ck_assert_int_eq(optim_step_count(oa), optim_step_count(ob));
+    ck_assert_int_eq(optim_step_zero_grad(NULL), CT_ERR_NULL);
+    tu_assert_error(CT_ERR_NULL, "optim_step_zero_grad: NULL optimizer");
+    optim_free(oa);
+    optim_free(ob);
+    nn_module_free(a.m);
+    nn_module_free(b.m);
+    TU_MEM_END;
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("optim_blocks");
@@ -192,6 +269,7 @@ int main(void)
     tcase_add_loop_test(tc, test_packed_matches_per_parameter, 0, 3);
     tcase_add_loop_test(tc, test_step_allocates_nothing_after_the_first, 0, 3);
     tcase_add_loop_test(tc, test_resume_keeps_blocks, 0, 3);
+    tcase_add_loop_test(tc, test_step_zero_grad_is_step_then_zero, 0, 6);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

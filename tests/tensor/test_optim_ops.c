@@ -1,7 +1,9 @@
 /* The optimizer block ops (ctrainer/tensor_optim.h) on the CPU: values
  * against hand-written reference loops, bit for bit, in f32 and f64; the
- * norm's chunked order; spans; bad operands rejected with nothing written. */
+ * norm's chunked order; the gradient zeroed in the same pass; spans; bad
+ * operands rejected with nothing written. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 
 #include "ctrainer/tensor_optim.h"
@@ -91,7 +93,8 @@ static void assert_same(Tensor *const *got, Tensor *const *want, int n)
         CALL;                                                                            \
     } while (0)
 
-/* op 0 SGD, 1 Adam, 2 RMSprop; round 0 and 1 vary the flags. */
+/* op 0 SGD, 1 Adam, 2 RMSprop; round 0 and 1 vary the flags; round 1
+ * zeroes the gradient in the pass. */
 START_TEST(test_steps_match_reference_loops)
 {
     TU_MEM_BEGIN;
@@ -101,9 +104,11 @@ START_TEST(test_steps_match_reference_loops)
         for (int round = 0; round < 2; round++) {
             make_ops(dt, t, 7 + op);
             make_ops(dt, r, 7 + op);
-            TensorSgdArgs sa = {0.1, 0.01, 0.9, round ? 0 : 0.2, round == 1, round == 0};
-            TensorAdamArgs aa = {1e-2, 0.1, 0.9, 0.999, 1e-8, round == 1, 4 + round};
-            TensorRmspropArgs ra = {1e-2, 0.01, 0.99, 1e-8, 0.9};
+            bool zero = round == 1;
+            TensorSgdArgs sa = {
+                0.1, 0.01, 0.9, round ? 0 : 0.2, round == 1, round == 0, zero};
+            TensorAdamArgs aa = {1e-2, 0.1, 0.9, 0.999, 1e-8, round == 1, 4 + round, zero};
+            TensorRmspropArgs ra = {1e-2, 0.01, 0.99, 1e-8, 0.9, zero};
             if (op == 0) {
                 ck_assert_int_eq(tensor_sgd_step_(t[0], t[1], t[2], &sa), CT_OK);
                 if (dt == CT_F32)
@@ -128,10 +133,56 @@ START_TEST(test_steps_match_reference_loops)
                 else
                     RUN_REF(double, ref_rms_double(x[0], x[1], x[2], x[3], x[4], &ra));
             }
+            if (zero) ck_assert_int_eq(tensor_zero_(r[1]), CT_OK);
             assert_same(t, r, 5);
             free_ops(t);
             free_ops(r);
         }
+    TU_MEM_END;
+}
+END_TEST
+
+/* Zeroing in the pass over several chunks and pieces of chunks, on 1 and 2
+ * threads: the same parameters and state as without it, and a gradient of
+ * zeros. */
+START_TEST(test_zero_grad_over_chunks)
+{
+    TU_MEM_BEGIN;
+    CtDType dt = _i ? CT_F64 : CT_F32;
+    int64_t n = 2 * 65536 + 2048 * 3 + 5;
+    size_t es = ct_dtype_size(dt);
+    int threads_before = omp_get_max_threads();
+    for (int op = 0; op < 3; op++)
+        for (int threads = 1; threads <= 2; threads++) {
+            omp_set_num_threads(threads);
+            Tensor *t[2][5];
+            for (int z = 0; z < 2; z++)
+                for (int k = 0; k < 5; k++) {
+                    Tensor *r = tu_rand64(1, &n, k >= 2 ? 0.0 : -2.0, 2.0, 31 + k, false);
+                    t[z][k] = tensor_zeros(1, &n, dt, ct_cpu());
+                    ck_assert_int_eq(tensor_copy_(t[z][k], r), CT_OK);
+                    tensor_free(r);
+                }
+            for (int z = 0; z < 2; z++) {
+                Tensor **x = t[z];
+                TensorSgdArgs sa = {0.1, 0.01, 0.9, 0, true, false, z};
+                TensorAdamArgs aa = {1e-2, 0.1, 0.9, 0.999, 1e-8, true, 2, z};
+                TensorRmspropArgs ra = {1e-2, 0.01, 0.99, 1e-8, 0.9, z};
+                CtStatus st = op == 0   ? tensor_sgd_step_(x[0], x[1], x[2], &sa)
+                              : op == 1 ? tensor_adam_step_(x[0], x[1], x[2], x[3], x[4], &aa)
+                                        : tensor_rmsprop_step_(x[0], x[1], x[2], x[3], NULL,
+                                                               &ra);
+                ck_assert_int_eq(st, CT_OK);
+            }
+            for (int k = 0; k < 5; k++)
+                if (k != 1)
+                    ck_assert(memcmp(tensor_data(t[0][k]), tensor_data(t[1][k]),
+                                     (size_t)n * es) == 0);
+            const unsigned char *g = tensor_data(t[1][1]);
+            for (size_t b = 0; b < (size_t)n * es; b++) ck_assert_uint_eq(g[b], 0);
+            for (int z = 0; z < 2; z++) free_ops(t[z]);
+        }
+    omp_set_num_threads(threads_before);
     TU_MEM_END;
 }
 END_TEST
@@ -230,9 +281,10 @@ START_TEST(test_bad_operands_change_nothing)
     Tensor *i32 = tensor_zeros(1, (const int64_t[]){N}, CT_I32, ct_cpu());
     Tensor *m2 = tensor_zeros(2, (const int64_t[]){20, 15}, CT_F32, ct_cpu());
     Tensor *strided = tensor_transpose(m2, 0, 1);
-    TensorSgdArgs sa = {0.1, 0, 0.9, 0, false, false};
-    TensorAdamArgs aa = {0.1, 0, 0.9, 0.99, 1e-8, false, 1};
-    TensorRmspropArgs ra = {0.1, 0, 0.99, 1e-8, 0};
+    TensorSgdArgs sa = {0.1, 0, 0.9, 0, false, false, true};
+    TensorAdamArgs aa = {0.1, 0, 0.9, 0.99, 1e-8, false, 1, true};
+    TensorRmspropArgs ra = {0.1, 0, 0.99, 1e-8, 0, true};
+    float gbefore = ((float *)tensor_data(t[1]))[0];
     ck_assert_int_eq(tensor_sgd_step_(t[0], shortg, t[2], &sa), CT_ERR_SHAPE);
     tu_assert_error(CT_ERR_SHAPE, "tensor_sgd_step_: grad f32[3] cpu has another numel "
                                   "than param f32[300] cpu");
@@ -260,6 +312,7 @@ START_TEST(test_bad_operands_change_nothing)
     ck_assert_int_eq(tensor_norm_parts(t[0], 1, &norm), CT_ERR_INVALID);
     tu_assert_error(CT_ERR_INVALID, "unsupported norm_type (norm_type 1");
     ck_assert(((float *)tensor_data(t[0]))[0] == before);
+    ck_assert(((float *)tensor_data(t[1]))[0] == gbefore); /* zero_grad set */
     Tensor *extra[] = {shortg, g64, i32, strided, m2};
     for (int k = 0; k < 5; k++) tensor_free(extra[k]);
     free_ops(t);
@@ -272,6 +325,7 @@ int main(void)
     Suite *s = suite_create("tensor_optim_ops");
     TCase *tc = tcase_create("ops");
     tcase_add_loop_test(tc, test_steps_match_reference_loops, 0, 2);
+    tcase_add_loop_test(tc, test_zero_grad_over_chunks, 0, 2);
     tcase_add_loop_test(tc, test_clip_ops, 0, 2);
     tcase_add_test(tc, test_norm_chunked_order);
     tcase_add_test(tc, test_span);

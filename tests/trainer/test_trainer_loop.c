@@ -811,6 +811,52 @@ START_TEST(hook_error_aborts)
 }
 END_TEST
 
+/* ------------------------------------------------- the update's own zeroing */
+
+static int zero_grad_calls;
+static CtStatus counting_zero_grad(Trainer *t)
+{
+    zero_grad_calls++;
+    return trainer_default_optimizer_zero_grad(t);
+}
+
+/* With the default step, schedule and zero hooks, the step zeroes the
+ * gradients in its own pass: one op fewer per update (a packed model) than
+ * with a zero_grad hook that calls the default, which still runs once per
+ * update, and the same weights bit for bit. */
+START_TEST(default_update_zeroes_in_the_step)
+{
+    TU_MEM_BEGIN;
+    Dataset *ds = regression_dataset(8);
+    Fixture f[2];
+    uint64_t ops[2];
+    double p[2][3];
+    zero_grad_calls = 0;
+    for (int k = 0; k < 2; k++) {
+        fixture_init(&f[k], 0.1, false);
+        ck_assert_int_eq(nn_module_pack(f[k].model), CT_OK);
+        f[k].rt.base.hooks = (TrainerHooks){0};
+        if (k == 1) f[k].rt.base.hooks.optimizer_zero_grad = counting_zero_grad;
+        uint64_t before = ct_op_count();
+        ck_assert_int_eq(
+            trainer_train(&f[k].rt.base,
+                          &(TrainArgs){.train_dataset = ds,
+                                       .num_epochs = 2,
+                                       .per_device_batch_size = 2,
+                                       .train_dataloader_args = &sequential}),
+            CT_OK);
+        ops[k] = ct_op_count() - before;
+        params_of(f[k].model, p[k]);
+    }
+    ck_assert_int_eq(zero_grad_calls, 8);
+    ck_assert_uint_eq(ops[1] - ops[0], 8);
+    for (int i = 0; i < 3; i++) ck_assert(p[0][i] == p[1][i]);
+    for (int k = 0; k < 2; k++) fixture_free(&f[k]);
+    data_dataset_free(ds);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------------------ custom events */
 
 typedef struct Custom {
@@ -1114,6 +1160,7 @@ static Suite *trainer_loop_suite(void)
     suite_add_tcase(s, tc);
     TCase *num = tcase_create("numerics");
     tcase_add_test(num, accumulation_equivalence);
+    tcase_add_test(num, default_update_zeroes_in_the_step);
     tcase_add_test(num, epoch_loss_undivided);
     tcase_add_test(num, clip_value_bounds_update);
     tcase_add_test(num, clip_norm_bounds_update);
