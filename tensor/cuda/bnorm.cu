@@ -104,7 +104,8 @@ typedef struct BnCall {
     CtDnnBatchNorm d;
     cudnnHandle_t h;
     cudnnTensorDescriptor_t x, param;
-    void *scratch; /* 4 c parameters: ones, zeros, spare dscale, spare dbias */
+    void *scratch; /* 4 c parameters: ones, zeros, spare dscale, spare dbias;
+                      NULL when the call has every operand */
     size_t scratch_bytes;
 } BnCall;
 
@@ -115,9 +116,12 @@ static void bn_destroy(const CtBackend *be, BnCall *k)
     ct_cuda_scratch_free(be, k->scratch, k->scratch_bytes);
 }
 
-/* The descriptors, and scratch holding a scale of ones and a bias of zeros
- * for missing operands, and room for the dscale/dbias nobody asked for. */
-static CtStatus bn_build(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
+/* The descriptors, and (only when the call misses an operand) scratch of
+ * 4 c parameters: a scale of ones (filled when `ones`), a bias of zeros
+ * (filled when `zeros`), and room for the dscale/dbias nobody asked for
+ * (`spare`). A call with all its operands runs no fill. */
+static CtStatus bn_build(const CtOpCall *call, CtCudaCtx *c, bool ones, bool zeros,
+                         bool spare, BnCall *k)
 {
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
     CT_RETURN_IF_ERROR(ct_dnn_batch_norm(p, call->in[0]->dtype, &k->d));
@@ -126,10 +130,11 @@ static CtStatus bn_build(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
     CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&k->d.x, k->d.dtype, &k->x));
     CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&k->d.param, pdt, &k->param));
     size_t row = (size_t)p->c * ct_dtype_size(pdt);
-    k->scratch_bytes = 4 * row;
+    k->scratch_bytes = ones || zeros || spare ? 4 * row : 0;
     CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, k->scratch_bytes, &k->scratch));
-    CT_CUDNN_CHECK(cudnnSetTensor(k->h, k->param, k->scratch, ct_dnn_one(pdt)));
-    CT_CUDA_CHECK(cudaMemsetAsync((char *)k->scratch + row, 0, row, c->stream));
+    if (ones) CT_CUDNN_CHECK(cudnnSetTensor(k->h, k->param, k->scratch, ct_dnn_one(pdt)));
+    if (zeros)
+        CT_CUDA_CHECK(cudaMemsetAsync((char *)k->scratch + row, 0, row, c->stream));
     return CT_OK;
 }
 
@@ -146,7 +151,7 @@ static CtStatus bn_status(const BnCall *k, cudnnStatus_t st)
 
 static CtStatus train_forward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
 {
-    CT_RETURN_IF_ERROR(bn_build(call, c, k));
+    CT_RETURN_IF_ERROR(bn_build(call, c, !call->in[1], !call->in[2], false, k));
     /* alpha and beta: double for f64 data, float otherwise */
     const void *one = ct_dnn_one(k->d.dtype), *zero = ct_dnn_zero(k->d.dtype);
     char *stats = (char *)ct_ptr(call->out[1]);
@@ -162,13 +167,14 @@ static CtStatus train_forward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
 
 static CtStatus train_backward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
 {
-    CT_RETURN_IF_ERROR(bn_build(call, c, k));
+    CT_RETURN_IF_ERROR(
+        bn_build(call, c, !call->in[2], false, !call->out[1] || !call->out[2], k));
     const void *one = ct_dnn_one(k->d.dtype), *zero = ct_dnn_zero(k->d.dtype);
     const char *stats = (const char *)ct_ptr(call->in[3]);
     size_t row = (size_t)k->d.param.dims[1] * ct_dtype_size(k->d.param_dtype);
     /* cuDNN always writes dx, dscale and dbias: missing ones go to scratch
      * (a whole x for dx, when only the parameters need gradients) */
-    char *spare = (char *)k->scratch + 2 * row;
+    char *spare = k->scratch ? (char *)k->scratch + 2 * row : NULL;
     void *dw = call->out[1] ? ct_ptr(call->out[1]) : spare;
     void *db = call->out[2] ? ct_ptr(call->out[2]) : spare + row;
     const void *w = call->in[2] ? ct_ptr(call->in[2]) : k->scratch;

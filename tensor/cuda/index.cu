@@ -46,15 +46,7 @@ __global__ void one_hot_kernel(int64_t n, int64_t classes, const int64_t *ix, W 
 static CtStatus check_index(CtCudaCtx *c, const char *name, const Tensor *index, int dim,
                             int64_t size)
 {
-    CtRangeMsg m;
-    m.where = "position";
-    snprintf(m.head, sizeof m.head, "%s: index", name);
-    if (dim < 0)
-        snprintf(m.tail, sizeof m.tail, "is out of range for %lld classes",
-                 (long long)size);
-    else
-        snprintf(m.tail, sizeof m.tail, "is out of range for dim %d of size %lld", dim,
-                 (long long)size);
+    const CtRangeMsg m = {name, "index", "position", dim, size};
     return ct_cuda_check_range(c, index, (CtRangeCheck){size, false, 0}, &m);
 }
 

@@ -72,80 +72,73 @@ static const void *beta_of(const CtGemmDesc *g, const MatmulArgs *a)
     return g->scale_f64 ? (const void *)&a->beta64 : (const void *)&a->beta32;
 }
 
-/* Every cuBLASLt object of one call, destroyed together. */
+/* Every cuBLASLt object of one call, in memory of the caller's own
+ * (initialised with the ...Init calls: no allocation and nothing to
+ * destroy, where Create and Destroy cost a heap allocation each, and a
+ * product used 5 of each per call). */
 typedef struct LtObjects {
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t a, b, c;
-    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulDescOpaque_t op;
+    cublasLtMatrixLayoutOpaque_t a, b, c;
 } LtObjects;
 
-static void lt_destroy(LtObjects *o)
+static CtStatus layout_init(const CtLtLayout *l, CtDType dt,
+                            cublasLtMatrixLayoutOpaque_t *out)
 {
-    if (o->pref) (void)CT_CUBLAS_STATUS(cublasLtMatmulPreferenceDestroy(o->pref));
-    if (o->c) (void)CT_CUBLAS_STATUS(cublasLtMatrixLayoutDestroy(o->c));
-    if (o->b) (void)CT_CUBLAS_STATUS(cublasLtMatrixLayoutDestroy(o->b));
-    if (o->a) (void)CT_CUBLAS_STATUS(cublasLtMatrixLayoutDestroy(o->a));
-    if (o->op) (void)CT_CUBLAS_STATUS(cublasLtMatmulDescDestroy(o->op));
-}
-
-static CtStatus layout_create(const CtLtLayout *l, CtDType dt,
-                              cublasLtMatrixLayout_t *out)
-{
-    CT_CUBLAS_CHECK(
-        cublasLtMatrixLayoutCreate(out, cuda_type(dt), l->rows, l->cols, l->ld));
+    CT_CUBLAS_CHECK(cublasLtMatrixLayoutInit(out, cuda_type(dt), l->rows, l->cols, l->ld));
     if (l->batch <= 1) return CT_OK;
     CT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
-        *out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &l->batch, sizeof l->batch));
+        out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &l->batch, sizeof l->batch));
     CT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
-        *out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &l->stride, sizeof l->stride));
+        out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &l->stride, sizeof l->stride));
     return CT_OK;
 }
 
-static CtStatus op_create(const CtLtDesc *d, const MatmulArgs *a,
-                          cublasLtMatmulDesc_t *out)
+static CtStatus op_init(const CtLtDesc *d, const MatmulArgs *a,
+                        cublasLtMatmulDescOpaque_t *out)
 {
     const CtGemmDesc *g = &d->gemm;
     cudaDataType_t scale = g->scale_f64 ? CUDA_R_64F : CUDA_R_32F;
-    CT_CUBLAS_CHECK(cublasLtMatmulDescCreate(out, compute_type(g->compute), scale));
+    CT_CUBLAS_CHECK(cublasLtMatmulDescInit(out, compute_type(g->compute), scale));
     cublasOperation_t ta = op(g->op_a), tb = op(g->op_b);
     cublasLtEpilogue_t epi = epilogue(d->epilogue);
-    CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(*out, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
-                                                   sizeof ta));
-    CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(*out, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
-                                                   sizeof tb));
-    CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(*out, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                   &epi, sizeof epi));
+    CT_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(out, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CT_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(out, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (epi != CUBLASLT_EPILOGUE_DEFAULT)
+        CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(out, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                       &epi, sizeof epi));
     if (a->bias)
         CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-            *out, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias));
+            out, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias));
     if (!d->aux_ld) return CT_OK;
     CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-        *out, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &a->aux, sizeof a->aux));
+        out, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &a->aux, sizeof a->aux));
     CT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-        *out, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &d->aux_ld, sizeof d->aux_ld));
+        out, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &d->aux_ld, sizeof d->aux_ld));
     return CT_OK;
 }
 
-static CtStatus pref_create(const CtLtDesc *d, cublasLtMatmulPreference_t *out)
+/* The heuristic's preference: only built when the cache has no choice. */
+static CtStatus pref_init(const CtLtDesc *d, cublasLtMatmulPreferenceOpaque_t *out)
 {
     uint64_t ws = d->workspace;
-    CT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(out));
+    CT_CUBLAS_CHECK(cublasLtMatmulPreferenceInit(out));
     CT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        *out, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+        out, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     if (!d->reduction_free) return CT_OK;
     uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
     CT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        *out, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &none, sizeof none));
+        out, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &none, sizeof none));
     return CT_OK;
 }
 
 static CtStatus lt_build(const CtLtDesc *d, const MatmulArgs *a, LtObjects *o)
 {
-    CT_RETURN_IF_ERROR(op_create(d, a, &o->op));
-    CT_RETURN_IF_ERROR(layout_create(&d->a, d->gemm.dtype, &o->a));
-    CT_RETURN_IF_ERROR(layout_create(&d->b, d->gemm.dtype, &o->b));
-    CT_RETURN_IF_ERROR(layout_create(&d->c, d->gemm.dtype, &o->c));
-    return pref_create(d, &o->pref);
+    CT_RETURN_IF_ERROR(op_init(d, a, &o->op));
+    CT_RETURN_IF_ERROR(layout_init(&d->a, d->gemm.dtype, &o->a));
+    CT_RETURN_IF_ERROR(layout_init(&d->b, d->gemm.dtype, &o->b));
+    return layout_init(&d->c, d->gemm.dtype, &o->c);
 }
 
 static_assert(sizeof(cublasLtMatmulAlgo_t) == CT_LT_ALGO_BYTES, "lt_cache.h's algo size");
@@ -153,7 +146,7 @@ static_assert(sizeof(cublasLtMatmulAlgo_t) == CT_LT_ALGO_BYTES, "lt_cache.h's al
 /* The heuristic's first choice for d: from the instance's cache, else
  * asked (and stored). */
 static CtStatus lt_choose(CtCudaCtx *c, cublasLtHandle_t lt, const CtLtDesc *d,
-                          const LtObjects *o, CtLtChoice *out)
+                          LtObjects *o, CtLtChoice *out)
 {
     CtLtKey key;
     ct_lt_key(&key, d);
@@ -161,10 +154,12 @@ static CtStatus lt_choose(CtCudaCtx *c, cublasLtHandle_t lt, const CtLtDesc *d,
     bool cached = ct_lt_cache_get(&c->lt_algos, &key, out);
     pthread_mutex_unlock(&c->mu);
     if (cached) return CT_OK;
+    cublasLtMatmulPreferenceOpaque_t pref;
+    CT_RETURN_IF_ERROR(pref_init(d, &pref));
     cublasLtMatmulHeuristicResult_t r = {};
     int n = 0;
-    CT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, o->op, o->a, o->b, o->c, o->c,
-                                                   o->pref, 1, &r, &n));
+    CT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, &o->op, &o->a, &o->b, &o->c, &o->c,
+                                                   &pref, 1, &r, &n));
     *out = CtLtChoice{};
     out->found = n > 0;
     if (out->found) {
@@ -180,7 +175,7 @@ static CtStatus lt_choose(CtCudaCtx *c, cublasLtHandle_t lt, const CtLtDesc *d,
 /* Runs the product through cuBLASLt; *found = false (nothing queued) when
  * its heuristic has no algorithm for it. */
 static CtStatus lt_run(const CtBackend *be, CtCudaCtx *c, const CtLtDesc *d,
-                       const MatmulArgs *a, const LtObjects *o, bool *found)
+                       const MatmulArgs *a, LtObjects *o, bool *found)
 {
     cublasLtHandle_t lt;
     CT_RETURN_IF_ERROR(ct_cuda_lt(c, &lt));
@@ -194,9 +189,9 @@ static CtStatus lt_run(const CtBackend *be, CtCudaCtx *c, const CtLtDesc *d,
     CT_RETURN_IF_ERROR(ct_cuda_scratch(be, ch.workspace, &ws));
     const CtGemmDesc *g = &d->gemm;
     /* Lt's A is our B (lt_desc.h) */
-    CtStatus st = CT_CUBLAS_STATUS(
-        cublasLtMatmul(lt, o->op, alpha_of(g, a), a->B, o->a, a->A, o->b, beta_of(g, a),
-                       a->C, o->c, a->C, o->c, &algo, ws, ch.workspace, c->stream));
+    CtStatus st = CT_CUBLAS_STATUS(cublasLtMatmul(
+        lt, &o->op, alpha_of(g, a), a->B, &o->a, a->A, &o->b, beta_of(g, a), a->C, &o->c,
+        a->C, &o->c, &algo, ws, ch.workspace, c->stream));
     ct_cuda_scratch_free(be, ws, ch.workspace);
     return st;
 }
@@ -233,12 +228,10 @@ static CtStatus cuda_matmul(const CtOpCall *call)
                     p->beta};
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
-    LtObjects o = {};
+    LtObjects o;
     bool found = false;
-    CtStatus st = lt_build(&d, &a, &o);
-    if (st == CT_OK) st = lt_run(call->backend, c, &d, &a, &o, &found);
-    lt_destroy(&o);
-    CT_RETURN_IF_ERROR(st);
+    CT_RETURN_IF_ERROR(lt_build(&d, &a, &o));
+    CT_RETURN_IF_ERROR(lt_run(call->backend, c, &d, &a, &o, &found));
     if (!found && d.epilogue != CT_LT_EPI_DEFAULT)
         return ct_error(CT_ERR_UNSUPPORTED,
                         "matmul: cuBLASLt has no algorithm for a %s (%lld, %lld) x "

@@ -49,13 +49,17 @@ static CtStatus entry_error(CtCudaCtx *c, const CtRangeEntry *e, int64_t pos)
     int64_t value = 0;
     CT_CUDA_CHECK(cudaMemcpy(&value, (const int64_t *)ct_ptr(e->index) + pos,
                              sizeof value, cudaMemcpyDeviceToHost));
-    char at[96];
+    const CtRangeMsg *m = &e->msg;
+    char at[96], range[64];
+    if (m->dim < 0)
+        snprintf(range, sizeof range, "%lld classes", (long long)m->size);
+    else
+        snprintf(range, sizeof range, "dim %d of size %lld", m->dim, (long long)m->size);
     return ct_error(CT_ERR_INVALID,
-                    "%s %lld at %s %s %s (found on cuda:%d after the op "
-                    "had returned)",
-                    e->msg.head, (long long)value, e->msg.where,
-                    ct_position_str(e->index, pos, at, sizeof at), e->msg.tail,
-                    c->device);
+                    "%s: %s %lld at %s %s is out of range for %s (found on cuda:%d "
+                    "after the op had returned)",
+                    m->op, m->what, (long long)value, m->where,
+                    ct_position_str(e->index, pos, at, sizeof at), range, c->device);
 }
 
 /* Reads the log back (waiting for the device) and empties it. Under mu. */

@@ -20,13 +20,15 @@
 
 #define CT_RANGE_SLOTS 64
 
-/* The words of a check's error: "<head> <value> at <where> <position>
- * <tail>", e.g. "cross_entropy: target", "index", "is out of range for 5
- * classes". */
+/* The parts of a check's error, put together only when it is reported:
+ * "<op>: <what> <value> at <where> <position> is out of range for <size>
+ * classes" (dim < 0) or "... for dim <dim> of size <size>", e.g.
+ * "cross_entropy: target 7 at index [3] is out of range for 5 classes".
+ * The strings are static (op names, literals). */
 typedef struct CtRangeMsg {
-    char head[48];
-    const char *where;
-    char tail[96];
+    const char *op, *what, *where;
+    int dim;
+    int64_t size;
 } CtRangeMsg;
 
 /* Queues the check of every element of `index` (contiguous CT_I64 on c's

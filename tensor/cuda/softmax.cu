@@ -64,15 +64,6 @@ static CtStatus cuda_softmax(const CtOpCall *call)
     return launch_softmax<double>(c, call);
 }
 
-/* The message of a bad target: the CPU's (range.cuh reports it later). */
-static void target_msg(const CtCrossEntropyParams *p, CtRangeMsg *m)
-{
-    m->where = "index";
-    snprintf(m->head, sizeof m->head, "%s: target",
-             p->log_input ? "nll_loss" : "cross_entropy");
-    snprintf(m->tail, sizeof m->tail, "is out of range for %lld classes",
-             (long long)p->c);
-}
 
 /* The forward, with the check of its targets in the same kernel: it
  * lowers `bad`, a slot of the context's range log. */
@@ -99,8 +90,9 @@ static CtStatus cuda_ce_fwd(CtCudaCtx *c, const CtOpCall *call)
 {
     const CtCrossEntropyParams *p = (const CtCrossEntropyParams *)call->params;
     unsigned long long *bad = NULL;
-    CtRangeMsg m;
-    target_msg(p, &m);
+    /* the CPU's message for a bad target (range.cuh reports it later) */
+    const CtRangeMsg m = {p->log_input ? "nll_loss" : "cross_entropy", "target", "index",
+                          -1, p->c};
     bool check = p->n * p->inner > 0;
     if (check) CT_RETURN_IF_ERROR(ct_cuda_range_begin(c, &bad));
     cudaError_t e = call->in[0]->dtype == CT_F32 ? launch_fwd<float>(c, call, bad)

@@ -277,6 +277,32 @@ START_TEST(test_algorithm_cache)
 }
 END_TEST
 
+/* The key hash spreads keys that differ only in high bits of a word (the
+ * sizes of a layer family, m = i << 16) over the table's slots, and sees
+ * bytes past the last whole word. Slots are hash % 256: without the final
+ * mix, all these keys would land in one slot. */
+START_TEST(test_key_hash_spreads)
+{
+    enum { KEYS = 200 };
+    bool seen[CT_LT_CACHE_SLOTS] = {0};
+    int distinct = 0;
+    for (int i = 0; i < KEYS; i++) {
+        CtMatmulParams p = {.batch = 1, .m = (int64_t)(i + 1) << 16, .n = 64, .k = 64};
+        CtLtDesc d = desc(p, CT_F32, false, false);
+        CtLtKey k;
+        ct_lt_key(&k, &d);
+        uint64_t slot = ct_key_hash(&k, sizeof k) % CT_LT_CACHE_SLOTS;
+        distinct += !seen[slot];
+        seen[slot] = true;
+    }
+    /* 200 random keys fill about 139 of 256 slots */
+    ck_assert_int_ge(distinct, 100);
+    unsigned char a[13] = {0}, b[13] = {0};
+    b[12] = 1;
+    ck_assert_uint_ne(ct_key_hash(a, sizeof a), ct_key_hash(b, sizeof b));
+}
+END_TEST
+
 /* The CPU kernel has no fused epilogue: its supports rejects one, so a
  * caller (linear) falls back to the unfused form. */
 START_TEST(test_cpu_rejects_epilogue)
@@ -316,6 +342,7 @@ int main(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_cache_key_covers_every_field);
     tcase_add_test(tc, test_algorithm_cache);
+    tcase_add_test(tc, test_key_hash_spreads);
     tcase_add_test(tc, test_cpu_rejects_epilogue);
     suite_add_tcase(s, tc);
     return tu_run(s);
