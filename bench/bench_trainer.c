@@ -30,8 +30,9 @@
  * like the PyTorch script, "epoch_s <seconds> step_ms <ms> last_loss <loss>" per epoch
  * (timed from on_train_epoch_start to on_train_epoch_end; step_ms is that
  * over the batches), "ops_per_step <n> host_syncs_per_step <n>" (ct_op_count
- * and ct_host_sync_count on the training thread) and "peak_rss_mib <MiB>"
- * (getrusage ru_maxrss) at the end. bench/run_trainer_bench.sh runs both sides
+ * and ct_host_sync_count on the training thread), with CTRAINER_PROFILE_OPS=1
+ * the epoch's host time per op kind (ct_op_profile_print), and
+ * "peak_rss_mib <MiB>" (getrusage ru_maxrss) at the end. bench/run_trainer_bench.sh runs both sides
  * interleaved.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -92,6 +93,7 @@ static CtStatus et_start(Callback *cb, Trainer *t)
     ((EpochTimer *)cb)->c0 = bench_cpu_now();
     ((EpochTimer *)cb)->ops0 = ct_op_count();
     ((EpochTimer *)cb)->syncs0 = ct_host_sync_count();
+    ct_op_profile_reset(); /* CTRAINER_PROFILE_OPS=1: per epoch */
     return CT_OK;
 }
 
@@ -121,6 +123,7 @@ static CtStatus et_end(Callback *cb, Trainer *t)
     printf("ops_per_step %.2f host_syncs_per_step %.3f\n",
            (double)(ct_op_count() - e->ops0) / steps,
            (double)(ct_host_sync_count() - e->syncs0) / steps);
+    ct_op_profile_print(stdout); /* nothing unless CTRAINER_PROFILE_OPS=1 */
     fflush(stdout);
     return CT_OK;
 }

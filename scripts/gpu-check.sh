@@ -19,7 +19,8 @@
 #   5. runs the GPU benchmarks: bench_trainer's mlp and basicnet train steps
 #      and ResNet-50 at 224x224, batch 128, bf16 (images/s), each with the
 #      PyTorch eager loop beside it when python3 can import torch with CUDA
-#      (ResNet-50 also needs torchvision);
+#      (ResNet-50 also needs torchvision), then the mlp and basicnet steps
+#      again with CTRAINER_PROFILE_OPS=1: host time per op kind in the results;
 #   6. profiles the ResNet-50 run's GPU kernels on both sides with
 #      BUILD_DIR/tools/libctrainer_kprof.so (built where CUPTI is found):
 #      the last second of each run summed per kernel, in
@@ -231,6 +232,21 @@ if [ $torch_ok -eq 1 ]; then
 else
     record "NOT RUN" "PyTorch benchmarks" "python3 cannot import torch with CUDA"
 fi
+
+# host time per op kind (CTRAINER_PROFILE_OPS): where the launch-bound
+# steps spend their host time, the last epoch's totals
+for w in mlp basicnet; do
+    log=$logs/op_profile_$w.log
+    step "op profile $w cuda" "$log" env CTRAINER_PROFILE_OPS=1 \
+        "$bt" --workload "$w" --epochs 2 --cuda
+    if [ $dry -eq 0 ] && [ -f "$log" ]; then
+        {
+            echo "## host time per op, $w cuda (last epoch)"
+            awk '/^epoch_s/ { buf = "" } /^op_profile/ { buf = buf $0 "\n" }
+                 END { printf "%s", buf }' "$log"
+        } >>"$results"
+    fi
+done
 
 # 6. kernel profiles: the last second of each ResNet-50 run, per kernel
 kp=$build/tools/libctrainer_kprof.so

@@ -81,7 +81,10 @@ CtStatus ct_backend_run(const CtBackend *be, const CtOpCall *c)
                         ct_op_name(c->op), ct_device_str(be->device, d),
                         ct_dtype_name(typed->dtype));
     }
+    bool prof = ct_op_profile_on();
+    uint64_t t0 = prof ? ct_op_profile_clock() : 0;
     CtStatus st = be->iface->kernels[c->op](&call);
+    if (prof) ct_op_profile_add(c->op, ct_op_profile_clock() - t0);
     ops_run++;
     for (int i = 0; i < CT_CALL_MAX_OUT; i++)
         if (c->out[i]) ct_storage_written(c->out[i]->storage);

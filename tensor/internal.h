@@ -347,6 +347,12 @@ typedef enum CtOp {
 
 const char *ct_op_name(CtOp op);
 
+/* The op profile (op_profile.c, ct_set_op_profile): whether it is on, a
+ * monotonic clock in ns, and one op's host time added to its kind. */
+bool ct_op_profile_on(void);
+uint64_t ct_op_profile_clock(void);
+void ct_op_profile_add(CtOp op, uint64_t elapsed_ns);
+
 #define CT_CALL_MAX_OUT 5
 #define CT_CALL_MAX_IN  6
 

@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ctrainer/status.h"
 
@@ -410,6 +411,22 @@ uint64_t ct_host_sync_count(void);
  * ct_host_sync_count: the ops a training step costs are the same on the
  * CPU, so they can be counted there. */
 uint64_t ct_op_count(void);
+/* The op profile: while on, every backend op any thread runs adds the host
+ * time of its kernel call (on the CPU, the computation; on a GPU, queueing
+ * the work: launches, library calls, descriptors) to its kind's totals. It
+ * does not count the front-end's work before the call (checks, autograd,
+ * allocation). Off by default; CTRAINER_PROFILE_OPS=1 turns it on from the
+ * start. A diagnostic for where a step's host time goes.
+ * ct_set_op_profile returns the previous setting; ct_op_profile_reset
+ * zeroes the totals; ct_op_profile_get gives an op kind's calls (and total
+ * ns in *host_ns, when not NULL) by its name ("matmul", "optim_sgd"; 0 for
+ * an unknown name); ct_op_profile_print writes one line per kind that ran,
+ * largest total first: "op_profile <op> calls <n> host_us <total>
+ * us_per_call <mean>". */
+bool ct_set_op_profile(bool on);
+void ct_op_profile_reset(void);
+uint64_t ct_op_profile_get(const char *op, uint64_t *host_ns);
+void ct_op_profile_print(FILE *f);
 
 /* ------------------------------------------------------------ elementwise */
 /* Binary ops broadcast as in NumPy/PyTorch; both inputs must have the same

@@ -1,5 +1,6 @@
 /* Core: creation, dtypes, copies, views, scopes, errors, autograd engine. */
 #include <math.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -169,6 +170,46 @@ START_TEST(test_backward_twice_is_an_error)
     ct_scope_close(s);
     tu_assert_values(tensor_grad(x), ((double[]){4}), 1, 0, 0);
     tensor_free(x);
+}
+END_TEST
+
+/* The op profile counts every op by kind while on, and nothing while off;
+ * reset zeroes it; print lists the kinds that ran. */
+START_TEST(test_op_profile)
+{
+    TU_MEM_BEGIN;
+    bool was = ct_set_op_profile(false);
+    ct_op_profile_reset();
+    int64_t n = 1000;
+    Tensor *a = tensor_zeros(1, &n, CT_F32, ct_cpu());
+    ck_assert_int_eq(tensor_fill_(a, 1), CT_OK); /* off: not counted */
+    ck_assert_uint_eq(ct_op_profile_get("fill", NULL), 0);
+    ck_assert(!ct_set_op_profile(true));
+    uint64_t before = ct_op_count();
+    for (int i = 0; i < 3; i++) ck_assert_int_eq(tensor_fill_(a, i), CT_OK);
+    CtScope *s = ct_scope_open();
+    ck_assert_ptr_nonnull(tensor_add(a, a));
+    ct_scope_close(s);
+    uint64_t ns;
+    ck_assert_uint_eq(ct_op_profile_get("fill", &ns), 3);
+    ck_assert_uint_gt(ns, 0);
+    ck_assert_uint_eq(ct_op_profile_get("binary", NULL), 1);
+    ck_assert_uint_eq(ct_op_count() - before, 4);
+    ck_assert_uint_eq(ct_op_profile_get("no_such_op", &ns), 0);
+    ck_assert_uint_eq(ns, 0);
+    char buf[1024] = {0};
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    ct_op_profile_print(f);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "op_profile fill"));
+    ck_assert_ptr_nonnull(strstr(buf, "calls          3"));
+    ck_assert_ptr_nonnull(strstr(buf, "op_profile binary"));
+    ck_assert_ptr_null(strstr(buf, "matmul"));
+    ct_op_profile_reset();
+    ck_assert_uint_eq(ct_op_profile_get("fill", NULL), 0);
+    ct_set_op_profile(was);
+    tensor_free(a);
+    TU_MEM_END;
 }
 END_TEST
 
@@ -377,6 +418,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, test_backward_mul_add_accumulates);
     tcase_add_test(tc, test_backward_twice_is_an_error);
     tcase_add_test(tc, test_backward_seed_is_read_only);
+    tcase_add_test(tc, test_op_profile);
     tcase_add_test(tc, test_grad_through_views);
     tcase_add_test(tc, test_grad_through_more_views);
     tcase_add_test(tc, test_allocator_reuses_blocks);

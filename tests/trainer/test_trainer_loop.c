@@ -820,10 +820,18 @@ static CtStatus counting_zero_grad(Trainer *t)
     return trainer_default_optimizer_zero_grad(t);
 }
 
+static Scheduler *step_lr(Trainer *t, Optimizer *o, void *user)
+{
+    (void)t;
+    (void)user;
+    return scheduler_step_lr(o, 2, 0.5);
+}
+
 /* With the default step, schedule and zero hooks, the step zeroes the
  * gradients in its own pass: one op fewer per update (a packed model) than
  * with a zero_grad hook that calls the default, which still runs once per
- * update, and the same weights bit for bit. */
+ * update, and the same weights bit for bit; plainly, and with 2-batch
+ * accumulation windows and a step scheduler (_i = 1). */
 START_TEST(default_update_zeroes_in_the_step)
 {
     TU_MEM_BEGIN;
@@ -831,6 +839,7 @@ START_TEST(default_update_zeroes_in_the_step)
     Fixture f[2];
     uint64_t ops[2];
     double p[2][3];
+    int64_t accum = _i ? 2 : 1, updates = 2 * 4 / accum;
     zero_grad_calls = 0;
     for (int k = 0; k < 2; k++) {
         fixture_init(&f[k], 0.1, false);
@@ -843,13 +852,16 @@ START_TEST(default_update_zeroes_in_the_step)
                           &(TrainArgs){.train_dataset = ds,
                                        .num_epochs = 2,
                                        .per_device_batch_size = 2,
+                                       .gradient_accumulation_steps = accum,
+                                       .create_scheduler_fn = _i ? step_lr : NULL,
                                        .train_dataloader_args = &sequential}),
             CT_OK);
         ops[k] = ct_op_count() - before;
         params_of(f[k].model, p[k]);
+        if (_i) ck_assert_double_eq(optim_get_lr(f[k].opt, 0), 0.1 * 0.5 * 0.5);
     }
-    ck_assert_int_eq(zero_grad_calls, 8);
-    ck_assert_uint_eq(ops[1] - ops[0], 8);
+    ck_assert_int_eq(zero_grad_calls, updates);
+    ck_assert_uint_eq(ops[1] - ops[0], (uint64_t)updates);
     for (int i = 0; i < 3; i++) ck_assert(p[0][i] == p[1][i]);
     for (int k = 0; k < 2; k++) fixture_free(&f[k]);
     data_dataset_free(ds);
@@ -1160,7 +1172,7 @@ static Suite *trainer_loop_suite(void)
     suite_add_tcase(s, tc);
     TCase *num = tcase_create("numerics");
     tcase_add_test(num, accumulation_equivalence);
-    tcase_add_test(num, default_update_zeroes_in_the_step);
+    tcase_add_loop_test(num, default_update_zeroes_in_the_step, 0, 2);
     tcase_add_test(num, epoch_loss_undivided);
     tcase_add_test(num, clip_value_bounds_update);
     tcase_add_test(num, clip_norm_bounds_update);
