@@ -11,12 +11,16 @@
 
 #include <pthread.h>
 
-/* Freed pinned blocks kept for reuse (pinned.cu). */
+/* Freed pinned blocks kept for reuse, and the events of blocks handed out
+ * again, kept per device for the next free to record (pinned.cu). */
+#define CT_PINNED_SPARE_EVENTS 8
 typedef struct CtPinnedBlock CtPinnedBlock;
 typedef struct CtPinnedCache {
     pthread_mutex_t mu;
     CtPinnedBlock *head;
     int n;
+    cudaEvent_t spare[CT_MAX_CUDA_DEVICES][CT_PINNED_SPARE_EVENTS];
+    int n_spare[CT_MAX_CUDA_DEVICES];
 } CtPinnedCache;
 
 /* The context of one cuda:N instance (CtBackend.context), made by the

@@ -8,13 +8,17 @@
  * right after queueing its copy), so a freed block carries one event per
  * instance that has had asynchronous copies, recorded on that instance's
  * stream at the time of the free; the block is handed out again only once
- * those events have completed.
+ * those events have completed. Its events then go to a spare list per
+ * device, and the next free records those instead of creating new ones: a
+ * batch tensor's round trip through the cache costs two event records and
+ * queries, not a create and a destroy each as well.
  *
  * Each block starts with a header that records its size, so host_free needs
  * only the pointer it handed out.
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common.cuh"
 
@@ -28,6 +32,7 @@ struct CtPinnedBlock {
     size_t size;
     int n_ev;
     cudaEvent_t ev[CT_MAX_CUDA_DEVICES];
+    int ev_dev[CT_MAX_CUDA_DEVICES]; /* the device of ev[i] */
     CtPinnedBlock *next;
 };
 
@@ -36,6 +41,7 @@ void ct_cuda_pinned_init(CtPinnedCache *pc)
     pthread_mutex_init(&pc->mu, NULL);
     pc->head = NULL;
     pc->n = 0;
+    memset(pc->n_spare, 0, sizeof pc->n_spare);
 }
 
 /* Whether every event of b has completed (an event that reports an error
@@ -50,10 +56,31 @@ static bool block_idle(CtPinnedBlock *b)
     return true;
 }
 
-static void block_drop_events(CtPinnedBlock *b)
+/* Gives b's events to the spare lists (destroying those that find their
+ * list full). Under pc->mu. */
+static void block_drop_events(CtPinnedCache *pc, CtPinnedBlock *b)
 {
-    for (int i = 0; i < b->n_ev; i++) (void)cudaEventDestroy(b->ev[i]);
+    for (int i = 0; i < b->n_ev; i++) {
+        int d = b->ev_dev[i];
+        if (pc->n_spare[d] < CT_PINNED_SPARE_EVENTS)
+            pc->spare[d][pc->n_spare[d]++] = b->ev[i];
+        else
+            (void)cudaEventDestroy(b->ev[i]);
+    }
     b->n_ev = 0;
+}
+
+/* A spare event of device d (current), or a new one; false on failure. */
+static bool take_event(CtPinnedCache *pc, int d, cudaEvent_t *ev)
+{
+    pthread_mutex_lock(&pc->mu);
+    bool spare = pc->n_spare[d] > 0;
+    if (spare) *ev = pc->spare[d][--pc->n_spare[d]];
+    pthread_mutex_unlock(&pc->mu);
+    if (spare) return true;
+    if (cudaEventCreateWithFlags(ev, cudaEventDisableTiming) == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    return false;
 }
 
 /* Takes an idle cached block of at least `size` bytes (and not much more). */
@@ -67,7 +94,7 @@ static void *take_cached(CtPinnedCache *pc, size_t size)
         *pp = b->next;
         pc->n--;
         base = b->base;
-        block_drop_events(b);
+        block_drop_events(pc, b);
         free(b);
         break;
     }
@@ -100,7 +127,7 @@ void *ct_cuda_host_alloc(const CtBackend *be, size_t nbytes)
 /* Records an event on the stream of every instance that has had
  * asynchronous copies; false if that fails (the block must then not be
  * cached). */
-static bool record_events(CtPinnedBlock *b)
+static bool record_events(CtPinnedCache *pc, CtPinnedBlock *b)
 {
     int n = ct_cuda_device_count();
     for (int d = 0; d < n; d++) {
@@ -108,11 +135,8 @@ static bool record_events(CtPinnedBlock *b)
         CtCudaCtx *c = be ? (CtCudaCtx *)be->context : NULL;
         if (!c || !__atomic_load_n(&c->async_copies, __ATOMIC_RELAXED)) continue;
         cudaEvent_t ev;
-        if (ct_cuda_enter(be, &c) != CT_OK) return false;
-        if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return false;
-        }
+        if (ct_cuda_enter(be, &c) != CT_OK || !take_event(pc, d, &ev)) return false;
+        b->ev_dev[b->n_ev] = d;
         b->ev[b->n_ev++] = ev;
         if (cudaEventRecord(ev, c->stream) != cudaSuccess) {
             (void)cudaGetLastError();
@@ -131,19 +155,18 @@ void ct_cuda_host_free(const CtBackend *be, void *p)
     if (b) {
         b->base = base;
         b->size = *(size_t *)base;
-        bool ok = record_events(b);
+        bool ok = record_events(pc, b);
         pthread_mutex_lock(&pc->mu);
         if (ok && pc->n < MAX_CACHED) {
             b->next = pc->head;
             pc->head = b;
             pc->n++;
             base = NULL; /* kept */
+        } else {
+            block_drop_events(pc, b);
         }
         pthread_mutex_unlock(&pc->mu);
-        if (base) {
-            block_drop_events(b);
-            free(b);
-        }
+        if (base) free(b);
     }
     /* not cached: cudaFreeHost synchronises with the device, so a copy that
      * still reads the block finishes first */
@@ -157,10 +180,16 @@ void ct_cuda_host_empty_cache(CtCudaCtx *ctx)
     CtPinnedBlock *b = pc->head;
     pc->head = NULL;
     pc->n = 0;
+    cudaEvent_t ev[CT_MAX_CUDA_DEVICES * CT_PINNED_SPARE_EVENTS];
+    int n_ev = 0;
+    for (int d = 0; d < CT_MAX_CUDA_DEVICES; d++)
+        for (; pc->n_spare[d] > 0; pc->n_spare[d]--)
+            ev[n_ev++] = pc->spare[d][pc->n_spare[d] - 1];
     pthread_mutex_unlock(&pc->mu);
+    for (int i = 0; i < n_ev; i++) (void)cudaEventDestroy(ev[i]);
     while (b) {
         CtPinnedBlock *next = b->next;
-        block_drop_events(b);
+        for (int i = 0; i < b->n_ev; i++) (void)cudaEventDestroy(b->ev[i]);
         (void)CT_CUDA_STATUS(cudaFreeHost(b->base));
         free(b);
         b = next;
