@@ -40,6 +40,8 @@ typedef struct CtDnnChoice {
     int algo;         /* cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t */
     int math;         /* cudnnMathType_t */
     size_t workspace; /* bytes */
+    void *objects;    /* conv.cu's descriptors for the key, math type set;
+                         owned by the cache, only read once stored */
 } CtDnnChoice;
 
 typedef struct CtAlgoCache {

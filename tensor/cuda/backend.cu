@@ -151,6 +151,7 @@ static void cuda_teardown(CtBackend *be)
     (void)ct_cuda_select_device(c->device);
     ct_cuda_range_free(c);
     ct_cuda_host_empty_cache(c);
+    ct_cuda_conv_free(c);
     if (c->blas) (void)CT_CUBLAS_STATUS(cublasDestroy(c->blas));
     if (c->lt) (void)CT_CUBLAS_STATUS(cublasLtDestroy(c->lt));
     if (c->dnn) (void)CT_CUDNN_STATUS(cudnnDestroy(c->dnn));

@@ -86,6 +86,9 @@ CtStatus ct_cuda_run_as(const CtOpCall *call, CtDType from, CtDType to,
  * ct_dnn_padded_channels): x and w padded with zero channels into scratch
  * tensors, dx and dw computed padded and their first channels copied back
  * (pad_channels.cu). */
+/* Destroys the convolution descriptors the instance keeps with its
+ * algorithm choices (conv.cu); teardown only. */
+void ct_cuda_conv_free(CtCudaCtx *c);
 CtStatus ct_cuda_conv_padded(const CtOpCall *call, CtCudaCtx *c, int64_t c_pad,
                              CtStatus (*fn)(const CtOpCall *padded, void *arg),
                              void *arg);

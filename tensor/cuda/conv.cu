@@ -23,6 +23,7 @@
  * ReLU in one kernel of ours when the forward is ReLU-fused
  * (bias_relu.cu), and its gradient summed with
  * cudnnConvolutionBackwardBias. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
@@ -133,14 +134,48 @@ static CtStatus pick(const char *what, const CtDnnConv *d, const Perf *perf, int
 }
 
 /* One convolution call (operands in the dtype cuDNN convolves in): its
- * descriptors, handle and instance. */
+ * descriptors (o: the instance's cached ones for the call's key, else
+ * `own`, built for this call), handle and instance. */
 typedef struct ConvCall {
     const CtOpCall *call;
     CtDnnConv d;
-    ConvObjects o;
+    ConvObjects own;
+    const ConvObjects *o;
     cudnnHandle_t h;
     CtCudaCtx *c;
 } ConvCall;
+
+/* k's descriptors: the cached ones choose() found, else built now. */
+static CtStatus objects(ConvCall *k)
+{
+    if (k->o) return CT_OK;
+    CT_RETURN_IF_ERROR(conv_build(&k->d, &k->own));
+    k->o = &k->own;
+    return CT_OK;
+}
+
+/* Moves k's own descriptors (math type set) into the cache's keeping;
+ * NULL when out of memory (they then stay k's, destroyed after the call). */
+static ConvObjects *keep_objects(ConvCall *k)
+{
+    ConvObjects *kept = (ConvObjects *)malloc(sizeof *kept);
+    if (!kept) return NULL;
+    *kept = k->own;
+    k->own = ConvObjects{};
+    k->o = kept;
+    return kept;
+}
+
+void ct_cuda_conv_free(CtCudaCtx *c)
+{
+    for (int i = 0; i < CT_ALGO_CACHE_SLOTS; i++) {
+        ConvObjects *o = (ConvObjects *)c->conv_algos.choice[i].objects;
+        if (!c->conv_algos.used[i] || !o) continue;
+        conv_destroy(o);
+        free(o);
+        c->conv_algos.choice[i].objects = NULL;
+    }
+}
 
 /* cuDNN's list of algorithms for k's call, best first: its heuristics
  * (`heuristics(perf, capacity, &n)`), or in benchmark mode every algorithm
@@ -161,10 +196,13 @@ static CtStatus list_algorithms(ConvCall *k, bool benchmark, Heuristics heuristi
     return st;
 }
 
-/* The algorithm of k's call of `kind`, with the convolution descriptor's
- * math type set to it: the instance's earlier choice for the same call, or
+/* The algorithm of k's call of `kind`, and k->o set to descriptors whose
+ * convolution has the algorithm's math type: the instance's earlier choice
+ * for the same call with the descriptors it keeps for it (only read from
+ * then on, so calls on any thread share them, and a call builds none), or
  * the first of list_algorithms' that ct_dnn_pick accepts, with its
- * workspace size (`workspace(algo, &bytes)`). */
+ * workspace size (`workspace(algo, &bytes)`), stored with the descriptors
+ * built for it. */
 template <typename Perf, typename Heuristics, typename Find, typename Workspace>
 static CtStatus choose(ConvCall *k, CtDnnCallKind kind, const char *what,
                        Heuristics heuristics, Find find, Workspace workspace,
@@ -177,46 +215,59 @@ static CtStatus choose(ConvCall *k, CtDnnCallKind kind, const char *what,
     pthread_mutex_lock(&k->c->mu);
     bool found = ct_algo_cache_get(&k->c->conv_algos, &key, out);
     pthread_mutex_unlock(&k->c->mu);
-    if (!found) {
-        Perf perf[16], best = {};
-        int n = 0;
-        CT_RETURN_IF_ERROR(list_algorithms(k, benchmark, heuristics, find, perf, &n));
-        CT_RETURN_IF_ERROR(pick(what, &k->d, perf, n, &best));
-        /* the workspace depends on the math type */
-        CT_CUDNN_CHECK(cudnnSetConvolutionMathType(k->o.conv, best.mathType));
-        *out = (CtDnnChoice){(int)best.algo, (int)best.mathType, 0};
-        CT_CUDNN_CHECK(workspace(best.algo, &out->workspace));
-        pthread_mutex_lock(&k->c->mu);
-        (void)ct_algo_cache_put(&k->c->conv_algos, &key, *out);
-        pthread_mutex_unlock(&k->c->mu);
+    if (found && out->objects) {
+        k->o = (const ConvObjects *)out->objects;
         return CT_OK;
     }
-    CT_CUDNN_CHECK(cudnnSetConvolutionMathType(k->o.conv, (cudnnMathType_t)out->math));
+    CT_RETURN_IF_ERROR(objects(k));
+    if (found) /* kept without descriptors (out of memory then) */
+        return CT_CUDNN_STATUS(
+            cudnnSetConvolutionMathType(k->own.conv, (cudnnMathType_t)out->math));
+    Perf perf[16], best = {};
+    int n = 0;
+    CT_RETURN_IF_ERROR(list_algorithms(k, benchmark, heuristics, find, perf, &n));
+    CT_RETURN_IF_ERROR(pick(what, &k->d, perf, n, &best));
+    /* the workspace depends on the math type */
+    CT_CUDNN_CHECK(cudnnSetConvolutionMathType(k->own.conv, best.mathType));
+    *out = (CtDnnChoice){(int)best.algo, (int)best.mathType, 0, NULL};
+    CT_CUDNN_CHECK(workspace(best.algo, &out->workspace));
+    /* stored with the descriptors, unless another thread stored the key's
+     * meanwhile or the table is full: then they stay this call's */
+    pthread_mutex_lock(&k->c->mu);
+    CtDnnChoice stored = *out, prior;
+    bool raced = ct_algo_cache_get(&k->c->conv_algos, &key, &prior) && prior.objects;
+    stored.objects = raced ? NULL : keep_objects(k);
+    if (!raced && !ct_algo_cache_put(&k->c->conv_algos, &key, stored) && stored.objects) {
+        k->own = *(ConvObjects *)stored.objects;
+        free(stored.objects);
+        k->o = &k->own;
+    }
+    pthread_mutex_unlock(&k->c->mu);
     return CT_OK;
 }
 
 static CtStatus forward(ConvCall *k)
 {
     const CtOpCall *call = k->call;
-    const ConvObjects *o = &k->o;
     CtDnnChoice ch;
     CT_RETURN_IF_ERROR(choose<cudnnConvolutionFwdAlgoPerf_t>(
         k, CT_DNN_CALL_FORWARD, "conv2d",
         [&](cudnnConvolutionFwdAlgoPerf_t *perf, int cap, int *n) {
-            return cudnnGetConvolutionForwardAlgorithm_v7(k->h, o->x, o->w, o->conv, o->y,
-                                                          cap, n, perf);
+            return cudnnGetConvolutionForwardAlgorithm_v7(
+                k->h, k->o->x, k->o->w, k->o->conv, k->o->y, cap, n, perf);
         },
         [&](cudnnConvolutionFwdAlgoPerf_t *perf, int cap, int *n, void *ws,
             size_t bytes) {
             return cudnnFindConvolutionForwardAlgorithmEx(
-                k->h, o->x, ct_ptr(call->in[0]), o->w, ct_ptr(call->in[1]), o->conv, o->y,
-                ct_ptr(call->out[0]), cap, n, perf, ws, bytes);
+                k->h, k->o->x, ct_ptr(call->in[0]), k->o->w, ct_ptr(call->in[1]),
+                k->o->conv, k->o->y, ct_ptr(call->out[0]), cap, n, perf, ws, bytes);
         },
         [&](cudnnConvolutionFwdAlgo_t algo, size_t *bytes) {
-            return cudnnGetConvolutionForwardWorkspaceSize(k->h, o->x, o->w, o->conv,
-                                                           o->y, algo, bytes);
+            return cudnnGetConvolutionForwardWorkspaceSize(
+                k->h, k->o->x, k->o->w, k->o->conv, k->o->y, algo, bytes);
         },
         &ch));
+    const ConvObjects *o = k->o;
     const cudnnConvolutionFwdAlgo_t algo = (cudnnConvolutionFwdAlgo_t)ch.algo;
     const size_t ws_size = ch.workspace;
     void *ws;
@@ -238,25 +289,25 @@ static CtStatus forward(ConvCall *k)
 static CtStatus backward_data(ConvCall *k)
 {
     const CtOpCall *call = k->call;
-    const ConvObjects *o = &k->o;
     CtDnnChoice ch;
     CT_RETURN_IF_ERROR(choose<cudnnConvolutionBwdDataAlgoPerf_t>(
         k, CT_DNN_CALL_BACKWARD_DATA, "conv2d backward (input)",
         [&](cudnnConvolutionBwdDataAlgoPerf_t *perf, int cap, int *n) {
-            return cudnnGetConvolutionBackwardDataAlgorithm_v7(k->h, o->w, o->y, o->conv,
-                                                               o->x, cap, n, perf);
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                k->h, k->o->w, k->o->y, k->o->conv, k->o->x, cap, n, perf);
         },
         [&](cudnnConvolutionBwdDataAlgoPerf_t *perf, int cap, int *n, void *ws,
             size_t bytes) {
             return cudnnFindConvolutionBackwardDataAlgorithmEx(
-                k->h, o->w, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]), o->conv, o->x,
-                ct_ptr(call->out[0]), cap, n, perf, ws, bytes);
+                k->h, k->o->w, ct_ptr(call->in[1]), k->o->y, ct_ptr(call->in[0]),
+                k->o->conv, k->o->x, ct_ptr(call->out[0]), cap, n, perf, ws, bytes);
         },
         [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(k->h, o->w, o->y, o->conv,
-                                                                o->x, algo, bytes);
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                k->h, k->o->w, k->o->y, k->o->conv, k->o->x, algo, bytes);
         },
         &ch));
+    const ConvObjects *o = k->o;
     const cudnnConvolutionBwdDataAlgo_t algo = (cudnnConvolutionBwdDataAlgo_t)ch.algo;
     const size_t ws_size = ch.workspace;
     void *ws;
@@ -272,25 +323,25 @@ static CtStatus backward_data(ConvCall *k)
 static CtStatus backward_filter(ConvCall *k)
 {
     const CtOpCall *call = k->call;
-    const ConvObjects *o = &k->o;
     CtDnnChoice ch;
     CT_RETURN_IF_ERROR(choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
         k, CT_DNN_CALL_BACKWARD_FILTER, "conv2d backward (weight)",
         [&](cudnnConvolutionBwdFilterAlgoPerf_t *perf, int cap, int *n) {
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                k->h, o->x, o->y, o->conv, o->w, cap, n, perf);
+                k->h, k->o->x, k->o->y, k->o->conv, k->o->w, cap, n, perf);
         },
         [&](cudnnConvolutionBwdFilterAlgoPerf_t *perf, int cap, int *n, void *ws,
             size_t bytes) {
             return cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                k->h, o->x, ct_ptr(call->in[1]), o->y, ct_ptr(call->in[0]), o->conv, o->w,
-                ct_ptr(call->out[0]), cap, n, perf, ws, bytes);
+                k->h, k->o->x, ct_ptr(call->in[1]), k->o->y, ct_ptr(call->in[0]),
+                k->o->conv, k->o->w, ct_ptr(call->out[0]), cap, n, perf, ws, bytes);
         },
         [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                k->h, o->x, o->y, o->conv, o->w, algo, bytes);
+                k->h, k->o->x, k->o->y, k->o->conv, k->o->w, algo, bytes);
         },
         &ch));
+    const ConvObjects *o = k->o;
     const cudnnConvolutionBwdFilterAlgo_t algo = (cudnnConvolutionBwdFilterAlgo_t)ch.algo;
     const size_t ws_size = ch.workspace;
     void *ws;
@@ -340,9 +391,10 @@ static CtStatus backward_weight(ConvCall *k)
     if (!call->out[1]) return CT_OK;
     CtDType dt = k->d.data;
     if (dt == CT_BF16 || dt == CT_F16) return bias_grad_widened(call, k->c, dt);
-    CT_CUDNN_CHECK(cudnnConvolutionBackwardBias(k->h, ct_dnn_one(dt), k->o.y,
+    CT_RETURN_IF_ERROR(objects(k)); /* (built, when gw was not asked for) */
+    CT_CUDNN_CHECK(cudnnConvolutionBackwardBias(k->h, ct_dnn_one(dt), k->o->y,
                                                 ct_ptr(call->in[0]), ct_dnn_zero(dt),
-                                                k->o.b, ct_ptr(call->out[1])));
+                                                k->o->b, ct_ptr(call->out[1])));
     return CT_OK;
 }
 
@@ -374,9 +426,8 @@ static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt,
     CT_RETURN_IF_ERROR(
         ct_dnn_conv((const CtConv2dParams *)call->params, dt, ct_allow_tf32(), &k.d));
     CT_RETURN_IF_ERROR(ct_cuda_dnn(c, &k.h));
-    CtStatus st = conv_build(&k.d, &k.o);
-    if (st == CT_OK) st = body(&k);
-    conv_destroy(&k.o);
+    CtStatus st = body(&k);
+    conv_destroy(&k.own);
     return st;
 }
 

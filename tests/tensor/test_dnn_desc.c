@@ -259,7 +259,7 @@ START_TEST(test_algorithm_cache)
     CtDnnChoice got;
     ct_dnn_algo_key(&k, CT_DNN_CALL_FORWARD, &d, false, false, false);
     ck_assert(!ct_algo_cache_get(&cache, &k, &got));
-    ck_assert(ct_algo_cache_put(&cache, &k, (CtDnnChoice){3, 1, 4096}));
+    ck_assert(ct_algo_cache_put(&cache, &k, (CtDnnChoice){3, 1, 4096, NULL}));
     ck_assert(ct_algo_cache_get(&cache, &k, &got));
     ck_assert_int_eq(got.algo, 3);
     ck_assert_int_eq(got.math, 1);
@@ -285,7 +285,7 @@ START_TEST(test_algorithm_cache)
     ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &other, false, false, false);
     ck_assert(!ct_algo_cache_get(&cache, &k2, &got));
     /* overwrite in place */
-    ck_assert(ct_algo_cache_put(&cache, &k, (CtDnnChoice){5, 0, 0}));
+    ck_assert(ct_algo_cache_put(&cache, &k, (CtDnnChoice){5, 0, 0, NULL}));
     ck_assert_int_eq(cache.n, 1);
     ck_assert(ct_algo_cache_get(&cache, &k, &got));
     ck_assert_int_eq(got.algo, 5);
@@ -295,11 +295,11 @@ START_TEST(test_algorithm_cache)
         p.n = 100 + i;
         ck_assert_int_eq(ct_dnn_conv(&p, CT_F32, false, &other), CT_OK);
         ct_dnn_algo_key(&k2, CT_DNN_CALL_FORWARD, &other, false, false, false);
-        stored += ct_algo_cache_put(&cache, &k2, (CtDnnChoice){i, 0, 0});
+        stored += ct_algo_cache_put(&cache, &k2, (CtDnnChoice){i, 0, 0, NULL});
     }
     ck_assert_int_eq(stored, CT_ALGO_CACHE_SLOTS / 4 * 3);
     ck_assert_int_eq(cache.n, stored);
-    ck_assert(!ct_algo_cache_put(&cache, &k2, (CtDnnChoice){1, 0, 0})); /* full */
+    ck_assert(!ct_algo_cache_put(&cache, &k2, (CtDnnChoice){1, 0, 0, NULL})); /* full */
     ck_assert(!ct_algo_cache_get(&cache, &k2, &got));
     ck_assert(ct_algo_cache_get(&cache, &k, &got)); /* the first is still there */
     ck_assert_int_eq(got.algo, 5);
