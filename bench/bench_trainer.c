@@ -32,8 +32,8 @@
  * over the batches), "ops_per_step <n> host_syncs_per_step <n>" (ct_op_count
  * and ct_host_sync_count on the training thread), with CTRAINER_PROFILE_OPS=1
  * the epoch's host time per op kind (ct_op_profile_print), and
- * "peak_rss_mib <MiB>" (getrusage ru_maxrss) at the end. bench/run_trainer_bench.sh runs both sides
- * interleaved.
+ * "peak_rss_mib <MiB>" (getrusage ru_maxrss) at the end. bench/run_trainer_bench.sh runs
+ * both sides interleaved.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>

@@ -326,7 +326,8 @@ static CtStatus step(Optimizer *o, bool zero_grad, const char *fn)
     for (int g = 0; g < o->ngroups && st == CT_OK; g++) {
         bool done;
         st = optim_group_update(o, g, o->fresh, zero_grad, &done);
-        if (st == CT_OK && !done) st = update_params(o, &o->groups[g], o->fresh, zero_grad);
+        if (st == CT_OK && !done)
+            st = update_params(o, &o->groups[g], o->fresh, zero_grad);
     }
     if (st == CT_OK) o->step++;
     return st;

@@ -11,7 +11,7 @@
 #include "internal.h"
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static bool profiling; /* atomic */
+static bool profiling;                               /* atomic */
 static uint64_t calls[CT_OP_COUNT], ns[CT_OP_COUNT]; /* atomic */
 
 static void read_env(void)
@@ -83,7 +83,8 @@ void ct_op_profile_print(FILE *f)
         }
     for (int i = 0; i < n; i++) {
         int k = order[i];
-        fprintf(f, "op_profile %-24s calls %10" PRIu64 " host_us %12.1f us_per_call %8.2f\n",
+        fprintf(f,
+                "op_profile %-24s calls %10" PRIu64 " host_us %12.1f us_per_call %8.2f\n",
                 ct_op_name((CtOp)k), c[k], (double)t[k] / 1e3,
                 (double)t[k] / 1e3 / (double)c[k]);
     }

@@ -122,8 +122,8 @@ CtStatus tensor_rmsprop_step_(Tensor *param, Tensor *grad, Tensor *square_avg,
                          .one_minus_alpha = 1.0 - a->alpha,
                          .eps = a->eps};
     Tensor *bufs[] = {square_avg, momentum_buf, grad_avg};
-    return run_step(CT_OP_OPTIM_RMSPROP, op, names, param, grad, bufs, 3, 1,
-                    a->zero_grad, &p);
+    return run_step(CT_OP_OPTIM_RMSPROP, op, names, param, grad, bufs, 3, 1, a->zero_grad,
+                    &p);
 }
 
 /* ------------------------------------------------------------ clipping */

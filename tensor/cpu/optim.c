@@ -76,7 +76,8 @@ static void *grad_of(const CtOpCall *c, bool *zero)
         if (!b)                                                                          \
             UPDATE_LOOP(lo, hi, g, z, ct_sgd_elem_##T(p, g, b, i, k, 0, 0, 0));          \
         else if (q->first)                                                               \
-            UPDATE_LOOP(lo, hi, g, z, ct_sgd_elem_##T(p, g, b, i, k, 1, 1, q->nesterov)); \
+            UPDATE_LOOP(lo, hi, g, z,                                                    \
+                        ct_sgd_elem_##T(p, g, b, i, k, 1, 1, q->nesterov));              \
         else if (q->nesterov)                                                            \
             UPDATE_LOOP(lo, hi, g, z, ct_sgd_elem_##T(p, g, b, i, k, 1, 0, 1));          \
         else                                                                             \

@@ -98,7 +98,8 @@ extern "C" CtStatus ct_cuda_select_device(int device)
     ct_cuda_mark_used();
     static thread_local int set = -1;
     int cur;
-    if (set == device && cudaGetDevice(&cur) == cudaSuccess && cur == device) return CT_OK;
+    if (set == device && cudaGetDevice(&cur) == cudaSuccess && cur == device)
+        return CT_OK;
     CT_CUDA_CHECK(cudaSetDevice(device));
     set = device;
     return CT_OK;

@@ -84,7 +84,8 @@ typedef struct LtObjects {
 static CtStatus layout_init(const CtLtLayout *l, CtDType dt,
                             cublasLtMatrixLayoutOpaque_t *out)
 {
-    CT_CUBLAS_CHECK(cublasLtMatrixLayoutInit(out, cuda_type(dt), l->rows, l->cols, l->ld));
+    CT_CUBLAS_CHECK(
+        cublasLtMatrixLayoutInit(out, cuda_type(dt), l->rows, l->cols, l->ld));
     if (l->batch <= 1) return CT_OK;
     CT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
         out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &l->batch, sizeof l->batch));

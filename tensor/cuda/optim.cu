@@ -17,8 +17,8 @@ __global__ void sgd_kernel(T *p, const T *g, T *buf, T *gz, CtSgdParams q, int64
 }
 
 template <typename T, bool AMS>
-__global__ void adam_kernel(T *p, const T *g, T *m, T *v, T *vmax, T *gz,
-                            CtAdamParams q, int64_t n)
+__global__ void adam_kernel(T *p, const T *g, T *m, T *v, T *vmax, T *gz, CtAdamParams q,
+                            int64_t n)
 {
     ct_adam_thread<T, AMS>(ct_cuda_thread(), p, g, m, v, vmax, gz, q, n);
 }

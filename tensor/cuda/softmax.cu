@@ -64,7 +64,6 @@ static CtStatus cuda_softmax(const CtOpCall *call)
     return launch_softmax<double>(c, call);
 }
 
-
 /* The forward, with the check of its targets in the same kernel: it
  * lowers `bad`, a slot of the context's range log. */
 template <typename T>

@@ -105,9 +105,10 @@ START_TEST(test_steps_match_reference_loops)
             make_ops(dt, t, 7 + op);
             make_ops(dt, r, 7 + op);
             bool zero = round == 1;
-            TensorSgdArgs sa = {
-                0.1, 0.01, 0.9, round ? 0 : 0.2, round == 1, round == 0, zero};
-            TensorAdamArgs aa = {1e-2, 0.1, 0.9, 0.999, 1e-8, round == 1, 4 + round, zero};
+            TensorSgdArgs sa = {0.1,        0.01,       0.9, round ? 0 : 0.2,
+                                round == 1, round == 0, zero};
+            TensorAdamArgs aa = {1e-2, 0.1,        0.9,       0.999,
+                                 1e-8, round == 1, 4 + round, zero};
             TensorRmspropArgs ra = {1e-2, 0.01, 0.99, 1e-8, 0.9, zero};
             if (op == 0) {
                 ck_assert_int_eq(tensor_sgd_step_(t[0], t[1], t[2], &sa), CT_OK);
@@ -168,10 +169,10 @@ START_TEST(test_zero_grad_over_chunks)
                 TensorSgdArgs sa = {0.1, 0.01, 0.9, 0, true, false, z};
                 TensorAdamArgs aa = {1e-2, 0.1, 0.9, 0.999, 1e-8, true, 2, z};
                 TensorRmspropArgs ra = {1e-2, 0.01, 0.99, 1e-8, 0.9, z};
-                CtStatus st = op == 0   ? tensor_sgd_step_(x[0], x[1], x[2], &sa)
-                              : op == 1 ? tensor_adam_step_(x[0], x[1], x[2], x[3], x[4], &aa)
-                                        : tensor_rmsprop_step_(x[0], x[1], x[2], x[3], NULL,
-                                                               &ra);
+                CtStatus st =
+                    op == 0   ? tensor_sgd_step_(x[0], x[1], x[2], &sa)
+                    : op == 1 ? tensor_adam_step_(x[0], x[1], x[2], x[3], x[4], &aa)
+                              : tensor_rmsprop_step_(x[0], x[1], x[2], x[3], NULL, &ra);
                 ck_assert_int_eq(st, CT_OK);
             }
             for (int k = 0; k < 5; k++)
