@@ -13,14 +13,15 @@
  *
  *   bench_trainer [--workload mlp|basicnet|resnet18|resnet50] [--epochs N]
  *                 [--batch N] [--batches N] [--data DIR] [--seed N]
- *                 [--mixed-precision no|bf16|fp16] [--cuda]
+ *                 [--mixed-precision no|bf16|fp16] [--cuda] [--channels-last]
  *
  * --cuda trains on cuda:0 (it sets CTRAINER_USE_CPU=false for the Trainer's
- * runtime), --mixed-precision sets CTRAINER_MIXED_PRECISION; resnet* also
- * print "images_per_s <n>" per epoch. resnet* on CUDA turn cuDNN's
- * benchmark mode on (CTRAINER_CUDNN_BENCHMARK=1 unless it is set), as the
- * PyTorch script sets cudnn.benchmark: both at their best for fixed shapes
- * (BasicNet's small convolutions measured faster with the heuristics).
+ * runtime), --channels-last runs resnet*'s stages channels last
+ * (NnResNetArgs.channels_last), --mixed-precision sets CTRAINER_MIXED_PRECISION; resnet*
+ * also print "images_per_s <n>" per epoch. resnet* on CUDA turn cuDNN's benchmark mode on
+ * (CTRAINER_CUDNN_BENCHMARK=1 unless it is set), as the PyTorch script sets
+ * cudnn.benchmark: both at their best for fixed shapes (BasicNet's small convolutions
+ * measured faster with the heuristics).
  *
  * Each epoch is one shuffled pass over the 60 000 Fashion-MNIST training
  * images (resnet18: over --batches batches of random images) through
@@ -159,12 +160,12 @@ static Dataset *random_images(int64_t n, int64_t hw, CtGenerator *g)
     return d;
 }
 
-static Module *make_model(char w, CtGenerator *g)
+static Module *make_model(char w, bool channels_last, CtGenerator *g)
 {
     if (w == 'm') return nn_model_mlp(784, 2, (int64_t[]){128, 64}, 10, g);
     if (w == 'b') return nn_model_basicnet(g);
-    if (w == 'R') return nn_model_resnet50(&(NnResNetArgs){.num_classes = 10}, g);
-    return nn_model_resnet18(&(NnResNetArgs){.num_classes = 10}, g);
+    NnResNetArgs a = {.num_classes = 10, .channels_last = channels_last};
+    return w == 'R' ? nn_model_resnet50(&a, g) : nn_model_resnet18(&a, g);
 }
 
 static Optimizer *make_optimizer(char w, Module *model)
@@ -185,10 +186,13 @@ int main(int argc, char **argv)
     const char *workload = "mlp", *dir = DATA_FASHION_MNIST_DIR;
     int64_t epochs = 1, batch = 0, batches = 0;
     uint64_t seed = 0;
-    int kept = 1; /* --cuda takes no value: out of argv first */
+    int kept = 1; /* --cuda and --channels-last take no value: out of argv first */
+    bool channels_last = false;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--cuda"))
             setenv("CTRAINER_USE_CPU", "false", 1);
+        else if (!strcmp(argv[i], "--channels-last"))
+            channels_last = true;
         else
             argv[kept++] = argv[i];
     argc = kept;
@@ -222,7 +226,7 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: %s [--workload mlp|basicnet|resnet18|resnet50] [--epochs N] "
                 "[--batch N] [--batches N] [--data DIR] [--seed N] "
-                "[--mixed-precision no|bf16|fp16] [--cuda]\n",
+                "[--mixed-precision no|bf16|fp16] [--cuda] [--channels-last]\n",
                 argv[0]);
         return 2;
     }
@@ -234,7 +238,7 @@ int main(int argc, char **argv)
     Dataset *train =
         resnet ? random_images(batches * batch, w == 'R' ? 224 : 64, &g)
                : data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir});
-    Module *model = make_model(w, &g);
+    Module *model = make_model(w, channels_last, &g);
     Optimizer *opt = make_optimizer(w, model);
     NnLoss *loss = w == 'b' ? nn_loss_nll(NULL) : nn_loss_cross_entropy(NULL);
     Trainer *t = NULL;

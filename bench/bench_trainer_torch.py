@@ -24,6 +24,8 @@ and bench_trainer.c's resnet18):
             --mixed-precision bf16|fp16 the forward and loss run under
             torch.autocast (fp16 with a GradScaler). On CUDA, cuDNN's
             benchmark mode is on: PyTorch at its best for fixed shapes.
+            --channels-last converts the model and every batch to
+            torch.channels_last (PyTorch's NHWC convolutions and batch norms).
 Each epoch is one shuffled pass over the 60 000 training images (or
 --batches batches); the timing covers the training loop only (shuffle,
 slicing, forward, backward, step). --batch overrides the batch size.
@@ -207,6 +209,8 @@ def main():
     ap.add_argument("--eval", action="store_true", help="test accuracy at the end")
     ap.add_argument("--data", default=ROOT)
     ap.add_argument("--mixed-precision", choices=["no", "bf16", "fp16"], default="no")
+    ap.add_argument("--channels-last", action="store_true",
+                    help="resnet*: model and batches in torch.channels_last")
     ap.add_argument("--cuda", action="store_true",
                     help="train on cuda:0 (model and preloaded data on the GPU)")
     args = ap.parse_args()
@@ -222,6 +226,10 @@ def main():
         amp = (torch.float16 if half else torch.bfloat16, scaler)
     model, loss_fn, opt, bs, prep = workload(args.workload)
     model.to(dev)  # in place: the optimizer keeps the same parameters
+    if args.channels_last:
+        model.to(memory_format=torch.channels_last)
+        plain = prep
+        prep = lambda b: plain(b).contiguous(memory_format=torch.channels_last)
     bs = args.batch or bs
     g = torch.Generator().manual_seed(args.seed)
     resnet = args.workload.startswith("resnet")

@@ -210,6 +210,9 @@ done
 bench "bench_trainer resnet50 224 bf16 batch 128 cuda" \
     "$bt" --workload resnet50 --batch 128 --batches 10 --epochs 2 \
     --mixed-precision bf16 --cuda
+bench "bench_trainer resnet50 224 bf16 batch 128 cuda channels-last" \
+    "$bt" --workload resnet50 --batch 128 --batches 10 --epochs 2 \
+    --mixed-precision bf16 --cuda --channels-last
 torch_ok=0
 tv_ok=0
 if [ $dry -eq 1 ] ||
@@ -226,6 +229,8 @@ if [ $torch_ok -eq 1 ]; then
     done
     if [ $tv_ok -eq 1 ]; then
         bench "pytorch eager resnet50 224 bf16 batch 128 cuda" "${r50_torch[@]}"
+        bench "pytorch eager resnet50 224 bf16 batch 128 cuda channels-last" \
+            "${r50_torch[@]}" --channels-last
     else
         record "NOT RUN" "pytorch eager resnet50" "python3 cannot import torchvision"
     fi
@@ -267,6 +272,8 @@ if [ $dry -eq 0 ] && [ ! -f "$kp" ]; then
 else
     profile resnet50_ctrainer "$bt" --workload resnet50 --batch 128 --batches 10 \
         --epochs 2 --mixed-precision bf16 --cuda
+    profile resnet50_ctrainer_channels_last "$bt" --workload resnet50 --batch 128 \
+        --batches 10 --epochs 2 --mixed-precision bf16 --cuda --channels-last
     if [ $tv_ok -eq 1 ]; then profile resnet50_pytorch "${r50_torch[@]}"; fi
 fi
 

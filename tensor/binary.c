@@ -87,7 +87,7 @@ static CtStatus run_binary(CtBinaryKind kind, Tensor *out, const Tensor *a,
     } else {
         CtBinaryParams p = {kind};
         CtOpCall c = {.op = CT_OP_BINARY, .out = {out}, .in = {ea, eb}, .params = &p};
-        st = ct_dispatch(&c);
+        st = ct_elementwise_dispatch(&c);
     }
     tensor_free(ea);
     tensor_free(eb);
@@ -131,7 +131,8 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
     int nd = ct_broadcast_shape(op, a, b, shape);
     if (nd < 0) return NULL;
     CtDType dt = kind >= CT_BIN_EQ ? CT_BOOL : a->dtype;
-    Tensor *out = ct_tensor_new(nd, shape, dt, a->storage->device);
+    Tensor *out =
+        ct_tensor_new_for(nd, shape, dt, a->storage->device, 2, (const Tensor *[]){a, b});
     if (!out || run_binary(kind, out, a, b) != CT_OK) return ct_op_discard(out);
     if (!bw) return out;
     CtNode *n;

@@ -1,4 +1,6 @@
-/* 2-d convolution (NCHW) with autograd through dedicated backward kernels. */
+/* 2-d convolution (NCHW, or channels last where the backend takes it) with
+ * autograd through dedicated backward kernels. */
+#include "backend.h"
 #include "conv.h"
 
 _Static_assert(sizeof(CtConv2dParams) <= CT_NODE_PARAMS_BYTES,
@@ -6,12 +8,26 @@ _Static_assert(sizeof(CtConv2dParams) <= CT_NODE_PARAMS_BYTES,
 
 #define OP "conv2d"
 
+/* A new (N, C, H, W) tensor laid out as p's operands are (conv.h). */
+static Tensor *conv_operand(const CtConv2dParams *p, const int64_t shape[4], CtDType dt,
+                            CtDevice dev)
+{
+    return p->nhwc ? ct_scope_adopt(ct_tensor_new_channels_last(shape, dt, dev))
+                   : ct_tensor_new(4, shape, dt, dev);
+}
+
+/* A caller-owned reference to t laid out as p's operands are. */
+static Tensor *conv_layout_ref(const CtConv2dParams *p, Tensor *t)
+{
+    return p->nhwc ? ct_channels_last_ref(t) : ct_contiguous_ref(t);
+}
+
 /* Forward kernel: y <- conv(x, w) + b, then relu(y) when p->relu. x, w, b
- * contiguous. */
+ * laid out as p says (conv.h). */
 static Tensor *conv_forward(const CtConv2dParams *p, Tensor *x, Tensor *w, Tensor *b)
 {
     int64_t shape[4] = {p->n, p->o, p->oh, p->ow};
-    Tensor *y = ct_tensor_new(4, shape, x->dtype, x->storage->device);
+    Tensor *y = conv_operand(p, shape, x->dtype, x->storage->device);
     if (!y) return NULL;
     CtOpCall c = {.op = CT_OP_CONV2D, .out = {y}, .in = {x, w, b}, .params = p};
     return ct_dispatch(&c) == CT_OK ? y : ct_op_discard(y);
@@ -22,12 +38,14 @@ static Tensor *conv_forward(const CtConv2dParams *p, Tensor *x, Tensor *w, Tenso
 static CtStatus conv2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
 {
     const CtConv2dParams *p = CT_NODE_PARAMS(n, CtConv2dParams);
-    /* the kernels read contiguous operands: the saved copies */
+    /* the kernels read operands laid out as p says: the saved copies */
     Tensor *x = n->saved[0], *w = n->saved[1], *b = n->in[2];
-    Tensor *gy = tensor_contiguous(gout);
+    Tensor *gy = ct_scope_adopt(conv_layout_ref(p, gout));
     if (!gy) return ct_last_status();
     if (n->needs_grad[0]) {
-        gin[0] = ct_node_grad_buffer(n, 0, n->in[0]);
+        gin[0] = p->nhwc
+                     ? conv_operand(p, n->in[0]->shape, gy->dtype, gy->storage->device)
+                     : ct_node_grad_buffer(n, 0, n->in[0]);
         if (!gin[0]) return ct_last_status();
         CtOpCall c = {
             .op = CT_OP_CONV2D_BWD_DATA, .out = {gin[0]}, .in = {gy, w}, .params = p};
@@ -36,16 +54,34 @@ static CtStatus conv2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
     }
     bool need_w = n->needs_grad[1], need_b = b && n->needs_grad[2];
     if (need_w || need_b) {
-        if (need_w && !(gin[1] = ct_node_grad_buffer(n, 1, w))) return ct_last_status();
+        if (need_w && !(gin[1] = ct_node_grad_buffer(n, 1, n->in[1])))
+            return ct_last_status();
         if (need_b && !(gin[2] = ct_node_grad_buffer(n, 2, b))) return ct_last_status();
+        /* channels last: gw comes stored as w is, then goes to w's layout */
+        Tensor *gw = need_w && p->nhwc
+                         ? conv_operand(p, w->shape, w->dtype, w->storage->device)
+                         : gin[1];
+        if (need_w && !gw) return ct_last_status();
         CtOpCall c = {.op = CT_OP_CONV2D_BWD_WEIGHT,
-                      .out = {gin[1], gin[2]},
+                      .out = {gw, gin[2]},
                       .in = {gy, x},
                       .params = p};
         CtStatus st = ct_dispatch(&c);
+        if (st == CT_OK && gw != gin[1]) st = tensor_copy_(gin[1], gw);
         if (st != CT_OK) return st;
     }
     return CT_OK;
+}
+
+/* Sets p->nhwc, whether the convolution runs channels last: when x is laid
+ * out so (and not also contiguous) and x's backend takes the call. */
+static void conv_pick_layout(Tensor *x, Tensor *w, Tensor *b, CtConv2dParams *p)
+{
+    if (!ct_channels_last_only(x)) return;
+    const CtBackend *be = ct_backend_peek(x->storage->device);
+    p->nhwc = true;
+    CtOpCall c = {.op = CT_OP_CONV2D, .in = {x, w, b}, .params = p};
+    if (!be || !ct_backend_supports(be, &c)) p->nhwc = false;
 }
 
 /* Validates the arguments and fills p; records an error and returns false
@@ -150,7 +186,8 @@ Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args)
         return ct_autocast_call(3, ops, low, conv_again, args);
     CtConv2dParams p;
     if (!conv_params(x, w, b, args, &p)) return NULL;
-    Tensor *xc = ct_contiguous_ref(x), *wc = ct_contiguous_ref(w);
+    conv_pick_layout(x, w, b, &p);
+    Tensor *xc = conv_layout_ref(&p, x), *wc = conv_layout_ref(&p, w);
     Tensor *bc = b ? ct_contiguous_ref(b) : NULL;
     Tensor *y = NULL;
     if (xc && wc && (!b || bc)) y = conv_forward(&p, xc, wc, bc);

@@ -2,7 +2,10 @@
  * shared by the front-ends (conv.c, pool.c) and the backends' kernels.
  *
  * Every conv/pool kernel requires contiguous operands (the front-ends make
- * them so). Layouts are NCHW.
+ * them so). Layouts are NCHW, except that a convolution with params.nhwc
+ * has x, y, gx and gy channels last (tensor/layout.c), and w and gw too
+ * (stored (O, kh, kw, C/groups)); only backends whose `supports` accepts
+ * nhwc get such calls (CUDA).
  *
  * CT_OP_CONV2D            out0 = y (N, O, OH, OW)
  *                         in0 = x (N, C, H, W), in1 = w (O, C/groups, kh, kw),
@@ -37,6 +40,7 @@ typedef struct CtConv2dParams {
     int dh, dw;         /* dilation, >= 1 */
     int groups;         /* >= 1, divides c and o */
     bool relu;          /* CONV2D: y <- relu(y) after the bias */
+    bool nhwc;          /* operands channels last (see above) */
     /* CT_F32: compute in the operands' dtype; CT_BF16 (autocast): f32
      * operands rounded to bf16, products accumulated in f32, f32 results
      * (the forward and both backward kernels) */

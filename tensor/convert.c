@@ -167,8 +167,10 @@ static CtStatus to_device_backward(CtNode *n, Tensor *gout, Tensor **gin)
     return gin[0] ? CT_OK : ct_last_status();
 }
 
+/* keep_layout: a channels-last t gives a channels-last copy (a cast);
+ * else the copy is contiguous (a clone, a move). */
 static Tensor *copy_op(const char *op, Tensor *t, CtDType dt, CtDevice dev,
-                       CtBackwardFn bw)
+                       CtBackwardFn bw, bool keep_layout)
 {
     if (!t) return NULL;
     if (bw == cast_backward && !ct_dtype_is_float(dt) && t->requires_grad &&
@@ -179,7 +181,9 @@ static Tensor *copy_op(const char *op, Tensor *t, CtDType dt, CtDevice dev,
                  op, ct_dtype_name(dt));
         return NULL;
     }
-    Tensor *out = ct_tensor_new(t->ndim, t->shape, dt, dev);
+    Tensor *out = keep_layout ? ct_tensor_new_for(t->ndim, t->shape, dt, dev, 1,
+                                                  (const Tensor *[]){t})
+                              : ct_tensor_new(t->ndim, t->shape, dt, dev);
     CtNode *n;
     if (!out || tensor_copy_(out, t) != CT_OK ||
         ct_node_new(out, op, bw, 1, &t, &n) != CT_OK)
@@ -189,16 +193,19 @@ static Tensor *copy_op(const char *op, Tensor *t, CtDType dt, CtDevice dev,
 
 Tensor *tensor_cast(Tensor *t, CtDType dt)
 {
-    return t ? copy_op("tensor_cast", t, dt, t->storage->device, cast_backward) : NULL;
+    return t ? copy_op("tensor_cast", t, dt, t->storage->device, cast_backward, true)
+             : NULL;
 }
 
 Tensor *tensor_clone(Tensor *t)
 {
-    return t ? copy_op("tensor_clone", t, t->dtype, t->storage->device, cast_backward)
+    return t ? copy_op("tensor_clone", t, t->dtype, t->storage->device, cast_backward,
+                       false)
              : NULL;
 }
 
 Tensor *tensor_to_device(Tensor *t, CtDevice dev)
 {
-    return t ? copy_op("tensor_to_device", t, t->dtype, dev, to_device_backward) : NULL;
+    return t ? copy_op("tensor_to_device", t, t->dtype, dev, to_device_backward, false)
+             : NULL;
 }

@@ -98,6 +98,43 @@ Tensor *ct_scope_adopt(Tensor *t);
  * `return ct_op_discard(out);`. NULL is a no-op. */
 Tensor *ct_op_discard(Tensor *out);
 
+/* Channels-last layout (tensor/layout.c): 4-d (N, C, H, W) tensors with
+ * strides (H*W*C, 1, W*C, C). ct_is_channels_last ignores the strides of
+ * size-1 dims (so a tensor may be both contiguous and channels last);
+ * ct_channels_last_only is channels last and not contiguous. */
+static inline void ct_channels_last_strides(const int64_t shape[4], int64_t stride[4])
+{
+    stride[1] = 1;
+    stride[3] = shape[1];
+    stride[2] = shape[3] * shape[1];
+    stride[0] = shape[2] * stride[2];
+}
+
+static inline bool ct_is_channels_last(const Tensor *t)
+{
+    if (!t || t->ndim != 4) return false;
+    int64_t want[4];
+    ct_channels_last_strides(t->shape, want);
+    for (int d = 0; d < 4; d++)
+        if (t->shape[d] > 1 && t->stride[d] != want[d]) return false;
+    return true;
+}
+
+static inline bool ct_channels_last_only(const Tensor *t)
+{
+    return ct_is_channels_last(t) && !tensor_is_contiguous(t);
+}
+/* New channels-last tensor, never registered in a scope. */
+Tensor *ct_tensor_new_channels_last(const int64_t shape[4], CtDType dt, CtDevice dev);
+/* New tensor (in the scope) for an elementwise op's output: channels last
+ * when the inputs of the output's shape (in[0..n), NULL skipped) are all
+ * channels last and one is not contiguous, else contiguous. */
+Tensor *ct_tensor_new_for(int ndim, const int64_t *shape, CtDType dt, CtDevice dev, int n,
+                          const Tensor *const *in);
+/* A caller-owned reference to t when it is channels last, else to a
+ * channels-last copy; never registered in a scope. NULL stays NULL. */
+Tensor *ct_channels_last_ref(Tensor *t);
+
 /* Pointer to element 0 of t (storage data + offset). */
 static inline void *ct_ptr(const Tensor *t)
 {
@@ -380,6 +417,11 @@ typedef bool (*CtSupportsFn)(const CtOpCall *c);
  * in[0]). Records "<op>: not supported on <device> for <dtype>" when no
  * kernel fits. */
 CtStatus ct_dispatch(const CtOpCall *c);
+/* ct_dispatch for ops whose kernel wants out contiguous and is the same
+ * under a permutation of every operand's dims (BINARY, UNARY, UNARY_BWD,
+ * WHERE): a channels-last out[0] runs over the (N, H, W, C) views of every
+ * operand, where it is contiguous. */
+CtStatus ct_elementwise_dispatch(const CtOpCall *c);
 
 /* Counts one host synchronisation (tensor/host_sync.c, ct_host_sync_count). */
 void ct_host_sync_note(void);

@@ -2,6 +2,7 @@
  * (which saves the statistics) and one fused backward kernel. */
 #include <string.h>
 
+#include "backend.h"
 #include "norm.h"
 
 /* A (C) parameter of batch norm: given or NULL, of dtype
@@ -39,22 +40,37 @@ static bool check_devices(const char *op, int n, Tensor *const *ts)
 
 /* ------------------------------------------------------------ batch norm */
 
+/* A caller-owned reference to data operand t: channels last when cl (the
+ * kernel takes that layout), else contiguous. */
+static Tensor *data_ref(Tensor *t, bool cl)
+{
+    return cl ? ct_channels_last_ref(t) : ct_contiguous_ref(t);
+}
+
+/* A new data operand (in the scope) of like's shape, laid out as data_ref. */
+static Tensor *data_new(const Tensor *like, bool cl)
+{
+    return cl ? ct_scope_adopt(ct_tensor_new_channels_last(like->shape, like->dtype,
+                                                           like->storage->device))
+              : tensor_empty_like(like);
+}
+
 /* Runs a fused normalisation forward: out0 = y, out1 = (2, nstats) saved
  * statistics (mean and inverse std) of dtype sdt, out2/out3 = running stats
- * updated in place (batch norm); in = x, weight, bias made contiguous.
- * Records the node with the params block and the statistics, and the
- * fused ReLU when relu (the kernel applied it: params say so). */
+ * updated in place (batch norm); in = x (channels last when cl, else
+ * contiguous, as y), weight, bias made contiguous. Records the node with
+ * the params block and the statistics, and the fused ReLU when relu (the
+ * kernel applied it: params say so). */
 static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
                         Tensor *weight, Tensor *bias, Tensor *rmean, Tensor *rvar,
                         int64_t nstats, CtDType sdt, const void *params, size_t psize,
-                        bool relu)
+                        bool relu, bool cl)
 {
-    Tensor *xc = ct_contiguous_ref(x), *wc = ct_contiguous_ref(weight),
+    Tensor *xc = data_ref(x, cl), *wc = ct_contiguous_ref(weight),
            *bc = ct_contiguous_ref(bias);
     Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, nstats}, sdt,
                                              x->storage->device);
-    Tensor *y =
-        xc && (wc || !weight) && (bc || !bias) && stats ? tensor_empty_like(x) : NULL;
+    Tensor *y = xc && (wc || !weight) && (bc || !bias) && stats ? data_new(x, cl) : NULL;
     if (y) {
         CtOpCall c = {.op = kind,
                       .out = {y, stats, rmean, rvar},
@@ -77,15 +93,18 @@ static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
     return y;
 }
 
-/* Runs a fused normalisation backward: in = g, x, weight (contiguous) and
- * the saved statistics; out = dx, dweight, dbias, each only when needed. */
-static CtStatus run_norm_backward(CtNode *n, CtOp kind, Tensor *g, Tensor **gin)
+/* Runs a fused normalisation backward: in = g, x (both laid out as the
+ * forward's, cl), weight (contiguous) and the saved statistics; out = dx
+ * (as g), dweight, dbias, each only when needed. */
+static CtStatus run_norm_backward(CtNode *n, CtOp kind, Tensor *g, Tensor **gin, bool cl)
 {
     Tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
-    Tensor *gc = tensor_contiguous(g), *xc = tensor_contiguous(x);
+    Tensor *gc = ct_scope_adopt(data_ref(g, cl)), *xc = ct_scope_adopt(data_ref(x, cl));
     Tensor *wc = w ? tensor_contiguous(w) : NULL;
     if (!gc || !xc || (w && !wc)) return ct_last_status();
-    Tensor *dx = n->needs_grad[0] ? ct_node_grad_buffer(n, 0, x) : NULL;
+    Tensor *dx = !n->needs_grad[0] ? NULL
+                 : cl              ? data_new(x, true)
+                                   : ct_node_grad_buffer(n, 0, x);
     Tensor *dw = n->needs_grad[1] ? ct_node_grad_buffer(n, 1, w) : NULL;
     Tensor *db = n->needs_grad[2] ? ct_node_grad_buffer(n, 2, b) : NULL;
     if ((n->needs_grad[0] && !dx) || (n->needs_grad[1] && !dw) ||
@@ -105,7 +124,23 @@ static CtStatus run_norm_backward(CtNode *n, CtOp kind, Tensor *g, Tensor **gin)
 
 static CtStatus batch_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
 {
-    return run_norm_backward(n, CT_OP_BATCH_NORM_BWD, g, gin);
+    return run_norm_backward(n, CT_OP_BATCH_NORM_BWD, g, gin,
+                             CT_NODE_PARAMS(n, CtBatchNormParams)->nhwc);
+}
+
+/* Sets p->nhwc, whether batch norm runs on channels-last data: when x is 4-d
+ * and laid out so (and not also contiguous), and x's backend takes the call
+ * (all: x, running_mean, running_var, weight, bias). */
+static void bn_pick_layout(Tensor *x, Tensor *const all[5], CtBatchNormParams *p)
+{
+    if (!ct_channels_last_only(x)) return;
+    const CtBackend *be = ct_backend_peek(x->storage->device);
+    p->nhwc = true;
+    CtOpCall c = {.op = CT_OP_BATCH_NORM,
+                  .out = {x, NULL, all[1], all[2]},
+                  .in = {x, all[3], all[4]},
+                  .params = p};
+    if (!be || !ct_backend_supports(be, &c)) p->nhwc = false;
 }
 
 static Tensor *batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
@@ -143,9 +178,10 @@ static Tensor *batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
                  op, tensor_describe(x, d, sizeof d));
         return NULL;
     }
+    bn_pick_layout(x, all, &p);
     return run_norm(op, CT_OP_BATCH_NORM, batch_norm_backward, x, weight, bias,
                     running_mean, running_var, p.c, ct_bn_param_dtype(x->dtype), &p,
-                    sizeof p, relu);
+                    sizeof p, relu, p.nhwc);
 }
 
 Tensor *tensor_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
@@ -168,7 +204,7 @@ Tensor *tensor_batch_norm_relu(Tensor *x, Tensor *running_mean, Tensor *running_
 
 static CtStatus layer_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
 {
-    return run_norm_backward(n, CT_OP_LAYER_NORM_BWD, g, gin);
+    return run_norm_backward(n, CT_OP_LAYER_NORM_BWD, g, gin, false);
 }
 
 /* weight/bias of layer norm: given or NULL, x's dtype, the normalised shape. */
@@ -206,5 +242,5 @@ Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, do
                            .d = ct_shape_numel(nnorm, x->shape + (x->ndim - nnorm)),
                            .eps = eps};
     return run_norm(op, CT_OP_LAYER_NORM, layer_norm_backward, x, weight, bias, NULL,
-                    NULL, p.rows, x->dtype, &p, sizeof p, false);
+                    NULL, p.rows, x->dtype, &p, sizeof p, false, false);
 }

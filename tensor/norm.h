@@ -40,6 +40,10 @@ typedef struct CtBatchNormParams {
     bool training;
     double momentum, eps;
     bool relu; /* y <- relu(y) after normalising */
+    /* x, y, gout and dx channels last (tensor/layout.c: stored (n, inner,
+     * c)) instead of contiguous; only backends whose `supports` accepts it
+     * get such calls (CUDA, in training) */
+    bool nhwc;
 } CtBatchNormParams;
 
 /* CT_OP_BATCH_NORM_BWD (same params as the forward).

@@ -8,10 +8,11 @@
  * kind reads (the input or the output, elementwise.h). NULL on error. */
 static Tensor *unary_grad(const CtUnaryParams *p, const Tensor *x, Tensor *g)
 {
-    Tensor *gx = ct_tensor_new(g->ndim, g->shape, g->dtype, g->storage->device);
+    Tensor *gx = ct_tensor_new_for(g->ndim, g->shape, g->dtype, g->storage->device, 2,
+                                   (const Tensor *[]){x, g});
     if (!gx) return NULL;
     CtOpCall c = {.op = CT_OP_UNARY_BWD, .out = {gx}, .in = {x, g}, .params = p};
-    return ct_dispatch(&c) == CT_OK ? gx : ct_op_discard(gx);
+    return ct_elementwise_dispatch(&c) == CT_OK ? gx : ct_op_discard(gx);
 }
 
 static CtStatus unary_backward(CtNode *n, Tensor *g, Tensor **gin)
@@ -35,7 +36,7 @@ CtStatus ct_act_run(CtUnaryKind act, Tensor *out, const Tensor *x)
 {
     const CtUnaryParams p = {act, 0, 0};
     CtOpCall c = {.op = CT_OP_UNARY, .out = {out}, .in = {x}, .params = &p};
-    return ct_dispatch(&c);
+    return ct_elementwise_dispatch(&c);
 }
 
 /* Params an integer kernel would have to truncate are refused up front. */
@@ -74,11 +75,12 @@ static Tensor *unary(const char *op, CtUnaryKind kind, Tensor *t, double a, doub
         return NULL;
     }
     if (!int_params_ok(op, t, &p)) return NULL;
-    Tensor *out = ct_tensor_new(t->ndim, t->shape, t->dtype, dev);
+    Tensor *out =
+        ct_tensor_new_for(t->ndim, t->shape, t->dtype, dev, 1, (const Tensor *[]){t});
     if (!out) return NULL;
     c.out[0] = out;
     CtNode *n;
-    if (ct_dispatch(&c) != CT_OK ||
+    if (ct_elementwise_dispatch(&c) != CT_OK ||
         ct_node_new(out, op, unary_backward, 1, &t, &n) != CT_OK)
         return ct_op_discard(out);
     if (n) {

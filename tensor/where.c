@@ -50,7 +50,7 @@ static Tensor *select_into(const char *op, const Tensor *cond, const Tensor *a,
     int64_t shape[CT_MAX_DIMS];
     int nd = broadcast3(op, ts, shape);
     if (nd < 0) return NULL;
-    Tensor *out = ct_tensor_new(nd, shape, a->dtype, a->storage->device);
+    Tensor *out = ct_tensor_new_for(nd, shape, a->dtype, a->storage->device, 3, ts);
     if (!out) return NULL;
     Tensor *e[3];
     for (int k = 0; k < 3; k++) e[k] = ct_broadcast_alias(ts[k], nd, shape);
@@ -59,7 +59,7 @@ static Tensor *select_into(const char *op, const Tensor *cond, const Tensor *a,
         st = ct_error(CT_ERR_OOM, "%s: out of memory", op);
     } else {
         CtOpCall c = {.op = CT_OP_WHERE, .out = {out}, .in = {e[0], e[1], e[2]}};
-        st = ct_dispatch(&c);
+        st = ct_elementwise_dispatch(&c);
     }
     for (int k = 0; k < 3; k++) tensor_free(e[k]);
     return st == CT_OK ? out : ct_op_discard(out);

@@ -325,6 +325,13 @@ Module *nn_model_basicnet(CtGenerator *g);
 typedef struct NnResNetArgs {
     int64_t num_classes; /* 0 -> 1000 */
     int64_t in_channels; /* 0 -> 3 */
+    /* true: the four stages run channels last (tensor_channels_last after
+     * the stem's max pool), which on CUDA runs convolution and batch norm
+     * on cuDNN's NHWC kernels without transposes; the same values either
+     * way (the CPU computes on contiguous copies). ResNet-50-D's
+     * average-pool shortcuts return contiguous tensors, so its stages go
+     * back to NCHW after the first. Default false. */
+    bool channels_last;
 } NnResNetArgs;
 /* torchvision's ResNets (names conv1, bn1, layer1.0.conv1, ...,
  * layer2.0.downsample.0, fc; ResNet-50 is v1.5, stride on the 3x3 conv) and

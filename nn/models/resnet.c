@@ -163,6 +163,7 @@ typedef struct ResNet {
     Module base;
     const ResNetSpec *spec;
     int64_t in_channels;
+    bool channels_last; /* NnResNetArgs.channels_last */
     /* Borrowed children. The "relu" child is registered for torchvision's
      * layout and repr; the forward fuses it into bn1 (nn_forward_relu). */
     Module *conv1, *bn1, *maxpool, *layer[4], *avgpool, *fc;
@@ -175,6 +176,7 @@ static Tensor *resnet_forward(Module *m, Tensor *x)
     if (zoo_check_input(r->spec->name, x, r->in_channels, -1, -1) != CT_OK) return NULL;
     Tensor *h = nn_forward_relu(r->bn1, nn_forward(r->conv1, x));
     h = nn_forward(r->maxpool, h);
+    if (r->channels_last) h = tensor_channels_last(h);
     for (int i = 0; i < 4; i++) h = nn_forward(r->layer[i], h);
     h = tensor_flatten(nn_forward(r->avgpool, h), 1, -1);
     return nn_forward(r->fc, h);
@@ -234,6 +236,7 @@ static Module *resnet_new(const ResNetSpec *spec, const NnResNetArgs *args,
     }
     r->spec = spec;
     r->in_channels = in_channels;
+    r->channels_last = args && args->channels_last;
     if (!resnet_add_children(r, num_classes, g)) {
         nn_module_free(&r->base);
         return NULL;

@@ -241,6 +241,7 @@ BY_DTYPE(conv_bwd_weight)
 static bool float_only(const CtOpCall *c)
 {
     const CtConv2dParams *p = c->params;
+    if (p->nhwc) return false; /* NCHW kernels */
     if (p->autocast != CT_F32) return p->autocast == CT_BF16 && c->in[0]->dtype == CT_F32;
     return c->in[0]->dtype == CT_F32 || c->in[0]->dtype == CT_F64;
 }

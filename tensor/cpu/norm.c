@@ -96,14 +96,20 @@ static bool float_input(const CtOpCall *c)
     return c->in[0]->dtype == CT_F32 || c->in[0]->dtype == CT_F64;
 }
 
+/* As float_input, on contiguous data (not channels last). */
+static bool float_nchw(const CtOpCall *c)
+{
+    return float_input(c) && !((const CtBatchNormParams *)c->params)->nhwc;
+}
+
 void ct_cpu_register_norm(CtKernelFn *k, CtSupportsFn *s)
 {
     k[CT_OP_BATCH_NORM] = cpu_batch_norm;
     k[CT_OP_BATCH_NORM_BWD] = cpu_batch_norm_bwd;
     k[CT_OP_LAYER_NORM] = cpu_layer_norm;
     k[CT_OP_LAYER_NORM_BWD] = cpu_layer_norm_bwd;
-    s[CT_OP_BATCH_NORM] = float_input;
-    s[CT_OP_BATCH_NORM_BWD] = float_input;
+    s[CT_OP_BATCH_NORM] = float_nchw;
+    s[CT_OP_BATCH_NORM_BWD] = float_nchw;
     s[CT_OP_LAYER_NORM] = float_input;
     s[CT_OP_LAYER_NORM_BWD] = float_input;
 }

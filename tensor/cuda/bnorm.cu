@@ -4,7 +4,8 @@
  * takes them.
  *
  * Training mode runs cuDNN's spatial batch norm (legacy API, as conv.cu
- * says why; descriptors from dnn_desc.h): its saved mean and inverse
+ * says why; descriptors from dnn_desc.h), on channels-last data in its
+ * persistent mode, whose NHWC kernels are the fast ones: its saved mean and inverse
  * standard deviation are the op's stats, its running-average factor the
  * momentum, and it updates the running statistics in place. A missing
  * weight or bias is a block of ones or zeros from the caching allocator.
@@ -149,6 +150,30 @@ static CtStatus bn_status(const BnCall *k, cudnnStatus_t st)
     return CT_CUDNN_STATUS(st);
 }
 
+/* The mode of k's call: persistent for channels last (cuDNN's NHWC
+ * kernels), unless cuDNN turned that mode down before. */
+static bool persistent_rejected;
+
+static cudnnBatchNormMode_t bn_mode(const BnCall *k)
+{
+    return k->d.persistent && !__atomic_load_n(&persistent_rejected, __ATOMIC_RELAXED)
+               ? CUDNN_BATCHNORM_SPATIAL_PERSISTENT
+               : CUDNN_BATCHNORM_SPATIAL;
+}
+
+/* Runs `call(mode)` in k's mode; when cuDNN turns the persistent mode down,
+ * again in the plain spatial mode, which every later call then uses. */
+template <typename Call> static cudnnStatus_t bn_run(const BnCall *k, Call call)
+{
+    cudnnBatchNormMode_t mode = bn_mode(k);
+    cudnnStatus_t st = call(mode);
+    if (mode != CUDNN_BATCHNORM_SPATIAL_PERSISTENT ||
+        (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM))
+        return st;
+    __atomic_store_n(&persistent_rejected, true, __ATOMIC_RELAXED);
+    return call(CUDNN_BATCHNORM_SPATIAL);
+}
+
 static CtStatus train_forward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
 {
     CT_RETURN_IF_ERROR(bn_build(call, c, !call->in[1], !call->in[2], false, k));
@@ -158,11 +183,13 @@ static CtStatus train_forward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
     size_t row = (size_t)k->d.param.dims[1] * ct_dtype_size(k->d.param_dtype);
     const void *w = call->in[1] ? ct_ptr(call->in[1]) : k->scratch;
     const void *b = call->in[2] ? ct_ptr(call->in[2]) : (char *)k->scratch + row;
-    return bn_status(k, cudnnBatchNormalizationForwardTraining(
-                            k->h, CUDNN_BATCHNORM_SPATIAL, one, zero, k->x,
-                            ct_ptr(call->in[0]), k->x, ct_ptr(call->out[0]), k->param, w,
-                            b, k->d.factor, mptr(call->out[2]), mptr(call->out[3]),
-                            k->d.eps, stats, stats + row));
+    return bn_status(k, bn_run(k, [&](cudnnBatchNormMode_t mode) {
+                         return cudnnBatchNormalizationForwardTraining(
+                             k->h, mode, one, zero, k->x, ct_ptr(call->in[0]), k->x,
+                             ct_ptr(call->out[0]), k->param, w, b, k->d.factor,
+                             mptr(call->out[2]), mptr(call->out[3]), k->d.eps, stats,
+                             stats + row);
+                     }));
 }
 
 static CtStatus train_backward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
@@ -183,10 +210,12 @@ static CtStatus train_backward(const CtOpCall *call, CtCudaCtx *c, BnCall *k)
     void *dx = mptr(call->out[0]);
     if (!dx) CT_RETURN_IF_ERROR(ct_cuda_scratch(call->backend, dx_bytes, &dx));
     CtStatus st =
-        bn_status(k, cudnnBatchNormalizationBackward(
-                         k->h, CUDNN_BATCHNORM_SPATIAL, one, zero, one, zero, k->x,
-                         ct_ptr(call->in[1]), k->x, ct_ptr(call->in[0]), k->x, dx,
-                         k->param, w, dw, db, k->d.eps, stats, stats + row));
+        bn_status(k, bn_run(k, [&](cudnnBatchNormMode_t mode) {
+                      return cudnnBatchNormalizationBackward(
+                          k->h, mode, one, zero, one, zero, k->x, ct_ptr(call->in[1]),
+                          k->x, ct_ptr(call->in[0]), k->x, dx, k->param, w, dw, db,
+                          k->d.eps, stats, stats + row);
+                  }));
     if (dx_bytes) ct_cuda_scratch_free(call->backend, dx, dx_bytes);
     return st;
 }
@@ -259,8 +288,19 @@ static CtStatus bn_backward(const CtOpCall *call)
     }
 }
 
-/* All operands contiguous; data (forward: x, y; backward: gout, x, dx) of
- * one dtype among f32, f64, bf16 and f16, the rest of the parameter dtype
+/* Whether operand t (data or not) has dtype dt and the layout the call
+ * wants: contiguous, or for data of a channels-last call, channels last. */
+static bool bn_operand_ok(const CtBatchNormParams *p, const Tensor *t, bool data,
+                          CtDType dt)
+{
+    if (!t) return true;
+    if (t->dtype != dt) return false;
+    return data && p->nhwc ? ct_is_channels_last(t) : tensor_is_contiguous(t);
+}
+
+/* All operands contiguous, or the data channels last in training
+ * (p->nhwc); data (forward: x, y; backward: gout, x, dx) of one dtype
+ * among f32, f64, bf16 and f16, the rest of the parameter dtype
  * (ct_bn_param_dtype). Training needs more than one value per channel
  * (n · inner > 1, as the front-end checks) and a channel. */
 static bool bn_supports(const CtOpCall *call)
@@ -268,18 +308,15 @@ static bool bn_supports(const CtOpCall *call)
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
     CtDType dt = call->in[0]->dtype;
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
+    if (p->nhwc && !p->training) return false; /* the eval kernels are NCHW */
     CtDType pdt = ct_bn_param_dtype(dt);
     bool bwd = call->op == CT_OP_BATCH_NORM_BWD;
     for (int i = 0; i < CT_CALL_MAX_IN; i++) {
         bool data = i == 0 || (bwd && i == 1);
-        if (call->in[i] && (call->in[i]->dtype != (data ? dt : pdt) ||
-                            !tensor_is_contiguous(call->in[i])))
-            return false;
+        if (!bn_operand_ok(p, call->in[i], data, data ? dt : pdt)) return false;
     }
     for (int i = 0; i < CT_CALL_MAX_OUT; i++)
-        if (call->out[i] && (call->out[i]->dtype != (i == 0 ? dt : pdt) ||
-                             !tensor_is_contiguous(call->out[i])))
-            return false;
+        if (!bn_operand_ok(p, call->out[i], i == 0, i == 0 ? dt : pdt)) return false;
     if (!p->training) return true;
     return p->n * p->inner >= 2 && p->c > 0;
 }

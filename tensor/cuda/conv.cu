@@ -18,6 +18,10 @@
  * (an RGB stem) runs on channels padded with zeros (pad_channels.cu,
  * ct_dnn_padded_channels), where cuDNN has tensor-core kernels.
  *
+ * Channels-last calls (CtConv2dParams.nhwc) describe x, y and their
+ * gradients with NHWC strides and the filter with cuDNN's NHWC format, the
+ * layout its tensor-core kernels use, so cuDNN transposes nothing.
+ *
  * Workspace comes from the instance's caching allocator, capped at
  * CT_DNN_WORKSPACE_MAX. The bias is added with cudnnAddTensor, or with the
  * ReLU in one kernel of ours when the forward is ReLU-fused
@@ -94,8 +98,9 @@ static CtStatus conv_build(const CtDnnConv *d, ConvObjects *o)
     CT_RETURN_IF_ERROR(ct_dnn_tensor_nchw("conv2d", 1, d->bias[1], 1, 1, &b));
     CT_RETURN_IF_ERROR(ct_dnn_tensor_create(&b, d->data, &o->b));
     CT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&o->w));
-    CT_CUDNN_CHECK(
-        cudnnSetFilterNdDescriptor(o->w, dnn_type(d->data), CUDNN_TENSOR_NCHW, 4, d->w));
+    CT_CUDNN_CHECK(cudnnSetFilterNdDescriptor(
+        o->w, dnn_type(d->data), d->filter_nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+        4, d->w));
     CT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&o->conv));
     CT_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(o->conv, 2, d->pad, d->stride,
                                                    d->dilation, CUDNN_CROSS_CORRELATION,
@@ -476,6 +481,12 @@ static bool conv_supports(const CtOpCall *call)
     if (call->op == CT_OP_CONV2D && p->c == 0 && call->in[2] && p->n > 0 && p->oh > 0 &&
         p->ow > 0)
         return false;
+    /* channels last: cuDNN in the operands' dtype, without a bias (its
+     * widened gradient and the bias + ReLU kernel are NCHW) */
+    bool bias = call->op == CT_OP_CONV2D              ? call->in[2] != NULL
+                : call->op == CT_OP_CONV2D_BWD_WEIGHT ? call->out[1] != NULL
+                                                      : false;
+    if (p->nhwc && (bias || ct_dnn_conv_dtype(p, dt) != dt)) return false;
     for (int i = 0; i < CT_CALL_MAX_IN; i++)
         if (call->in[i] && call->in[i]->dtype != dt) return false;
     for (int i = 0; i < CT_CALL_MAX_OUT; i++)

@@ -36,7 +36,8 @@ typedef enum CtDnnMath {
 
 typedef struct CtDnnConv {
     CtDnnTensor x, y; /* x (n, c, h, w), y (n, o, oh, ow) */
-    int w[4];         /* filter (o, c / groups, kh, kw), NCHW */
+    int w[4];         /* filter (o, c / groups, kh, kw) */
+    bool filter_nhwc; /* the filter stored (o, kh, kw, c / groups) */
     int bias[4];      /* (1, o, 1, 1), broadcast over y */
     int pad[2], stride[2], dilation[2], groups;
     CtDType data;    /* of x, w, y */
@@ -80,6 +81,17 @@ static inline CtStatus ct_dnn_tensor_nchw(const char *op, int64_t n, int64_t c, 
     return ct_dnn_tensor(op, shape, stride, t);
 }
 
+/* As ct_dnn_tensor for an (n, c, h, w) tensor, contiguous NCHW or, when
+ * nhwc, channels last (strides (h*w*c, 1, w*c, c)). */
+static inline CtStatus ct_dnn_tensor_4d(const char *op, int64_t n, int64_t c, int64_t h,
+                                        int64_t w, bool nhwc, CtDnnTensor *t)
+{
+    if (!nhwc) return ct_dnn_tensor_nchw(op, n, c, h, w, t);
+    const int64_t shape[4] = {n, c, h, w};
+    const int64_t stride[4] = {h * w * c, 1, w * c, c};
+    return ct_dnn_tensor(op, shape, stride, t);
+}
+
 /* The output extent of a convolution along one dim (cuDNN's formula). */
 static inline int64_t ct_dnn_conv_out(int64_t in, int64_t k, int pad, int stride,
                                       int dilation)
@@ -115,10 +127,12 @@ static inline CtDType ct_dnn_conv_dtype(const CtConv2dParams *p, CtDType dt)
 
 /* The input-channel count p's convolution runs with on dtype dt: p->c
  * rounded up to a multiple of 8 for bf16 and f16 without groups when the
- * work reaches CT_DNN_PAD_MIN_WORK, else p->c. */
+ * work reaches CT_DNN_PAD_MIN_WORK, else p->c (always for channels last:
+ * the padding copies are NCHW). */
 static inline int64_t ct_dnn_padded_channels(const CtConv2dParams *p, CtDType dt)
 {
-    if ((dt != CT_BF16 && dt != CT_F16) || p->groups != 1 || p->c % 8 == 0) return p->c;
+    if ((dt != CT_BF16 && dt != CT_F16) || p->groups != 1 || p->c % 8 == 0 || p->nhwc)
+        return p->c;
     double work =
         (double)p->n * (double)p->o * (double)(p->oh * p->ow) * (double)(p->kh * p->kw);
     return work >= CT_DNN_PAD_MIN_WORK ? (p->c + 7) / 8 * 8 : p->c;
@@ -152,12 +166,14 @@ static inline CtStatus ct_dnn_conv(const CtConv2dParams *p, CtDType dt, bool all
                         (long long)p->w, (long long)p->kh, (long long)p->kw, p->sh, p->sw,
                         p->ph, p->pw, p->dh, p->dw);
     CtDnnTensor wt;
-    CtStatus st = ct_dnn_tensor_nchw("conv2d", p->n, p->c, p->h, p->w, &d->x);
-    if (st == CT_OK) st = ct_dnn_tensor_nchw("conv2d", p->n, p->o, p->oh, p->ow, &d->y);
+    CtStatus st = ct_dnn_tensor_4d("conv2d", p->n, p->c, p->h, p->w, p->nhwc, &d->x);
+    if (st == CT_OK)
+        st = ct_dnn_tensor_4d("conv2d", p->n, p->o, p->oh, p->ow, p->nhwc, &d->y);
     if (st == CT_OK)
         st = ct_dnn_tensor_nchw("conv2d", p->o, p->c / p->groups, p->kh, p->kw, &wt);
     if (st != CT_OK) return st;
     for (int i = 0; i < 4; i++) d->w[i] = wt.dims[i];
+    d->filter_nhwc = p->nhwc;
     d->bias[0] = 1, d->bias[1] = (int)p->o, d->bias[2] = 1, d->bias[3] = 1;
     d->pad[0] = p->ph, d->pad[1] = p->pw;
     d->stride[0] = p->sh, d->stride[1] = p->sw;
@@ -188,7 +204,8 @@ static inline int ct_dnn_pick(const CtDnnAlgo *r, int n, bool deterministic,
 /* cuDNN's batch norm (CUDNN_BATCHNORM_SPATIAL: statistics per channel over
  * N and the spatial dims) for CtBatchNormParams: x (n, c, inner) as the
  * NCHW tensor (n, c, inner, 1), scale/bias/statistics (1, c, 1, 1) of the
- * same dtype (f32 or f64). cuDNN's running-average factor is PyTorch's
+ * same dtype (f32 or f64); with p->nhwc, x is (n, c, inner, 1) with NHWC
+ * strides. cuDNN's running-average factor is PyTorch's
  * momentum (r = (1 - f) r + f stat, with the unbiased variance), its saved
  * mean and inverse variance are stats rows 0 and 1, and its epsilon is
  * PyTorch's eps (cuDNN 9's minimum is 0). */
@@ -196,6 +213,9 @@ typedef struct CtDnnBatchNorm {
     CtDnnTensor x;     /* also y, dy and dx */
     CtDnnTensor param; /* (1, c, 1, 1) */
     double eps, factor;
+    bool persistent;     /* CUDNN_BATCHNORM_SPATIAL_PERSISTENT (channels-last
+                          * training, where cuDNN's fast NHWC kernels are),
+                          * else CUDNN_BATCHNORM_SPATIAL */
     CtDType dtype;       /* x, y, dy, dx */
     CtDType param_dtype; /* scale, bias, statistics: f32 for bf16/f16 data */
 } CtDnnBatchNorm;
@@ -209,11 +229,12 @@ static inline CtStatus ct_dnn_batch_norm(const CtBatchNormParams *p, CtDType dt,
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16)
         return ct_error(CT_ERR_DTYPE, "batch_norm: no cuDNN batch norm for %s on cuda",
                         ct_dtype_name(dt));
-    CtStatus st = ct_dnn_tensor_nchw("batch_norm", p->n, p->c, p->inner, 1, &d->x);
+    CtStatus st = ct_dnn_tensor_4d("batch_norm", p->n, p->c, p->inner, 1, p->nhwc, &d->x);
     if (st == CT_OK) st = ct_dnn_tensor_nchw("batch_norm", 1, p->c, 1, 1, &d->param);
     if (st != CT_OK) return st;
     d->eps = p->eps;
     d->factor = p->momentum;
+    d->persistent = p->nhwc && p->training;
     d->dtype = dt;
     d->param_dtype = ct_bn_param_dtype(dt);
     return CT_OK;

@@ -24,9 +24,9 @@
 extern "C" {
 #endif
 
-/* Bumped whenever a table below, CtBackendIface, CtOpCall or Tensor changes
- * layout. */
-#define CT_CUDA_MODULE_ABI   4
+/* Bumped whenever a table below, CtBackendIface, CtOpCall, Tensor or an
+ * op's params struct changes layout. */
+#define CT_CUDA_MODULE_ABI   5
 #define CT_CUDA_MODULE_ENTRY "ct_cuda_module_open"
 #define CT_CUDA_MODULE_FILE  "libctrainer_cuda.so"
 

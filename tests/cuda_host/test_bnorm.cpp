@@ -49,7 +49,7 @@ static void check_case(const BnCase &bc, CtDType dt, bool affine, unsigned seed)
 {
     typedef typename CtHdType<DT>::S T;
     int64_t numel = bc.n * bc.c * bc.inner, C = bc.c;
-    CtBatchNormParams p = {bc.n, bc.c, bc.inner, false, 0.1, 1e-5, false};
+    CtBatchNormParams p = {bc.n, bc.c, bc.inner, false, 0.1, 1e-5, false, false};
     Tensor *x = rand_t(dt, numel, -2, 2, seed), *g = rand_t(dt, numel, -1, 1, seed + 1);
     Tensor *w = affine ? rand_t(dt, C, 0.5, 1.5, seed + 2) : NULL;
     Tensor *b = affine ? rand_t(dt, C, -0.5, 0.5, seed + 3) : NULL;

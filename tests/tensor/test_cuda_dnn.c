@@ -3,8 +3,9 @@
  * autocast), cuDNN batch norm in training and the eval-mode kernels,
  * pooling, the cuBLASLt bias + ReLU epilogue and linear's fused bias, the
  * ReLU-fused conv and linear with their gradients, the
- * deterministic switch (two backward-weight runs give the same bits), and
- * autocast keeping a residual block's activations in bf16 on CUDA.
+ * deterministic switch (two backward-weight runs give the same bits),
+ * autocast keeping a residual block's activations in bf16 on CUDA, and a
+ * channels-last block keeping its layout through cuDNN's NHWC calls.
  * Without a device every test is skipped, loudly. */
 #include <math.h>
 #include <stdio.h>
@@ -538,6 +539,50 @@ START_TEST(test_autocast_keeps_low_activations)
 }
 END_TEST
 
+/* A channels-last input on CUDA: convolution (no bias) and batch norm +
+ * ReLU in training keep the layout (cuDNN's NHWC descriptors), the residual
+ * add keeps it, and the loss and every gradient match the CPU's contiguous
+ * run, f32. */
+START_TEST(test_channels_last_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    const int64_t C = 8, shape[4] = {2, C, 6, 6}, wshape[4] = {C, C, 3, 3};
+    Tensor *src[5] = {tensor_reshape(rand_t(CT_F32, 2 * C * 36, -1, 1, 41), 4, shape),
+                      tensor_reshape(rand_t(CT_F32, C * C * 9, -0.3, 0.3, 42), 4, wshape),
+                      rand_t(CT_F32, C, 0.5, 1.5, 43), rand_t(CT_F32, C, -0.5, 0.5, 44),
+                      tensor_reshape(rand_t(CT_F32, 2 * C * 36, -1, 1, 45), 4, shape)};
+    Tensor *leaves[2][4], *loss[2];
+    for (int on = 0; on < 2; on++) {
+        CtDevice dev = on ? gpu() : ct_cpu();
+        for (int i = 0; i < 4; i++)
+            leaves[on][i] =
+                param(tensor_retain(tensor_detach(tensor_to_device(src[i], dev))));
+        Tensor *x = on ? tensor_channels_last(leaves[on][0]) : leaves[on][0];
+        const CtConv2dArgs same = {.padding = {1, 1}};
+        Tensor *h = tensor_conv2d(x, leaves[on][1], NULL, &same);
+        ck_assert_msg(h, "%s", ct_last_error());
+        ck_assert(!on || ct_channels_last_only(h));
+        h = tensor_batch_norm_relu(h, NULL, NULL, leaves[on][2], leaves[on][3], true, 0.1,
+                                   1e-5);
+        ck_assert_msg(h, "%s", ct_last_error());
+        ck_assert(!on || ct_channels_last_only(h));
+        h = tensor_add(h, x);
+        ck_assert(!on || ct_channels_last_only(h));
+        loss[on] =
+            tensor_sum(tensor_mul(h, tensor_to_device(src[4], dev)), 0, NULL, false);
+        ck_assert_int_eq(tensor_backward(loss[on], NULL), CT_OK);
+    }
+    ck_assert_double_lt(rel_err(loss[0], loss[1]), 1e-4);
+    for (int i = 0; i < 4; i++) {
+        double e = rel_err(tensor_grad(leaves[0][i]), tensor_grad(leaves[1][i]));
+        ck_assert_msg(e < 1e-4, "leaf %d: gradient relative error %g", i, e);
+        tensor_free(leaves[0][i]);
+        tensor_free(leaves[1][i]);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tensor_cuda_dnn");
@@ -550,6 +595,7 @@ int main(void)
         test_linear_bias_fused,           test_relu_fused_matches_cpu,
         test_linear_gelu_matches_cpu,     test_conv_padded_channels_matches_cpu,
         test_pool2d_matches_cpu,          test_autocast_keeps_low_activations,
+        test_channels_last_matches_cpu,
     };
     int n = (int)(sizeof tests / sizeof *tests);
     if (ct_cuda_device_count() > 0) {

@@ -1,7 +1,8 @@
 /* The cuDNN call arguments (tensor/cuda/dnn_desc.h) against hand-computed
  * expectations: NCHW dims and strides (contiguous and strided), the
  * convolution's padding/stride/dilation/groups, filter and bias shapes,
- * output-size check, compute and math types per dtype and TF32 setting, the
+ * output-size check, channels-last (NHWC) strides and filter format,
+ * compute and math types per dtype and TF32 setting, the
  * autocast dtype, the input-channel padding of large bf16/f16
  * convolutions and the operands it applies to, the algorithm filter (determinism, tensor
  * cores, workspace cap), batch-norm mapping, the errors, and the per-instance cache of
@@ -83,6 +84,34 @@ static CtConv2dParams stem(void)
                             .groups = 1,
                             .autocast = CT_F32};
 }
+
+/* Channels last: x and y with NHWC strides, the filter in cuDNN's NHWC
+ * format, sizes as for NCHW; the algorithm cache tells the layouts apart. */
+START_TEST(test_conv_channels_last)
+{
+    CtConv2dParams p = conv_case;
+    p.nhwc = true;
+    CtDnnConv d, nchw;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_BF16, false, &d), CT_OK);
+    assert_dims(d.x.dims, 2, 4, 9, 7);
+    assert_dims(d.x.strides, 252, 1, 28, 4); /* (h·w·c, 1, w·c, c) */
+    assert_dims(d.y.dims, 2, 6, 5, 3);
+    assert_dims(d.y.strides, 90, 1, 18, 6);
+    assert_dims(d.w, 6, 2, 3, 3); /* dims stay (o, c / groups, kh, kw) */
+    ck_assert(d.filter_nhwc);
+    p.nhwc = false;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_BF16, false, &nchw), CT_OK);
+    ck_assert(!nchw.filter_nhwc);
+    CtDnnAlgoKey a, b;
+    ct_dnn_algo_key(&a, CT_DNN_CALL_FORWARD, &d, false, false, false);
+    ct_dnn_algo_key(&b, CT_DNN_CALL_FORWARD, &nchw, false, false, false);
+    ck_assert(memcmp(&a, &b, sizeof a) != 0);
+    /* a channels-last x gives no channel padding (its copies are NCHW) */
+    CtConv2dParams s = stem();
+    s.nhwc = true;
+    ck_assert_int_eq(ct_dnn_padded_channels(&s, CT_BF16), 3);
+}
+END_TEST
 
 START_TEST(test_padded_channels)
 {
@@ -241,6 +270,19 @@ START_TEST(test_batch_norm)
     ck_assert_int_eq(d.param_dtype, CT_F64);
     ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_I32, &d), CT_ERR_DTYPE);
     tu_assert_error(CT_ERR_DTYPE, "batch_norm: no cuDNN batch norm for i32 on cuda");
+    ck_assert(!d.persistent);
+    /* channels last: (n, c, inner, 1) with NHWC strides, the persistent
+     * mode in training only */
+    p.nhwc = true;
+    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_BF16, &d), CT_OK);
+    assert_dims(d.x.dims, 8, 16, 49, 1);
+    assert_dims(d.x.strides, 784, 1, 16, 16);
+    assert_dims(d.param.strides, 16, 1, 1, 1);
+    ck_assert(d.persistent);
+    p.training = false;
+    ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_BF16, &d), CT_OK);
+    ck_assert(!d.persistent);
+    p.training = true, p.nhwc = false;
     p.inner = (int64_t)INT_MAX + 1;
     ck_assert_int_eq(ct_dnn_batch_norm(&p, CT_F64, &d), CT_ERR_UNSUPPORTED);
     tu_assert_error(CT_ERR_UNSUPPORTED, "batch_norm: tensor (8, 16, 2147483648, 1)");
@@ -317,6 +359,7 @@ int main(void)
     TCase *tc = tcase_create("dnn_desc");
     tcase_add_test(tc, test_tensor_strides);
     tcase_add_test(tc, test_conv_geometry);
+    tcase_add_test(tc, test_conv_channels_last);
     tcase_add_test(tc, test_padded_channels);
     tcase_add_test(tc, test_conv_types);
     tcase_add_test(tc, test_conv_autocast_dtype);
