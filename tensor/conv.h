@@ -63,6 +63,9 @@ typedef struct CtPool2dParams {
     /* avg: divide by the window clipped to the padded input (true, PyTorch's
      * default) or by the window clipped to the input (false). */
     bool count_include_pad;
+    /* x, y, argmax, gx and gy channels last (tensor/layout.c); only
+     * backends whose `supports` accepts it get such calls (CUDA) */
+    bool nhwc;
 } CtPool2dParams;
 
 /* Window of output (oh, ow) clipped to the input, and its divisor: the

@@ -42,7 +42,7 @@ typedef struct CtBatchNormParams {
     bool relu; /* y <- relu(y) after normalising */
     /* x, y, gout and dx channels last (tensor/layout.c: stored (n, inner,
      * c)) instead of contiguous; only backends whose `supports` accepts it
-     * get such calls (CUDA, in training) */
+     * get such calls (CUDA) */
     bool nhwc;
 } CtBatchNormParams;
 

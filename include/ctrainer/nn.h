@@ -325,12 +325,12 @@ Module *nn_model_basicnet(CtGenerator *g);
 typedef struct NnResNetArgs {
     int64_t num_classes; /* 0 -> 1000 */
     int64_t in_channels; /* 0 -> 3 */
-    /* true: the four stages run channels last (tensor_channels_last after
-     * the stem's max pool), which on CUDA runs convolution and batch norm
-     * on cuDNN's NHWC kernels without transposes; the same values either
-     * way (the CPU computes on contiguous copies). ResNet-50-D's
-     * average-pool shortcuts return contiguous tensors, so its stages go
-     * back to NCHW after the first. Default false. */
+    /* true: everything after the stem's convolution runs channels last
+     * (tensor_channels_last), which on CUDA runs batch norm, pooling and
+     * the convolutions on NHWC kernels without transposes; the same values
+     * either way (the CPU computes on contiguous copies). The stem's
+     * convolution stays NCHW, where a bf16 RGB input gets its channels
+     * padded for the tensor cores. Default false. */
     bool channels_last;
 } NnResNetArgs;
 /* torchvision's ResNets (names conv1, bn1, layer1.0.conv1, ...,

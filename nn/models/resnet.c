@@ -174,9 +174,9 @@ static Tensor *resnet_forward(Module *m, Tensor *x)
 {
     ResNet *r = (ResNet *)m;
     if (zoo_check_input(r->spec->name, x, r->in_channels, -1, -1) != CT_OK) return NULL;
-    Tensor *h = nn_forward_relu(r->bn1, nn_forward(r->conv1, x));
-    h = nn_forward(r->maxpool, h);
+    Tensor *h = nn_forward(r->conv1, x);
     if (r->channels_last) h = tensor_channels_last(h);
+    h = nn_forward(r->maxpool, nn_forward_relu(r->bn1, h));
     for (int i = 0; i < 4; i++) h = nn_forward(r->layer[i], h);
     h = tensor_flatten(nn_forward(r->avgpool, h), 1, -1);
     return nn_forward(r->fc, h);

@@ -70,8 +70,10 @@ static CtStatus cpu_pool_bwd(const CtOpCall *c)
     return CT_OK;
 }
 
+/* f32 and f64, NCHW (the kernels' layout; not channels last). */
 static bool float_only(const CtOpCall *c)
 {
+    if (((const CtPool2dParams *)c->params)->nhwc) return false;
     return c->out[0]->dtype == CT_F32 || c->out[0]->dtype == CT_F64;
 }
 

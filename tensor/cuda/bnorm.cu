@@ -10,7 +10,8 @@
  * momentum, and it updates the running statistics in place. A missing
  * weight or bias is a block of ones or zeros from the caching allocator.
  * Eval mode normalises with the running statistics, which cuDNN's backward
- * does not model, so it runs the hand kernels of bnorm_body.h. */
+ * does not model, so it runs the hand kernels of bnorm_body.h (NCHW or
+ * channels last). */
 #include "bnorm_body.h"
 #include "common.cuh"
 #include "dnn_desc.h"
@@ -26,25 +27,25 @@ __global__ void eval_stats_kernel(int64_t C, double eps, const P *rm, const P *r
 template <int DT, typename S = typename CtHdType<DT>::S,
           typename P = typename CtHdType<DT>::C>
 __global__ void eval_fwd_kernel(int64_t N, int64_t C, int64_t K, const S *x, const P *w,
-                                const P *b, const P *stats, S *y)
+                                const P *b, const P *stats, S *y, bool nhwc)
 {
-    ct_bn_eval_fwd_body<DT>(ct_cuda_thread(), N, C, K, x, w, b, stats, y);
+    ct_bn_eval_fwd_body<DT>(ct_cuda_thread(), N, C, K, x, w, b, stats, y, nhwc);
 }
 
 template <int DT, typename S = typename CtHdType<DT>::S,
           typename P = typename CtHdType<DT>::C>
 __global__ void eval_dx_kernel(int64_t N, int64_t C, int64_t K, const S *g, const S *x,
-                               const P *w, const P *stats, S *dx)
+                               const P *w, const P *stats, S *dx, bool nhwc)
 {
-    ct_bn_eval_dx_body<DT>(ct_cuda_thread(), N, C, K, g, x, w, stats, dx);
+    ct_bn_eval_dx_body<DT>(ct_cuda_thread(), N, C, K, g, x, w, stats, dx, nhwc);
 }
 
 template <int DT, typename S = typename CtHdType<DT>::S,
           typename P = typename CtHdType<DT>::C>
 __global__ void eval_dparams_kernel(int64_t N, int64_t C, int64_t K, const S *g,
-                                    const S *x, const P *stats, P *dw, P *db)
+                                    const S *x, const P *stats, P *dw, P *db, bool nhwc)
 {
-    ct_bn_eval_dparams_body<DT>(ct_cuda_thread(), N, C, K, g, x, stats, dw, db);
+    ct_bn_eval_dparams_body<DT>(ct_cuda_thread(), N, C, K, g, x, stats, dw, db, nhwc);
 }
 
 static const void *cptr(const Tensor *t)
@@ -72,7 +73,7 @@ template <int DT> static CtStatus eval_forward(const CtOpCall *call, CtCudaCtx *
     eval_fwd_kernel<DT><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
         p->n, p->c, p->inner, (const S *)ct_ptr(call->in[0]),
         (const P *)cptr(call->in[1]), (const P *)cptr(call->in[2]), stats,
-        (S *)ct_ptr(call->out[0]));
+        (S *)ct_ptr(call->out[0]), p->nhwc);
     CT_CUDA_CHECK_LAUNCH("eval_fwd_kernel", c->stream);
     return CT_OK;
 }
@@ -88,13 +89,13 @@ template <int DT> static CtStatus eval_backward(const CtOpCall *call, CtCudaCtx 
     if (call->out[0] && n > 0) {
         eval_dx_kernel<DT><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, c->stream>>>(
             p->n, p->c, p->inner, g, x, (const P *)cptr(call->in[2]), stats,
-            (S *)ct_ptr(call->out[0]));
+            (S *)ct_ptr(call->out[0]), p->nhwc);
         CT_CUDA_CHECK_LAUNCH("eval_dx_kernel", c->stream);
     }
     if (!call->out[1] && !call->out[2]) return CT_OK;
     eval_dparams_kernel<DT><<<ct_cuda_blocks(p->c), CT_CUDA_THREADS, 0, c->stream>>>(
         p->n, p->c, p->inner, g, x, stats, (P *)mptr(call->out[1]),
-        (P *)mptr(call->out[2]));
+        (P *)mptr(call->out[2]), p->nhwc);
     CT_CUDA_CHECK_LAUNCH("eval_dparams_kernel", c->stream);
     return CT_OK;
 }
@@ -298,17 +299,15 @@ static bool bn_operand_ok(const CtBatchNormParams *p, const Tensor *t, bool data
     return data && p->nhwc ? ct_is_channels_last(t) : tensor_is_contiguous(t);
 }
 
-/* All operands contiguous, or the data channels last in training
- * (p->nhwc); data (forward: x, y; backward: gout, x, dx) of one dtype
- * among f32, f64, bf16 and f16, the rest of the parameter dtype
- * (ct_bn_param_dtype). Training needs more than one value per channel
- * (n · inner > 1, as the front-end checks) and a channel. */
+/* All operands contiguous, or the data channels last (p->nhwc); data (forward: x, y;
+ * backward: gout, x, dx) of one dtype among f32, f64, bf16 and f16, the rest of the
+ * parameter dtype (ct_bn_param_dtype). Training needs more than one value per channel (n
+ * · inner > 1, as the front-end checks) and a channel. */
 static bool bn_supports(const CtOpCall *call)
 {
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
     CtDType dt = call->in[0]->dtype;
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
-    if (p->nhwc && !p->training) return false; /* the eval kernels are NCHW */
     CtDType pdt = ct_bn_param_dtype(dt);
     bool bwd = call->op == CT_OP_BATCH_NORM_BWD;
     for (int i = 0; i < CT_CALL_MAX_IN; i++) {

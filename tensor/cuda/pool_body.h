@@ -13,6 +13,12 @@
  * the CPU's scatter adds them in. No atomics, so it is deterministic and
  * matches the CPU bit for bit.
  *
+ * With CtPool2dParams.nhwc every operand is channels last: a thread's
+ * linear index runs over (n, oh, ow, c) (forward) or (n, ih, iw, c)
+ * (backward), so neighbouring threads read neighbouring channels, and a
+ * pixel of a plane is C elements from the next. The argmax is the same
+ * index into the H*W plane, stored in y's layout.
+ *
  * Splitting a thread's linear index into coordinates and finding an
  * input's candidate outputs divide by the plane sizes and the strides: by
  * multiply-shift (fastdiv.h, CtPoolDivs) when every index fits in 31 bits,
@@ -26,7 +32,7 @@
 
 /* The divisors of one launch's index arithmetic (ct_pool_divs). */
 typedef struct CtPoolDivs {
-    CtFastDiv w, h, ow, oh, sh, sw;
+    CtFastDiv w, h, ow, oh, sh, sw, c;
     bool fast; /* every index and divisor below 2^31: multiply-shift */
 } CtPoolDivs;
 
@@ -39,27 +45,36 @@ static inline CtPoolDivs ct_pool_divs(const CtPool2dParams *p)
     d.oh = ct_fastdiv_make(p->oh > 0 ? p->oh : 1);
     d.sh = ct_fastdiv_make(p->sh > 0 ? p->sh : 1); /* adaptive: unused */
     d.sw = ct_fastdiv_make(p->sw > 0 ? p->sw : 1);
+    d.c = ct_fastdiv_make(p->c > 0 ? p->c : 1);
     const int64_t lim = (int64_t)1 << 31;
     d.fast = p->n * p->c * p->h * p->w < lim && p->n * p->c * p->oh * p->ow < lim &&
              p->h + p->ph + p->sh < lim && p->w + p->pw + p->sw < lim;
     return d;
 }
 
-/* One output element of plane q (= n * C + c) at (oh, ow); elements of
- * dtype DT (storage S, computed in T). */
+/* Where one (n, c) plane of an operand lies: pixel k of the plane is
+ * element base + k * ps (ps = 1 for NCHW, C for channels last). */
+typedef struct CtPoolPlane {
+    int64_t base, ps;
+} CtPoolPlane;
+
+/* One output element, (oh, ow) of the plane at x + xs (pixel stride xs.ps),
+ * stored at y[o] (and idx[o]); elements of dtype DT (storage S, computed
+ * in T). */
 template <int DT, typename S = typename CtHdType<DT>::S>
-CT_HD void ct_pool_out(const CtPool2dParams &p, const S *x, int64_t q, int64_t oh,
-                       int64_t ow, S *y, int64_t *idx)
+CT_HD void ct_pool_out(const CtPool2dParams &p, const S *x, CtPoolPlane xs, int64_t oh,
+                       int64_t ow, int64_t o, S *y, int64_t *idx)
 {
     typedef CtHdType<DT> V;
     typedef typename V::C T;
     CtPoolWindow r = ct_pool_window(&p, oh, ow);
-    const S *xp = x + q * p.h * p.w;
-    int64_t o = (q * p.oh + oh) * p.ow + ow;
+    const S *xp = x + xs.base;
+    const int64_t ps = xs.ps;
     if (p.kind != CT_POOL_MAX) {
         T s = 0;
         for (int64_t ih = r.h0; ih < r.h1; ih++)
-            for (int64_t iw = r.w0; iw < r.w1; iw++) s += V::load(xp[ih * p.w + iw]);
+            for (int64_t iw = r.w0; iw < r.w1; iw++)
+                s += V::load(xp[(ih * p.w + iw) * ps]);
         y[o] = V::store(r.div ? s / (T)r.div : (T)0);
         return;
     }
@@ -68,7 +83,7 @@ CT_HD void ct_pool_out(const CtPool2dParams &p, const S *x, int64_t q, int64_t o
     bool nan = false;
     for (int64_t ih = r.h0; ih < r.h1 && !nan; ih++)
         for (int64_t iw = r.w0; iw < r.w1 && !nan; iw++) {
-            T v = V::load(xp[ih * p.w + iw]);
+            T v = V::load(xp[(ih * p.w + iw) * ps]);
             nan = v != v;
             if (v > m || nan) {
                 m = v;
@@ -85,8 +100,19 @@ CT_HD void ct_pool_fwd_body(CtThread t, const CtPool2dParams &p, const CtPoolDiv
 {
     CT_THREAD_FOR(i, t, p.n * p.c * p.oh * p.ow)
     {
-        int64_t r = ct_fastdiv(i, dv.ow, dv.fast), q = ct_fastdiv(r, dv.oh, dv.fast);
-        ct_pool_out<DT>(p, x, q, r - q * p.oh, i - r * p.ow, y, idx);
+        int64_t oh, ow;
+        CtPoolPlane xs;
+        if (p.nhwc) { /* i = ((n * OH + oh) * OW + ow) * C + c */
+            int64_t r = ct_fastdiv(i, dv.c, dv.fast), s = ct_fastdiv(r, dv.ow, dv.fast);
+            int64_t n = ct_fastdiv(s, dv.oh, dv.fast);
+            ow = r - s * p.ow, oh = s - n * p.oh;
+            xs.base = n * p.h * p.w * p.c + (i - r * p.c), xs.ps = p.c;
+        } else { /* i = (q * OH + oh) * OW + ow, plane q = n * C + c */
+            int64_t r = ct_fastdiv(i, dv.ow, dv.fast), q = ct_fastdiv(r, dv.oh, dv.fast);
+            ow = i - r * p.ow, oh = r - q * p.oh;
+            xs.base = q * p.h * p.w, xs.ps = 1;
+        }
+        ct_pool_out<DT>(p, x, xs, oh, ow, i, y, idx);
     }
 }
 
@@ -116,15 +142,25 @@ CT_HD void ct_pool_bwd_body(CtThread t, const CtPool2dParams &p, const CtPoolDiv
     bool adaptive = p.kind == CT_POOL_ADAPTIVE_AVG;
     CT_THREAD_FOR(i, t, p.n * p.c * p.h * p.w)
     {
-        int64_t r = ct_fastdiv(i, dv.w, dv.fast), q = ct_fastdiv(r, dv.h, dv.fast);
-        int64_t ih = r - q * p.h, iw = i - r * p.w;
+        int64_t ih, iw;
+        CtPoolPlane ys; /* where gy's plane lies */
+        if (p.nhwc) {   /* i = ((n * H + ih) * W + iw) * C + c */
+            int64_t r = ct_fastdiv(i, dv.c, dv.fast), s = ct_fastdiv(r, dv.w, dv.fast);
+            int64_t n = ct_fastdiv(s, dv.h, dv.fast);
+            iw = r - s * p.w, ih = s - n * p.h;
+            ys.base = n * p.oh * p.ow * p.c + (i - r * p.c), ys.ps = p.c;
+        } else { /* i = (q * H + ih) * W + iw, plane q = n * C + c */
+            int64_t r = ct_fastdiv(i, dv.w, dv.fast), q = ct_fastdiv(r, dv.h, dv.fast);
+            iw = i - r * p.w, ih = r - q * p.h;
+            ys.base = q * p.oh * p.ow, ys.ps = 1;
+        }
         int64_t e = ih * p.w + iw, h_lo, h_hi, w_lo, w_hi;
         ct_pool_candidates(ih, p.kh, dv.sh, p.ph, p.oh, adaptive, dv.fast, &h_lo, &h_hi);
         ct_pool_candidates(iw, p.kw, dv.sw, p.pw, p.ow, adaptive, dv.fast, &w_lo, &w_hi);
         T acc = 0;
         for (int64_t oh = h_lo; oh < h_hi; oh++)
             for (int64_t ow = w_lo; ow < w_hi; ow++) {
-                int64_t o = (q * p.oh + oh) * p.ow + ow;
+                int64_t o = ys.base + (oh * p.ow + ow) * ys.ps;
                 if (p.kind == CT_POOL_MAX) {
                     if (idx[o] == e) acc += V::load(gy[o]);
                     continue;

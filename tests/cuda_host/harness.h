@@ -46,6 +46,25 @@ static inline Tensor *ch_buffer(int64_t n, CtDType dt)
     return t;
 }
 
+/* A copy of buffer b, (n, c, hw) NCHW, with its elements in (n, hw, c)
+ * order (channels last), or back when `back`. */
+static inline Tensor *ch_permuted(const Tensor *b, int64_t n, int64_t c, int64_t hw,
+                                  bool back)
+{
+    Tensor *t = ch_buffer(tensor_numel(b), tensor_dtype(b));
+    size_t es = ct_dtype_size(tensor_dtype(b));
+    const char *src = (const char *)ct_ptr(b);
+    char *dst = (char *)ct_ptr(t);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < c; j++)
+            for (int64_t k = 0; k < hw; k++) {
+                int64_t nchw = (i * c + j) * hw + k, nhwc = (i * hw + k) * c + j;
+                memcpy(dst + (back ? nchw : nhwc) * es, src + (back ? nhwc : nchw) * es,
+                       es);
+            }
+    return t;
+}
+
 /* A persistent copy of buffer b (same bytes). */
 static inline Tensor *ch_clone(const Tensor *b)
 {

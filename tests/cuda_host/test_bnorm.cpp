@@ -4,8 +4,9 @@
  * rounding (a fused multiply-add or not), dweight and dbias within rounding
  * of the CPU's sums; f32 and f64, with and without
  * weight and bias, empty and single-element batches, channel counts past
- * one block. bf16 and f16 data (with f32 parameters) against the f32 bodies
- * on the widened data, rounded once. */
+ * one block; channels last against NCHW, bit for bit. bf16 and f16 data
+ * (with f32 parameters) against the f32 bodies on the widened data,
+ * rounded once. */
 #include <math.h>
 
 #include "tensor/cuda/bnorm_body.h"
@@ -88,7 +89,27 @@ static void check_case(const BnCase &bc, CtDType dt, bool affine, unsigned seed)
         double tol = dt == CT_F64 ? 1e-12 : 1e-5;
         assert_close(dw, dw2, tol, "dweight");
         assert_close(db, db2, tol, "dbias");
-        Tensor *tmp[] = {s2, y2, dx2, dw2, db2};
+        /* channels last: the same bits as the NCHW bodies, permuted */
+        Tensor *xl = ch_permuted(x, bc.n, C, bc.inner, false),
+               *gl = ch_permuted(g, bc.n, C, bc.inner, false);
+        Tensor *y3 = ch_buffer(numel, dt), *dx3 = ch_buffer(numel, dt),
+               *dw3 = ch_buffer(C, dt), *db3 = ch_buffer(C, dt);
+        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread t) {
+            ct_bn_eval_fwd_body<DT>(t, bc.n, C, bc.inner, (const T *)ct_ptr(xl), W, B, S,
+                                    (T *)ct_ptr(y3), true);
+            ct_bn_eval_dx_body<DT>(t, bc.n, C, bc.inner, (const T *)ct_ptr(gl),
+                                   (const T *)ct_ptr(xl), W, S, (T *)ct_ptr(dx3), true);
+            ct_bn_eval_dparams_body<DT>(t, bc.n, C, bc.inner, (const T *)ct_ptr(gl),
+                                        (const T *)ct_ptr(xl), S, (T *)ct_ptr(dw3),
+                                        (T *)ct_ptr(db3), true);
+        });
+        Tensor *yb = ch_permuted(y3, bc.n, C, bc.inner, true),
+               *dxb = ch_permuted(dx3, bc.n, C, bc.inner, true);
+        ch_assert_same_bytes(y2, yb, "y (nhwc)");
+        ch_assert_same_bytes(dx2, dxb, "dx (nhwc)");
+        ch_assert_same_bytes(dw2, dw3, "dweight (nhwc)");
+        ch_assert_same_bytes(db2, db3, "dbias (nhwc)");
+        Tensor *tmp[] = {s2, y2, dx2, dw2, db2, xl, gl, y3, dx3, dw3, db3, yb, dxb};
         for (Tensor *t : tmp) tensor_free(t);
     }
     Tensor *all[] = {x, g, w, b, rm, rv, y, stats, dx, dw, db};

@@ -541,8 +541,8 @@ END_TEST
 
 /* A channels-last input on CUDA: convolution (no bias) and batch norm +
  * ReLU in training keep the layout (cuDNN's NHWC descriptors), the residual
- * add keeps it, and the loss and every gradient match the CPU's contiguous
- * run, f32. */
+ * add and max pooling keep it, and the loss and every gradient match the
+ * CPU's contiguous run, f32. */
 START_TEST(test_channels_last_matches_cpu)
 {
     CtScope *s = ct_scope_open();
@@ -550,7 +550,8 @@ START_TEST(test_channels_last_matches_cpu)
     Tensor *src[5] = {tensor_reshape(rand_t(CT_F32, 2 * C * 36, -1, 1, 41), 4, shape),
                       tensor_reshape(rand_t(CT_F32, C * C * 9, -0.3, 0.3, 42), 4, wshape),
                       rand_t(CT_F32, C, 0.5, 1.5, 43), rand_t(CT_F32, C, -0.5, 0.5, 44),
-                      tensor_reshape(rand_t(CT_F32, 2 * C * 36, -1, 1, 45), 4, shape)};
+                      tensor_reshape(rand_t(CT_F32, 2 * C * 9, -1, 1, 45), 4,
+                                     (const int64_t[]){2, C, 3, 3})};
     Tensor *leaves[2][4], *loss[2];
     for (int on = 0; on < 2; on++) {
         CtDevice dev = on ? gpu() : ct_cpu();
@@ -567,6 +568,9 @@ START_TEST(test_channels_last_matches_cpu)
         ck_assert_msg(h, "%s", ct_last_error());
         ck_assert(!on || ct_channels_last_only(h));
         h = tensor_add(h, x);
+        ck_assert(!on || ct_channels_last_only(h));
+        h = tensor_max_pool2d(h, &(CtPool2dArgs){.kernel = {2, 2}});
+        ck_assert_msg(h, "%s", ct_last_error());
         ck_assert(!on || ct_channels_last_only(h));
         loss[on] =
             tensor_sum(tensor_mul(h, tensor_to_device(src[4], dev)), 0, NULL, false);
