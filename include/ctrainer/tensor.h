@@ -363,10 +363,11 @@ Tensor *tensor_contiguous(Tensor *t);
  * unchanged and the elements are stored in (N, H, W, C) order, strides
  * (H*W*C, 1, W*C, C), as PyTorch's torch.channels_last. Returns t itself
  * (a new reference in the scope) when it is laid out so, else a copy;
- * differentiable. On CUDA, convolution and batch norm read and write this
- * layout without transposes (cuDNN's NHWC kernels) and elementwise ops
- * keep it, so a network whose input is channels last stays so; on the CPU
- * these ops compute on a contiguous copy and return contiguous results.
+ * differentiable. On CUDA, convolution, batch norm and pooling read and
+ * write this layout without transposes (cuDNN's NHWC kernels, NHWC forms
+ * of the hand kernels) and elementwise ops keep it, so a network whose
+ * input is channels last stays so; on the CPU these ops compute on a
+ * contiguous copy and return contiguous results.
  * tensor_is_channels_last ignores the strides of size-1 dims. */
 Tensor *tensor_channels_last(Tensor *t);
 bool tensor_is_channels_last(const Tensor *t);

@@ -15,7 +15,9 @@ template <int DT> static CtStatus launch(Tensor *y, const Tensor *b, cudaStream_
     typedef typename CtHdType<DT>::S S;
     const int64_t n = tensor_numel(y);
     if (n == 0) return CT_OK;
-    const int64_t o = y->shape[1], hw = n / (y->shape[0] * o);
+    /* channels last: the channel is i % o */
+    const int64_t o = y->shape[1],
+                  hw = ct_channels_last_only(y) ? 1 : n / (y->shape[0] * o);
     bias_relu_kernel<DT><<<ct_cuda_blocks(n), CT_CUDA_THREADS, 0, stream>>>(
         (S *)ct_ptr(y), b ? (const S *)ct_ptr(b) : NULL, o, hw, n);
     CT_CUDA_CHECK_LAUNCH("bias_relu_kernel", stream);

@@ -7,8 +7,9 @@
 #include "dtype_hd.h"
 #include "hd.h"
 
-/* y: (N, O, HW) contiguous, n = N * O * HW elements. y[i] <- y[i] + b[o]
- * (o the channel of i; no add when b is NULL), rounded once to DT's
+/* y: (N, O, HW) contiguous, n = N * O * HW elements (channels last: pass
+ * hw = 1, so the channel is i % o). y[i] <- y[i] + b[o] (o the channel of
+ * i; no add when b is NULL), rounded once to DT's
  * storage, then ReLU with tensor_relu's expression (NaN and -0 pass). */
 template <int DT, typename S = typename CtHdType<DT>::S>
 CT_HD void ct_bias_relu_thread(CtThread t, S *y, const S *b, int64_t o, int64_t hw,

@@ -4,6 +4,7 @@
  * instance's COPY kernel. */
 #include <string.h>
 
+#include "../conv.h"
 #include "../norm.h"
 #include "common.cuh"
 
@@ -29,11 +30,18 @@ CtStatus ct_cuda_scratch_tensor(const CtBackend *be, int ndim, const int64_t *sh
 
 /* Whether call's kernel reads its data operands' layout from their
  * strides, so that converted copies must keep it: channels-last batch norm
- * (cuDNN's NHWC descriptors). Every other kernel gets contiguous copies. */
+ * and convolution (cuDNN's NHWC descriptors; the convolution's widened bias
+ * gradient). Every other kernel gets contiguous copies. */
 static bool keeps_layout(const CtOpCall *call)
 {
-    return (call->op == CT_OP_BATCH_NORM || call->op == CT_OP_BATCH_NORM_BWD) &&
-           ((const CtBatchNormParams *)call->params)->nhwc;
+    switch (call->op) {
+    case CT_OP_BATCH_NORM:
+    case CT_OP_BATCH_NORM_BWD: return ((const CtBatchNormParams *)call->params)->nhwc;
+    case CT_OP_CONV2D:
+    case CT_OP_CONV2D_BWD_DATA:
+    case CT_OP_CONV2D_BWD_WEIGHT: return ((const CtConv2dParams *)call->params)->nhwc;
+    default: return false;
+    }
 }
 
 /* A scratch tensor of like's shape in dtype dt: contiguous, or channels

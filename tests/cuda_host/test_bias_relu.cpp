@@ -2,7 +2,8 @@
  * (tensor/cuda/bias_relu_body.h) against the CPU backend's tensor_relu of
  * tensor_add(y, b) (tensor_relu alone without bias), bit for bit, for f32,
  * f64, bf16 and f16: values with ties at zero, -0, NaN and inf, planes from
- * one element to past a block, and an empty batch. */
+ * one element to past a block, and an empty batch; NCHW and channels
+ * last. */
 #include "harness.h"
 #include "tensor/cuda/bias_relu_body.h"
 
@@ -52,6 +53,17 @@ template <int DT> static void check_case(const Case &c, CtDType dt, bool bias)
         });
         ch_assert_same_bytes(want, got, bias ? "relu(y + b)" : "relu(y)");
         tensor_free(got);
+        if (n == 0) continue;
+        /* channels last: the channel is i % o, the body's with hw = 1 */
+        Tensor *yl = ch_permuted(y, c.n, c.o, c.hw, false);
+        ch_launch(shapes[k].grid, shapes[k].block, [&](CtThread t) {
+            ct_bias_relu_thread<DT>(t, (S *)ct_ptr(yl),
+                                    bias ? (const S *)ct_ptr(b) : NULL, c.o, 1, n);
+        });
+        Tensor *back = ch_permuted(yl, c.n, c.o, c.hw, true);
+        ch_assert_same_bytes(want, back, bias ? "relu(y + b), nhwc" : "relu(y), nhwc");
+        Tensor *tmp[] = {yl, back};
+        for (Tensor *t : tmp) tensor_free(t);
     }
     tensor_free(want);
     tensor_free(y);

@@ -539,23 +539,25 @@ START_TEST(test_autocast_keeps_low_activations)
 }
 END_TEST
 
-/* A channels-last input on CUDA: convolution (no bias) and batch norm +
- * ReLU in training keep the layout (cuDNN's NHWC descriptors), the residual
- * add and max pooling keep it, and the loss and every gradient match the
- * CPU's contiguous run, f32. */
+/* A channels-last input on CUDA: convolution (without and with a bias, ReLU
+ * fused) and batch norm + ReLU in training keep the layout (cuDNN's NHWC
+ * descriptors), the residual add and max pooling keep it, and the loss and
+ * every gradient match the CPU's contiguous run, f32. */
 START_TEST(test_channels_last_matches_cpu)
 {
     CtScope *s = ct_scope_open();
     const int64_t C = 8, shape[4] = {2, C, 6, 6}, wshape[4] = {C, C, 3, 3};
-    Tensor *src[5] = {tensor_reshape(rand_t(CT_F32, 2 * C * 36, -1, 1, 41), 4, shape),
+    Tensor *src[6] = {tensor_reshape(rand_t(CT_F32, 2 * C * 36, -1, 1, 41), 4, shape),
                       tensor_reshape(rand_t(CT_F32, C * C * 9, -0.3, 0.3, 42), 4, wshape),
-                      rand_t(CT_F32, C, 0.5, 1.5, 43), rand_t(CT_F32, C, -0.5, 0.5, 44),
+                      rand_t(CT_F32, C, 0.5, 1.5, 43),
+                      rand_t(CT_F32, C, -0.5, 0.5, 44),
+                      rand_t(CT_F32, C, -0.2, 0.2, 46),
                       tensor_reshape(rand_t(CT_F32, 2 * C * 9, -1, 1, 45), 4,
                                      (const int64_t[]){2, C, 3, 3})};
-    Tensor *leaves[2][4], *loss[2];
+    Tensor *leaves[2][5], *loss[2];
     for (int on = 0; on < 2; on++) {
         CtDevice dev = on ? gpu() : ct_cpu();
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 5; i++)
             leaves[on][i] =
                 param(tensor_retain(tensor_detach(tensor_to_device(src[i], dev))));
         Tensor *x = on ? tensor_channels_last(leaves[on][0]) : leaves[on][0];
@@ -569,15 +571,21 @@ START_TEST(test_channels_last_matches_cpu)
         ck_assert(!on || ct_channels_last_only(h));
         h = tensor_add(h, x);
         ck_assert(!on || ct_channels_last_only(h));
+        /* with a bias, ReLU fused: the bias + ReLU kernel, cuDNN's bias
+         * gradient */
+        h = tensor_conv2d(h, leaves[on][1], leaves[on][4],
+                          &(CtConv2dArgs){.padding = {1, 1}, .relu = true});
+        ck_assert_msg(h, "%s", ct_last_error());
+        ck_assert(!on || ct_channels_last_only(h));
         h = tensor_max_pool2d(h, &(CtPool2dArgs){.kernel = {2, 2}});
         ck_assert_msg(h, "%s", ct_last_error());
         ck_assert(!on || ct_channels_last_only(h));
         loss[on] =
-            tensor_sum(tensor_mul(h, tensor_to_device(src[4], dev)), 0, NULL, false);
+            tensor_sum(tensor_mul(h, tensor_to_device(src[5], dev)), 0, NULL, false);
         ck_assert_int_eq(tensor_backward(loss[on], NULL), CT_OK);
     }
     ck_assert_double_lt(rel_err(loss[0], loss[1]), 1e-4);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         double e = rel_err(tensor_grad(leaves[0][i]), tensor_grad(leaves[1][i]));
         ck_assert_msg(e < 1e-4, "leaf %d: gradient relative error %g", i, e);
         tensor_free(leaves[0][i]);
