@@ -10,8 +10,8 @@
 
 static const int64_t shape4[4] = {2, 5, 3, 4};
 
-/* Persistent f32 leaf of seeded values in [-1, 1), requiring grad when
- * grad. */
+/* f32 leaf of seeded values in [-1, 1), requiring grad when grad; the
+ * caller's when no scope is open. */
 static Tensor *leaf(int nd, const int64_t *shape, unsigned seed, bool grad)
 {
     Tensor *r = tu_rand64(nd, shape, -1, 1, seed, false);
@@ -24,7 +24,7 @@ static Tensor *leaf(int nd, const int64_t *shape, unsigned seed, bool grad)
 START_TEST(test_channels_last_copy)
 {
     TU_MEM_BEGIN;
-    Tensor *x = leaf(4, shape4, 1, true);
+    Tensor *x = leaf(4, shape4, 1, true), *w = leaf(4, shape4, 2, false);
     CtScope *s = ct_scope_open();
     ck_assert(!tensor_is_channels_last(x));
     Tensor *c = tensor_channels_last(x);
@@ -39,7 +39,6 @@ START_TEST(test_channels_last_copy)
     tu_assert_same_bits("values", c, x);
     ck_assert_ptr_eq(tensor_channels_last(c), c); /* already: itself */
     /* the gradient reaches x in x's layout */
-    Tensor *w = leaf(4, shape4, 2, false);
     ck_assert_int_eq(tensor_backward(tensor_sum(tensor_mul(c, w), 0, NULL, false), NULL),
                      CT_OK);
     tu_assert_same_bits("grad", tensor_grad(x), w);
