@@ -1,6 +1,5 @@
 /* 2-d convolution (NCHW, or channels last where the backend takes it) with
  * autograd through dedicated backward kernels. */
-#include "backend.h"
 #include "conv.h"
 
 _Static_assert(sizeof(CtConv2dParams) <= CT_NODE_PARAMS_BYTES,
@@ -71,17 +70,6 @@ static CtStatus conv2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
         if (st != CT_OK) return st;
     }
     return CT_OK;
-}
-
-/* Sets p->nhwc, whether the convolution runs channels last: when x is laid
- * out so (and not also contiguous) and x's backend takes the call. */
-static void conv_pick_layout(Tensor *x, Tensor *w, Tensor *b, CtConv2dParams *p)
-{
-    if (!ct_channels_last_only(x)) return;
-    const CtBackend *be = ct_backend_peek(x->storage->device);
-    p->nhwc = true;
-    CtOpCall c = {.op = CT_OP_CONV2D, .in = {x, w, b}, .params = p};
-    if (!be || !ct_backend_supports(be, &c)) p->nhwc = false;
 }
 
 /* Validates the arguments and fills p; records an error and returns false
@@ -186,7 +174,8 @@ Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args)
         return ct_autocast_call(3, ops, low, conv_again, args);
     CtConv2dParams p;
     if (!conv_params(x, w, b, args, &p)) return NULL;
-    conv_pick_layout(x, w, b, &p);
+    CtOpCall probe = {.op = CT_OP_CONV2D, .in = {x, w, b}, .params = &p};
+    ct_pick_channels_last(x, &probe, &p.nhwc);
     Tensor *xc = conv_layout_ref(&p, x), *wc = conv_layout_ref(&p, w);
     Tensor *bc = b ? ct_contiguous_ref(b) : NULL;
     Tensor *y = NULL;

@@ -422,6 +422,10 @@ CtStatus ct_dispatch(const CtOpCall *c);
  * WHERE): a channels-last out[0] runs over the (N, H, W, C) views of every
  * operand, where it is contiguous. */
 CtStatus ct_elementwise_dispatch(const CtOpCall *c);
+/* Sets *nhwc, the channels-last flag in the params of `probe` (a call with
+ * x as its data input), to true when x is channels last and not contiguous
+ * and x's backend accepts the call so; leaves it false otherwise. */
+void ct_pick_channels_last(const Tensor *x, const CtOpCall *probe, bool *nhwc);
 
 /* Counts one host synchronisation (tensor/host_sync.c, ct_host_sync_count). */
 void ct_host_sync_note(void);

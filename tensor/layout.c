@@ -6,7 +6,7 @@
  * which are contiguous; every other op reads it as any strided tensor. */
 #include <string.h>
 
-#include "internal.h"
+#include "backend.h"
 
 Tensor *ct_tensor_new_channels_last(const int64_t shape[4], CtDType dt, CtDevice dev)
 {
@@ -62,6 +62,14 @@ CtStatus ct_elementwise_dispatch(const CtOpCall *c)
         if (c->in[i]) tensor_free((Tensor *)v.in[i]);
     if (v.out[0] != c->out[0]) tensor_free(v.out[0]);
     return st;
+}
+
+void ct_pick_channels_last(const Tensor *x, const CtOpCall *probe, bool *nhwc)
+{
+    if (!ct_channels_last_only(x)) return;
+    const CtBackend *be = ct_backend_peek(x->storage->device);
+    *nhwc = true;
+    if (!be || !ct_backend_supports(be, probe)) *nhwc = false;
 }
 
 Tensor *ct_channels_last_ref(Tensor *t)

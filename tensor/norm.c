@@ -2,7 +2,6 @@
  * (which saves the statistics) and one fused backward kernel. */
 #include <string.h>
 
-#include "backend.h"
 #include "norm.h"
 
 /* A (C) parameter of batch norm: given or NULL, of dtype
@@ -128,21 +127,6 @@ static CtStatus batch_norm_backward(CtNode *n, Tensor *g, Tensor **gin)
                              CT_NODE_PARAMS(n, CtBatchNormParams)->nhwc);
 }
 
-/* Sets p->nhwc, whether batch norm runs on channels-last data: when x is 4-d
- * and laid out so (and not also contiguous), and x's backend takes the call
- * (all: x, running_mean, running_var, weight, bias). */
-static void bn_pick_layout(Tensor *x, Tensor *const all[5], CtBatchNormParams *p)
-{
-    if (!ct_channels_last_only(x)) return;
-    const CtBackend *be = ct_backend_peek(x->storage->device);
-    p->nhwc = true;
-    CtOpCall c = {.op = CT_OP_BATCH_NORM,
-                  .out = {x, NULL, all[1], all[2]},
-                  .in = {x, all[3], all[4]},
-                  .params = p};
-    if (!be || !ct_backend_supports(be, &c)) p->nhwc = false;
-}
-
 static Tensor *batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
                           Tensor *weight, Tensor *bias, bool training, double momentum,
                           double eps, bool relu)
@@ -178,7 +162,11 @@ static Tensor *batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
                  op, tensor_describe(x, d, sizeof d));
         return NULL;
     }
-    bn_pick_layout(x, all, &p);
+    CtOpCall probe = {.op = CT_OP_BATCH_NORM,
+                      .out = {x, NULL, running_mean, running_var},
+                      .in = {x, weight, bias},
+                      .params = &p};
+    ct_pick_channels_last(x, &probe, &p.nhwc);
     return run_norm(op, CT_OP_BATCH_NORM, batch_norm_backward, x, weight, bias,
                     running_mean, running_var, p.c, ct_bn_param_dtype(x->dtype), &p,
                     sizeof p, relu, p.nhwc);

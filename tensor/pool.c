@@ -1,6 +1,5 @@
 /* 2-d pooling (NCHW, or channels last where the backend takes it): max,
  * average and adaptive average, with autograd. */
-#include "backend.h"
 #include "conv.h"
 
 _Static_assert(sizeof(CtPool2dParams) <= CT_NODE_PARAMS_BYTES,
@@ -31,21 +30,11 @@ static CtStatus pool2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
     return ct_dispatch(&c);
 }
 
-/* Sets p->nhwc, whether pooling runs channels last: when x is laid out so
- * (and not also contiguous) and x's backend takes the call. */
-static void pool_pick_layout(Tensor *x, CtPool2dParams *p)
-{
-    if (!ct_channels_last_only(x)) return;
-    const CtBackend *be = ct_backend_peek(x->storage->device);
-    p->nhwc = true;
-    CtOpCall c = {.op = CT_OP_POOL2D, .out = {x}, .in = {x}, .params = p};
-    if (!be || !ct_backend_supports(be, &c)) p->nhwc = false;
-}
-
 /* Runs the pool kernel on x (any layout) and records the node. */
 static Tensor *pool2d(const char *op, Tensor *x, CtPool2dParams *p)
 {
-    pool_pick_layout(x, p);
+    CtOpCall probe = {.op = CT_OP_POOL2D, .out = {x}, .in = {x}, .params = p};
+    ct_pick_channels_last(x, &probe, &p->nhwc);
     Tensor *xc = x;
     if (!p->nhwc && !tensor_is_contiguous(x)) {
         /* own scope: the copy must not leak when the caller has none open;
