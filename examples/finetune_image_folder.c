@@ -65,8 +65,9 @@ static DataTransformer *image_transform(bool augment)
 static Module *pretrained_resnet(const Finetune *f, int64_t num_classes, CtGenerator *g,
                                  const char **arch)
 {
-    return nn_model_resnet_load(f->backbone, &(NnResNetArgs){.num_classes = num_classes},
-                                g, arch);
+    /* on the GPU, channels last: cuDNN's NHWC kernels, no transposes */
+    NnResNetArgs a = {.num_classes = num_classes, .channels_last = f->o.cuda};
+    return nn_model_resnet_load(f->backbone, &a, g, arch);
 }
 
 typedef struct Phase {

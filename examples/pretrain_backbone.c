@@ -7,7 +7,8 @@
  * otherwise), batch 64, 1 epoch. Saves the weights as safetensors with
  * torchvision's parameter names (conv1.weight, layer1.0.bn1.running_mean,
  * ..., fc.bias), so a fine-tuning program loads this file or a torchvision
- * resnet18 one the same way.
+ * resnet18 one the same way. With --cuda the network runs channels last
+ * (NnResNetArgs.channels_last).
  *
  *   pretrain_backbone [--out PATH] [--data DIR] [--epochs N]
  *                     [--limit-batches N] [--seed N] [--no-progress-bar]
@@ -38,7 +39,9 @@ int main(int argc, char **argv)
     if (rc) return rc;
 
     CtGenerator g = ct_generator(ex.o.seed, 0);
-    ex.model = nn_model_resnet18(&(NnResNetArgs){.num_classes = 10}, &g);
+    /* on the GPU, channels last: cuDNN's NHWC kernels, no transposes */
+    ex.model = nn_model_resnet18(
+        &(NnResNetArgs){.num_classes = 10, .channels_last = ex.o.cuda}, &g);
     ex.opt = example_adamw(ex.model, 1e-3);
     ex.loss = ex.opt ? nn_loss_cross_entropy(NULL) : NULL;
     /* no callbacks given: the trainer gets the default list */

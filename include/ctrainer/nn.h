@@ -354,7 +354,8 @@ Module *nn_model_resnet50d(const NnResNetArgs *args, CtGenerator *g);
  * in_channels 0 or the file's; num_classes 0 keeps the file's head, a
  * positive value gives a new fc of that size (even the file's size: the
  * fine-tuning case), initialised as nn.Linear; the file's fc is then not
- * loaded. Everything else must match exactly, batch
+ * loaded; channels_last as for the constructors (the weights are the same
+ * either way). Everything else must match exactly, batch
  * norms' running statistics and num_batches_tracked included. *arch (may
  * be NULL) gets "resnet18", "resnet34", "resnet50" or "resnet50d" (static
  * strings). g draws the initial values before loading. Errors (NULL, the

@@ -103,7 +103,9 @@ Module *nn_model_resnet_load(const char *path, const NnResNetArgs *args, CtGener
     } else if (classes > 0) {
         bool new_head = args && args->num_classes;
         int64_t want = new_head ? args->num_classes : classes;
-        m = kind->create(&(NnResNetArgs){.num_classes = want, .in_channels = in_channels},
+        m = kind->create(&(NnResNetArgs){.num_classes = want,
+                                         .in_channels = in_channels,
+                                         .channels_last = args && args->channels_last},
                          g);
         if (m && load_body(m, d, new_head, path) != CT_OK) {
             nn_module_free(m);

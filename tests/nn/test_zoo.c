@@ -714,6 +714,20 @@ START_TEST(test_resnet_load)
     assert_same(nn_module_get(m, "layer4.1.conv2.weight"),
                 nn_module_get(src, "layer4.1.conv2.weight"));
     nn_module_free(m);
+    /* channels last passes through (the CPU runs more ops: the layout's
+     * copies) and gives the file's model's logits */
+    m = nn_model_resnet_load(path, &(NnResNetArgs){.channels_last = true}, &g, NULL);
+    ck_assert_msg(m != NULL, "%s", ct_last_error());
+    CtScope *s = ct_scope_open();
+    Tensor *in = fixture_input(4, (const int64_t[]){2, 1, 32, 32});
+    uint64_t ops0 = ct_op_count();
+    Tensor *y_src = nn_forward(src, in);
+    uint64_t ops1 = ct_op_count();
+    Tensor *y_cl = nn_forward(m, in);
+    ck_assert_uint_gt(ct_op_count() - ops1, ops1 - ops0);
+    tu_assert_same_bits("logits", y_cl, y_src);
+    ct_scope_close(s);
+    nn_module_free(m);
 
     ck_assert_ptr_null(
         nn_model_resnet_load(path, &(NnResNetArgs){.in_channels = 3}, &g, NULL));
