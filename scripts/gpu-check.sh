@@ -207,6 +207,10 @@ bt=$build/bench/bench_trainer
 for w in mlp basicnet; do
     bench "bench_trainer $w cuda" "$bt" --workload "$w" --epochs 2 --cuda
 done
+# PyTorch's f32 convolutions use TF32 by default (cudnn.allow_tf32); ours
+# only when asked (this also puts f32 matmuls on TF32)
+bench "bench_trainer basicnet cuda tf32" env CTRAINER_ALLOW_TF32=1 \
+    "$bt" --workload basicnet --epochs 2 --cuda
 bench "bench_trainer resnet50 224 bf16 batch 128 cuda" \
     "$bt" --workload resnet50 --batch 128 --batches 10 --epochs 2 \
     --mixed-precision bf16 --cuda
