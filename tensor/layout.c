@@ -1,9 +1,10 @@
 /* Channels-last (NHWC) memory layout of 4-d (N, C, H, W) tensors: the
  * shape stays (N, C, H, W) and the strides are (H*W*C, 1, W*C, C), as
- * PyTorch's torch.channels_last. Convolution and batch norm on backends
- * that take this layout (CUDA's cuDNN) read and write it as it is; the
- * elementwise ops keep it, running over the operands' (N, H, W, C) views,
- * which are contiguous; every other op reads it as any strided tensor. */
+ * PyTorch's torch.channels_last. Convolution, batch norm and pooling on
+ * backends that take this layout (CUDA) read and write it as it is
+ * (ct_pick_channels_last asks the backend); the elementwise ops keep it,
+ * running over the operands' (N, H, W, C) views, which are contiguous;
+ * every other op reads it as any strided tensor. */
 #include <string.h>
 
 #include "backend.h"
