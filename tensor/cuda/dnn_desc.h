@@ -37,7 +37,9 @@ typedef enum CtDnnMath {
 typedef struct CtDnnConv {
     CtDnnTensor x, y; /* x (n, c, h, w), y (n, o, oh, ow) */
     int w[4];         /* filter (o, c / groups, kh, kw) */
-    bool filter_nhwc; /* the filter stored (o, kh, kw, c / groups) */
+    int filter_nhwc;  /* 1: the filter stored (o, kh, kw, c / groups); an
+                       * int, so the struct (hashed whole as the algorithm
+                       * cache's key) has no padding */
     int bias[4];      /* (1, o, 1, 1), broadcast over y */
     int pad[2], stride[2], dilation[2], groups;
     CtDType data;    /* of x, w, y */

@@ -106,6 +106,15 @@ START_TEST(test_conv_channels_last)
     ct_dnn_algo_key(&a, CT_DNN_CALL_FORWARD, &d, false, false, false);
     ct_dnn_algo_key(&b, CT_DNN_CALL_FORWARD, &nchw, false, false, false);
     ck_assert(memcmp(&a, &b, sizeof a) != 0);
+    /* every byte of the descriptor is set (no padding, no field left out):
+     * the cache compares keys bytewise, whatever memory d was in before */
+    CtDnnConv g1, g2;
+    memset(&g1, 0xAA, sizeof g1);
+    memset(&g2, 0x55, sizeof g2);
+    p.nhwc = true;
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_BF16, false, &g1), CT_OK);
+    ck_assert_int_eq(ct_dnn_conv(&p, CT_BF16, false, &g2), CT_OK);
+    ck_assert(memcmp(&g1, &g2, sizeof g1) == 0);
     /* a channels-last x gives no channel padding (its copies are NCHW) */
     CtConv2dParams s = stem();
     s.nhwc = true;
