@@ -7,18 +7,12 @@ _Static_assert(sizeof(CtConv2dParams) <= CT_NODE_PARAMS_BYTES,
 
 #define OP "conv2d"
 
-/* A new (N, C, H, W) tensor laid out as p's operands are (conv.h). */
+/* A new (N, C, H, W) tensor in the scope, laid out as p's operands are
+ * (conv.h). */
 static Tensor *conv_operand(const CtConv2dParams *p, const int64_t shape[4], CtDType dt,
                             CtDevice dev)
 {
-    return p->nhwc ? ct_scope_adopt(ct_tensor_new_channels_last(shape, dt, dev))
-                   : ct_tensor_new(4, shape, dt, dev);
-}
-
-/* A caller-owned reference to t laid out as p's operands are. */
-static Tensor *conv_layout_ref(const CtConv2dParams *p, Tensor *t)
-{
-    return p->nhwc ? ct_channels_last_ref(t) : ct_contiguous_ref(t);
+    return ct_scope_adopt(ct_tensor_new_laid_out(4, shape, dt, dev, p->nhwc));
 }
 
 /* Forward kernel: y <- conv(x, w) + b, then relu(y) when p->relu. x, w, b
@@ -39,7 +33,7 @@ static CtStatus conv2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
     const CtConv2dParams *p = CT_NODE_PARAMS(n, CtConv2dParams);
     /* the kernels read operands laid out as p says: the saved copies */
     Tensor *x = n->saved[0], *w = n->saved[1], *b = n->in[2];
-    Tensor *gy = ct_scope_adopt(conv_layout_ref(p, gout));
+    Tensor *gy = ct_scope_adopt(ct_layout_ref(gout, p->nhwc));
     if (!gy) return ct_last_status();
     if (n->needs_grad[0]) {
         gin[0] = p->nhwc
@@ -176,7 +170,7 @@ Tensor *tensor_conv2d(Tensor *x, Tensor *w, Tensor *b, const CtConv2dArgs *args)
     if (!conv_params(x, w, b, args, &p)) return NULL;
     CtOpCall probe = {.op = CT_OP_CONV2D, .in = {x, w, b}, .params = &p};
     ct_pick_channels_last(x, &probe, &p.nhwc);
-    Tensor *xc = conv_layout_ref(&p, x), *wc = conv_layout_ref(&p, w);
+    Tensor *xc = ct_layout_ref(x, p.nhwc), *wc = ct_layout_ref(w, p.nhwc);
     Tensor *bc = b ? ct_contiguous_ref(b) : NULL;
     Tensor *y = NULL;
     if (xc && wc && (!b || bc)) y = conv_forward(&p, xc, wc, bc);

@@ -124,16 +124,19 @@ static inline bool ct_channels_last_only(const Tensor *t)
 {
     return ct_is_channels_last(t) && !tensor_is_contiguous(t);
 }
-/* New channels-last tensor, never registered in a scope. */
-Tensor *ct_tensor_new_channels_last(const int64_t shape[4], CtDType dt, CtDevice dev);
+/* New tensor, never registered in a scope: channels last when cl (ndim
+ * 4), else contiguous. */
+Tensor *ct_tensor_new_laid_out(int ndim, const int64_t *shape, CtDType dt, CtDevice dev,
+                               bool cl);
 /* New tensor (in the scope) for an elementwise op's output: channels last
  * when the inputs of the output's shape (in[0..n), NULL skipped) are all
  * channels last and one is not contiguous, else contiguous. */
 Tensor *ct_tensor_new_for(int ndim, const int64_t *shape, CtDType dt, CtDevice dev, int n,
                           const Tensor *const *in);
-/* A caller-owned reference to t when it is channels last, else to a
- * channels-last copy; never registered in a scope. NULL stays NULL. */
-Tensor *ct_channels_last_ref(Tensor *t);
+/* A caller-owned reference to t laid out as cl says (channels last, else
+ * contiguous): t itself when it is, else a copy; never registered in a
+ * scope. NULL stays NULL. */
+Tensor *ct_layout_ref(Tensor *t, bool cl);
 
 /* Pointer to element 0 of t (storage data + offset). */
 static inline void *ct_ptr(const Tensor *t)

@@ -9,8 +9,10 @@
 
 #include "backend.h"
 
-Tensor *ct_tensor_new_channels_last(const int64_t shape[4], CtDType dt, CtDevice dev)
+Tensor *ct_tensor_new_laid_out(int ndim, const int64_t *shape, CtDType dt, CtDevice dev,
+                               bool cl)
 {
+    if (!cl) return ct_tensor_new_persistent(ndim, shape, dt, dev);
     const int64_t nhwc[4] = {shape[0], shape[2], shape[3], shape[1]};
     Tensor *t = ct_tensor_new_persistent(4, nhwc, dt, dev);
     if (t) {
@@ -32,7 +34,7 @@ Tensor *ct_tensor_new_for(int ndim, const int64_t *shape, CtDType dt, CtDevice d
         cl = cl || !tensor_is_contiguous(t);
     }
     if (!cl) return ct_tensor_new(ndim, shape, dt, dev);
-    return ct_scope_adopt(ct_tensor_new_channels_last(shape, dt, dev));
+    return ct_scope_adopt(ct_tensor_new_laid_out(4, shape, dt, dev, true));
 }
 
 /* A caller-owned alias of t (4-d) with its dims in (N, H, W, C) order. */
@@ -73,10 +75,11 @@ void ct_pick_channels_last(const Tensor *x, const CtOpCall *probe, bool *nhwc)
     if (!be || !ct_backend_supports(be, probe)) *nhwc = false;
 }
 
-Tensor *ct_channels_last_ref(Tensor *t)
+Tensor *ct_layout_ref(Tensor *t, bool cl)
 {
+    if (!cl) return ct_contiguous_ref(t);
     if (!t || ct_is_channels_last(t)) return tensor_retain(t);
-    Tensor *c = ct_tensor_new_channels_last(t->shape, t->dtype, t->storage->device);
+    Tensor *c = ct_tensor_new_laid_out(4, t->shape, t->dtype, t->storage->device, true);
     if (c && tensor_copy_(c, t) != CT_OK) {
         tensor_free(c);
         return NULL;

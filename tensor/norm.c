@@ -39,19 +39,12 @@ static bool check_devices(const char *op, int n, Tensor *const *ts)
 
 /* ------------------------------------------------------------ batch norm */
 
-/* A caller-owned reference to data operand t: channels last when cl (the
- * kernel takes that layout), else contiguous. */
-static Tensor *data_ref(Tensor *t, bool cl)
-{
-    return cl ? ct_channels_last_ref(t) : ct_contiguous_ref(t);
-}
-
-/* A new data operand (in the scope) of like's shape, laid out as data_ref. */
+/* A new data operand (in the scope) of like's shape: channels last when cl,
+ * else contiguous. */
 static Tensor *data_new(const Tensor *like, bool cl)
 {
-    return cl ? ct_scope_adopt(ct_tensor_new_channels_last(like->shape, like->dtype,
-                                                           like->storage->device))
-              : tensor_empty_like(like);
+    return ct_scope_adopt(ct_tensor_new_laid_out(like->ndim, like->shape, like->dtype,
+                                                 like->storage->device, cl));
 }
 
 /* Runs a fused normalisation forward: out0 = y, out1 = (2, nstats) saved
@@ -65,7 +58,7 @@ static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
                         int64_t nstats, CtDType sdt, const void *params, size_t psize,
                         bool relu, bool cl)
 {
-    Tensor *xc = data_ref(x, cl), *wc = ct_contiguous_ref(weight),
+    Tensor *xc = ct_layout_ref(x, cl), *wc = ct_contiguous_ref(weight),
            *bc = ct_contiguous_ref(bias);
     Tensor *stats = ct_tensor_new_persistent(2, (const int64_t[]){2, nstats}, sdt,
                                              x->storage->device);
@@ -98,7 +91,8 @@ static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
 static CtStatus run_norm_backward(CtNode *n, CtOp kind, Tensor *g, Tensor **gin, bool cl)
 {
     Tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
-    Tensor *gc = ct_scope_adopt(data_ref(g, cl)), *xc = ct_scope_adopt(data_ref(x, cl));
+    Tensor *gc = ct_scope_adopt(ct_layout_ref(g, cl)),
+           *xc = ct_scope_adopt(ct_layout_ref(x, cl));
     Tensor *wc = w ? tensor_contiguous(w) : NULL;
     if (!gc || !xc || (w && !wc)) return ct_last_status();
     Tensor *dx = !n->needs_grad[0] ? NULL

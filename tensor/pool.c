@@ -5,25 +5,15 @@
 _Static_assert(sizeof(CtPool2dParams) <= CT_NODE_PARAMS_BYTES,
                "pool2d params must fit in a node");
 
-/* A new (N, C, H, W) tensor (in the scope when `scoped`) laid out as p's
- * operands are (conv.h). */
-static Tensor *pool_operand(const CtPool2dParams *p, const int64_t shape[4], CtDType dt,
-                            CtDevice dev, bool scoped)
-{
-    Tensor *t = p->nhwc ? ct_tensor_new_channels_last(shape, dt, dev)
-                        : ct_tensor_new_persistent(4, shape, dt, dev);
-    return scoped ? ct_scope_adopt(t) : t;
-}
-
 /* in: x. saved[0]: argmax indices (max pooling). */
 static CtStatus pool2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
 {
     const CtPool2dParams *p = CT_NODE_PARAMS(n, CtPool2dParams);
     Tensor *x = n->in[0];
-    Tensor *gy =
-        ct_scope_adopt(p->nhwc ? ct_channels_last_ref(gout) : ct_contiguous_ref(gout));
+    Tensor *gy = ct_scope_adopt(ct_layout_ref(gout, p->nhwc));
     if (!gy) return ct_last_status();
-    gin[0] = pool_operand(p, x->shape, x->dtype, x->storage->device, true);
+    gin[0] = ct_scope_adopt(
+        ct_tensor_new_laid_out(4, x->shape, x->dtype, x->storage->device, p->nhwc));
     if (!gin[0]) return ct_last_status();
     CtOpCall c = {
         .op = CT_OP_POOL2D_BWD, .out = {gin[0]}, .in = {gy, n->saved[0]}, .params = p};
@@ -53,11 +43,11 @@ static Tensor *pool2d(const char *op, Tensor *x, CtPool2dParams *p)
     p->w = x->shape[3];
     int64_t shape[4] = {p->n, p->c, p->oh, p->ow};
     CtDevice dev = x->storage->device;
-    Tensor *y = pool_operand(p, shape, x->dtype, dev, true);
+    Tensor *y = ct_scope_adopt(ct_tensor_new_laid_out(4, shape, x->dtype, dev, p->nhwc));
     /* argmax indices only when a backward can need them */
     bool need_idx = p->kind == CT_POOL_MAX && ct_grad_enabled() && xc->requires_grad;
     Tensor *idx = NULL;
-    if (y && need_idx) idx = pool_operand(p, shape, CT_I64, dev, false);
+    if (y && need_idx) idx = ct_tensor_new_laid_out(4, shape, CT_I64, dev, p->nhwc);
     CtOpCall c = {.op = CT_OP_POOL2D, .out = {y, idx}, .in = {xc}, .params = p};
     CtNode *n = NULL;
     if (!y || (need_idx && !idx) || ct_dispatch(&c) != CT_OK ||

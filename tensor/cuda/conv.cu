@@ -481,9 +481,6 @@ static bool conv_supports(const CtOpCall *call)
     if (call->op == CT_OP_CONV2D && p->c == 0 && call->in[2] && p->n > 0 && p->oh > 0 &&
         p->ow > 0)
         return false;
-    /* channels last: cuDNN in the operands' dtype (no autocast rounding,
-     * whose copies are NCHW) */
-    if (p->nhwc && ct_dnn_conv_dtype(p, dt) != dt) return false;
     for (int i = 0; i < CT_CALL_MAX_IN; i++)
         if (call->in[i] && call->in[i]->dtype != dt) return false;
     for (int i = 0; i < CT_CALL_MAX_OUT; i++)

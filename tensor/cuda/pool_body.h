@@ -58,6 +58,28 @@ typedef struct CtPoolPlane {
     int64_t base, ps;
 } CtPoolPlane;
 
+/* Splits thread index i over an operand of (rows, cols) pixels per plane
+ * (dh, dw their divisors), laid out as p says, into its pixel (*a, *b) and
+ * where the same (n, c) plane lies in the other operand, of `other`
+ * pixels per plane. NCHW: i = (q * rows + a) * cols + b with plane
+ * q = n * C + c; channels last: i = ((n * rows + a) * cols + b) * C + c. */
+CT_HD void ct_pool_split(const CtPool2dParams &p, const CtPoolDivs &dv, int64_t i,
+                         const CtFastDiv &dh, const CtFastDiv &dw, int64_t other,
+                         int64_t *a, int64_t *b, CtPoolPlane *pl)
+{
+    const int64_t rows = dh.d, cols = dw.d;
+    if (p.nhwc) {
+        int64_t r = ct_fastdiv(i, dv.c, dv.fast), s = ct_fastdiv(r, dw, dv.fast);
+        int64_t n = ct_fastdiv(s, dh, dv.fast);
+        *b = r - s * cols, *a = s - n * rows;
+        pl->base = n * other * p.c + (i - r * p.c), pl->ps = p.c;
+    } else {
+        int64_t r = ct_fastdiv(i, dw, dv.fast), q = ct_fastdiv(r, dh, dv.fast);
+        *b = i - r * cols, *a = r - q * rows;
+        pl->base = q * other, pl->ps = 1;
+    }
+}
+
 /* One output element, (oh, ow) of the plane at x + xs (pixel stride xs.ps),
  * stored at y[o] (and idx[o]); elements of dtype DT (storage S, computed
  * in T). */
@@ -102,16 +124,7 @@ CT_HD void ct_pool_fwd_body(CtThread t, const CtPool2dParams &p, const CtPoolDiv
     {
         int64_t oh, ow;
         CtPoolPlane xs;
-        if (p.nhwc) { /* i = ((n * OH + oh) * OW + ow) * C + c */
-            int64_t r = ct_fastdiv(i, dv.c, dv.fast), s = ct_fastdiv(r, dv.ow, dv.fast);
-            int64_t n = ct_fastdiv(s, dv.oh, dv.fast);
-            ow = r - s * p.ow, oh = s - n * p.oh;
-            xs.base = n * p.h * p.w * p.c + (i - r * p.c), xs.ps = p.c;
-        } else { /* i = (q * OH + oh) * OW + ow, plane q = n * C + c */
-            int64_t r = ct_fastdiv(i, dv.ow, dv.fast), q = ct_fastdiv(r, dv.oh, dv.fast);
-            ow = i - r * p.ow, oh = r - q * p.oh;
-            xs.base = q * p.h * p.w, xs.ps = 1;
-        }
+        ct_pool_split(p, dv, i, dv.oh, dv.ow, p.h * p.w, &oh, &ow, &xs);
         ct_pool_out<DT>(p, x, xs, oh, ow, i, y, idx);
     }
 }
@@ -144,16 +157,7 @@ CT_HD void ct_pool_bwd_body(CtThread t, const CtPool2dParams &p, const CtPoolDiv
     {
         int64_t ih, iw;
         CtPoolPlane ys; /* where gy's plane lies */
-        if (p.nhwc) {   /* i = ((n * H + ih) * W + iw) * C + c */
-            int64_t r = ct_fastdiv(i, dv.c, dv.fast), s = ct_fastdiv(r, dv.w, dv.fast);
-            int64_t n = ct_fastdiv(s, dv.h, dv.fast);
-            iw = r - s * p.w, ih = s - n * p.h;
-            ys.base = n * p.oh * p.ow * p.c + (i - r * p.c), ys.ps = p.c;
-        } else { /* i = (q * H + ih) * W + iw, plane q = n * C + c */
-            int64_t r = ct_fastdiv(i, dv.w, dv.fast), q = ct_fastdiv(r, dv.h, dv.fast);
-            iw = i - r * p.w, ih = r - q * p.h;
-            ys.base = q * p.oh * p.ow, ys.ps = 1;
-        }
+        ct_pool_split(p, dv, i, dv.h, dv.w, p.oh * p.ow, &ih, &iw, &ys);
         int64_t e = ih * p.w + iw, h_lo, h_hi, w_lo, w_hi;
         ct_pool_candidates(ih, p.kh, dv.sh, p.ph, p.oh, adaptive, dv.fast, &h_lo, &h_hi);
         ct_pool_candidates(iw, p.kw, dv.sw, p.pw, p.ow, adaptive, dv.fast, &w_lo, &w_hi);

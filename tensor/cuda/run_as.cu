@@ -4,8 +4,6 @@
  * instance's COPY kernel. */
 #include <string.h>
 
-#include "../conv.h"
-#include "../norm.h"
 #include "common.cuh"
 
 CtStatus ct_cuda_scratch_tensor(const CtBackend *be, int ndim, const int64_t *shape,
@@ -28,30 +26,15 @@ CtStatus ct_cuda_scratch_tensor(const CtBackend *be, int ndim, const int64_t *sh
     return ct_cuda_scratch(be, l->s.nbytes, &l->s.data);
 }
 
-/* Whether call's kernel reads its data operands' layout from their
- * strides, so that converted copies must keep it: channels-last batch norm
- * and convolution (cuDNN's NHWC descriptors; the convolution's widened bias
- * gradient). Every other kernel gets contiguous copies. */
-static bool keeps_layout(const CtOpCall *call)
-{
-    switch (call->op) {
-    case CT_OP_BATCH_NORM:
-    case CT_OP_BATCH_NORM_BWD: return ((const CtBatchNormParams *)call->params)->nhwc;
-    case CT_OP_CONV2D:
-    case CT_OP_CONV2D_BWD_DATA:
-    case CT_OP_CONV2D_BWD_WEIGHT: return ((const CtConv2dParams *)call->params)->nhwc;
-    default: return false;
-    }
-}
-
-/* A scratch tensor of like's shape in dtype dt: contiguous, or channels
- * last as like is when `keep`. */
+/* A scratch tensor of like's shape in dtype dt, laid out as like when it is
+ * channels last (the kernel took like so; cuDNN's NHWC calls read the
+ * layout from the strides), else contiguous. */
 static CtStatus scratch_make(const CtBackend *be, const Tensor *like, CtDType dt,
-                             bool keep, CtScratchTensor *l)
+                             CtScratchTensor *l)
 {
     CtStatus st =
         ct_cuda_scratch_tensor(be, like->ndim, like->shape, dt, like->storage->device, l);
-    if (st == CT_OK && keep && ct_channels_last_only(like))
+    if (st == CT_OK && ct_channels_last_only(like))
         ct_channels_last_strides(like->shape, l->t.stride);
     return st;
 }
@@ -73,12 +56,11 @@ CtStatus ct_cuda_run_as(const CtOpCall *call, CtDType from, CtDType to,
     CtScratchTensor in[CT_CALL_MAX_IN], out[CT_CALL_MAX_OUT];
     CtOpCall lc = *call;
     CtStatus st = CT_OK;
-    const bool keep = keeps_layout(call);
     for (int i = 0; i < CT_CALL_MAX_IN; i++) {
         in[i].s.data = NULL;
         in[i].s.nbytes = 0;
         if (!call->in[i] || call->in[i]->dtype != from || st != CT_OK) continue;
-        st = scratch_make(call->backend, call->in[i], to, keep, &in[i]);
+        st = scratch_make(call->backend, call->in[i], to, &in[i]);
         if (st == CT_OK) st = convert(call, &in[i].t, call->in[i]);
         lc.in[i] = &in[i].t;
     }
@@ -86,7 +68,7 @@ CtStatus ct_cuda_run_as(const CtOpCall *call, CtDType from, CtDType to,
         out[i].s.data = NULL;
         out[i].s.nbytes = 0;
         if (!call->out[i] || call->out[i]->dtype != from || st != CT_OK) continue;
-        st = scratch_make(call->backend, call->out[i], to, keep, &out[i]);
+        st = scratch_make(call->backend, call->out[i], to, &out[i]);
         lc.out[i] = &out[i].t;
     }
     if (st == CT_OK) st = fn(&lc, arg);
