@@ -520,6 +520,11 @@ typedef struct CtMatmulParams {
     bool bias;       /* in2 holds the bias */
     CtMatmulAct act; /* CT_MATMUL_ACT_NONE (the zero default): none */
     bool aux;        /* out1 holds the pre-activation */
+    /* out1 (m entries, contiguous, C's dtype) <- the sums of op(A)'s rows
+     * over k: a linear layer's bias gradient beside its weight gradient
+     * (A = gᵀ), in the GEMM's epilogue where the backend has one. Only
+     * with one matrix, no autocast and none of bias, act and aux. */
+    bool bias_grad;
 } CtMatmulParams;
 
 /* Optimizer steps: hyper-parameters and the terms the host computes from

@@ -5,8 +5,9 @@
  * pre-filled with the broadcast bias and the GEMM accumulates onto it
  * (beta = 1); w goes in with a trans flag, so neither w nor a transposed
  * view of it is copied. Backward: dx = g·w and dw = gᵀ·x (a GEMM each),
- * db = g's column sums (one reduction); dw and db go straight into zeroed
- * leaf gradients (ct_node_grad_buffer).
+ * db = g's column sums (one reduction, or in dw's GEMM where the backend
+ * sums them there: CtMatmulParams.bias_grad); dw and db go straight into
+ * zeroed leaf gradients (ct_node_grad_buffer).
  *
  * linear_relu and linear_gelu apply the activation to the product in the
  * same op: in cuBLASLt's epilogue on CUDA (ReLU, and tanh-GELU, which also
@@ -24,66 +25,107 @@ typedef struct LinearParams {
     CtDType autocast; /* the forward's precision; dx's and dw's too */
 } LinearParams;
 
-/* dx and dw of linear_backward, in the forward's precision. */
-static CtStatus linear_input_grads(CtNode *nd, Tensor *g2, Tensor **gin)
+/* dw <- a·b and db <- the sums of a's rows in one MATMUL where dw's
+ * backend takes a bias gradient (CtMatmulParams.bias_grad, cuBLASLt's
+ * epilogue on CUDA): *done tells. a (m, k) and b (k, n) are packed 2-d
+ * matrices, dw and db contiguous. A backend that finds no algorithm for
+ * it at run time (nothing ran) leaves *done false too. */
+static CtStatus matmul_bias_grad(Tensor *dw, Tensor *db, const Tensor *a, const Tensor *b,
+                                 bool *done)
+{
+    *done = false;
+    bool ta, tb;
+    const CtBackend *be = ct_backend_peek(dw->storage->device);
+    if (!be || tensor_numel(dw) == 0 || a->shape[1] == 0 || !tensor_is_contiguous(dw) ||
+        !ct_mat_packed(a->shape[0], a->shape[1], a->stride[0], a->stride[1], &ta) ||
+        !ct_mat_packed(b->shape[0], b->shape[1], b->stride[0], b->stride[1], &tb))
+        return CT_OK;
+    CtMatmulParams p = {.batch = 1,
+                        .m = a->shape[0],
+                        .n = b->shape[1],
+                        .k = a->shape[1],
+                        .trans_a = ta,
+                        .trans_b = tb,
+                        .alpha = 1.0,
+                        .bias_grad = true};
+    CtOpCall c = {.op = CT_OP_MATMUL, .out = {dw, db}, .in = {a, b}, .params = &p};
+    if (!ct_backend_supports(be, &c)) return CT_OK;
+    CtStatus st = ct_dispatch(&c);
+    if (st == CT_ERR_UNSUPPORTED) {
+        ct_clear_error();
+        return CT_OK;
+    }
+    *done = st == CT_OK;
+    return st;
+}
+
+/* dx and dw of linear_backward, in the forward's precision, into dw (when
+ * w needs one); db too where the product sums it (*db_done). Not under
+ * autocast: there the product rounds its operands, the bias gradient sums
+ * g as it is. */
+static CtStatus linear_input_grads(CtNode *nd, Tensor *g2, Tensor *dw, Tensor *db,
+                                   Tensor **gin, bool *db_done)
 {
     Tensor *x = nd->in[0], *w = nd->in[1];
-    int64_t rows = CT_NODE_PARAMS(nd, LinearParams)->rows, in_f = w->shape[1];
+    const LinearParams *lp = CT_NODE_PARAMS(nd, LinearParams);
+    int64_t in_f = w->shape[1];
+    *db_done = false;
     if (nd->needs_grad[0]) {
         Tensor *dx = tensor_matmul(g2, w); /* (rows, in) */
         if (!dx || !(gin[0] = tensor_reshape(dx, x->ndim, x->shape)))
             return ct_last_status();
     }
-    if (nd->needs_grad[1]) {
-        Tensor *x2 = tensor_reshape(x, 2, (const int64_t[]){rows, in_f});
-        Tensor *gt = tensor_transpose(g2, 0, 1);
-        Tensor *dw = x2 && gt ? ct_node_grad_buffer(nd, 1, w) : NULL; /* (out, in) */
-        if (!dw || ct_matmul_into(dw, gt, x2) != CT_OK) return ct_last_status();
-        gin[1] = dw;
-    }
-    return CT_OK;
+    if (!dw) return CT_OK;
+    Tensor *x2 = tensor_reshape(x, 2, (const int64_t[]){lp->rows, in_f});
+    Tensor *gt = tensor_transpose(g2, 0, 1);
+    if (!x2 || !gt) return ct_last_status();
+    CtStatus st = CT_OK;
+    if (db && lp->autocast == CT_F32) st = matmul_bias_grad(dw, db, gt, x2, db_done);
+    if (st == CT_OK && !*db_done) st = ct_matmul_into(dw, gt, x2);
+    if (st == CT_OK) gin[1] = dw;
+    return st;
 }
 
 /* db = the column sums of g2 (rows, out) in g's dtype, whatever the
  * forward's precision: one reduction, or where the backend has none for
  * the dtype (bf16, f16), a product with a ones vector. */
-static CtStatus bias_grad(CtNode *nd, Tensor *g2, Tensor **gin)
+static CtStatus bias_grad(Tensor *g2, Tensor *db)
 {
     int64_t rows = g2->shape[0], out_f = g2->shape[1];
-    Tensor *db = ct_node_grad_buffer(nd, 2, nd->in[2]); /* (out) */
-    Tensor *y = db ? ct_tensor_view(db, 2, (const int64_t[]){1, out_f},
-                                    (const int64_t[]){out_f, 1}, db->offset)
-                   : NULL; /* keepdim geometry */
+    Tensor *y = ct_tensor_view(db, 2, (const int64_t[]){1, out_f},
+                               (const int64_t[]){out_f, 1}, db->offset); /* keepdim */
     if (!y) return ct_last_status();
     CtReduceParams p = {CT_RED_SUM, 1.0};
     CtOpCall c = {.op = CT_OP_REDUCE, .out = {y}, .in = {g2}, .params = &p};
     const CtBackend *be = ct_backend_peek(g2->storage->device);
-    CtStatus st;
-    if (!be || ct_backend_supports(be, &c)) {
-        st = ct_dispatch(&c);
-    } else {
-        CtDType prev;
-        tensor_autocast_begin(CT_F32, &prev);
-        Tensor *ones = tensor_ones(1, &rows, g2->dtype, g2->storage->device);
-        st = ones ? ct_matmul_into(db, ones, g2) : ct_last_status();
-        tensor_autocast_end(prev);
-    }
-    if (st == CT_OK) gin[2] = db;
+    if (!be || ct_backend_supports(be, &c)) return ct_dispatch(&c);
+    CtDType prev;
+    tensor_autocast_begin(CT_F32, &prev);
+    Tensor *ones = tensor_ones(1, &rows, g2->dtype, g2->storage->device);
+    CtStatus st = ones ? ct_matmul_into(db, ones, g2) : ct_last_status();
+    tensor_autocast_end(prev);
     return st;
 }
 
-/* x: (*, in), w: (out, in), g: (*, out). */
+/* x: (*, in), w: (out, in), g: (*, out). dw and db go into the leaves'
+ * zeroed gradients where they have them (ct_node_grad_buffer). */
 static CtStatus linear_backward(CtNode *nd, Tensor *g, Tensor **gin)
 {
     const LinearParams *lp = CT_NODE_PARAMS(nd, LinearParams);
     int64_t rows = lp->rows, out_f = nd->in[1]->shape[0];
     Tensor *g2 = tensor_reshape(g, 2, (const int64_t[]){rows, out_f}); /* (rows, out) */
-    if (!g2) return ct_last_status();
+    Tensor *dw = nd->needs_grad[1] ? ct_node_grad_buffer(nd, 1, nd->in[1]) : NULL;
+    Tensor *db = nd->needs_grad[2] ? ct_node_grad_buffer(nd, 2, nd->in[2]) : NULL;
+    if (!g2 || (nd->needs_grad[1] && !dw) || (nd->needs_grad[2] && !db))
+        return ct_last_status();
     CtDType prev;
+    bool db_done;
     tensor_autocast_begin(lp->autocast, &prev);
-    CtStatus st = linear_input_grads(nd, g2, gin);
+    CtStatus st = linear_input_grads(nd, g2, dw, db, gin, &db_done);
     tensor_autocast_end(prev);
-    return st == CT_OK && nd->needs_grad[2] ? bias_grad(nd, g2, gin) : st;
+    if (st == CT_OK && db && !db_done) st = bias_grad(g2, db);
+    if (st == CT_OK && db) gin[2] = db;
+    return st;
 }
 
 /* Row stride of x seen as a (rows, in) matrix: its leading dims must

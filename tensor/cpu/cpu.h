@@ -33,6 +33,12 @@ CtStatus ct_cpu_matmul(const CtMatmulParams *p, CtDType dt, const void *A, const
  * of memory (partial sums of a long run). */
 CtStatus ct_cpu_sum_contiguous(CtDType dt, const void *x, int64_t n, void *y);
 
+/* y[i] <- the sum over k of op(A)[i, :] for p's one matrix A (f32 or f64),
+ * i < m: the bits of a REDUCE summing op(A)ᵀ over dim 0 (a linear layer's
+ * bias gradient, CtMatmulParams.bias_grad). Errors: out of memory. */
+CtStatus ct_cpu_sum_op_a_rows(const CtMatmulParams *p, CtDType dt, const void *A,
+                              void *y);
+
 /* Memory-bound work below this many elements runs on one thread. An OpenMP
  * fork/join costs a few microseconds on an idle machine, but its
  * end-of-region barrier waits for every team thread, and when another

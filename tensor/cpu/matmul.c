@@ -399,6 +399,10 @@ static bool matmul_supports(const CtOpCall *c)
     CtDType dt = c->out[0]->dtype;
     if (c->in[0]->dtype != dt || c->in[1]->dtype != dt) return false;
     if (p->bias || p->act != CT_MATMUL_ACT_NONE || p->aux) return false; /* no epilogue */
+    if (p->bias_grad) /* the sums after the GEMM, as a REDUCE would */
+        return (dt == CT_F32 || dt == CT_F64) && p->autocast == CT_F32 && p->batch == 1 &&
+               c->out[1] && c->out[1]->dtype == dt && tensor_is_contiguous(c->out[1]) &&
+               tensor_numel(c->out[1]) == p->m;
     if (p->autocast != CT_F32) return dt == CT_F32 && p->autocast == CT_BF16;
     return dt == CT_F32 || dt == CT_F64 || dt == CT_BF16;
 }
@@ -428,8 +432,11 @@ static CtStatus matmul_kernel(const CtOpCall *c)
             CT_ERR_UNSUPPORTED,
             "matmul: matrix dims (%lld, %lld, %lld) exceed the BLAS int range",
             (long long)p->m, (long long)p->n, (long long)p->k);
-    return ct_cpu_matmul(p, c->out[0]->dtype, ct_ptr(c->in[0]), ct_ptr(c->in[1]),
-                         ct_ptr(c->out[0]));
+    CtDType dt = c->out[0]->dtype;
+    CtStatus st =
+        ct_cpu_matmul(p, dt, ct_ptr(c->in[0]), ct_ptr(c->in[1]), ct_ptr(c->out[0]));
+    if (st != CT_OK || !p->bias_grad) return st;
+    return ct_cpu_sum_op_a_rows(p, dt, ct_ptr(c->in[0]), ct_ptr(c->out[1]));
 }
 
 void ct_cpu_register_matmul(CtKernelFn *k, CtSupportsFn *s)

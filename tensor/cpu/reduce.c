@@ -281,6 +281,21 @@ CtStatus ct_cpu_sum_contiguous(CtDType dt, const void *x, int64_t n, void *y)
     return drive(&p, ty, M_SUM, x, NULL, 1.0, y, NULL, NULL);
 }
 
+CtStatus ct_cpu_sum_op_a_rows(const CtMatmulParams *p, CtDType dt, const void *A, void *y)
+{
+    /* op(A) is (m, k): its transpose (k, m), which A stores row-major
+     * when trans_a, is g as a linear's backward sees it, summed over dim 0
+     * into a (1, m) row, as that backward's REDUCE did */
+    Tensor xs = {.ndim = 2,
+                 .shape = {p->k, p->m},
+                 .stride = {p->trans_a ? p->m : 1, p->trans_a ? 1 : p->k}};
+    Tensor ys = {.ndim = 2, .shape = {1, p->m}, .stride = {p->m, 1}};
+    Plan plan;
+    plan_init(&plan, &xs, &ys, NULL, false);
+    const Typed *ty = dt == CT_F32 ? &typed_f32 : &typed_f64;
+    return drive(&plan, ty, M_SUM, A, NULL, 1.0, y, NULL, NULL);
+}
+
 static CtStatus cpu_scatter(const CtOpCall *c)
 {
     Tensor *out = c->out[0];

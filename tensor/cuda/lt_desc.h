@@ -14,7 +14,11 @@
  * C: linear's bias, whose output features are C's columns. A GELU epilogue
  * with an aux output also stores GELU's input in a matrix laid out as C
  * (linear_gelu's pre-activation, which its backward reads); cuBLASLt wants
- * that matrix's leading dimension a multiple of 8 and no batch.
+ * that matrix's leading dimension a multiple of 8 and no batch. A bias
+ * gradient epilogue (BGRADB, CtMatmulParams.bias_grad) sums Lt's B, our A,
+ * over k into a vector of Lt's N = our m entries, written through the bias
+ * pointer: for a linear layer's weight gradient gᵀ·x, the bias gradient,
+ * g's column sums.
  */
 #ifndef CTRAINER_TENSOR_CUDA_LT_DESC_H
 #define CTRAINER_TENSOR_CUDA_LT_DESC_H
@@ -33,6 +37,7 @@ typedef enum CtLtEpilogue {
     CT_LT_EPI_GELU_BIAS,
     CT_LT_EPI_GELU_AUX, /* GELU, its input stored in the aux matrix */
     CT_LT_EPI_GELU_AUX_BIAS,
+    CT_LT_EPI_BGRADB, /* the sums of Lt's B (our A) over k into the bias pointer */
 } CtLtEpilogue;
 
 /* A cublasLtMatrixLayout: the matrix as stored, column-major. */
@@ -106,19 +111,26 @@ static inline CtLtLayout ct_lt_layout(CtGemmOp op, int rows, int cols, int ld, i
 
 /* Fills d for p over matrices of dtype dt: ct_gemm_desc's checks and
  * errors, then the layouts, epilogue, reduction restriction and workspace.
- * A bias or activation on f64 is CT_ERR_UNSUPPORTED (cuBLASLt has no f64
- * epilogue). */
+ * A bias, bias gradient or activation on f64 is CT_ERR_UNSUPPORTED
+ * (cuBLASLt has no f64 epilogue), and so is a bias gradient over a batch
+ * or beside another epilogue. */
 static inline CtStatus ct_lt_desc(const CtMatmulParams *p, CtDType dt, bool allow_tf32,
                                   bool deterministic, CtLtDesc *d)
 {
     CtGemmDesc *g = &d->gemm;
     CtStatus st = ct_gemm_desc(p, dt, allow_tf32, g);
     if (st != CT_OK) return st;
-    d->epilogue = ct_lt_epilogue(p->bias, p->act, p->aux);
+    d->epilogue =
+        p->bias_grad ? CT_LT_EPI_BGRADB : ct_lt_epilogue(p->bias, p->act, p->aux);
     if (d->epilogue != CT_LT_EPI_DEFAULT && dt == CT_F64)
         return ct_error(
             CT_ERR_UNSUPPORTED,
             "matmul: cuBLASLt has no bias/activation epilogue for f64 on cuda");
+    if (p->bias_grad &&
+        (p->batch != 1 || p->bias || p->aux || p->act != CT_MATMUL_ACT_NONE))
+        return ct_error(CT_ERR_UNSUPPORTED,
+                        "matmul: a bias gradient epilogue takes one matrix and no other "
+                        "epilogue on cuda");
     if (!ct_lt_aux_ok(p))
         return ct_error(CT_ERR_UNSUPPORTED,
                         "matmul: cuBLASLt stores a pre-activation only for GELU over one "

@@ -3,7 +3,11 @@
  * under autocast with the operands rounded to bf16/f16 (C stays f32), f32
  * on TF32 tensor cores only when ct_allow_tf32() (off by default), strided
  * batches, and the bias + ReLU/GELU epilogues (CtMatmulParams.bias/act),
- * GELU's storing its input in out1 when CtMatmulParams.aux asks.
+ * GELU's storing its input in out1 when CtMatmulParams.aux asks, and the
+ * bias gradient epilogue (CtMatmulParams.bias_grad: out1 <- the sums of
+ * op(A)'s rows, through the bias pointer) for f32 without TF32. A call
+ * with an epilogue for which cuBLASLt offers no algorithm queues nothing
+ * and is CT_ERR_UNSUPPORTED, so the caller can run the plain forms.
  * The algorithm is cuBLASLt's first heuristic choice for a workspace from
  * the caching allocator, asked once per descriptor and instance
  * (lt_cache.h); with ct_deterministic() the heuristic is limited to
@@ -50,6 +54,7 @@ static cublasLtEpilogue_t epilogue(CtLtEpilogue e)
     case CT_LT_EPI_GELU_BIAS: return CUBLASLT_EPILOGUE_GELU_BIAS;
     case CT_LT_EPI_GELU_AUX: return CUBLASLT_EPILOGUE_GELU_AUX;
     case CT_LT_EPI_GELU_AUX_BIAS: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case CT_LT_EPI_BGRADB: return CUBLASLT_EPILOGUE_BGRADB;
     default: return CUBLASLT_EPILOGUE_DEFAULT;
     }
 }
@@ -220,7 +225,9 @@ static CtStatus cuda_matmul(const CtOpCall *call)
         ct_lt_desc(p, out->dtype, ct_allow_tf32(), ct_deterministic(), &d));
     MatmulArgs a = {ct_ptr(call->in[0]),
                     ct_ptr(call->in[1]),
-                    p->bias ? ct_ptr(call->in[2]) : NULL,
+                    p->bias        ? ct_ptr(call->in[2])
+                    : p->bias_grad ? ct_ptr(call->out[1])
+                                   : NULL,
                     ct_ptr(out),
                     p->aux ? ct_ptr(call->out[1]) : NULL,
                     (float)p->alpha,
@@ -236,7 +243,8 @@ static CtStatus cuda_matmul(const CtOpCall *call)
     if (!found && d.epilogue != CT_LT_EPI_DEFAULT)
         return ct_error(CT_ERR_UNSUPPORTED,
                         "matmul: cuBLASLt has no algorithm for a %s (%lld, %lld) x "
-                        "(%lld, %lld) product with a bias/activation epilogue on cuda:%d",
+                        "(%lld, %lld) product with a bias, bias gradient or activation "
+                        "epilogue on cuda:%d",
                         ct_dtype_name(out->dtype), (long long)p->m, (long long)p->k,
                         (long long)p->k, (long long)p->n, c->device);
     if (!found) CT_RETURN_IF_ERROR(blas_run(c, &d.gemm, &a));
@@ -244,13 +252,27 @@ static CtStatus cuda_matmul(const CtOpCall *call)
     return CT_OK;
 }
 
+/* A bias gradient (out1): f32 operands on f32 arithmetic (the sums of
+ * op(A) as the caller's REDUCE would make them: not under autocast, not on
+ * TF32, which would round A first), one matrix, no other epilogue, and a
+ * contiguous f32 out1 of m entries. */
+static bool bias_grad_ok(const CtOpCall *call)
+{
+    const CtMatmulParams *p = (const CtMatmulParams *)call->params;
+    const Tensor *db = call->out[1];
+    return call->out[0]->dtype == CT_F32 && !ct_allow_tf32() && p->autocast == CT_F32 &&
+           p->batch == 1 && !p->bias && !p->aux && p->act == CT_MATMUL_ACT_NONE && db &&
+           db->dtype == CT_F32 && tensor_is_contiguous(db) && tensor_numel(db) == p->m;
+}
+
 /* A, B and C of one dtype among f32, f64, bf16, f16; f32 under autocast; a
  * bias of C's dtype and n entries; an aux output (GELU, ct_lt_aux_ok) of
- * C's dtype, contiguous, m × n. */
+ * C's dtype, contiguous, m × n; a bias gradient as bias_grad_ok says. */
 static bool cuda_matmul_supports(const CtOpCall *call)
 {
     const CtMatmulParams *p = (const CtMatmulParams *)call->params;
     CtDType dt = call->out[0]->dtype;
+    if (p->bias_grad && !bias_grad_ok(call)) return false;
     if (p->autocast != CT_F32 && dt != CT_F32) return false;
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
     bool epilogue = p->bias || p->act != CT_MATMUL_ACT_NONE;

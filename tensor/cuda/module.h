@@ -26,7 +26,7 @@ extern "C" {
 
 /* Bumped whenever a table below, CtBackendIface, CtOpCall, Tensor or an
  * op's params struct changes layout. */
-#define CT_CUDA_MODULE_ABI   5
+#define CT_CUDA_MODULE_ABI   6
 #define CT_CUDA_MODULE_ENTRY "ct_cuda_module_open"
 #define CT_CUDA_MODULE_FILE  "libctrainer_cuda.so"
 

@@ -1,8 +1,8 @@
 /* CUDA library paths against the CPU backend on cuda:0: cuDNN conv2d
  * (forward, backward data, backward weight and bias; f32, f64 and bf16
  * autocast), cuDNN batch norm in training and the eval-mode kernels,
- * pooling, the cuBLASLt bias + ReLU epilogue and linear's fused bias, the
- * ReLU-fused conv and linear with their gradients, the
+ * pooling, the cuBLASLt bias + ReLU epilogue, linear's fused bias and
+ * bias gradient, the ReLU-fused conv and linear with their gradients, the
  * deterministic switch (two backward-weight runs give the same bits),
  * autocast keeping a residual block's activations in bf16 on CUDA, and a
  * channels-last block keeping its layout through cuDNN's NHWC calls.
@@ -263,6 +263,42 @@ START_TEST(test_linear_bias_fused)
         ck_assert_msg(Y, "%s", ct_last_error());
         assert_same(y, Y, dt == CT_F64 ? 1e-12 : 1e-5);
     }
+    ct_scope_close(s);
+}
+END_TEST
+
+/* linear's gradients on CUDA against the CPU's: in f32 the weight and bias
+ * gradients come from one product with cuBLASLt's bias gradient epilogue
+ * (BGRADB); on TF32 and under bf16 autocast from the plain product and a
+ * separate sum. g reaches the layer row-major, and column-major through a
+ * transpose after it. */
+START_TEST(test_linear_bias_grad_matches_cpu)
+{
+    CtScope *s = ct_scope_open();
+    for (int mode = 0; mode < 3; mode++)
+        for (int col = 0; col < 2; col++) {
+            Tensor *x = tensor_reshape(rand_t(CT_F32, 14 * 24, -1, 1, 70), 2,
+                                       (int64_t[]){14, 24});
+            Tensor *w = tensor_reshape(rand_t(CT_F32, 16 * 24, -1, 1, 71), 2,
+                                       (int64_t[]){16, 24});
+            Tensor *b = rand_t(CT_F32, 16, -1, 1, 72);
+            Tensor *in[3] = {x, w, b}, *IN[3];
+            gpu_leaves(in, IN);
+            bool tf32 = ct_set_allow_tf32(mode == 1);
+            CtDType prev;
+            tensor_autocast_begin(mode == 2 ? CT_BF16 : CT_F32, &prev);
+            Tensor *y = tensor_linear(x, w, b), *Y = tensor_linear(IN[0], IN[1], IN[2]);
+            ck_assert_msg(Y, "%s", ct_last_error());
+            Tensor *r = col ? tensor_transpose(y, 0, 1) : y;
+            Tensor *R = col ? tensor_transpose(Y, 0, 1) : Y;
+            Tensor *gy =
+                tensor_reshape(rand_t(CT_F32, 14 * 16, -1, 1, 73), 2, tensor_shape(r));
+            ck_assert_int_eq(tensor_backward(r, gy), CT_OK);
+            ck_assert_msg(tensor_backward(R, on_gpu(gy)) == CT_OK, "%s", ct_last_error());
+            tensor_autocast_end(prev);
+            ct_set_allow_tf32(tf32);
+            assert_grads_same(in, IN, mode ? 5e-2 : 1e-5);
+        }
     ct_scope_close(s);
 }
 END_TEST
@@ -607,7 +643,7 @@ int main(void)
         test_linear_bias_fused,           test_relu_fused_matches_cpu,
         test_linear_gelu_matches_cpu,     test_conv_padded_channels_matches_cpu,
         test_pool2d_matches_cpu,          test_autocast_keeps_low_activations,
-        test_channels_last_matches_cpu,
+        test_channels_last_matches_cpu,   test_linear_bias_grad_matches_cpu,
     };
     int n = (int)(sizeof tests / sizeof *tests);
     if (ct_cuda_device_count() > 0) {

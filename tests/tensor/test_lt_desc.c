@@ -3,7 +3,8 @@
  * leading dims) with and without transposes, batch counts and strides,
  * compute types under TF32 and autocast, epilogue mapping, the reduction
  * restriction, the workspace size, the errors, the algorithm cache's key
- * and lookups (lt_cache.h), and the CPU kernel refusing an epilogue. Runs in
+ * and lookups (lt_cache.h), and the CPU kernel refusing an epilogue but
+ * taking a bias gradient. Runs in
  * every build (no CUDA needed). */
 #include "tensor/cuda/lt_cache.h"
 #include "testutil.h"
@@ -187,6 +188,52 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* A bias gradient (a linear layer's weight gradient gᵀ·x with g's column
+ * sums): BGRADB, whose vector has Lt's N = our m entries, the columns of
+ * Lt's D; its own cache key; one matrix, no other epilogue, not f64. */
+START_TEST(test_bias_grad)
+{
+    /* dw (4, 5) = gᵀ (4, 6) · x (6, 5): g stored (6, 4), so A goes in
+     * transposed; Lt's B is our A */
+    CtMatmulParams p = {.batch = 1,
+                        .m = 4,
+                        .n = 5,
+                        .k = 6,
+                        .trans_a = true,
+                        .alpha = 1,
+                        .bias_grad = true};
+    CtLtDesc d = desc(p, CT_F32, false, false);
+    ck_assert_int_eq(d.epilogue, CT_LT_EPI_BGRADB);
+    ck_assert_int_eq(d.gemm.op_b, CT_GEMM_OP_T);
+    assert_layout(d.b, 4, 6, 4, 1, 0); /* g as stored: col-major (4, 6), ld 4 */
+    ck_assert_uint_eq(d.c.cols, 4);    /* the sums: one per column of Lt's D */
+    ck_assert_int_eq(d.aux_ld, 0);
+    CtLtKey fused, plain;
+    ct_lt_key(&fused, &d);
+    p.bias_grad = false;
+    d = desc(p, CT_F32, false, false);
+    ck_assert_int_eq(d.epilogue, CT_LT_EPI_DEFAULT);
+    ct_lt_key(&plain, &d);
+    ck_assert(memcmp(&fused, &plain, sizeof fused) != 0);
+    p.bias_grad = true;
+    CtMatmulParams bad[] = {p, p, p, p};
+    bad[0].batch = 2;
+    bad[1].bias = true;
+    bad[2].act = CT_MATMUL_ACT_RELU;
+    bad[3].aux = true;
+    for (int i = 0; i < 4; i++) {
+        CtLtDesc e;
+        ck_assert_int_eq(ct_lt_desc(&bad[i], CT_F32, false, false, &e),
+                         CT_ERR_UNSUPPORTED);
+        tu_assert_error(CT_ERR_UNSUPPORTED, "matmul: a bias gradient epilogue takes one "
+                                            "matrix and no other epilogue on cuda");
+    }
+    CtLtDesc e;
+    ck_assert_int_eq(ct_lt_desc(&p, CT_F64, false, false, &e), CT_ERR_UNSUPPORTED);
+    tu_assert_error(CT_ERR_UNSUPPORTED, "no bias/activation epilogue for f64");
+}
+END_TEST
+
 /* Every field of the descriptor lands in its own word of the cache key. */
 START_TEST(test_cache_key_covers_every_field)
 {
@@ -325,6 +372,18 @@ START_TEST(test_cpu_rejects_epilogue)
     ck_assert(!ct_backend_supports(ct_backend_for(ct_cpu()), &call));
     p.aux = false;
     ck_assert(ct_backend_supports(ct_backend_for(ct_cpu()), &call));
+    /* a bias gradient it sums after the product, as a REDUCE: f32 and f64
+     * without autocast, into a contiguous vector of m entries */
+    Tensor *db = tensor_zeros(1, (int64_t[]){2}, CT_F32, ct_cpu());
+    Tensor *db3 = tensor_zeros(1, (int64_t[]){3}, CT_F32, ct_cpu());
+    CtOpCall grad = {.op = CT_OP_MATMUL, .out = {c, db}, .in = {a, b}, .params = &p};
+    p.bias_grad = true;
+    ck_assert(ct_backend_supports(ct_backend_for(ct_cpu()), &grad));
+    grad.out[1] = db3;
+    ck_assert(!ct_backend_supports(ct_backend_for(ct_cpu()), &grad));
+    grad.out[1] = db;
+    p.autocast = CT_BF16;
+    ck_assert(!ct_backend_supports(ct_backend_for(ct_cpu()), &grad));
     ct_scope_close(s);
 }
 END_TEST
@@ -340,6 +399,7 @@ int main(void)
     tcase_add_test(tc, test_gelu_aux);
     tcase_add_test(tc, test_determinism_and_workspace);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_bias_grad);
     tcase_add_test(tc, test_cache_key_covers_every_field);
     tcase_add_test(tc, test_algorithm_cache);
     tcase_add_test(tc, test_key_hash_spreads);

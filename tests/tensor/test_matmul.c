@@ -660,6 +660,62 @@ START_TEST(test_linear_grad)
 }
 END_TEST
 
+/* A leaf of dt from tu_rand64's values (inside a scope). */
+static Tensor *leaf(CtDType dt, int ndim, const int64_t *shape, unsigned seed)
+{
+    Tensor *r = tu_rand64(ndim, shape, -1, 1, seed, false);
+    Tensor *t = tensor_contiguous(tensor_cast(r, dt));
+    tensor_free(r);
+    ck_assert_int_eq(tensor_set_requires_grad(t, true), CT_OK);
+    return t;
+}
+
+/* On the CPU a linear layer's bias gradient is summed in its weight
+ * gradient's product (CtMatmulParams.bias_grad): the bits of gᵀ·x and of
+ * a separate sum of g over its rows, one op fewer. g reaches the layer
+ * row-major (a 3-d output) or column-major (through a transpose after
+ * it); f32 and f64. */
+START_TEST(test_linear_bias_grad_in_product)
+{
+    CtScope *s = ct_scope_open();
+    for (int dt = CT_F32; dt <= CT_F64; dt++)
+        for (int col = 0; col < 2; col++) {
+            int64_t sx[3] = {2, 7, 5};
+            Tensor *r = tu_rand64(3, sx, -1, 1, 60 + (unsigned)col, false);
+            Tensor *x = tensor_cast(r, (CtDType)dt);
+            tensor_free(r);
+            if (col) x = tensor_reshape(x, 2, (int64_t[]){14, 5});
+            Tensor *w = leaf((CtDType)dt, 2, (int64_t[]){4, 5}, 62);
+            Tensor *b = leaf((CtDType)dt, 1, (int64_t[]){4}, 63);
+            Tensor *y = tensor_linear(x, w, b);
+            Tensor *root = col ? tensor_transpose(y, 0, 1) : y;
+            r = tu_rand64(tensor_ndim(root), tensor_shape(root), -1, 1, 64, false);
+            Tensor *seed = tensor_cast(r, (CtDType)dt);
+            tensor_free(r);
+            /* g as the layer sees it, (rows, out) */
+            Tensor *g = tensor_reshape(col ? tensor_transpose(seed, 0, 1) : seed, 2,
+                                       (int64_t[]){14, 4});
+            ck_assert_int_eq(tensor_strides(g)[0], col ? 1 : 4);
+            /* a second backward writes into the zeroed leaf gradients: the
+             * layer's one op is all it runs */
+            ck_assert_int_eq(tensor_backward(root, seed), CT_OK);
+            ck_assert_int_eq(tensor_zero_(tensor_grad(w)), CT_OK);
+            ck_assert_int_eq(tensor_zero_(tensor_grad(b)), CT_OK);
+            y = tensor_linear(x, w, b);
+            root = col ? tensor_transpose(y, 0, 1) : y;
+            uint64_t ops = ct_op_count();
+            ck_assert_int_eq(tensor_backward(root, seed), CT_OK);
+            if (!col) ck_assert_uint_eq(ct_op_count() - ops, 1); /* dw and db */
+            Tensor *x2 = tensor_reshape(x, 2, (int64_t[]){14, 5});
+            tu_assert_same_bits("dw", tensor_grad(w),
+                                tensor_matmul(tensor_transpose(g, 0, 1), x2));
+            tu_assert_same_bits("db", tensor_grad(b),
+                                tensor_sum(g, 1, (int[]){0}, false));
+        }
+    ct_scope_close(s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ bad input */
 
 START_TEST(test_matmul_bad_input)
@@ -779,6 +835,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_matmul_grad);
     tcase_add_test(tc, test_matmul_grad_broadcast);
     tcase_add_test(tc, test_linear_grad);
+    tcase_add_test(tc, test_linear_bias_grad_in_product);
     tcase_add_test(tc, test_matmul_bad_input);
     tcase_add_test(tc, test_linear_bad_input);
     suite_add_tcase(s, tc);
