@@ -46,10 +46,13 @@ foreach(doc ${TUTORIAL_DOCS})
     endif()
   endforeach()
 endforeach()
+# Guides outside docs/tutorials/ whose ```c blocks are all excerpts, checked
+# by the same test.
+set(SNIPPET_GUIDES ${PROJECT_SOURCE_DIR}/docs/cuda.md)
 if(CTRAINER_BUILD_TESTS)
   add_test(NAME snippets.tutorials
     COMMAND awk -v root=${PROJECT_SOURCE_DIR} -v tutorials=${TUTORIAL_DIR}
-      -f ${CMAKE_CURRENT_SOURCE_DIR}/snippet_check.awk ${TUTORIAL_DOCS})
+      -f ${CMAKE_CURRENT_SOURCE_DIR}/snippet_check.awk ${TUTORIAL_DOCS} ${SNIPPET_GUIDES})
   add_test(NAME snippets.check
     COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/snippet_check_test.sh
       ${CMAKE_CURRENT_SOURCE_DIR}/snippet_check.awk
