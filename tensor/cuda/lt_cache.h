@@ -8,7 +8,8 @@
  * The key is every input of the heuristic, which lt_desc.h gathers in one
  * CtLtDesc: operations, sizes, leading dimensions, batch strides, dtype,
  * compute and scale types, the three layouts, the epilogue, the reduction
- * restriction (the deterministic switch) and the workspace offered. It is
+ * restriction (the deterministic switch), the workspace offered and the
+ * operands' alignments. It is
  * built field by field into an array of words, so no padding byte can make
  * equal descriptors differ. A table of CT_LT_CACHE_SLOTS entries
  * (key_table.h). Pure C, no CUDA: unit-tested on the CPU
@@ -21,7 +22,7 @@
 #include "lt_desc.h"
 
 #define CT_LT_CACHE_SLOTS 256
-#define CT_LT_KEY_WORDS   34
+#define CT_LT_KEY_WORDS   37
 #define CT_LT_ALGO_BYTES  64 /* sizeof(cublasLtMatmulAlgo_t), asserted in matmul.cu */
 
 typedef struct CtLtKey {
@@ -67,6 +68,9 @@ static inline void ct_lt_key(CtLtKey *k, const CtLtDesc *d)
     w[16] = d->reduction_free;
     w[17] = (int64_t)d->workspace;
     w[18] = d->aux_ld;
+    w[19] = d->align_a;
+    w[20] = d->align_b;
+    w[21] = d->align_c;
 }
 
 /* True with *out set when d's key was chosen before. */

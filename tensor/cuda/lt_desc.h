@@ -51,6 +51,9 @@ typedef struct CtLtLayout {
 typedef struct CtLtDesc {
     CtGemmDesc gemm;    /* ops, sizes, dtype, compute and scale types */
     CtLtLayout a, b, c; /* c describes both C and D */
+    /* the bytes every matrix of Lt's A, B and C = D is aligned to
+     * (ct_lt_desc_align; 256, cuBLASLt's default assumption, until set) */
+    uint32_t align_a, align_b, align_c;
     CtLtEpilogue epilogue;
     int64_t aux_ld;      /* of the aux matrix (GELU_AUX*); 0 without one */
     bool reduction_free; /* restrict the heuristic to algorithms without a
@@ -73,6 +76,9 @@ static inline size_t ct_lt_workspace(const CtGemmDesc *g)
     if (ws < CT_LT_WORKSPACE_MIN) return CT_LT_WORKSPACE_MIN;
     return ws > CT_LT_WORKSPACE_MAX ? CT_LT_WORKSPACE_MAX : ws;
 }
+
+/* What cuBLASLt assumes of an operand's alignment when told nothing. */
+#define CT_LT_ALIGN_MAX 256u
 
 /* The epilogue of a bias flag, an activation and an aux flag (GELU only;
  * ct_lt_aux_ok). */
@@ -142,7 +148,47 @@ static inline CtStatus ct_lt_desc(const CtMatmulParams *p, CtDType dt, bool allo
     d->c = ct_lt_layout(CT_GEMM_OP_N, g->m, g->n, g->ldc, g->batch, g->stride_c);
     d->reduction_free = deterministic;
     d->workspace = ct_lt_workspace(g);
+    d->align_a = d->align_b = d->align_c = CT_LT_ALIGN_MAX;
     return CT_OK;
 }
+
+/* The alignment cuBLASLt may assume of an address: the largest power of two
+ * up to CT_LT_ALIGN_MAX bytes (what it assumes when told nothing) that
+ * divides it. */
+static inline uint32_t ct_lt_alignment(uint64_t addr)
+{
+    uint32_t a = CT_LT_ALIGN_MAX;
+    while (a > 1 && addr % a != 0) a /= 2;
+    return a;
+}
+
+/* The alignment of every matrix of a strided batch from `base` whose
+ * matrices are `stride` elements of esz bytes apart. */
+static inline uint32_t ct_lt_batch_alignment(uint64_t base, int64_t stride, size_t esz,
+                                             int batch)
+{
+    uint64_t step = batch > 1 ? (uint64_t)stride * esz : 0;
+    return ct_lt_alignment(base | step);
+}
+
+/* Records where the operands are (device addresses; Lt's A is our B, its B
+ * our A): the heuristic is then told how they are aligned, so it offers only
+ * algorithms that work with them (an operand inside a larger block, such as
+ * a parameter packed into the parameter block, can be aligned to as little
+ * as its element size, where cuBLASLt assumes 256 bytes and an algorithm
+ * that needs more would fault), and the algorithm cache keys on it. */
+static inline void ct_lt_desc_align(CtLtDesc *d, uint64_t lt_a, uint64_t lt_b, uint64_t c)
+{
+    const CtGemmDesc *g = &d->gemm;
+    size_t esz = ct_dtype_size(g->dtype);
+    d->align_a = ct_lt_batch_alignment(lt_a, g->stride_a, esz, g->batch);
+    d->align_b = ct_lt_batch_alignment(lt_b, g->stride_b, esz, g->batch);
+    d->align_c = ct_lt_batch_alignment(c, g->stride_c, esz, g->batch);
+}
+
+/* The least alignment, in bytes, of an epilogue's vector (a bias, a bias
+ * gradient) or aux matrix: cuBLASLt's alignment preferences cover A, B, C
+ * and D only, and its epilogues may assume this much of the others. */
+#define CT_LT_EPILOGUE_ALIGN 16u
 
 #endif

@@ -9,7 +9,9 @@
  * with an epilogue for which cuBLASLt offers no algorithm queues nothing
  * and is CT_ERR_UNSUPPORTED, so the caller can run the plain forms.
  * The algorithm is cuBLASLt's first heuristic choice for a workspace from
- * the caching allocator, asked once per descriptor and instance
+ * the caching allocator and the operands' actual alignment (an operand
+ * inside a larger block can be aligned to its element size alone), asked
+ * once per descriptor and instance
  * (lt_cache.h); with ct_deterministic() the heuristic is limited to
  * algorithms without a split-K reduction. When cuBLASLt offers no algorithm
  * for a plain product (some f64 or odd-alignment shapes), the product runs
@@ -132,6 +134,16 @@ static CtStatus pref_init(const CtLtDesc *d, cublasLtMatmulPreferenceOpaque_t *o
     CT_CUBLAS_CHECK(cublasLtMatmulPreferenceInit(out));
     CT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         out, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    const struct {
+        cublasLtMatmulPreferenceAttributes_t attr;
+        uint32_t bytes;
+    } align[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, d->align_a},
+                 {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, d->align_b},
+                 {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, d->align_c},
+                 {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, d->align_c}};
+    for (const auto &a : align)
+        CT_CUBLAS_CHECK(
+            cublasLtMatmulPreferenceSetAttribute(out, a.attr, &a.bytes, sizeof a.bytes));
     if (!d->reduction_free) return CT_OK;
     uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
     CT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
@@ -223,6 +235,9 @@ static CtStatus cuda_matmul(const CtOpCall *call)
     CtLtDesc d = {};
     CT_RETURN_IF_ERROR(
         ct_lt_desc(p, out->dtype, ct_allow_tf32(), ct_deterministic(), &d));
+    /* Lt's A is our B */
+    ct_lt_desc_align(&d, (uintptr_t)ct_ptr(call->in[1]), (uintptr_t)ct_ptr(call->in[0]),
+                     (uintptr_t)ct_ptr(out));
     MatmulArgs a = {ct_ptr(call->in[0]),
                     ct_ptr(call->in[1]),
                     p->bias        ? ct_ptr(call->in[2])
@@ -252,22 +267,32 @@ static CtStatus cuda_matmul(const CtOpCall *call)
     return CT_OK;
 }
 
+/* Whether t (an epilogue's bias, bias gradient or aux matrix) is aligned
+ * as cuBLASLt's epilogues may assume (lt_desc.h); one that is not goes the
+ * caller's unfused way. */
+static bool epilogue_aligned(const Tensor *t)
+{
+    return (uintptr_t)ct_ptr(t) % CT_LT_EPILOGUE_ALIGN == 0;
+}
+
 /* A bias gradient (out1): f32 operands on f32 arithmetic (the sums of
  * op(A) as the caller's REDUCE would make them: not under autocast, not on
  * TF32, which would round A first), one matrix, no other epilogue, and a
- * contiguous f32 out1 of m entries. */
+ * contiguous, aligned f32 out1 of m entries. */
 static bool bias_grad_ok(const CtOpCall *call)
 {
     const CtMatmulParams *p = (const CtMatmulParams *)call->params;
     const Tensor *db = call->out[1];
     return call->out[0]->dtype == CT_F32 && !ct_allow_tf32() && p->autocast == CT_F32 &&
            p->batch == 1 && !p->bias && !p->aux && p->act == CT_MATMUL_ACT_NONE && db &&
-           db->dtype == CT_F32 && tensor_is_contiguous(db) && tensor_numel(db) == p->m;
+           db->dtype == CT_F32 && tensor_is_contiguous(db) && tensor_numel(db) == p->m &&
+           epilogue_aligned(db);
 }
 
 /* A, B and C of one dtype among f32, f64, bf16, f16; f32 under autocast; a
  * bias of C's dtype and n entries; an aux output (GELU, ct_lt_aux_ok) of
- * C's dtype, contiguous, m × n; a bias gradient as bias_grad_ok says. */
+ * C's dtype, contiguous, m × n; a bias gradient as bias_grad_ok says; the
+ * bias and aux aligned (epilogue_aligned). */
 static bool cuda_matmul_supports(const CtOpCall *call)
 {
     const CtMatmulParams *p = (const CtMatmulParams *)call->params;
@@ -279,11 +304,12 @@ static bool cuda_matmul_supports(const CtOpCall *call)
     if (epilogue && (dt == CT_F64 || p->autocast != CT_F32)) return false;
     if (p->bias &&
         (!call->in[2] || call->in[2]->dtype != dt || tensor_numel(call->in[2]) != p->n ||
-         !tensor_is_contiguous(call->in[2])))
+         !tensor_is_contiguous(call->in[2]) || !epilogue_aligned(call->in[2])))
         return false;
     const Tensor *aux = call->out[1];
-    if (p->aux && (!ct_lt_aux_ok(p) || !aux || aux->dtype != dt ||
-                   !tensor_is_contiguous(aux) || tensor_numel(aux) != p->m * p->n))
+    if (p->aux &&
+        (!ct_lt_aux_ok(p) || !aux || aux->dtype != dt || !tensor_is_contiguous(aux) ||
+         tensor_numel(aux) != p->m * p->n || !epilogue_aligned(aux)))
         return false;
     return call->in[0]->dtype == dt && call->in[1]->dtype == dt;
 }

@@ -303,6 +303,42 @@ START_TEST(test_linear_bias_grad_matches_cpu)
 }
 END_TEST
 
+/* Products of operands at odd element offsets (2-byte aligned bf16, 4-byte
+ * aligned f32: cuBLASLt told so picks algorithms that work with them, or
+ * none and cuBLAS runs the product) against the CPU's; a linear layer whose
+ * bias is aligned to less than 16 bytes takes the unfused path. */
+START_TEST(test_misaligned_operands_match_cpu)
+{
+    CtScope *s = ct_scope_open();
+    static const CtDType dts[] = {CT_F32, CT_BF16};
+    for (int i = 0; i < 2; i++) {
+        CtDType dt = dts[i];
+        Tensor *buf = on_gpu(rand_t(dt, 1 + 48 + 1 + 40, -1, 1, 75));
+        Tensor *A = tensor_reshape(tensor_slice(buf, 0, 1, 49, 1), 2, (int64_t[]){6, 8});
+        Tensor *B = tensor_reshape(tensor_slice(buf, 0, 50, 90, 1), 2, (int64_t[]){8, 5});
+        ck_assert_uint_ne((uintptr_t)tensor_data(A) % 16, 0);
+        Tensor *C = tensor_matmul(A, B);
+        ck_assert_msg(C, "%s", ct_last_error());
+        Tensor *a = tensor_to_device(A, ct_cpu()), *b = tensor_to_device(B, ct_cpu());
+        assert_same(tensor_cast(tensor_matmul(a, b), CT_F32), tensor_cast(C, CT_F32),
+                    dt == CT_F32 ? 1e-5 : 2e-2);
+    }
+    Tensor *w =
+        on_gpu(tensor_reshape(rand_t(CT_F32, 40, -1, 1, 76), 2, (int64_t[]){5, 8}));
+    Tensor *bb = on_gpu(rand_t(CT_F32, 6, -1, 1, 77));
+    Tensor *b = tensor_slice(bb, 0, 1, 6, 1); /* 4 bytes in */
+    Tensor *x =
+        on_gpu(tensor_reshape(rand_t(CT_F32, 24, -1, 1, 78), 2, (int64_t[]){3, 8}));
+    Tensor *Y = tensor_linear_relu(x, w, b);
+    ck_assert_msg(Y, "%s", ct_last_error());
+    Tensor *y =
+        tensor_linear_relu(tensor_to_device(x, ct_cpu()), tensor_to_device(w, ct_cpu()),
+                           tensor_to_device(b, ct_cpu()));
+    assert_same(y, Y, 1e-5);
+    ct_scope_close(s);
+}
+END_TEST
+
 /* The ReLU-fused forms on CUDA (conv: cuDNN then the bias + ReLU kernel;
  * linear: cuBLASLt's bias + ReLU epilogue) against the CPU's, with the
  * gradients through the fused node; f32, and bf16 autocast for the conv
@@ -637,13 +673,21 @@ int main(void)
     TCase *tc = tcase_create("cuda_dnn");
     tcase_set_timeout(tc, 120);
     const TTest *tests[] = {
-        test_conv2d_matches_cpu,          test_conv2d_autocast_matches_cpu,
-        test_conv2d_deterministic_switch, test_conv2d_benchmark_mode_matches_cpu,
-        test_batch_norm_matches_cpu,      test_matmul_bias_relu_epilogue,
-        test_linear_bias_fused,           test_relu_fused_matches_cpu,
-        test_linear_gelu_matches_cpu,     test_conv_padded_channels_matches_cpu,
-        test_pool2d_matches_cpu,          test_autocast_keeps_low_activations,
-        test_channels_last_matches_cpu,   test_linear_bias_grad_matches_cpu,
+        test_conv2d_matches_cpu,
+        test_conv2d_autocast_matches_cpu,
+        test_conv2d_deterministic_switch,
+        test_conv2d_benchmark_mode_matches_cpu,
+        test_batch_norm_matches_cpu,
+        test_matmul_bias_relu_epilogue,
+        test_linear_bias_fused,
+        test_relu_fused_matches_cpu,
+        test_linear_gelu_matches_cpu,
+        test_conv_padded_channels_matches_cpu,
+        test_pool2d_matches_cpu,
+        test_autocast_keeps_low_activations,
+        test_channels_last_matches_cpu,
+        test_linear_bias_grad_matches_cpu,
+        test_misaligned_operands_match_cpu,
     };
     int n = (int)(sizeof tests / sizeof *tests);
     if (ct_cuda_device_count() > 0) {

@@ -234,6 +234,51 @@ START_TEST(test_bias_grad)
 }
 END_TEST
 
+/* The operands' alignment: the largest power of two up to 256 bytes that
+ * divides every matrix's address (the base and, over a batch, the stride),
+ * 256 until set; each alignment is its own word of the cache key. */
+START_TEST(test_alignment)
+{
+    ck_assert_uint_eq(ct_lt_alignment(0), 256);
+    ck_assert_uint_eq(ct_lt_alignment(0x7f0000001000u), 256);
+    ck_assert_uint_eq(ct_lt_alignment(0x7f0000001004u), 4);
+    ck_assert_uint_eq(ct_lt_alignment(0x7f0000001030u), 16);
+    ck_assert_uint_eq(ct_lt_alignment(0x7f0000001080u), 128);
+    ck_assert_uint_eq(ct_lt_alignment(0x7f0000001006u), 2);
+    ck_assert_uint_eq(ct_lt_alignment(0x7f0000001001u), 1);
+    /* an aligned base whose batch stride (3 f32 = 12 bytes) is not */
+    ck_assert_uint_eq(ct_lt_batch_alignment(0x1000, 3, 4, 2), 4);
+    ck_assert_uint_eq(ct_lt_batch_alignment(0x1000, 3, 4, 1), 256); /* one matrix */
+    ck_assert_uint_eq(ct_lt_batch_alignment(0x1000, 0, 4, 5), 256); /* shared */
+    ck_assert_uint_eq(ct_lt_batch_alignment(0x1000, 64, 2, 5), 128);
+
+    /* C(2,3) = A(2,4)·B(4,3), batch 2: Lt's A is our B */
+    CtMatmulParams p = {.batch = 2,
+                        .m = 2,
+                        .n = 3,
+                        .k = 4,
+                        .stride_a = 8,
+                        .stride_b = 12,
+                        .stride_c = 6,
+                        .alpha = 1};
+    CtLtDesc d = desc(p, CT_F32, false, false);
+    ck_assert_uint_eq(d.align_a, 256);
+    ck_assert_uint_eq(d.align_b, 256);
+    ck_assert_uint_eq(d.align_c, 256);
+    CtLtKey before, after;
+    ct_lt_key(&before, &d);
+    /* our B at a parameter's offset of 5 floats; our A's matrices 32 bytes
+     * apart; C's 24 */
+    ct_lt_desc_align(&d, 0x10000 + 20, 0x20000, 0x30000);
+    ck_assert_uint_eq(d.align_a, 4);
+    ck_assert_uint_eq(d.align_b, 32);
+    ck_assert_uint_eq(d.align_c, 8);
+    ct_lt_key(&after, &d);
+    ck_assert(memcmp(&before, &after, sizeof before) != 0);
+    ck_assert_uint_eq(CT_LT_EPILOGUE_ALIGN, 16);
+}
+END_TEST
+
 /* Every field of the descriptor lands in its own word of the cache key. */
 START_TEST(test_cache_key_covers_every_field)
 {
@@ -257,6 +302,7 @@ START_TEST(test_cache_key_covers_every_field)
     d.aux_ld = v++;
     d.reduction_free = true;
     d.workspace = (size_t)v++;
+    d.align_a = (uint32_t)v++, d.align_b = (uint32_t)v++, d.align_c = (uint32_t)v++;
     CtLtKey k;
     memset(&k, 0xAB, sizeof k);
     ct_lt_key(&k, &d);
@@ -400,6 +446,7 @@ int main(void)
     tcase_add_test(tc, test_determinism_and_workspace);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_bias_grad);
+    tcase_add_test(tc, test_alignment);
     tcase_add_test(tc, test_cache_key_covers_every_field);
     tcase_add_test(tc, test_algorithm_cache);
     tcase_add_test(tc, test_key_hash_spreads);
