@@ -203,6 +203,44 @@ static bool epilogue_pick(CtOpCall *c, CtMatmulParams *p, const Tensor *b, Linea
     return b && epilogue_fused(c, p, b, CT_MATMUL_ACT_NONE, NULL);
 }
 
+/* The product of `plain` (x, w; beta 1 with a bias) with bias and
+ * activation into pre (or out without pre) and out: in the GEMM's epilogue
+ * where the backend fuses them, else a broadcast copy of the bias, the
+ * GEMM onto it and an activation pass. A backend that finds no algorithm
+ * for the fused form at run time (cuBLASLt, for some alignments) queues
+ * nothing and says CT_ERR_UNSUPPORTED: the plain forms run then. */
+static CtStatus linear_product(Tensor *out, Tensor *pre, const Tensor *x, const Tensor *w,
+                               const Tensor *b, CtMatmulParams plain, LinearAct act)
+{
+    Tensor *dst = pre ? pre : out; /* the product, before the activation */
+    CtMatmulParams p = plain;
+    CtOpCall c = {.op = CT_OP_MATMUL, .out = {dst}, .in = {x, w}, .params = &p};
+    bool act_done;
+    bool bias_done = epilogue_pick(&c, &p, b, act, out, pre, &act_done);
+    CtStatus st = CT_OK;
+    if (bias_done || act_done) {
+        st = ct_dispatch(&c);
+        if (st != CT_ERR_UNSUPPORTED) {
+            if (st == CT_OK && act != ACT_NONE && !act_done)
+                st = ct_act_run(act_kind[act], out, dst);
+            return st;
+        }
+        ct_clear_error(); /* nothing ran */
+        p = plain;
+        c = (CtOpCall){.op = CT_OP_MATMUL, .out = {dst}, .in = {x, w}, .params = &p};
+        st = CT_OK;
+    }
+    if (b) { /* dst <- broadcast bias; the GEMM adds onto it */
+        Tensor *bb = ct_broadcast_alias(b, dst->ndim, dst->shape);
+        CtOpCall fill = {.op = CT_OP_COPY, .out = {dst}, .in = {bb}};
+        st = bb ? ct_dispatch(&fill) : ct_error(CT_ERR_OOM, "linear: out of memory");
+        tensor_free(bb);
+    }
+    if (st == CT_OK) st = ct_dispatch(&c);
+    if (st == CT_OK && act != ACT_NONE) st = ct_act_run(act_kind[act], out, dst);
+    return st;
+}
+
 /* pre (contiguous, (*, out), or NULL) <- x·wᵀ + b, and out <- act(pre),
  * or in place in out without pre. No autograd. */
 static CtStatus linear_run(Tensor *out, Tensor *pre, const Tensor *x, const Tensor *w,
@@ -226,7 +264,6 @@ static CtStatus linear_run(Tensor *out, Tensor *pre, const Tensor *x, const Tens
         w = wc;
         wt = false;
     }
-    Tensor *dst = pre ? pre : out; /* the product, before the activation */
     /* B = wᵀ: a row-major w is B transposed; a column-major w is B itself */
     CtMatmulParams p = {.batch = 1,
                         .m = rows,
@@ -237,19 +274,7 @@ static CtStatus linear_run(Tensor *out, Tensor *pre, const Tensor *x, const Tens
                         .alpha = 1.0,
                         .beta = b ? 1.0 : 0.0,
                         .autocast = autocast};
-    CtOpCall c = {.op = CT_OP_MATMUL, .out = {dst}, .in = {x, w}, .params = &p};
-    CtStatus st = CT_OK;
-    bool act_done;
-    bool bias_done = epilogue_pick(&c, &p, b, act, out, pre, &act_done);
-    if (b && !bias_done) { /* dst <- broadcast bias; the GEMM adds onto it */
-        Tensor *bb = ct_broadcast_alias(b, dst->ndim, dst->shape);
-        CtOpCall fill = {.op = CT_OP_COPY, .out = {dst}, .in = {bb}};
-        st = bb ? ct_dispatch(&fill) : ct_error(CT_ERR_OOM, "linear: out of memory");
-        tensor_free(bb);
-    }
-    if (st == CT_OK) st = ct_dispatch(&c);
-    if (st == CT_OK && act != ACT_NONE && !act_done)
-        st = ct_act_run(act_kind[act], out, dst);
+    CtStatus st = linear_product(out, pre, x, w, b, p, act);
     tensor_free(xc);
     tensor_free(wc);
     return st;

@@ -306,7 +306,8 @@ END_TEST
 /* Products of operands at odd element offsets (2-byte aligned bf16, 4-byte
  * aligned f32: cuBLASLt told so picks algorithms that work with them, or
  * none and cuBLAS runs the product) against the CPU's; a linear layer whose
- * bias is aligned to less than 16 bytes takes the unfused path. */
+ * bias is aligned to less than 16 bytes takes the unfused path, and so
+ * does one whose epilogue finds no algorithm for its input's alignment. */
 START_TEST(test_misaligned_operands_match_cpu)
 {
     CtScope *s = ct_scope_open();
@@ -335,6 +336,18 @@ START_TEST(test_misaligned_operands_match_cpu)
         tensor_linear_relu(tensor_to_device(x, ct_cpu()), tensor_to_device(w, ct_cpu()),
                            tensor_to_device(b, ct_cpu()));
     assert_same(y, Y, 1e-5);
+    /* bf16 input 2 bytes in: where cuBLASLt has no bias + ReLU epilogue for
+     * that alignment, linear runs the plain forms */
+    Tensor *xb =
+        tensor_reshape(tensor_slice(on_gpu(rand_t(CT_BF16, 25, -1, 1, 79)), 0, 1, 25, 1),
+                       2, (int64_t[]){3, 8});
+    Tensor *wb = tensor_cast(w, CT_BF16), *bb16 = on_gpu(rand_t(CT_BF16, 5, -1, 1, 80));
+    Tensor *Yb = tensor_linear_relu(xb, wb, bb16);
+    ck_assert_msg(Yb, "%s", ct_last_error());
+    Tensor *yb =
+        tensor_linear_relu(tensor_to_device(xb, ct_cpu()), tensor_to_device(wb, ct_cpu()),
+                           tensor_to_device(bb16, ct_cpu()));
+    assert_same(tensor_cast(yb, CT_F32), tensor_cast(Yb, CT_F32), 2e-2);
     ct_scope_close(s);
 }
 END_TEST
