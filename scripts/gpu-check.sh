@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one command, on any machine with one:
 #
-#   scripts/gpu-check.sh [--dry-run] [--prebuilt] [BUILD_DIR]  (default: build-gpu)
+#   scripts/gpu-check.sh [--dry-run] [--prebuilt] [--only PHASES] [BUILD_DIR]
+#                        (default BUILD_DIR: build-gpu)
 #
 #   1. configures and builds with CUDA (CTRAINER_CUDA=ON, warnings as errors,
 #      examples and benchmarks on; CTRAINER_NCCL=ON too with nccl.h and MPI);
@@ -26,8 +27,14 @@
 #      the last second of each run summed per kernel, in
 #      BUILD_DIR/gpu-check/kprof_*.txt, the top of each in the results.
 #
+# --only PHASES runs only the listed phases after the build and the GPU
+# check: a comma-separated list of tests (3), examples (4), bench (5) and
+# profile (6), e.g. --only bench,profile for a second call on a machine
+# lent for a few minutes; the others are reported NOT RUN.
+#
 # Every step is reported in the summary as PASS, FAIL or NOT RUN with the
-# reason (no torch): nothing is skipped silently. A step that runs longer
+# reason (no torch), and with the seconds it took: nothing is skipped
+# silently, and the next run on a GPU lent for a limited time can be planned. A step that runs longer
 # than GPU_CHECK_STEP_TIMEOUT seconds (default 900) is stopped and FAILs. Exits non-zero when any
 # step failed. Logs go to BUILD_DIR/gpu-check/; the summary and every
 # benchmark's figures to BUILD_DIR/gpu-check/results.txt.
@@ -39,14 +46,37 @@ set -u -o pipefail
 
 dry=0
 prebuilt=0
+only=""
 while [ $# -gt 0 ]; do
     case $1 in
     --dry-run) dry=1 ;;
     --prebuilt) prebuilt=1 ;;
+    --only)
+        only=${2:-}
+        for ph in ${only//,/ }; do
+            case $ph in tests | examples | bench | profile) ;;
+            *)
+                echo "gpu-check: --only: unknown phase '$ph' (tests, examples, bench, profile)" >&2
+                exit 2
+                ;;
+            esac
+        done
+        [ -n "$only" ] || {
+            echo "gpu-check: --only needs a list of phases" >&2
+            exit 2
+        }
+        shift
+        ;;
     *) break ;;
     esac
     shift
 done
+# want PHASE: whether --only leaves PHASE in
+want() {
+    case ",${only:-tests,examples,bench,profile}," in *",$1,"*) return 0 ;; esac
+    record "NOT RUN" "phase $1" "--only $only"
+    return 1
+}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build-gpu}
 case $build in /*) ;; *) build=$root/$build ;; esac
@@ -73,10 +103,11 @@ step() {
         return 0
     fi
     echo "==> $name"
+    local t0=$SECONDS
     if timeout "$step_timeout" "$@" >"$log" 2>&1; then
-        record PASS "$name"
+        record PASS "$name" "$((SECONDS - t0)) s"
     else
-        record FAIL "$name" "exit $?, log $log"
+        record FAIL "$name" "exit $?, log $log, $((SECONDS - t0)) s"
         tail -n 20 "$log"
     fi
 }
@@ -97,6 +128,7 @@ finish() {
         echo
         echo "==================== gpu-check summary ===================="
         printf '%s\n' "${summary[@]}"
+        echo "total: ${SECONDS} s"
         echo "==========================================================="
     } | tee -a "$results"
     if [ $failed -ne 0 ]; then
@@ -150,16 +182,18 @@ fi
 
 # 3. the test suite; a CUDA test that still skips means the device was not
 # usable from the library
-step "ctest (all suites)" "$logs/ctest.log" \
-    ctest --test-dir "$build" --output-on-failure -j "$jobs"
-if [ $dry -eq 0 ]; then
+run_tests() {
+    step "ctest (all suites)" "$logs/ctest.log" \
+        ctest --test-dir "$build" --output-on-failure -j "$jobs"
+    [ $dry -eq 0 ] || return 0
     if grep -q "SKIPPED .*CUDA" "$logs/ctest.log"; then
         record FAIL "CUDA tests ran on the device" \
             "some suites skipped their CUDA tests: grep SKIPPED $logs/ctest.log"
     else
         record PASS "CUDA tests ran on the device"
     fi
-fi
+}
+want tests && run_tests
 
 # 4. every example, in dependency order (finetune_image_folder reads what
 # make_image_folder and pretrain_backbone wrote); the arguments mirror
@@ -179,44 +213,32 @@ example_args() {
             "--epochs 1 --no-progress-bar" ;;
     esac
 }
-mkdir -p "$out"
-names=()
-for src in "$root"/examples/*.c; do names+=("$(basename "$src" .c)"); done
-ordered=()
-for n in make_image_folder pretrain_backbone; do ordered+=("$n"); done
-for n in "${names[@]}"; do
-    case $n in make_image_folder | pretrain_backbone | finetune_image_folder) ;;
-    *) ordered+=("$n") ;; esac
-done
-ordered+=(finetune_image_folder)
-for n in "${ordered[@]}"; do
-    exe=$build/examples/$n
-    args=$(example_args "$n")
-    [ "$n" = pretrain_backbone ] && args="$args --out $out/resnet18_fashion_mnist.safetensors"
-    if [ $dry -eq 0 ] && [ ! -x "$exe" ]; then
-        record FAIL "example/$n --cuda" "not built: $exe"
-        continue
-    fi
-    # shellcheck disable=SC2086 # args are words
-    step "example/$n --cuda" "$logs/example_$n.log" \
-        env CTRAINER_LIMIT_BATCHES="$batches" "$exe" $args --cuda
-done
+run_examples() {
+    local n exe args names=() ordered=()
+    mkdir -p "$out"
+    for src in "$root"/examples/*.c; do names+=("$(basename "$src" .c)"); done
+    for n in make_image_folder pretrain_backbone; do ordered+=("$n"); done
+    for n in "${names[@]}"; do
+        case $n in make_image_folder | pretrain_backbone | finetune_image_folder) ;;
+        *) ordered+=("$n") ;; esac
+    done
+    ordered+=(finetune_image_folder)
+    for n in "${ordered[@]}"; do
+        exe=$build/examples/$n
+        args=$(example_args "$n")
+        [ "$n" = pretrain_backbone ] && args="$args --out $out/resnet18_fashion_mnist.safetensors"
+        if [ $dry -eq 0 ] && [ ! -x "$exe" ]; then
+            record FAIL "example/$n --cuda" "not built: $exe"
+            continue
+        fi
+        # shellcheck disable=SC2086 # args are words
+        step "example/$n --cuda" "$logs/example_$n.log" \
+            env CTRAINER_LIMIT_BATCHES="$batches" "$exe" $args --cuda
+    done
+}
+want examples && run_examples
 
-# 5. benchmarks (figures into the results file)
-bt=$build/bench/bench_trainer
-for w in mlp basicnet; do
-    bench "bench_trainer $w cuda" "$bt" --workload "$w" --epochs 2 --cuda
-done
-# PyTorch's f32 convolutions use TF32 by default (cudnn.allow_tf32); ours
-# only when asked (this also puts f32 matmuls on TF32)
-bench "bench_trainer basicnet cuda tf32" env CTRAINER_ALLOW_TF32=1 \
-    "$bt" --workload basicnet --epochs 2 --cuda
-bench "bench_trainer resnet50 224 bf16 batch 128 cuda" \
-    "$bt" --workload resnet50 --batch 128 --batches 10 --epochs 2 \
-    --mixed-precision bf16 --cuda
-bench "bench_trainer resnet50 224 bf16 batch 128 cuda channels-last" \
-    "$bt" --workload resnet50 --batch 128 --batches 10 --epochs 2 \
-    --mixed-precision bf16 --cuda --channels-last
+# what PyTorch the machine has, for phases 5 and 6
 torch_ok=0
 tv_ok=0
 if [ $dry -eq 1 ] ||
@@ -224,38 +246,58 @@ if [ $dry -eq 1 ] ||
     torch_ok=1
     if [ $dry -eq 1 ] || python3 -c "import torchvision" >/dev/null 2>&1; then tv_ok=1; fi
 fi
+bt=$build/bench/bench_trainer
 r50_torch=(python3 "$root/bench/bench_trainer_torch.py" --workload resnet50 --batch 128
     --batches 10 --epochs 2 --mixed-precision bf16 --cuda)
-if [ $torch_ok -eq 1 ]; then
-    for w in mlp basicnet; do
-        bench "pytorch eager $w cuda" \
-            python3 "$root/bench/bench_trainer_torch.py" --workload "$w" --epochs 2 --cuda
-    done
-    if [ $tv_ok -eq 1 ]; then
-        bench "pytorch eager resnet50 224 bf16 batch 128 cuda" "${r50_torch[@]}"
-        bench "pytorch eager resnet50 224 bf16 batch 128 cuda channels-last" \
-            "${r50_torch[@]}" --channels-last
-    else
-        record "NOT RUN" "pytorch eager resnet50" "python3 cannot import torchvision"
-    fi
-else
-    record "NOT RUN" "PyTorch benchmarks" "python3 cannot import torch with CUDA"
-fi
 
-# host time per op kind (CTRAINER_PROFILE_OPS): where the launch-bound
-# steps spend their host time, the last epoch's totals
-for w in mlp basicnet; do
-    log=$logs/op_profile_$w.log
-    step "op profile $w cuda" "$log" env CTRAINER_PROFILE_OPS=1 \
-        "$bt" --workload "$w" --epochs 2 --cuda
-    if [ $dry -eq 0 ] && [ -f "$log" ]; then
-        {
-            echo "## host time per op, $w cuda (last epoch)"
-            awk '/^epoch_s/ { buf = "" } /^op_profile/ { buf = buf $0 "\n" }
-                 END { printf "%s", buf }' "$log"
-        } >>"$results"
+# 5. benchmarks (figures into the results file)
+run_bench() {
+    local w log
+    for w in mlp basicnet; do
+        bench "bench_trainer $w cuda" "$bt" --workload "$w" --epochs 2 --cuda
+    done
+    # PyTorch's f32 convolutions use TF32 by default (cudnn.allow_tf32); ours
+    # only when asked (this also puts f32 matmuls on TF32)
+    bench "bench_trainer basicnet cuda tf32" env CTRAINER_ALLOW_TF32=1 \
+        "$bt" --workload basicnet --epochs 2 --cuda
+    bench "bench_trainer resnet50 224 bf16 batch 128 cuda" \
+        "$bt" --workload resnet50 --batch 128 --batches 10 --epochs 2 \
+        --mixed-precision bf16 --cuda
+    bench "bench_trainer resnet50 224 bf16 batch 128 cuda channels-last" \
+        "$bt" --workload resnet50 --batch 128 --batches 10 --epochs 2 \
+        --mixed-precision bf16 --cuda --channels-last
+    if [ $torch_ok -eq 1 ]; then
+        for w in mlp basicnet; do
+            bench "pytorch eager $w cuda" \
+                python3 "$root/bench/bench_trainer_torch.py" --workload "$w" --epochs 2 --cuda
+        done
+        if [ $tv_ok -eq 1 ]; then
+            bench "pytorch eager resnet50 224 bf16 batch 128 cuda" "${r50_torch[@]}"
+            bench "pytorch eager resnet50 224 bf16 batch 128 cuda channels-last" \
+                "${r50_torch[@]}" --channels-last
+        else
+            record "NOT RUN" "pytorch eager resnet50" "python3 cannot import torchvision"
+        fi
+    else
+        record "NOT RUN" "PyTorch benchmarks" "python3 cannot import torch with CUDA"
     fi
-done
+
+    # host time per op kind (CTRAINER_PROFILE_OPS): where the launch-bound
+    # steps spend their host time, the last epoch's totals
+    for w in mlp basicnet; do
+        log=$logs/op_profile_$w.log
+        step "op profile $w cuda" "$log" env CTRAINER_PROFILE_OPS=1 \
+            "$bt" --workload "$w" --epochs 2 --cuda
+        if [ $dry -eq 0 ] && [ -f "$log" ]; then
+            {
+                echo "## host time per op, $w cuda (last epoch)"
+                awk '/^epoch_s/ { buf = "" } /^op_profile/ { buf = buf $0 "\n" }
+                     END { printf "%s", buf }' "$log"
+            } >>"$results"
+        fi
+    done
+}
+want bench && run_bench
 
 # 6. kernel profiles: the last second of each ResNet-50 run, per kernel
 kp=$build/tools/libctrainer_kprof.so
@@ -271,14 +313,17 @@ profile() { # profile NAME CMD...
         } >>"$results"
     fi
 }
-if [ $dry -eq 0 ] && [ ! -f "$kp" ]; then
-    record "NOT RUN" "kernel profiles" "no $kp (CUPTI was not found at build time)"
-else
-    profile resnet50_ctrainer "$bt" --workload resnet50 --batch 128 --batches 10 \
-        --epochs 2 --mixed-precision bf16 --cuda
-    profile resnet50_ctrainer_channels_last "$bt" --workload resnet50 --batch 128 \
-        --batches 10 --epochs 2 --mixed-precision bf16 --cuda --channels-last
-    if [ $tv_ok -eq 1 ]; then profile resnet50_pytorch "${r50_torch[@]}"; fi
-fi
+run_profile() {
+    if [ $dry -eq 0 ] && [ ! -f "$kp" ]; then
+        record "NOT RUN" "kernel profiles" "no $kp (CUPTI was not found at build time)"
+    else
+        profile resnet50_ctrainer "$bt" --workload resnet50 --batch 128 --batches 10 \
+            --epochs 2 --mixed-precision bf16 --cuda
+        profile resnet50_ctrainer_channels_last "$bt" --workload resnet50 --batch 128 \
+            --batches 10 --epochs 2 --mixed-precision bf16 --cuda --channels-last
+        if [ $tv_ok -eq 1 ]; then profile resnet50_pytorch "${r50_torch[@]}"; fi
+    fi
+}
+want profile && run_profile
 
 finish

@@ -41,6 +41,24 @@ if [ $# -ne 3 ] || [ "$1" -ge "$3" ] || [ "$2" -ge "$3" ]; then
     fail "example order: $order"
 fi
 
+# --only: the listed phases after the build and the GPU check; the others
+# NOT RUN in the summary; an unknown phase is refused
+bash "$script" --dry-run --prebuilt --only bench "$b" >"$tmp/only" ||
+    fail "the --only dry run failed"
+grep -q "^run: $b/bench/bench_trainer --workload mlp" "$tmp/only" ||
+    fail "--only bench does not run the benchmarks"
+grep -q -e "^run: ctest" -e "examples/" -e "CUDA_INJECTION64_PATH" "$tmp/only" &&
+    fail "--only bench runs another phase"
+for ph in tests examples profile; do
+    grep -q "^NOT RUN  phase $ph  (--only bench)" "$tmp/only" ||
+        fail "--only bench does not report phase $ph as NOT RUN"
+done
+grep -q "^total: [0-9]* s" "$tmp/only" || fail "no total time in the summary"
+if bash "$script" --dry-run --only benchmarks "$b" >"$tmp/bad" 2>&1; then
+    fail "an unknown --only phase was accepted"
+fi
+grep -q "unknown phase 'benchmarks'" "$tmp/bad" || fail "no message for the unknown phase"
+
 # --prebuilt: no configure or build, the rest as before
 bash "$script" --dry-run --prebuilt "$b" >"$tmp/pre" || fail "the prebuilt dry run failed"
 grep -q "^run: cmake" "$tmp/pre" && fail "--prebuilt still configures or builds"
