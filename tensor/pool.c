@@ -23,6 +23,11 @@ static CtStatus pool2d_backward(CtNode *n, Tensor *gout, Tensor **gin)
 /* Runs the pool kernel on x (any layout) and records the node. */
 static Tensor *pool2d(const char *op, Tensor *x, CtPool2dParams *p)
 {
+    p->n = x->shape[0];
+    p->c = x->shape[1];
+    p->h = x->shape[2];
+    p->w = x->shape[3];
+    /* the backend sees the params as its kernel would */
     CtOpCall probe = {.op = CT_OP_POOL2D, .out = {x}, .in = {x}, .params = p};
     ct_pick_channels_last(x, &probe, &p->nhwc);
     Tensor *xc = x;
@@ -37,10 +42,6 @@ static Tensor *pool2d(const char *op, Tensor *x, CtPool2dParams *p)
     } else {
         tensor_retain(xc);
     }
-    p->n = x->shape[0];
-    p->c = x->shape[1];
-    p->h = x->shape[2];
-    p->w = x->shape[3];
     int64_t shape[4] = {p->n, p->c, p->oh, p->ow};
     CtDevice dev = x->storage->device;
     Tensor *y = ct_scope_adopt(ct_tensor_new_laid_out(4, shape, x->dtype, dev, p->nhwc));

@@ -299,10 +299,11 @@ static bool bn_operand_ok(const CtBatchNormParams *p, const Tensor *t, bool data
     return data && p->nhwc ? ct_is_channels_last(t) : tensor_is_contiguous(t);
 }
 
-/* All operands contiguous, or the data channels last (p->nhwc); data (forward: x, y;
- * backward: gout, x, dx) of one dtype among f32, f64, bf16 and f16, the rest of the
- * parameter dtype (ct_bn_param_dtype). Training needs more than one value per channel (n
- * · inner > 1, as the front-end checks) and a channel. */
+/* All operands contiguous, or the data channels last (p->nhwc); data
+ * (forward: x, y; backward: gout, x, dx) of one dtype among f32, f64, bf16
+ * and f16, the rest of the parameter dtype (ct_bn_param_dtype). Training
+ * needs more than one value per channel (n · inner > 1, as the front-end
+ * checks) and a channel. */
 static bool bn_supports(const CtOpCall *call)
 {
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
