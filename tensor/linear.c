@@ -25,6 +25,16 @@ typedef struct LinearParams {
     CtDType autocast; /* the forward's precision; dx's and dw's too */
 } LinearParams;
 
+/* Whether a (m, k) is stored as a packed transpose, row-major (k, m). Also
+ * true for a matrix of one row or column that is packed both ways (gᵀ of a
+ * single-row batch or a single output), which ct_mat_packed calls
+ * row-major: cuBLASLt's bias gradient takes only a transposed A. */
+static bool packed_transposed(const Tensor *a)
+{
+    int64_t m = a->shape[0], k = a->shape[1];
+    return (k == 1 || a->stride[1] == m) && (m == 1 || a->stride[0] == 1);
+}
+
 /* dw <- a·b and db <- the sums of a's rows in one MATMUL where dw's
  * backend takes a bias gradient (CtMatmulParams.bias_grad, cuBLASLt's
  * epilogue on CUDA): *done tells. a (m, k) and b (k, n) are packed 2-d
@@ -34,10 +44,11 @@ static CtStatus matmul_bias_grad(Tensor *dw, Tensor *db, const Tensor *a, const 
                                  bool *done)
 {
     *done = false;
-    bool ta, tb;
+    bool ta = packed_transposed(a), tb;
     const CtBackend *be = ct_backend_peek(dw->storage->device);
     if (!be || tensor_numel(dw) == 0 || a->shape[1] == 0 || !tensor_is_contiguous(dw) ||
-        !ct_mat_packed(a->shape[0], a->shape[1], a->stride[0], a->stride[1], &ta) ||
+        (!ta &&
+         !ct_mat_packed(a->shape[0], a->shape[1], a->stride[0], a->stride[1], &ta)) ||
         !ct_mat_packed(b->shape[0], b->shape[1], b->stride[0], b->stride[1], &tb))
         return CT_OK;
     CtMatmulParams p = {.batch = 1,

@@ -9,7 +9,7 @@
  * CtLtDesc: operations, sizes, leading dimensions, batch strides, dtype,
  * compute and scale types, the three layouts, the epilogue, the reduction
  * restriction (the deterministic switch), the workspace offered and the
- * operands' alignments. It is
+ * alignments of the operands and of the epilogue's pointers. It is
  * built field by field into an array of words, so no padding byte can make
  * equal descriptors differ. A table of CT_LT_CACHE_SLOTS entries
  * (key_table.h). Pure C, no CUDA: unit-tested on the CPU
@@ -22,7 +22,7 @@
 #include "lt_desc.h"
 
 #define CT_LT_CACHE_SLOTS 256
-#define CT_LT_KEY_WORDS   37
+#define CT_LT_KEY_WORDS   38
 #define CT_LT_ALGO_BYTES  64 /* sizeof(cublasLtMatmulAlgo_t), asserted in matmul.cu */
 
 typedef struct CtLtKey {
@@ -71,6 +71,7 @@ static inline void ct_lt_key(CtLtKey *k, const CtLtDesc *d)
     w[19] = d->align_a;
     w[20] = d->align_b;
     w[21] = d->align_c;
+    w[22] = d->align_e;
 }
 
 /* True with *out set when d's key was chosen before. */

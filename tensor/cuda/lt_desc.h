@@ -18,7 +18,8 @@
  * gradient epilogue (BGRADB, CtMatmulParams.bias_grad) sums Lt's B, our A,
  * over k into a vector of Lt's N = our m entries, written through the bias
  * pointer: for a linear layer's weight gradient gᵀ·x, the bias gradient,
- * g's column sums.
+ * g's column sums. cuBLASLt takes BGRADB only with op(B) = T (our A stored
+ * transposed, as gᵀ is); it refuses op(B) = N.
  */
 #ifndef CTRAINER_TENSOR_CUDA_LT_DESC_H
 #define CTRAINER_TENSOR_CUDA_LT_DESC_H
@@ -54,6 +55,9 @@ typedef struct CtLtDesc {
     /* the bytes every matrix of Lt's A, B and C = D is aligned to
      * (ct_lt_desc_align; 256, cuBLASLt's default assumption, until set) */
     uint32_t align_a, align_b, align_c;
+    /* the bytes the epilogue's bias (or bias gradient) vector and aux
+     * matrix are aligned to: the heuristic reads those pointers too */
+    uint32_t align_e;
     CtLtEpilogue epilogue;
     int64_t aux_ld;      /* of the aux matrix (GELU_AUX*); 0 without one */
     bool reduction_free; /* restrict the heuristic to algorithms without a
@@ -137,6 +141,10 @@ static inline CtStatus ct_lt_desc(const CtMatmulParams *p, CtDType dt, bool allo
         return ct_error(CT_ERR_UNSUPPORTED,
                         "matmul: a bias gradient epilogue takes one matrix and no other "
                         "epilogue on cuda");
+    if (p->bias_grad && !p->trans_a) /* Lt's op(B) = N */
+        return ct_error(CT_ERR_UNSUPPORTED,
+                        "matmul: a bias gradient epilogue sums a transposed left operand "
+                        "on cuda");
     if (!ct_lt_aux_ok(p))
         return ct_error(CT_ERR_UNSUPPORTED,
                         "matmul: cuBLASLt stores a pre-activation only for GELU over one "
@@ -148,7 +156,7 @@ static inline CtStatus ct_lt_desc(const CtMatmulParams *p, CtDType dt, bool allo
     d->c = ct_lt_layout(CT_GEMM_OP_N, g->m, g->n, g->ldc, g->batch, g->stride_c);
     d->reduction_free = deterministic;
     d->workspace = ct_lt_workspace(g);
-    d->align_a = d->align_b = d->align_c = CT_LT_ALIGN_MAX;
+    d->align_a = d->align_b = d->align_c = d->align_e = CT_LT_ALIGN_MAX;
     return CT_OK;
 }
 
@@ -172,18 +180,44 @@ static inline uint32_t ct_lt_batch_alignment(uint64_t base, int64_t stride, size
 }
 
 /* Records where the operands are (device addresses; Lt's A is our B, its B
- * our A): the heuristic is then told how they are aligned, so it offers only
- * algorithms that work with them (an operand inside a larger block, such as
- * a parameter packed into the parameter block, can be aligned to as little
- * as its element size, where cuBLASLt assumes 256 bytes and an algorithm
- * that needs more would fault), and the algorithm cache keys on it. */
-static inline void ct_lt_desc_align(CtLtDesc *d, uint64_t lt_a, uint64_t lt_b, uint64_t c)
+ * our A; epi the epilogue's bias or bias-gradient address OR'ed with its aux
+ * matrix's, 0 without either): the heuristic is then told how A, B and C are
+ * aligned, so it offers only algorithms that work with them (an operand
+ * inside a larger block, such as a parameter packed into the parameter
+ * block, can be aligned to as little as its element size, where cuBLASLt
+ * assumes 256 bytes and an algorithm that needs more would fault). It reads
+ * the epilogue's pointers' alignment from their values, so the algorithm
+ * cache keys on all four. */
+static inline void ct_lt_desc_align(CtLtDesc *d, uint64_t lt_a, uint64_t lt_b, uint64_t c,
+                                    uint64_t epi)
 {
     const CtGemmDesc *g = &d->gemm;
     size_t esz = ct_dtype_size(g->dtype);
     d->align_a = ct_lt_batch_alignment(lt_a, g->stride_a, esz, g->batch);
     d->align_b = ct_lt_batch_alignment(lt_b, g->stride_b, esz, g->batch);
     d->align_c = ct_lt_batch_alignment(c, g->stride_c, esz, g->batch);
+    d->align_e = ct_lt_alignment(epi);
+}
+
+/* cublasStatus_t values the heuristic's answer is read by (matmul.cu
+ * asserts them). */
+#define CT_LT_STATUS_SUCCESS       0
+#define CT_LT_STATUS_NOT_SUPPORTED 15
+
+/* What cublasLtMatmulAlgoGetHeuristic answered: the status it returned, the
+ * results it wrote and the first result's state. cuBLASLt says it has no
+ * algorithm for a configuration either way: NOT_SUPPORTED (a layout or
+ * epilogue it refuses, such as BGRADB with op(B) = N), or success with no
+ * usable result. Both are CT_LT_HEUR_NONE, so the caller's fallback runs;
+ * any other status is an error. */
+typedef enum CtLtHeur { CT_LT_HEUR_FOUND, CT_LT_HEUR_NONE, CT_LT_HEUR_ERROR } CtLtHeur;
+
+static inline CtLtHeur ct_lt_heuristic(int status, int results, int first_state)
+{
+    if (status == CT_LT_STATUS_NOT_SUPPORTED) return CT_LT_HEUR_NONE;
+    if (status != CT_LT_STATUS_SUCCESS) return CT_LT_HEUR_ERROR;
+    return results > 0 && first_state == CT_LT_STATUS_SUCCESS ? CT_LT_HEUR_FOUND
+                                                              : CT_LT_HEUR_NONE;
 }
 
 /* The least alignment, in bytes, of an epilogue's vector (a bias, a bias

@@ -160,45 +160,57 @@ static CtStatus lt_build(const CtLtDesc *d, const MatmulArgs *a, LtObjects *o)
 }
 
 static_assert(sizeof(cublasLtMatmulAlgo_t) == CT_LT_ALGO_BYTES, "lt_cache.h's algo size");
+static_assert(CUBLAS_STATUS_SUCCESS == CT_LT_STATUS_SUCCESS &&
+                  CUBLAS_STATUS_NOT_SUPPORTED == CT_LT_STATUS_NOT_SUPPORTED,
+              "lt_desc.h's statuses");
 
-/* The heuristic's first choice for d: from the instance's cache, else
- * asked (and stored). */
-static CtStatus lt_choose(CtCudaCtx *c, cublasLtHandle_t lt, const CtLtDesc *d,
-                          LtObjects *o, CtLtChoice *out)
+static void lt_remember(CtCudaCtx *c, const CtLtKey *key, const CtLtChoice *ch)
 {
-    CtLtKey key;
-    ct_lt_key(&key, d);
     pthread_mutex_lock(&c->mu);
-    bool cached = ct_lt_cache_get(&c->lt_algos, &key, out);
+    (void)ct_lt_cache_put(&c->lt_algos, key, ch);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The heuristic's first choice for d (key): from the instance's cache,
+ * else asked (and stored); not found where cuBLASLt has none, whether it
+ * says so by NOT_SUPPORTED or by no result (ct_lt_heuristic). */
+static CtStatus lt_choose(CtCudaCtx *c, cublasLtHandle_t lt, const CtLtDesc *d,
+                          const CtLtKey *key, LtObjects *o, CtLtChoice *out)
+{
+    pthread_mutex_lock(&c->mu);
+    bool cached = ct_lt_cache_get(&c->lt_algos, key, out);
     pthread_mutex_unlock(&c->mu);
     if (cached) return CT_OK;
     cublasLtMatmulPreferenceOpaque_t pref;
     CT_RETURN_IF_ERROR(pref_init(d, &pref));
     cublasLtMatmulHeuristicResult_t r = {};
     int n = 0;
-    CT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, &o->op, &o->a, &o->b, &o->c, &o->c,
-                                                   &pref, 1, &r, &n));
+    cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, &o->op, &o->a, &o->b, &o->c,
+                                                       &o->c, &pref, 1, &r, &n);
+    CtLtHeur h = ct_lt_heuristic(hs, n, r.state);
+    if (h == CT_LT_HEUR_ERROR) return CT_CUBLAS_STATUS(hs);
     *out = CtLtChoice{};
-    out->found = n > 0;
+    out->found = h == CT_LT_HEUR_FOUND;
     if (out->found) {
         memcpy(out->algo, &r.algo, sizeof r.algo);
         out->workspace = r.workspaceSize;
     }
-    pthread_mutex_lock(&c->mu);
-    (void)ct_lt_cache_put(&c->lt_algos, &key, out);
-    pthread_mutex_unlock(&c->mu);
+    lt_remember(c, key, out);
     return CT_OK;
 }
 
 /* Runs the product through cuBLASLt; *found = false (nothing queued) when
- * its heuristic has no algorithm for it. */
+ * it has no algorithm for it: its heuristic found none, or the matmul
+ * refused the chosen one (NOT_SUPPORTED, then remembered as none). */
 static CtStatus lt_run(const CtBackend *be, CtCudaCtx *c, const CtLtDesc *d,
                        const MatmulArgs *a, LtObjects *o, bool *found)
 {
     cublasLtHandle_t lt;
     CT_RETURN_IF_ERROR(ct_cuda_lt(c, &lt));
+    CtLtKey key;
+    ct_lt_key(&key, d);
     CtLtChoice ch;
-    CT_RETURN_IF_ERROR(lt_choose(c, lt, d, o, &ch));
+    CT_RETURN_IF_ERROR(lt_choose(c, lt, d, &key, o, &ch));
     *found = ch.found;
     if (!*found) return CT_OK;
     cublasLtMatmulAlgo_t algo;
@@ -207,11 +219,17 @@ static CtStatus lt_run(const CtBackend *be, CtCudaCtx *c, const CtLtDesc *d,
     CT_RETURN_IF_ERROR(ct_cuda_scratch(be, ch.workspace, &ws));
     const CtGemmDesc *g = &d->gemm;
     /* Lt's A is our B (lt_desc.h) */
-    CtStatus st = CT_CUBLAS_STATUS(cublasLtMatmul(
-        lt, &o->op, alpha_of(g, a), a->B, &o->a, a->A, &o->b, beta_of(g, a), a->C, &o->c,
-        a->C, &o->c, &algo, ws, ch.workspace, c->stream));
+    cublasStatus_t ms = cublasLtMatmul(lt, &o->op, alpha_of(g, a), a->B, &o->a, a->A,
+                                       &o->b, beta_of(g, a), a->C, &o->c, a->C, &o->c,
+                                       &algo, ws, ch.workspace, c->stream);
     ct_cuda_scratch_free(be, ws, ch.workspace);
-    return st;
+    if (ms == CUBLAS_STATUS_NOT_SUPPORTED) {
+        *found = false;
+        const CtLtChoice none = {};
+        lt_remember(c, &key, &none);
+        return CT_OK;
+    }
+    return CT_CUBLAS_STATUS(ms);
 }
 
 static CtStatus blas_run(CtCudaCtx *c, const CtGemmDesc *g, const MatmulArgs *a)
@@ -235,9 +253,6 @@ static CtStatus cuda_matmul(const CtOpCall *call)
     CtLtDesc d = {};
     CT_RETURN_IF_ERROR(
         ct_lt_desc(p, out->dtype, ct_allow_tf32(), ct_deterministic(), &d));
-    /* Lt's A is our B */
-    ct_lt_desc_align(&d, (uintptr_t)ct_ptr(call->in[1]), (uintptr_t)ct_ptr(call->in[0]),
-                     (uintptr_t)ct_ptr(out));
     MatmulArgs a = {ct_ptr(call->in[0]),
                     ct_ptr(call->in[1]),
                     p->bias        ? ct_ptr(call->in[2])
@@ -249,6 +264,9 @@ static CtStatus cuda_matmul(const CtOpCall *call)
                     (float)p->beta,
                     p->alpha,
                     p->beta};
+    /* Lt's A is our B */
+    ct_lt_desc_align(&d, (uintptr_t)a.B, (uintptr_t)a.A, (uintptr_t)a.C,
+                     (uintptr_t)a.bias | (uintptr_t)a.aux);
     CtCudaCtx *c;
     CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
     LtObjects o;
@@ -277,16 +295,17 @@ static bool epilogue_aligned(const Tensor *t)
 
 /* A bias gradient (out1): f32 operands on f32 arithmetic (the sums of
  * op(A) as the caller's REDUCE would make them: not under autocast, not on
- * TF32, which would round A first), one matrix, no other epilogue, and a
+ * TF32, which would round A first), one matrix, A stored transposed (the
+ * only form cuBLASLt's BGRADB takes, lt_desc.h), no other epilogue, and a
  * contiguous, aligned f32 out1 of m entries. */
 static bool bias_grad_ok(const CtOpCall *call)
 {
     const CtMatmulParams *p = (const CtMatmulParams *)call->params;
     const Tensor *db = call->out[1];
     return call->out[0]->dtype == CT_F32 && !ct_allow_tf32() && p->autocast == CT_F32 &&
-           p->batch == 1 && !p->bias && !p->aux && p->act == CT_MATMUL_ACT_NONE && db &&
-           db->dtype == CT_F32 && tensor_is_contiguous(db) && tensor_numel(db) == p->m &&
-           epilogue_aligned(db);
+           p->batch == 1 && p->trans_a && !p->bias && !p->aux &&
+           p->act == CT_MATMUL_ACT_NONE && db && db->dtype == CT_F32 &&
+           tensor_is_contiguous(db) && tensor_numel(db) == p->m && epilogue_aligned(db);
 }
 
 /* A, B and C of one dtype among f32, f64, bf16, f16; f32 under autocast; a

@@ -231,6 +231,31 @@ START_TEST(test_bias_grad)
     CtLtDesc e;
     ck_assert_int_eq(ct_lt_desc(&p, CT_F64, false, false, &e), CT_ERR_UNSUPPORTED);
     tu_assert_error(CT_ERR_UNSUPPORTED, "no bias/activation epilogue for f64");
+    /* our A row-major: Lt's op(B) = N, which cuBLASLt refuses for BGRADB */
+    p.trans_a = false;
+    ck_assert_int_eq(ct_lt_desc(&p, CT_F32, false, false, &e), CT_ERR_UNSUPPORTED);
+    tu_assert_error(CT_ERR_UNSUPPORTED, "matmul: a bias gradient epilogue sums a "
+                                        "transposed left operand on cuda");
+}
+END_TEST
+
+/* The heuristic's answer: an algorithm only from a successful call with a
+ * usable first result; NOT_SUPPORTED and an empty answer both mean none
+ * (the caller's fallback runs); any other status is an error. */
+START_TEST(test_heuristic_answer)
+{
+    ck_assert_int_eq(ct_lt_heuristic(CT_LT_STATUS_SUCCESS, 1, CT_LT_STATUS_SUCCESS),
+                     CT_LT_HEUR_FOUND);
+    ck_assert_int_eq(ct_lt_heuristic(CT_LT_STATUS_SUCCESS, 0, CT_LT_STATUS_SUCCESS),
+                     CT_LT_HEUR_NONE);
+    ck_assert_int_eq(ct_lt_heuristic(CT_LT_STATUS_SUCCESS, 1, CT_LT_STATUS_NOT_SUPPORTED),
+                     CT_LT_HEUR_NONE);
+    ck_assert_int_eq(ct_lt_heuristic(CT_LT_STATUS_NOT_SUPPORTED, 0, CT_LT_STATUS_SUCCESS),
+                     CT_LT_HEUR_NONE);
+    ck_assert_int_eq(ct_lt_heuristic(7 /* INVALID_VALUE */, 0, CT_LT_STATUS_SUCCESS),
+                     CT_LT_HEUR_ERROR);
+    ck_assert_int_eq(ct_lt_heuristic(3 /* ALLOC_FAILED */, 1, CT_LT_STATUS_SUCCESS),
+                     CT_LT_HEUR_ERROR);
 }
 END_TEST
 
@@ -269,11 +294,19 @@ START_TEST(test_alignment)
     ct_lt_key(&before, &d);
     /* our B at a parameter's offset of 5 floats; our A's matrices 32 bytes
      * apart; C's 24 */
-    ct_lt_desc_align(&d, 0x10000 + 20, 0x20000, 0x30000);
+    ck_assert_uint_eq(d.align_e, 256);
+    ct_lt_desc_align(&d, 0x10000 + 20, 0x20000, 0x30000, 0);
     ck_assert_uint_eq(d.align_a, 4);
     ck_assert_uint_eq(d.align_b, 32);
     ck_assert_uint_eq(d.align_c, 8);
+    ck_assert_uint_eq(d.align_e, 256); /* no epilogue pointer */
     ct_lt_key(&after, &d);
+    ck_assert(memcmp(&before, &after, sizeof before) != 0);
+    /* a bias 16 bytes past a 256-byte boundary beside an aligned aux: the
+     * lesser, and a key of its own */
+    ct_lt_desc_align(&d, 0x10000 + 20, 0x20000, 0x30000, 0x40010 | 0x50000);
+    ck_assert_uint_eq(d.align_e, 16);
+    ct_lt_key(&before, &d);
     ck_assert(memcmp(&before, &after, sizeof before) != 0);
     ck_assert_uint_eq(CT_LT_EPILOGUE_ALIGN, 16);
 }
@@ -303,6 +336,7 @@ START_TEST(test_cache_key_covers_every_field)
     d.reduction_free = true;
     d.workspace = (size_t)v++;
     d.align_a = (uint32_t)v++, d.align_b = (uint32_t)v++, d.align_c = (uint32_t)v++;
+    d.align_e = (uint32_t)v++;
     CtLtKey k;
     memset(&k, 0xAB, sizeof k);
     ct_lt_key(&k, &d);
@@ -446,6 +480,7 @@ int main(void)
     tcase_add_test(tc, test_determinism_and_workspace);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_bias_grad);
+    tcase_add_test(tc, test_heuristic_answer);
     tcase_add_test(tc, test_alignment);
     tcase_add_test(tc, test_cache_key_covers_every_field);
     tcase_add_test(tc, test_algorithm_cache);

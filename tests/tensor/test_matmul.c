@@ -716,6 +716,41 @@ START_TEST(test_linear_bias_grad_in_product)
 }
 END_TEST
 
+/* A batch of one row, and a layer of one output: gᵀ is then packed both
+ * ways, and goes in as a transpose (the form cuBLASLt's bias gradient
+ * takes); still one op, with the bits of the product and the sum. */
+START_TEST(test_linear_bias_grad_one_row_or_output)
+{
+    CtScope *s = ct_scope_open();
+    const int64_t shapes[][2] = {{1, 4}, {9, 1}, {1, 1}}; /* (rows, out) */
+    for (int dt = CT_F32; dt <= CT_F64; dt++)
+        for (int i = 0; i < 3; i++) {
+            int64_t rows = shapes[i][0], out = shapes[i][1];
+            Tensor *r =
+                tu_rand64(2, (int64_t[]){rows, 5}, -1, 1, 70 + (unsigned)i, false);
+            Tensor *x = tensor_cast(r, (CtDType)dt);
+            tensor_free(r);
+            Tensor *w = leaf((CtDType)dt, 2, (int64_t[]){out, 5}, 71);
+            Tensor *b = leaf((CtDType)dt, 1, (int64_t[]){out}, 72);
+            r = tu_rand64(2, (int64_t[]){rows, out}, -1, 1, 73, false);
+            Tensor *g = tensor_cast(r, (CtDType)dt);
+            tensor_free(r);
+            ck_assert_int_eq(tensor_backward(tensor_linear(x, w, b), g), CT_OK);
+            ck_assert_int_eq(tensor_zero_(tensor_grad(w)), CT_OK);
+            ck_assert_int_eq(tensor_zero_(tensor_grad(b)), CT_OK);
+            Tensor *y = tensor_linear(x, w, b);
+            uint64_t ops = ct_op_count();
+            ck_assert_int_eq(tensor_backward(y, g), CT_OK);
+            ck_assert_uint_eq(ct_op_count() - ops, 1); /* dw and db */
+            tu_assert_same_bits("dw", tensor_grad(w),
+                                tensor_matmul(tensor_transpose(g, 0, 1), x));
+            tu_assert_same_bits("db", tensor_grad(b),
+                                tensor_sum(g, 1, (int[]){0}, false));
+        }
+    ct_scope_close(s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ bad input */
 
 START_TEST(test_matmul_bad_input)
@@ -836,6 +871,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_matmul_grad_broadcast);
     tcase_add_test(tc, test_linear_grad);
     tcase_add_test(tc, test_linear_bias_grad_in_product);
+    tcase_add_test(tc, test_linear_bias_grad_one_row_or_output);
     tcase_add_test(tc, test_matmul_bad_input);
     tcase_add_test(tc, test_linear_bad_input);
     suite_add_tcase(s, tc);
