@@ -64,6 +64,7 @@ template <int DT> static CtStatus eval_forward(const CtOpCall *call, CtCudaCtx *
     typedef typename CtHdType<DT>::C P;
     const CtBatchNormParams *p = (const CtBatchNormParams *)call->params;
     P *stats = (P *)ct_ptr(call->out[1]);
+    if (p->c == 0) return CT_OK; /* nothing to write, and no grid of 0 blocks */
     eval_stats_kernel<P><<<ct_cuda_blocks(p->c), CT_CUDA_THREADS, 0, c->stream>>>(
         p->c, p->eps, (const P *)cptr(call->out[2]), (const P *)cptr(call->out[3]),
         stats);
@@ -92,7 +93,7 @@ template <int DT> static CtStatus eval_backward(const CtOpCall *call, CtCudaCtx 
             (S *)ct_ptr(call->out[0]), p->nhwc);
         CT_CUDA_CHECK_LAUNCH("eval_dx_kernel", c->stream);
     }
-    if (!call->out[1] && !call->out[2]) return CT_OK;
+    if ((!call->out[1] && !call->out[2]) || p->c == 0) return CT_OK;
     eval_dparams_kernel<DT><<<ct_cuda_blocks(p->c), CT_CUDA_THREADS, 0, c->stream>>>(
         p->n, p->c, p->inner, g, x, stats, (P *)mptr(call->out[1]),
         (P *)mptr(call->out[2]), p->nhwc);

@@ -436,6 +436,19 @@ static CtStatus run_native(const CtOpCall *call, CtCudaCtx *c, CtDType dt,
     return st;
 }
 
+/* Whether an operand lies less than 16 bytes aligned (a parameter or its
+ * gradient at an odd offset of a packed bf16/f16 block): cuDNN's engines
+ * may assume vector alignment, and a pointer is not part of what their
+ * choice reads. */
+static bool misaligned(const CtOpCall *call)
+{
+    for (int i = 0; i < CT_CALL_MAX_IN; i++)
+        if (call->in[i] && (uintptr_t)ct_ptr(call->in[i]) % 16 != 0) return true;
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++)
+        if (call->out[i] && (uintptr_t)ct_ptr(call->out[i]) % 16 != 0) return true;
+    return false;
+}
+
 static CtStatus run(const CtOpCall *call, CtStatus (*body)(ConvCall *))
 {
     const CtConv2dParams *p = (const CtConv2dParams *)call->params;
@@ -446,10 +459,12 @@ static CtStatus run(const CtOpCall *call, CtStatus (*body)(ConvCall *))
     CtDType dt = (call->op == CT_OP_CONV2D_BWD_WEIGHT ? call->in[1] : call->in[0])->dtype;
     CtDType low = ct_dnn_conv_dtype(p, dt);
     /* autocast: the f32 operands rounded to `low`, the convolution in `low`
-     * with f32 accumulation, the results widened back to f32 */
+     * with f32 accumulation, the results widened back to f32; operands
+     * misaligned: the call on aligned scratch copies (of the same dtype) */
     NativeArgs a = {c, low, body};
-    CT_RETURN_IF_ERROR(low == dt ? run_native(call, c, dt, body)
-                                 : ct_cuda_run_as(call, dt, low, run_native_as, &a));
+    CT_RETURN_IF_ERROR(low == dt && !misaligned(call)
+                           ? run_native(call, c, dt, body)
+                           : ct_cuda_run_as(call, dt, low, run_native_as, &a));
     if (ct_cuda_sync_mode()) CT_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     return CT_OK;
 }
@@ -469,15 +484,17 @@ static CtStatus conv_backward_weight(const CtOpCall *call)
     return run(call, backward_weight);
 }
 
-/* Operands of one dtype among f32, f64, bf16, f16. A forward over zero
- * input channels (y = bias, which cuDNN does not express) is left to the
- * dispatcher's "not supported" error. */
+/* Operands of one dtype among f32, f64, bf16, f16; f64 only in NCHW (the
+ * front-end then runs it so). A forward over zero input channels (y = bias,
+ * which cuDNN does not express) is left to the dispatcher's "not supported"
+ * error. */
 static bool conv_supports(const CtOpCall *call)
 {
     const CtConv2dParams *p = (const CtConv2dParams *)call->params;
     const Tensor *ref = call->op == CT_OP_CONV2D_BWD_WEIGHT ? call->in[1] : call->in[0];
     CtDType dt = ref->dtype;
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
+    if (dt == CT_F64 && p->nhwc) return false; /* cuDNN's f64 engines are NCHW's */
     if (call->op == CT_OP_CONV2D && p->c == 0 && call->in[2] && p->n > 0 && p->oh > 0 &&
         p->ow > 0)
         return false;

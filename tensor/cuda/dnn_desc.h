@@ -57,17 +57,28 @@ typedef struct CtDnnAlgo {
 } CtDnnAlgo;
 
 /* Fills t for a tensor of this shape and these strides (elements). Records
- * CT_ERR_UNSUPPORTED naming `op` when a size or stride exceeds INT_MAX. */
+ * CT_ERR_UNSUPPORTED naming `op` when a size or stride exceeds INT_MAX, or
+ * the elements the tensor spans do (cuDNN limits a tensor, with the gaps
+ * its strides leave, to 2^31 - 1 elements). */
 static inline CtStatus ct_dnn_tensor(const char *op, const int64_t shape[4],
                                      const int64_t stride[4], CtDnnTensor *t)
 {
+    bool fits = true, empty = false;
+    int64_t span = 1; /* the last element's offset + 1 */
     for (int i = 0; i < 4; i++) {
-        if (shape[i] < 0 || shape[i] > INT_MAX || stride[i] < 0 || stride[i] > INT_MAX)
-            return ct_error(CT_ERR_UNSUPPORTED,
-                            "%s: tensor (%lld, %lld, %lld, %lld) exceeds cuDNN's 32-bit "
-                            "sizes on cuda",
-                            op, (long long)shape[0], (long long)shape[1],
-                            (long long)shape[2], (long long)shape[3]);
+        fits = fits && shape[i] >= 0 && shape[i] <= INT_MAX && stride[i] >= 0 &&
+               stride[i] <= INT_MAX;
+        empty = empty || shape[i] == 0;
+        if (fits && shape[i] > 0 && span <= INT_MAX) span += (shape[i] - 1) * stride[i];
+    }
+    if (!fits || (!empty && span > INT_MAX))
+        return ct_error(
+            CT_ERR_UNSUPPORTED,
+            "%s: tensor (%lld, %lld, %lld, %lld) exceeds cuDNN's 32-bit sizes "
+            "on cuda",
+            op, (long long)shape[0], (long long)shape[1], (long long)shape[2],
+            (long long)shape[3]);
+    for (int i = 0; i < 4; i++) {
         t->dims[i] = (int)shape[i];
         t->strides[i] = (int)stride[i];
     }

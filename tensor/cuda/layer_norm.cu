@@ -46,7 +46,7 @@ template <typename T> static CtStatus launch_bwd(CtCudaCtx *c, const CtOpCall *c
     const CtLayerNormParams *p = (const CtLayerNormParams *)call->params;
     const T *g = opt<const T>(call->in[0]), *x = opt<const T>(call->in[1]);
     const T *stats = opt<const T>(call->in[3]);
-    if (call->out[0]) {
+    if (call->out[0] && p->rows > 0) { /* no rows: dx is empty, no grid */
         ln_bwd_dx_kernel<T><<<ct_cuda_blocks(p->rows), CT_CUDA_THREADS, 0, c->stream>>>(
             *p, g, x, opt<const T>(call->in[2]), stats, opt<T>(call->out[0]));
         CT_CUDA_CHECK_LAUNCH("ln_bwd_dx_kernel", c->stream);

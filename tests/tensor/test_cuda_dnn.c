@@ -269,36 +269,43 @@ END_TEST
 
 /* linear's gradients on CUDA against the CPU's: in f32 the weight and bias
  * gradients come from one product with cuBLASLt's bias gradient epilogue
- * (BGRADB); on TF32 and under bf16 autocast from the plain product and a
- * separate sum. g reaches the layer row-major, and column-major through a
- * transpose after it. */
+ * (BGRADB, which takes gᵀ stored transposed: g row-major); on TF32, under
+ * bf16 autocast and for g column-major (through a transpose after the
+ * layer) from the plain product and a separate sum. Also a batch of one
+ * row and a layer of one output. */
 START_TEST(test_linear_bias_grad_matches_cpu)
 {
     CtScope *s = ct_scope_open();
-    for (int mode = 0; mode < 3; mode++)
-        for (int col = 0; col < 2; col++) {
-            Tensor *x = tensor_reshape(rand_t(CT_F32, 14 * 24, -1, 1, 70), 2,
-                                       (int64_t[]){14, 24});
-            Tensor *w = tensor_reshape(rand_t(CT_F32, 16 * 24, -1, 1, 71), 2,
-                                       (int64_t[]){16, 24});
-            Tensor *b = rand_t(CT_F32, 16, -1, 1, 72);
-            Tensor *in[3] = {x, w, b}, *IN[3];
-            gpu_leaves(in, IN);
-            bool tf32 = ct_set_allow_tf32(mode == 1);
-            CtDType prev;
-            tensor_autocast_begin(mode == 2 ? CT_BF16 : CT_F32, &prev);
-            Tensor *y = tensor_linear(x, w, b), *Y = tensor_linear(IN[0], IN[1], IN[2]);
-            ck_assert_msg(Y, "%s", ct_last_error());
-            Tensor *r = col ? tensor_transpose(y, 0, 1) : y;
-            Tensor *R = col ? tensor_transpose(Y, 0, 1) : Y;
-            Tensor *gy =
-                tensor_reshape(rand_t(CT_F32, 14 * 16, -1, 1, 73), 2, tensor_shape(r));
-            ck_assert_int_eq(tensor_backward(r, gy), CT_OK);
-            ck_assert_msg(tensor_backward(R, on_gpu(gy)) == CT_OK, "%s", ct_last_error());
-            tensor_autocast_end(prev);
-            ct_set_allow_tf32(tf32);
-            assert_grads_same(in, IN, mode ? 5e-2 : 1e-5);
-        }
+    /* (rows, out): gᵀ of one row or one output is packed both ways */
+    static const int64_t shapes[][2] = {{14, 16}, {1, 16}, {14, 1}};
+    for (int sh = 0; sh < 3; sh++)
+        for (int mode = 0; mode < 3; mode++)
+            for (int col = 0; col < 2; col++) {
+                int64_t rows = shapes[sh][0], out = shapes[sh][1];
+                Tensor *x = tensor_reshape(rand_t(CT_F32, rows * 24, -1, 1, 70), 2,
+                                           (int64_t[]){rows, 24});
+                Tensor *w = tensor_reshape(rand_t(CT_F32, out * 24, -1, 1, 71), 2,
+                                           (int64_t[]){out, 24});
+                Tensor *b = rand_t(CT_F32, out, -1, 1, 72);
+                Tensor *in[3] = {x, w, b}, *IN[3];
+                gpu_leaves(in, IN);
+                bool tf32 = ct_set_allow_tf32(mode == 1);
+                CtDType prev;
+                tensor_autocast_begin(mode == 2 ? CT_BF16 : CT_F32, &prev);
+                Tensor *y = tensor_linear(x, w, b),
+                       *Y = tensor_linear(IN[0], IN[1], IN[2]);
+                ck_assert_msg(Y, "%s", ct_last_error());
+                Tensor *r = col ? tensor_transpose(y, 0, 1) : y;
+                Tensor *R = col ? tensor_transpose(Y, 0, 1) : Y;
+                Tensor *gy = tensor_reshape(rand_t(CT_F32, rows * out, -1, 1, 73), 2,
+                                            tensor_shape(r));
+                ck_assert_int_eq(tensor_backward(r, gy), CT_OK);
+                ck_assert_msg(tensor_backward(R, on_gpu(gy)) == CT_OK, "%s",
+                              ct_last_error());
+                tensor_autocast_end(prev);
+                ct_set_allow_tf32(tf32);
+                assert_grads_same(in, IN, mode ? 5e-2 : 1e-5);
+            }
     ct_scope_close(s);
 }
 END_TEST
@@ -307,7 +314,8 @@ END_TEST
  * aligned f32: cuBLASLt told so picks algorithms that work with them, or
  * none and cuBLAS runs the product) against the CPU's; a linear layer whose
  * bias is aligned to less than 16 bytes takes the unfused path, and so
- * does one whose epilogue finds no algorithm for its input's alignment. */
+ * does one whose epilogue finds no algorithm for its input's alignment; a
+ * bf16 convolution with its weight and bias at odd offsets. */
 START_TEST(test_misaligned_operands_match_cpu)
 {
     CtScope *s = ct_scope_open();
@@ -348,6 +356,22 @@ START_TEST(test_misaligned_operands_match_cpu)
         tensor_linear_relu(tensor_to_device(xb, ct_cpu()), tensor_to_device(wb, ct_cpu()),
                            tensor_to_device(bb16, ct_cpu()));
     assert_same(tensor_cast(yb, CT_F32), tensor_cast(Yb, CT_F32), 2e-2);
+    /* a bf16 convolution whose weight and bias lie 2 bytes in (parameters at
+     * odd offsets of a packed bf16 block): cuDNN runs on aligned copies */
+    Tensor *pc = on_gpu(rand_t(CT_BF16, 1 + 54 + 3, -1, 1, 81));
+    Tensor *wc =
+        tensor_reshape(tensor_slice(pc, 0, 1, 55, 1), 4, (int64_t[]){3, 2, 3, 3});
+    Tensor *bc = tensor_slice(pc, 0, 55, 58, 1);
+    ck_assert_uint_ne((uintptr_t)tensor_data(wc) % 16, 0);
+    Tensor *xc = on_gpu(tensor_reshape(rand_t(CT_BF16, 2 * 2 * 6 * 5, -1, 1, 82), 4,
+                                       (int64_t[]){2, 2, 6, 5}));
+    const CtConv2dArgs ca = {.padding = {1, 0}};
+    Tensor *Yc = tensor_conv2d(xc, wc, bc, &ca);
+    ck_assert_msg(Yc, "%s", ct_last_error());
+    Tensor *f[3] = {xc, wc, bc};
+    for (int i = 0; i < 3; i++)
+        f[i] = tensor_cast(tensor_to_device(f[i], ct_cpu()), CT_F32);
+    assert_same(tensor_conv2d(f[0], f[1], f[2], &ca), tensor_cast(Yc, CT_F32), 3e-2);
     ct_scope_close(s);
 }
 END_TEST

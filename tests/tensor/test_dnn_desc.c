@@ -36,6 +36,17 @@ START_TEST(test_tensor_strides)
     ck_assert_int_eq(ct_dnn_tensor("conv2d", big, unit, &t), CT_ERR_UNSUPPORTED);
     tu_assert_error(CT_ERR_UNSUPPORTED,
                     "conv2d: tensor (1, 1, 1, 2147483648) exceeds cuDNN's 32-bit sizes");
+    /* every size and stride fits, the whole does not: 2^31 elements */
+    ck_assert_int_eq(ct_dnn_tensor_nchw("conv2d", 512, 64, 256, 256, &t),
+                     CT_ERR_UNSUPPORTED);
+    tu_assert_error(CT_ERR_UNSUPPORTED,
+                    "conv2d: tensor (512, 64, 256, 256) exceeds cuDNN's 32-bit sizes");
+    ck_assert_int_eq(ct_dnn_tensor_4d("batch_norm", 512, 64, 256, 256, true, &t),
+                     CT_ERR_UNSUPPORTED);
+    /* one element short of it fits; an empty dim spans nothing */
+    ck_assert_int_eq(ct_dnn_tensor_nchw("conv2d", 1, 1, 1, INT_MAX, &t), CT_OK);
+    const int64_t none[4] = {0, 3, 1, 1}, apart[4] = {INT_MAX, INT_MAX, 1, 1};
+    ck_assert_int_eq(ct_dnn_tensor("conv2d", none, apart, &t), CT_OK);
 }
 END_TEST
 
