@@ -91,7 +91,11 @@ static CtStatus pick_device(Runtime *rt, bool use_cuda)
                         rt->local_rank, n,
                         n == 0 ? " (no GPU, or the CUDA backend is not built)" : "");
     rt->device = ct_cuda(rt->local_rank);
-    return CT_OK;
+    /* the device's instance and context now (a synchronisation of nothing
+     * makes them), as accelerate sets the process's device: the first CUDA
+     * instance is then this process's GPU, whose context pinned memory uses
+     * too, so no rank starts a context on GPU 0 */
+    return ct_device_synchronize(rt->device);
 }
 
 Runtime *runtime_create(const RuntimeArgs *args)

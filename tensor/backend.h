@@ -89,8 +89,11 @@ struct CtBackend {
 const CtBackend *ct_backend_for(CtDevice dev);
 /* The instance of `dev` if it exists already, else NULL; records nothing. */
 const CtBackend *ct_backend_peek(CtDevice dev);
-/* The instance that provides page-locked host memory (cuda:0 when a CUDA
- * device is visible), or NULL (nothing recorded) when there is none. */
+/* The instance that provides page-locked host memory, or NULL when no
+ * CUDA device is visible: the first CUDA instance the process made (so a
+ * process training on cuda:k pins through cuda:k and never starts a
+ * context on GPU 0), cuda:0 when none was made yet; fixed from its first
+ * call until ct_backend_registry_shutdown. */
 const CtBackend *ct_pinned_backend(void);
 /* Destroys every instance (CUDA devices first, the CPU last); a later
  * ct_backend_for creates fresh ones. Memory still in use must not be freed

@@ -106,13 +106,36 @@ const CtBackend *ct_backend_for(CtDevice dev)
     return be;
 }
 
+static pthread_mutex_t pinned_mu = PTHREAD_MUTEX_INITIALIZER;
+static const CtBackend *pinned; /* atomic: ct_pinned_backend's choice */
+
+/* The first CUDA instance the process made: its own GPU (a rank of a
+ * multi-GPU launch makes its cuda:local_rank first), whose context exists
+ * already; cuda:0 where none was made yet. */
+static const CtBackend *first_cuda_instance(void)
+{
+    int n = ct_cuda_device_count();
+    for (int d = 0; d < n; d++) {
+        const CtBackend *be = ct_backend_peek(ct_cuda(d));
+        if (be) return be;
+    }
+    return n > 0 ? ct_backend_for(ct_cuda(0)) : NULL;
+}
+
 const CtBackend *ct_pinned_backend(void)
 {
-    return ct_cuda_device_count() > 0 ? ct_backend_for(ct_cuda(0)) : NULL;
+    const CtBackend *be = __atomic_load_n(&pinned, __ATOMIC_ACQUIRE);
+    if (be) return be;
+    pthread_mutex_lock(&pinned_mu);
+    if (!(be = pinned) && (be = first_cuda_instance()))
+        __atomic_store_n(&pinned, be, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&pinned_mu);
+    return be;
 }
 
 void ct_backend_registry_shutdown(void)
 {
+    __atomic_store_n(&pinned, NULL, __ATOMIC_RELEASE);
     pthread_mutex_lock(&mu);
     for (int i = N_SLOTS - 1; i >= 0; i--) {
         CtBackend *be = slots[i];

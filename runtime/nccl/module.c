@@ -118,6 +118,9 @@ static CtStatus query(CtNcclComm *c, bool *done)
     *done = e == cudaSuccess;
     if (*done) return CT_OK;
     if (e != cudaErrorNotReady) return CUDA_CHECK(e);
+    /* the runtime keeps "not ready" as the thread's last error, which the
+     * next kernel launch's check would report: clear it */
+    (void)cudaGetLastError();
     ncclResult_t async = ncclSuccess;
     CtStatus st = NCCL_CHECK(ncclCommGetAsyncError(c->comm, &async));
     return st == CT_OK ? NCCL_CHECK(async) : st;

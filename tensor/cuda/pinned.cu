@@ -3,7 +3,9 @@
  * cudaHostAlloc is slow and cudaFreeHost synchronises the device, so freed
  * blocks are kept for reuse, as the caching allocator does for device
  * memory. The cache belongs to the context of the instance that provides
- * pinned memory (ct_pinned_backend: cuda:0). A block may still be read by an
+ * pinned memory (ct_pinned_backend: the process's first CUDA instance), and
+ * every call here makes that instance's device current first, so a loader
+ * thread never starts a context on another GPU. A block may still be read by an
  * asynchronous copy when the host frees it (the loader frees a pinned batch
  * right after queueing its copy), so a freed block carries one event per
  * instance that has had asynchronous copies, recorded on that instance's
@@ -11,7 +13,10 @@
  * those events have completed. Its events then go to a spare list per
  * device, and the next free records those instead of creating new ones: a
  * batch tensor's round trip through the cache costs two event records and
- * queries, not a create and a destroy each as well.
+ * queries, not a create and a destroy each as well. A block that leaves the
+ * cache for good is first waited for (its events, or every stream with
+ * asynchronous copies), not left to cudaFreeHost's synchronisation; when
+ * the cache is full, its oldest idle block makes room for the freed one.
  *
  * Each block starts with a header that records its size, so host_free needs
  * only the pointer it handed out.
@@ -50,10 +55,28 @@ static bool block_idle(CtPinnedBlock *b)
 {
     for (int i = 0; i < b->n_ev; i++) {
         cudaError_t e = cudaEventQuery(b->ev[i]);
-        if (e == cudaErrorNotReady) return false;
+        /* clears "not ready" too: the runtime keeps it as the thread's
+         * last error, which the next launch check would report */
         if (e != cudaSuccess) (void)cudaGetLastError();
+        if (e == cudaErrorNotReady) return false;
     }
     return true;
+}
+
+/* Waits until no copy reads b: its events, or where they could not all be
+ * recorded (!complete), every stream that has had asynchronous copies. */
+static void block_wait(CtPinnedBlock *b, bool complete)
+{
+    for (int i = 0; complete && i < b->n_ev; i++)
+        if (cudaEventSynchronize(b->ev[i]) != cudaSuccess) (void)cudaGetLastError();
+    int n = complete ? 0 : ct_cuda_device_count();
+    for (int d = 0; d < n; d++) {
+        const CtBackend *be = ct_backend_peek(ct_cuda(d));
+        CtCudaCtx *c = be ? (CtCudaCtx *)be->context : NULL;
+        if (c && __atomic_load_n(&c->async_copies, __ATOMIC_RELAXED) &&
+            cudaStreamSynchronize(c->stream) != cudaSuccess)
+            (void)cudaGetLastError();
+    }
 }
 
 /* Gives b's events to the spare lists (destroying those that find their
@@ -104,7 +127,8 @@ static void *take_cached(CtPinnedCache *pc, size_t size)
 
 void *ct_cuda_host_alloc(const CtBackend *be, size_t nbytes)
 {
-    CtCudaCtx *c = (CtCudaCtx *)be->context;
+    CtCudaCtx *c;
+    if (ct_cuda_enter(be, &c) != CT_OK) return NULL;
     size_t size = (nbytes + HEADER + PAGE - 1) / PAGE * PAGE;
     void *base = take_cached(&c->pinned, size);
     if (!base) {
@@ -146,36 +170,66 @@ static bool record_events(CtPinnedCache *pc, CtPinnedBlock *b)
     return true;
 }
 
+/* Unlinks the oldest idle cached block, or returns NULL. Under pc->mu. */
+static CtPinnedBlock *unlink_oldest_idle(CtPinnedCache *pc)
+{
+    CtPinnedBlock **oldest = NULL;
+    for (CtPinnedBlock **pp = &pc->head; *pp; pp = &(*pp)->next)
+        if (block_idle(*pp)) oldest = pp;
+    if (!oldest) return NULL;
+    CtPinnedBlock *b = *oldest;
+    *oldest = b->next;
+    pc->n--;
+    return b;
+}
+
+/* Waits for b (complete: its events cover every copy), gives its events
+ * back and frees it. */
+static void block_release(CtPinnedCache *pc, CtPinnedBlock *b, bool complete)
+{
+    block_wait(b, complete);
+    pthread_mutex_lock(&pc->mu);
+    block_drop_events(pc, b);
+    pthread_mutex_unlock(&pc->mu);
+    (void)CT_CUDA_STATUS(cudaFreeHost(b->base));
+    free(b);
+}
+
 void ct_cuda_host_free(const CtBackend *be, void *p)
 {
     if (!p) return;
+    CtCudaCtx *c;
+    (void)ct_cuda_enter(be, &c); /* the provider's device current; a free goes on */
     CtPinnedCache *pc = &((CtCudaCtx *)be->context)->pinned;
     void *base = (char *)p - HEADER;
     CtPinnedBlock *b = (CtPinnedBlock *)calloc(1, sizeof *b);
-    if (b) {
-        b->base = base;
-        b->size = *(size_t *)base;
-        bool ok = record_events(pc, b);
-        pthread_mutex_lock(&pc->mu);
-        if (ok && pc->n < MAX_CACHED) {
-            b->next = pc->head;
-            pc->head = b;
-            pc->n++;
-            base = NULL; /* kept */
-        } else {
-            block_drop_events(pc, b);
-        }
-        pthread_mutex_unlock(&pc->mu);
-        if (base) free(b);
+    if (!b) {
+        CtPinnedBlock none = {};
+        block_wait(&none, false);
+        (void)CT_CUDA_STATUS(cudaFreeHost(base));
+        return;
     }
-    /* not cached: cudaFreeHost synchronises with the device, so a copy that
-     * still reads the block finishes first */
-    if (base) (void)CT_CUDA_STATUS(cudaFreeHost(base));
+    b->base = base;
+    b->size = *(size_t *)base;
+    bool ok = record_events(pc, b);
+    CtPinnedBlock *evicted = NULL;
+    pthread_mutex_lock(&pc->mu);
+    if (ok && pc->n >= MAX_CACHED) evicted = unlink_oldest_idle(pc);
+    if (ok && pc->n < MAX_CACHED) {
+        b->next = pc->head;
+        pc->head = b;
+        pc->n++;
+        b = NULL; /* kept */
+    }
+    pthread_mutex_unlock(&pc->mu);
+    if (evicted) block_release(pc, evicted, true);
+    if (b) block_release(pc, b, ok);
 }
 
 void ct_cuda_host_empty_cache(CtCudaCtx *ctx)
 {
     CtPinnedCache *pc = &ctx->pinned;
+    (void)ct_cuda_select_device(ctx->device);
     pthread_mutex_lock(&pc->mu);
     CtPinnedBlock *b = pc->head;
     pc->head = NULL;
@@ -189,6 +243,7 @@ void ct_cuda_host_empty_cache(CtCudaCtx *ctx)
     for (int i = 0; i < n_ev; i++) (void)cudaEventDestroy(ev[i]);
     while (b) {
         CtPinnedBlock *next = b->next;
+        block_wait(b, true);
         for (int i = 0; i < b->n_ev; i++) (void)cudaEventDestroy(b->ev[i]);
         (void)CT_CUDA_STATUS(cudaFreeHost(b->base));
         free(b);
