@@ -61,8 +61,8 @@ CtStatus ct_elementwise_dispatch(const CtOpCall *c)
     if (st == CT_OK && !(v.out[0] = nhwc_alias(c->out[0])))
         st = ct_error(CT_ERR_OOM, "elementwise op: out of memory");
     if (st == CT_OK) st = ct_dispatch(&v);
-    for (int i = 0; i < CT_CALL_MAX_IN; i++)
-        if (c->in[i]) tensor_free((Tensor *)v.in[i]);
+    for (int i = 0; i < CT_CALL_MAX_IN; i++) /* the aliases made, no more */
+        if (v.in[i] != c->in[i]) tensor_free((Tensor *)v.in[i]);
     if (v.out[0] != c->out[0]) tensor_free(v.out[0]);
     return st;
 }

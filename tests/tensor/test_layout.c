@@ -6,6 +6,7 @@
  * CPU runs on contiguous copies, give the bits of the contiguous network,
  * forward and backward, for a residual block. */
 #include "tensor/internal.h"
+#include "tensor/mem.h"
 #include "testutil.h"
 
 static const int64_t shape4[4] = {2, 5, 3, 4};
@@ -153,6 +154,40 @@ START_TEST(test_residual_block_same_bits)
 }
 END_TEST
 
+/* An elementwise op on channels-last operands runs on (N, H, W, C)
+ * aliases of them; when making one fails, the aliases made are released
+ * and nothing else: every operand keeps its references. */
+START_TEST(test_alias_failure_keeps_references)
+{
+    TU_MEM_BEGIN;
+    Tensor *a = leaf(4, shape4, 7, false), *b = leaf(4, shape4, 8, false);
+    CtScope *s = ct_scope_open();
+    Tensor *x = tensor_channels_last(a), *y = tensor_channels_last(b);
+    Tensor *out =
+        ct_tensor_new_for(4, shape4, CT_F32, ct_cpu(), 2, (const Tensor *[]){x, y});
+    ck_assert(tensor_is_channels_last(out));
+    CtBinaryParams p = {CT_BIN_ADD};
+    CtOpCall c = {.op = CT_OP_BINARY, .out = {out}, .in = {x, y}, .params = &p};
+    int rx = x->refcount, ry = y->refcount, ro = out->refcount;
+    for (int64_t n = 1; n <= 3; n++) { /* x's alias, y's, out's */
+        ct_alloc_fail_at(n);
+        CtStatus st = ct_elementwise_dispatch(&c);
+        ct_alloc_fail_at(0);
+        ck_assert_int_eq(st, CT_ERR_OOM);
+        ck_assert_int_eq(x->refcount, rx);
+        ck_assert_int_eq(y->refcount, ry);
+        ck_assert_int_eq(out->refcount, ro);
+    }
+    ct_clear_error();
+    ck_assert_int_eq(ct_elementwise_dispatch(&c), CT_OK);
+    tu_assert_same_bits("sum", out, tensor_add(a, b));
+    ct_scope_close(s);
+    tensor_free(a);
+    tensor_free(b);
+    TU_MEM_END;
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tensor_layout");
@@ -160,6 +195,7 @@ int main(void)
     tcase_add_test(tc, test_channels_last_copy);
     tcase_add_test(tc, test_elementwise_keeps_layout);
     tcase_add_test(tc, test_residual_block_same_bits);
+    tcase_add_test(tc, test_alias_failure_keeps_references);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

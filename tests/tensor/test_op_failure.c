@@ -11,6 +11,8 @@
  * here and is not what is tested. */
 typedef struct Inputs {
     Tensor *x, *w, *wt, *b, *idx, *idx2, *idx2t, *cond, *img, *kern;
+    Tensor *img_cl; /* a leaf like img, channels last: elementwise ops run on
+                     * (N, H, W, C) aliases of their operands */
 } Inputs;
 
 static Inputs inputs_create(void)
@@ -32,15 +34,18 @@ static Inputs inputs_create(void)
      * allocate after their output */
     CtScope *s = ct_scope_open();
     in.idx2t = tensor_retain(tensor_transpose(in.idx2, 0, 1));
+    in.img_cl = tensor_retain(tensor_detach(tensor_channels_last(in.img)));
     ct_scope_close(s);
+    ck_assert_int_eq(tensor_set_requires_grad(in.img_cl, true), CT_OK);
     ck_assert_ptr_nonnull(in.idx2t);
+    ck_assert_ptr_nonnull(in.img_cl);
     return in;
 }
 
 static void inputs_free(Inputs *in)
 {
-    Tensor *all[] = {in->x,    in->w,     in->wt,   in->b,   in->idx,
-                     in->idx2, in->idx2t, in->cond, in->img, in->kern};
+    Tensor *all[] = {in->x,     in->w,    in->wt,  in->b,    in->idx,   in->idx2,
+                     in->idx2t, in->cond, in->img, in->kern, in->img_cl};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) tensor_free(all[i]);
 }
 
@@ -61,6 +66,14 @@ static Tensor *op_pow(const Inputs *in)
 static Tensor *op_exp(const Inputs *in)
 {
     return tensor_exp(in->x);
+}
+static Tensor *op_add_channels_last(const Inputs *in)
+{
+    return tensor_add(in->img_cl, in->img_cl);
+}
+static Tensor *op_relu_channels_last(const Inputs *in)
+{
+    return tensor_relu(in->img_cl);
 }
 static Tensor *op_index_select(const Inputs *in)
 {
@@ -228,6 +241,8 @@ static const struct {
     {"maximum", op_maximum},
     {"pow", op_pow},
     {"exp", op_exp},
+    {"add_channels_last", op_add_channels_last},
+    {"relu_channels_last", op_relu_channels_last},
     {"index_select", op_index_select},
     {"embedding", op_embedding},
     {"gather", op_gather},
@@ -317,10 +332,11 @@ static CtStatus forward_backward(const Inputs *in, size_t k)
 }
 
 /* The inputs that require grad, and their gradients. */
-enum { N_GRAD_INPUTS = 6 };
+enum { N_GRAD_INPUTS = 7 };
 static void grad_inputs(const Inputs *in, Tensor **out)
 {
-    Tensor *ts[N_GRAD_INPUTS] = {in->x, in->w, in->wt, in->b, in->img, in->kern};
+    Tensor *ts[N_GRAD_INPUTS] = {in->x,   in->w,    in->wt,    in->b,
+                                 in->img, in->kern, in->img_cl};
     memcpy(out, ts, sizeof ts);
 }
 
