@@ -80,6 +80,51 @@ static CtStatus copy_across(Tensor *dst, const Tensor *src)
     return st;
 }
 
+/* The bytes [*lo, *hi) of its storage that t's elements (numel > 0) lie in. */
+static void byte_range(const Tensor *t, size_t *lo, size_t *hi)
+{
+    int64_t first = t->offset, last = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t d = (t->shape[i] - 1) * t->stride[i];
+        if (d < 0)
+            first += d;
+        else
+            last += d;
+    }
+    size_t es = ct_dtype_size(t->dtype);
+    *lo = (size_t)first * es;
+    *hi = (size_t)(last + 1) * es;
+}
+
+/* Whether dst and src are different views whose bytes may share memory: a
+ * copy between them would read what it has already written, in an order
+ * that depends on the backend (a GPU copies in parallel). */
+static bool overlapping(const Tensor *dst, const Tensor *src)
+{
+    if (dst->storage != src->storage || tensor_numel(dst) == 0) return false;
+    if (dst->offset == src->offset && dst->dtype == src->dtype &&
+        !memcmp(dst->stride, src->stride, (size_t)dst->ndim * sizeof *dst->stride))
+        return false; /* the same elements: each is copied onto itself */
+    size_t dlo, dhi, slo, shi;
+    byte_range(dst, &dlo, &dhi);
+    byte_range(src, &slo, &shi);
+    return dlo < shi && slo < dhi;
+}
+
+/* dst <- src (on dst's device) through a copy of src, for overlapping views. */
+static CtStatus copy_staged(Tensor *dst, const Tensor *src)
+{
+    Tensor *tmp =
+        ct_tensor_new_persistent(src->ndim, src->shape, src->dtype, src->storage->device);
+    if (!tmp) return ct_last_status();
+    CtOpCall c = {.op = CT_OP_COPY, .out = {tmp}, .in = {src}};
+    CtStatus st = ct_dispatch(&c);
+    CtOpCall c2 = {.op = CT_OP_COPY, .out = {dst}, .in = {tmp}};
+    if (st == CT_OK) st = ct_dispatch(&c2);
+    tensor_free(tmp);
+    return st;
+}
+
 CtStatus tensor_copy_(Tensor *dst, const Tensor *src)
 {
     if (!dst || !src) return null_arg("tensor_copy_");
@@ -93,7 +138,9 @@ CtStatus tensor_copy_(Tensor *dst, const Tensor *src)
     Tensor *b = ct_broadcast_alias(src, dst->ndim, dst->shape);
     if (!b) return ct_last_status(); /* out of memory, recorded */
     CtStatus st;
-    if (ct_device_eq(src->storage->device, dst->storage->device)) {
+    if (overlapping(dst, b)) {
+        st = copy_staged(dst, b);
+    } else if (ct_device_eq(src->storage->device, dst->storage->device)) {
         CtOpCall c = {.op = CT_OP_COPY, .out = {dst}, .in = {b}};
         st = ct_dispatch(&c);
     } else {

@@ -165,7 +165,9 @@ const char *tensor_name(const Tensor *t);
 /* In-place, never recorded by autograd (for optimizers, init, metrics). */
 CtStatus tensor_fill_(Tensor *t, double value);
 CtStatus tensor_zero_(Tensor *t);
-/* dst <- src (same shape; dtype and device may differ). */
+/* dst <- src (src broadcast to dst's shape; dtype and device may differ).
+ * Views of one storage that overlap copy as if through a temporary
+ * (x[1:] <- x[:-1] shifts x), on every backend. */
 CtStatus tensor_copy_(Tensor *dst, const Tensor *src);
 
 /* Makes t a contiguous view of block[off, off + numel(t)) after copying t's

@@ -406,6 +406,33 @@ START_TEST(test_copy_and_item)
 }
 END_TEST
 
+/* Views of one storage that overlap copy as if through a temporary, in
+ * either direction and across rows; the same view copies onto itself in
+ * one op. */
+START_TEST(test_copy_overlapping_views)
+{
+    CtScope *s = ct_scope_open();
+    Tensor *x = tensor_arange(0, 6, 1, CT_F32, ct_cpu());
+    ck_assert_int_eq(
+        tensor_copy_(tensor_slice(x, 0, 1, 6, 1), tensor_slice(x, 0, 0, 5, 1)), CT_OK);
+    tu_assert_values(x, ((double[]){0, 0, 1, 2, 3, 4}), 6, 0, 0);
+    ck_assert_int_eq(
+        tensor_copy_(tensor_slice(x, 0, 0, 5, 1), tensor_slice(x, 0, 1, 6, 1)), CT_OK);
+    tu_assert_values(x, ((double[]){0, 1, 2, 3, 4, 4}), 6, 0, 0);
+    Tensor *m = tensor_reshape(tensor_arange(0, 9, 1, CT_F32, ct_cpu()), 2,
+                               (const int64_t[]){3, 3});
+    uint64_t ops = ct_op_count();
+    ck_assert_int_eq(tensor_copy_(m, tensor_transpose(m, 0, 1)), CT_OK);
+    ck_assert_uint_eq(ct_op_count() - ops, 2); /* through a temporary */
+    tu_assert_values(m, ((double[]){0, 3, 6, 1, 4, 7, 2, 5, 8}), 9, 0, 0);
+    ops = ct_op_count();
+    ck_assert_int_eq(tensor_copy_(m, m), CT_OK);
+    ck_assert_uint_eq(ct_op_count() - ops, 1);
+    tu_assert_values(m, ((double[]){0, 3, 6, 1, 4, 7, 2, 5, 8}), 9, 0, 0);
+    ct_scope_close(s);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
     Suite *s = suite_create("tensor_core");
@@ -424,6 +451,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, test_allocator_reuses_blocks);
     tcase_add_test(tc, test_no_grad_and_detach);
     tcase_add_test(tc, test_copy_and_item);
+    tcase_add_test(tc, test_copy_overlapping_views);
     tcase_add_test(tc, test_rebind_and_state_dict);
     suite_add_tcase(s, tc);
     return s;
