@@ -106,3 +106,46 @@ CtStatus ct_dispatch(const CtOpCall *c)
     const CtBackend *be = ct_backend_for(call_ref(c)->storage->device);
     return be ? ct_backend_run(be, c) : ct_last_status();
 }
+
+static bool low_float(const Tensor *t)
+{
+    return t && (t->dtype == CT_BF16 || t->dtype == CT_F16);
+}
+
+/* *w <- an f32 copy of t (caller-owned), or t itself when t is not bf16 or
+ * f16. */
+static CtStatus widened(const Tensor *t, Tensor **w)
+{
+    *w = (Tensor *)t;
+    if (!low_float(t)) return CT_OK;
+    *w = ct_tensor_new_persistent(t->ndim, t->shape, CT_F32, t->storage->device);
+    if (!*w) return ct_last_status();
+    CtOpCall cp = {.op = CT_OP_COPY, .out = {*w}, .in = {t}};
+    return ct_dispatch(&cp);
+}
+
+CtStatus ct_dispatch_widening(const CtOpCall *c)
+{
+    const CtBackend *be = ct_backend_for(call_ref(c)->storage->device);
+    if (!be) return ct_last_status();
+    bool low = false;
+    for (int i = 0; i < CT_CALL_MAX_IN; i++) low = low || low_float(c->in[i]);
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++) low = low || low_float(c->out[i]);
+    if (!low || ct_backend_supports(be, c)) return ct_backend_run(be, c);
+    CtOpCall w = *c;
+    CtStatus st = CT_OK;
+    for (int i = 0; i < CT_CALL_MAX_IN && st == CT_OK; i++)
+        st = widened(c->in[i], (Tensor **)&w.in[i]);
+    for (int i = 0; i < CT_CALL_MAX_OUT && st == CT_OK; i++)
+        st = widened(c->out[i], &w.out[i]);
+    if (st == CT_OK) st = ct_backend_run(be, &w);
+    for (int i = 0; i < CT_CALL_MAX_OUT; i++) {
+        if (w.out[i] == c->out[i]) continue;
+        CtOpCall back = {.op = CT_OP_COPY, .out = {c->out[i]}, .in = {w.out[i]}};
+        if (st == CT_OK) st = ct_dispatch(&back);
+        tensor_free(w.out[i]);
+    }
+    for (int i = 0; i < CT_CALL_MAX_IN; i++)
+        if (w.in[i] != c->in[i]) tensor_free((Tensor *)w.in[i]);
+    return st;
+}

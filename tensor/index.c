@@ -5,7 +5,8 @@
 #include "index.h"
 
 /* Runs a kernel with out[0] = out, in = {src, index}, making src and index
- * contiguous first. */
+ * contiguous first (bf16/f16 through f32 where the backend has no kernel
+ * for them). */
 static CtStatus run_indexed(CtOp op, Tensor *out, Tensor *src, Tensor *index,
                             const void *params)
 {
@@ -13,7 +14,7 @@ static CtStatus run_indexed(CtOp op, Tensor *out, Tensor *src, Tensor *index,
     CtStatus st = CT_ERR_OOM; /* recorded by whichever copy failed */
     if (sc && ic) {
         CtOpCall c = {.op = op, .out = {out}, .in = {sc, ic}, .params = params};
-        st = ct_dispatch(&c);
+        st = ct_dispatch_widening(&c);
     }
     tensor_free(sc);
     tensor_free(ic);

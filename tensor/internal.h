@@ -187,7 +187,7 @@ bool ct_autocast_pick(const char *op, const Tensor *x, CtDType *dtype);
  * CUDA autocast does. On the CPU activations stay f32 (ct_autocast_pick). */
 bool ct_autocast_low_activations(const Tensor *x, CtDType *low);
 /* Whether t is a bf16 or f16 tensor inside an autocast region: softmax,
- * log_softmax and the cross-entropy losses widen it to f32, and linear and
+ * log_softmax, layer norm and the losses widen it to f32, and linear and
  * matmul (ct_autocast_call) when the other operand is f32. */
 bool ct_autocast_widens(const Tensor *t);
 /* Whether any non-NULL ts[i] has dtype f32, bf16 or f16 other than dt. */
@@ -420,6 +420,14 @@ typedef bool (*CtSupportsFn)(const CtOpCall *c);
  * in[0]). Records "<op>: not supported on <device> for <dtype>" when no
  * kernel fits. */
 CtStatus ct_dispatch(const CtOpCall *c);
+/* ct_dispatch, except that where the backend takes no kernel for c but
+ * would with its bf16 and f16 operands in f32, c runs on f32 copies of them
+ * (outputs starting from their values, then rounded back): a bf16 result
+ * is the f32 op's, rounded once, as PyTorch computes reductions and index
+ * accumulations on low-precision tensors. For ops with no bf16/f16 kernel
+ * (REDUCE, INDEX_ADD, SCATTER_ADD, LAYER_NORM): on a GPU, autocast leaves
+ * convolution outputs in bf16, and these ops then meet them. */
+CtStatus ct_dispatch_widening(const CtOpCall *c);
 /* ct_dispatch for ops whose kernel wants out contiguous and is the same
  * under a permutation of every operand's dims (BINARY, UNARY, UNARY_BWD,
  * WHERE): a channels-last out[0] runs over the (N, H, W, C) views of every

@@ -82,7 +82,7 @@ static Tensor *run_reduce(const Tensor *x, const Shapes *s, CtReduceKind kind,
     }
     CtReduceParams p = {kind, scale};
     CtOpCall c = {.op = CT_OP_REDUCE, .out = {y, i}, .in = {x}, .params = &p};
-    if (ct_dispatch(&c) != CT_OK) {
+    if (ct_dispatch_widening(&c) != CT_OK) {
         tensor_free(y);
         tensor_free(i);
         return NULL;
@@ -154,7 +154,7 @@ static CtStatus extremum_backward(CtNode *n, Tensor *g, Tensor **gin)
     Tensor *out = ct_tensor_new(p->ndim, p->shape, g->dtype, g->storage->device);
     if (!out) return ct_last_status();
     CtOpCall c = {.op = CT_OP_ARG_REDUCE, .out = {out}, .in = {gk, ik}};
-    CtStatus st = ct_dispatch(&c);
+    CtStatus st = ct_dispatch_widening(&c);
     if (st == CT_OK) gin[0] = out;
     return st;
 }

@@ -421,9 +421,6 @@ START_TEST(test_bad_input)
     /* empty sums are 0, as in PyTorch */
     tu_assert_values(tensor_sum(e, 1, (const int[]){1}, false), ((double[]){0, 0}), 2, 0,
                      0);
-    Tensor *h = tensor_zeros(1, (const int64_t[]){3}, CT_BF16, ct_cpu());
-    ck_assert_ptr_null(tensor_sum_all(h));
-    tu_assert_error(CT_ERR_UNSUPPORTED, "not supported");
     /* NULL in: NULL out, first error kept */
     ct_error(CT_ERR_INVALID, "first");
     ck_assert_ptr_null(tensor_sum(NULL, 0, NULL, false));
@@ -432,6 +429,53 @@ START_TEST(test_bad_input)
     ck_assert_ptr_null(tensor_var(NULL, 0, NULL, 1, true));
     tu_assert_error(CT_ERR_INVALID, "first");
     ct_scope_close(s);
+}
+END_TEST
+
+/* bf16 and f16 tensors (on a GPU, what autocast's convolutions leave):
+ * backends without low-precision reduction kernels run the f32 reduction
+ * and round the result once, as PyTorch does; so do the max's gradient and
+ * the sums a broadcast op's gradient takes. */
+START_TEST(test_low_precision_reductions)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t shape[3] = {3, 5, 4};
+    for (int k = 0; k < 2; k++) {
+        CtDType dt = k ? CT_F16 : CT_BF16;
+        Tensor *r = tu_rand64(3, shape, -2, 2, 90 + (unsigned)k, false);
+        Tensor *x = tensor_cast(r, dt), *xf = tensor_cast(x, CT_F32); /* exact */
+        tensor_free(r);
+        const int d02[2] = {0, 2};
+        Tensor *got[4] = {tensor_sum_all(x), tensor_mean(x, 2, d02, true),
+                          tensor_var(x, 1, (const int[]){1}, 1, false),
+                          tensor_max(x, 1, (const int[]){2}, false)};
+        Tensor *want[4] = {tensor_sum_all(xf), tensor_mean(xf, 2, d02, true),
+                           tensor_var(xf, 1, (const int[]){1}, 1, false),
+                           tensor_max(xf, 1, (const int[]){2}, false)};
+        for (int i = 0; i < 4; i++) {
+            ck_assert_msg(got[i], "%d: %s", i, ct_last_error());
+            ck_assert_int_eq(tensor_dtype(got[i]), dt);
+            tu_assert_same_bits("reduction", tensor_cast(want[i], dt), got[i]);
+        }
+        /* gradients: the max's (scattered to the first maximum) and a
+         * broadcast product's (summed over the broadcast dims) */
+        ck_assert_int_eq(tensor_set_requires_grad(x, true), CT_OK);
+        Tensor *gate =
+            tensor_cast(tensor_ones(3, (const int64_t[]){3, 1, 1}, CT_F32, ct_cpu()), dt);
+        ck_assert_int_eq(tensor_set_requires_grad(gate, true), CT_OK);
+        Tensor *loss =
+            tensor_add(tensor_sum_all(tensor_max(x, 1, (const int[]){2}, false)),
+                       tensor_sum_all(tensor_mul(x, gate)));
+        ck_assert_msg(tensor_backward(loss, NULL) == CT_OK, "%s", ct_last_error());
+        ck_assert_int_eq(tensor_dtype(tensor_grad(gate)), dt);
+        tu_assert_same_bits("broadcast gradient",
+                            tensor_cast(tensor_sum(xf, 2, (const int[]){1, 2}, true), dt),
+                            tensor_grad(gate));
+        ck_assert_int_eq(tensor_dtype(tensor_grad(x)), dt);
+    }
+    ct_scope_close(s);
+    TU_MEM_END;
 }
 END_TEST
 
@@ -448,6 +492,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_max_grad_goes_to_first);
     tcase_add_test(tc, test_kernel_paths);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_low_precision_reductions);
     suite_add_tcase(s, tc);
     return s;
 }
