@@ -151,19 +151,30 @@ static Tensor *ce_body(const char *op, Tensor *logits, Tensor *target,
     return out;
 }
 
+/* t, or inside an autocast region an f32 cast of a bf16/f16 t (in the open
+ * scope): autocast runs the losses in f32, as PyTorch's does. */
+static Tensor *loss_operand(Tensor *t)
+{
+    return t && ct_autocast_widens(t) ? tensor_cast(t, CT_F32) : t;
+}
+
 static Tensor *ce_op(const char *op, Tensor *logits, Tensor *target,
                      const CtCrossEntropyArgs *args, bool log_input)
 {
     /* NULL args: PyTorch's defaults (mean, ignore_index -100) */
     static const CtCrossEntropyArgs defaults = {
         .reduction = CT_REDUCTION_MEAN, .ignore_index = -100, .use_ignore_index = true};
-    const CtCrossEntropyArgs *a = args ? args : &defaults;
-    if (!check_ce_args(op, logits, target, a)) return NULL;
+    CtCrossEntropyArgs wa = args ? *args : defaults;
     CtScope *sc = ct_scope_open();
     if (!sc) return NULL;
-    /* autocast runs losses in f32: bf16/f16 logits are widened */
-    if (ct_autocast_widens(logits)) logits = tensor_cast(logits, CT_F32);
-    Tensor *r = logits ? tensor_retain(ce_body(op, logits, target, a, log_input)) : NULL;
+    /* autocast runs losses in f32: bf16/f16 logits (a CUDA convolution's
+     * output) and class weights are widened before they are checked */
+    logits = loss_operand(logits);
+    if (wa.weight && ct_autocast_widens(wa.weight))
+        wa.weight = tensor_cast((Tensor *)wa.weight, CT_F32);
+    Tensor *r = check_ce_args(op, logits, target, &wa)
+                    ? tensor_retain(ce_body(op, logits, target, &wa, log_input))
+                    : NULL;
     ct_scope_close(sc);
     return r ? ct_scope_adopt(r) : NULL;
 }
@@ -198,9 +209,10 @@ static Tensor *finish(CtScope *sc, Tensor *r)
 
 Tensor *tensor_mse_loss(Tensor *input, Tensor *target, CtReduction r)
 {
-    if (!check_pair("mse_loss", input, target, r)) return NULL;
     CtScope *sc = ct_scope_open();
     if (!sc) return NULL;
+    input = loss_operand(input), target = loss_operand(target);
+    if (!check_pair("mse_loss", input, target, r)) return finish(sc, NULL);
     Tensor *d = tensor_sub(input, target);
     return finish(sc, reduce_loss(tensor_mul(d, d), r));
 }
@@ -208,16 +220,16 @@ Tensor *tensor_mse_loss(Tensor *input, Tensor *target, CtReduction r)
 /* |input - target|; the gradient at 0 is 0, as in PyTorch. */
 Tensor *tensor_l1_loss(Tensor *input, Tensor *target, CtReduction r)
 {
-    if (!check_pair("l1_loss", input, target, r)) return NULL;
     CtScope *sc = ct_scope_open();
     if (!sc) return NULL;
+    input = loss_operand(input), target = loss_operand(target);
+    if (!check_pair("l1_loss", input, target, r)) return finish(sc, NULL);
     return finish(sc, reduce_loss(tensor_abs(tensor_sub(input, target)), r));
 }
 
 /* loss = -(pos_weight * y * log σ(x) + (1 - y) * log(1 - σ(x))), with
  * log σ(x) and log(1 - σ(x)) taken stably as log_softmax([0, x]). */
-Tensor *tensor_bce_with_logits(Tensor *logits, Tensor *target, Tensor *pos_weight,
-                               CtReduction r)
+static Tensor *bce_body(Tensor *logits, Tensor *target, Tensor *pos_weight, CtReduction r)
 {
     const char *op = "bce_with_logits";
     if (!check_pair(op, logits, target, r)) return NULL;
@@ -252,10 +264,12 @@ Tensor *tensor_bce_with_logits(Tensor *logits, Tensor *target, Tensor *pos_weigh
     CtDType dt = logits->dtype;
     for (int i = 0; i < nd; i++) shape[i] = logits->shape[i];
     shape[nd] = 2;
-    double pick[2] = {0.0, 1.0};
-    Tensor *sel = tensor_from_data(pick, 1, (const int64_t[]){2}, CT_F64, dev);
+    /* [0, 1] made by fills on the device (no host copy, which a GPU would
+     * wait for) */
+    Tensor *sel = tensor_zeros(1, (const int64_t[]){2}, dt, dev);
+    if (sel && tensor_fill_(tensor_slice(sel, 0, 1, 2, 1), 1.0) != CT_OK) sel = NULL;
     Tensor *z = tensor_mul(tensor_expand(tensor_unsqueeze(logits, nd), nd + 1, shape),
-                           tensor_cast(sel, dt)); /* (..., 2): [0, x] */
+                           sel); /* (..., 2): [0, x] */
     Tensor *ls = tensor_log_softmax(z, nd);
     Tensor *log_not = tensor_select(ls, nd, 0), *log_p = tensor_select(ls, nd, 1);
     Tensor *one = tensor_scalar(1.0, dt, dev);
@@ -263,4 +277,13 @@ Tensor *tensor_bce_with_logits(Tensor *logits, Tensor *target, Tensor *pos_weigh
     Tensor *loss = tensor_add(tensor_mul(tensor_sub(target, one), log_not),
                               tensor_mul(tensor_neg(cpos), log_p));
     return finish(sc, reduce_loss(loss, r));
+}
+
+Tensor *tensor_bce_with_logits(Tensor *logits, Tensor *target, Tensor *pos_weight,
+                               CtReduction r)
+{
+    CtScope *sc = ct_scope_open();
+    if (!sc) return NULL;
+    return finish(sc, bce_body(loss_operand(logits), loss_operand(target),
+                               loss_operand(pos_weight), r));
 }

@@ -205,7 +205,7 @@ static bool check_affine(const char *op, const char *what, const Tensor *t,
     return false;
 }
 
-Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, double eps)
+static Tensor *layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, double eps)
 {
     const char *op = "layer_norm";
     if (!x) return NULL;
@@ -225,4 +225,27 @@ Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, do
                            .eps = eps};
     return run_norm(op, CT_OP_LAYER_NORM, layer_norm_backward, x, weight, bias, NULL,
                     NULL, p.rows, x->dtype, &p, sizeof p, false, false);
+}
+
+typedef struct LayerNormArgs {
+    int nnorm;
+    double eps;
+} LayerNormArgs;
+
+static Tensor *layer_norm_again(Tensor **ops, const void *arg)
+{
+    const LayerNormArgs *a = arg;
+    return layer_norm(ops[0], a->nnorm, ops[1], ops[2], a->eps);
+}
+
+Tensor *tensor_layer_norm(Tensor *x, int nnorm, Tensor *weight, Tensor *bias, double eps)
+{
+    /* autocast runs layer norm in f32, as PyTorch's does: bf16/f16 operands
+     * (a CUDA convolution's output, beside f32 parameters) are widened */
+    Tensor *ops[3] = {x, weight, bias};
+    bool widen = false;
+    for (int i = 0; i < 3; i++) widen = widen || ct_autocast_widens(ops[i]);
+    if (!widen) return layer_norm(x, nnorm, weight, bias, eps);
+    const LayerNormArgs a = {nnorm, eps};
+    return ct_autocast_call(3, ops, CT_F32, layer_norm_again, &a);
 }

@@ -291,9 +291,10 @@ bool ct_cudnn_benchmark(void);
  * returns the low dtype instead (its operands cast to it), and batch norm,
  * pooling, activations and adds then run on it, as in PyTorch; linear and
  * matmul widen a low-dtype input next to f32 weights, and softmax,
- * log_softmax and the cross-entropy losses widen theirs, so logits and
- * losses are f32. Every other op (norms, reductions, exp/log/pow,
- * elementwise) runs in its inputs' dtype. Their backward runs in
+ * log_softmax, layer norm and every loss widen theirs, so logits and
+ * losses are f32. Every other op (batch norm, reductions, exp/log/pow,
+ * elementwise) runs in its inputs' dtype (a reduction of bf16 values is
+ * computed in f32 and rounded once). Their backward runs in
  * the same precision whether or not the region is still open, and the
  * gradients of f32 inputs are f32: parameters, gradients and optimizer
  * state are never converted. bf16 runs on the CPU (avx512_bf16 kernels

@@ -254,6 +254,63 @@ START_TEST(test_autocast_widens_low_inputs)
 }
 END_TEST
 
+/* The same bf16 tensor meeting f32 operands of the ops autocast runs in
+ * f32: cross-entropy with f32 class weights, MSE, L1 and BCE against f32
+ * targets (BCE with an f32 pos_weight), layer norm with f32 affine
+ * parameters. Each gives, in f32, what it gives on the widened tensor; the
+ * gradient that reaches the bf16 tensor is bf16. Outside a region, a bf16
+ * gather's gradient (an index accumulation) is bf16 too. */
+START_TEST(test_autocast_widens_losses_and_layer_norm)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Tensor *xb = tensor_cast(rand_f32(2, (const int64_t[]){4, 6}, 44, false), CT_BF16);
+    ck_assert_int_eq(tensor_set_requires_grad(xb, true), CT_OK);
+    Tensor *xf = tensor_cast(xb, CT_F32); /* exact */
+    Tensor *y = rand_f32(2, (const int64_t[]){4, 6}, 45, false);
+    Tensor *y01 = tensor_mul_scalar(tensor_add_scalar(y, 1.0), 0.5); /* in [0, 1) */
+    Tensor *w6 = tensor_add_scalar(rand_f32(1, (const int64_t[]){6}, 46, false), 2.0);
+    Tensor *b6 = rand_f32(1, (const int64_t[]){6}, 47, false);
+    Tensor *target = tu_tensor(CT_I64, 1, (const int64_t[]){4}, (double[]){1, 0, 5, 2});
+    const CtCrossEntropyArgs ce = {.reduction = CT_REDUCTION_MEAN, .weight = w6};
+    Tensor *in[2] = {xb, xf}, *out[2][5];
+    CtDType prev;
+    ck_assert_int_eq(tensor_autocast_begin(CT_BF16, &prev), CT_OK);
+    for (int k = 0; k < 2; k++) {
+        Tensor *x = in[k];
+        out[k][0] = tensor_cross_entropy(x, target, &ce);
+        out[k][1] = tensor_mse_loss(x, y, CT_REDUCTION_MEAN);
+        out[k][2] = tensor_l1_loss(x, y, CT_REDUCTION_SUM);
+        out[k][3] = tensor_bce_with_logits(x, y01, w6, CT_REDUCTION_MEAN);
+        out[k][4] = tensor_layer_norm(x, 1, w6, b6, 1e-5);
+    }
+    tensor_autocast_end(prev);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_msg(out[0][i], "op %d: %s", i, ct_last_error());
+        ck_assert_int_eq(tensor_dtype(out[0][i]), CT_F32);
+        assert_same_values(out[1][i], out[0][i], "widened op");
+    }
+    Tensor *total = tensor_sum_all(out[0][4]);
+    for (int i = 0; i < 4; i++) total = tensor_add(total, out[0][i]);
+    ck_assert_msg(tensor_backward(total, NULL) == CT_OK, "%s", ct_last_error());
+    ck_assert_int_eq(tensor_dtype(tensor_grad(xb)), CT_BF16);
+    tensor_set_grad(xb, NULL);
+    Tensor *idx =
+        tu_tensor(CT_I64, 2, (const int64_t[]){4, 2}, (double[]){0, 5, 1, 1, 2, 0, 3, 3});
+    Tensor *g = tensor_gather(xb, 1, idx);
+    ck_assert_msg(g && tensor_backward(tensor_sum_all(g), NULL) == CT_OK, "%s",
+                  ct_last_error());
+    ck_assert_int_eq(tensor_dtype(tensor_grad(xb)), CT_BF16);
+    double v[24];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_grad(xb), v, CT_F64), CT_OK);
+    ck_assert(v[5] == 1 && v[6 + 1] == 2 && v[0] == 1 && v[1] == 0);
+    tensor_free(target);
+    tensor_free(idx);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------------------ gradients */
 
 /* Gradients through an autocast op (backward outside the region) are f32
@@ -523,6 +580,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_autocast_tolerance_vs_f32);
     tcase_add_test(tc, test_autocast_f32_ops_unchanged);
     tcase_add_test(tc, test_autocast_widens_low_inputs);
+    tcase_add_test(tc, test_autocast_widens_losses_and_layer_norm);
     tcase_add_test(tc, test_autocast_gradients);
     tcase_add_test(tc, test_autocast_baseline_is_rounded_f32);
     tcase_add_test(tc, test_gemm_engines);
