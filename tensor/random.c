@@ -40,6 +40,18 @@ static Tensor *draw(const char *op, CtGenerator *g, int ndim, const int64_t *sha
     if (!out) return NULL;
     CtRngParams p = {kind, a, b, g->seed, g->stream, g->offset};
     CtOpCall c = {.op = CT_OP_RNG, .out = {out}, .params = &p};
+    const CtBackend *be = ct_backend_peek(dev);
+    if (!ct_dtype_is_float(dt) && be && !ct_backend_supports(be, &c)) {
+        /* integer draws where the backend has only float ones (CUDA): the
+         * f32 draw, which uses the same lanes and offsets, cast */
+        ct_op_discard(out);
+        CtScope *sc = ct_scope_open();
+        Tensor *r = sc ? tensor_retain(tensor_cast(
+                             draw(op, g, ndim, shape, kind, a, b, CT_F32, dev), dt))
+                       : NULL;
+        ct_scope_close(sc);
+        return ct_scope_adopt(r);
+    }
     if (ct_dispatch(&c) != CT_OK) return ct_op_discard(out);
     g->offset += (uint64_t)blocks_for(kind, dt, tensor_numel(out));
     return out;

@@ -93,6 +93,26 @@ START_TEST(test_bernoulli_f32_blockwise)
 }
 END_TEST
 
+/* An integer or bool Bernoulli draw is the f32 draw cast: the same lanes
+ * and the same offset advance (a backend with float draws only, CUDA, makes
+ * it so). */
+START_TEST(test_bernoulli_integer_is_f32_cast)
+{
+    static const CtDType DT[] = {CT_BOOL, CT_U8, CT_I32, CT_I64};
+    CtScope *s = ct_scope_open();
+    for (size_t i = 0; i < sizeof DT / sizeof DT[0]; i++) {
+        CtGenerator g1 = {.seed = 77, .stream = 5, .offset = 9}, g2 = g1;
+        const int64_t shape[2] = {7, 13};
+        Tensor *t = tensor_bernoulli(&g1, 2, shape, 0.4, DT[i], ct_cpu());
+        Tensor *f = tensor_bernoulli(&g2, 2, shape, 0.4, CT_F32, ct_cpu());
+        ck_assert_ptr_nonnull(t);
+        tu_assert_same_bits("draw", tensor_cast(f, DT[i]), t);
+        ck_assert_uint_eq(g1.offset, g2.offset);
+    }
+    ct_scope_close(s);
+}
+END_TEST
+
 START_TEST(test_same_numbers_for_any_thread_count)
 {
     const int64_t n = 200003; /* large enough to run in parallel, odd */
@@ -289,6 +309,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_philox_known_answers);
     tcase_add_test(tc, test_bernoulli_f32_blockwise);
+    tcase_add_test(tc, test_bernoulli_integer_is_f32_cast);
     tcase_add_test(tc, test_same_numbers_for_any_thread_count);
     tcase_add_test(tc, test_distributions);
     tcase_add_test(tc, test_draws_advance_and_reproduce);
