@@ -78,6 +78,49 @@ CtStatus optim_group_make_buffer(Optimizer *o, int gi, int b, unsigned *fresh)
     return st;
 }
 
+/* Whether some state of buffer b of group gi lies on another device than
+ * its parameter. */
+static bool buffer_elsewhere(const Optimizer *o, const OptimGroupHp *h, int b)
+{
+    for (int64_t i = 0; i < h->n; i++) {
+        const Tensor *t = *state_slot(o, h->first + i, b);
+        if (t && !ct_device_eq(tensor_device(t), tensor_device(h->params[i])))
+            return true;
+    }
+    return false;
+}
+
+CtStatus optim_group_follow(Optimizer *o, int gi, int b)
+{
+    const OptimGroupHp *h = &o->groups[gi];
+    if (!buffer_elsewhere(o, h, b)) return CT_OK;
+    Tensor **old = malloc((size_t)h->n * sizeof *old);
+    if (!old) return ct_error(CT_ERR_OOM, "%s: out of memory", o->vt->name);
+    for (int64_t i = 0; i < h->n; i++) {
+        old[i] = *state_slot(o, h->first + i, b);
+        *state_slot(o, h->first + i, b) = NULL;
+    }
+    /* one block where the group allows it, else a tensor per parameter */
+    CtStatus st = optim_group_make_buffer(o, gi, b, NULL);
+    for (int64_t i = 0; i < h->n && st == CT_OK; i++) {
+        Tensor **slot = state_slot(o, h->first + i, b);
+        if (!old[i]) continue;
+        if (!*slot && !(*slot = optim_new_state(h->params[i]))) st = ct_last_status();
+        if (st == CT_OK) st = tensor_copy_(*slot, old[i]);
+    }
+    for (int64_t i = 0; i < h->n; i++) { /* the old states, or on failure the new */
+        Tensor **slot = state_slot(o, h->first + i, b);
+        Tensor *drop = st == CT_OK ? old[i] : *slot;
+        if (st != CT_OK) *slot = old[i];
+        tensor_free(drop);
+    }
+    free(old);
+    return st == CT_OK
+               ? CT_OK
+               : ct_error_wrap(CT_OK, "%s: moving state %s to its parameters' device",
+                               o->vt->name, o->vt->buf_names[b]);
+}
+
 CtStatus optim_group_update(Optimizer *o, int gi, const unsigned *fresh, bool zero_grad,
                             bool *done)
 {

@@ -117,6 +117,11 @@ static inline bool optim_wants_update(const Tensor *p)
  * views into one new block, when no parameter has it yet; sets bit b of
  * fresh[] for each (fresh may be NULL). Otherwise does nothing. */
 CtStatus optim_group_make_buffer(Optimizer *o, int gi, int b, unsigned *fresh);
+/* group.c: where buffer b of group gi lies on another device than its
+ * parameters (state loaded before the model moved to its GPU), copies it
+ * to theirs, in one block as optim_group_make_buffer lays it out where the
+ * group allows; the old states are released. Nothing to do otherwise. */
+CtStatus optim_group_follow(Optimizer *o, int gi, int b);
 /* group.c: runs the update of group gi as ONE op over its spans when the
  * group is packed (every parameter updated, spans back to back, state
  * buffers alike, one step count), zeroing the gradients in the same pass

@@ -321,8 +321,12 @@ static CtStatus step(Optimizer *o, bool zero_grad, const char *fn)
             if (st != CT_OK) return st;
         }
     }
+    CtStatus st = CT_OK;
+    for (int g = 0; g < o->ngroups && st == CT_OK; g++)
+        for (int b = 0; b < o->vt->nbuf && st == CT_OK; b++)
+            st = optim_group_follow(o, g, b);
     memset(o->fresh, 0, (size_t)o->nparams * sizeof *o->fresh);
-    CtStatus st = make_buffers(o, o->fresh);
+    if (st == CT_OK) st = make_buffers(o, o->fresh);
     for (int g = 0; g < o->ngroups && st == CT_OK; g++) {
         bool done;
         st = optim_group_update(o, g, o->fresh, zero_grad, &done);

@@ -66,6 +66,7 @@ static CtStatus copy_across(Tensor *dst, const Tensor *src)
     size_t n = (size_t)tensor_numel(dst) * ct_dtype_size(dst->dtype);
     if (st == CT_OK && tensor_is_contiguous(dst)) {
         st = ct_backend_memcpy(be, ct_ptr(dst), dd, ct_ptr(tmp), sd, n);
+        ct_storage_written(dst->storage); /* as a COPY op's output is */
     } else if (st == CT_OK) {
         Tensor *tmp2 = ct_tensor_new_persistent(dst->ndim, dst->shape, dst->dtype, dd);
         st = tmp2 ? ct_backend_memcpy(be, ct_ptr(tmp2), dd, ct_ptr(tmp), sd, n)
