@@ -62,6 +62,9 @@ CtStatus ckpt_trainer_state(const Trainer *t, CtStateDict *out);
 CtStatus ckpt_check_loader(const Trainer *t, const CtStateDict *d, const char *dir);
 /* Restores the run history from a trainer_state dict, at `epoch`. */
 CtStatus ckpt_apply_history(RunHistory *h, const CtStateDict *d, int64_t epoch);
+/* CT_ERR_FORMAT naming dir and the entry unless every "history.<metric>"
+ * entry of d is a 1-d f64 CPU tensor (what ckpt_apply_history reads). */
+CtStatus ckpt_check_history(const CtStateDict *d, const char *dir);
 /* Appends this process's RNG states and partial epoch loss. */
 CtStatus ckpt_rank_state(const Trainer *t, CtStateDict *out);
 /* Appends every callback's state (entries "<type>.<name>"). */

@@ -333,6 +333,7 @@ static CtStatus read_checked(Trainer *t, Loaded *l, int64_t pos[3])
         st = ct_error(CT_ERR_FORMAT,
                       "checkpoint %s: %s: bad position (epoch %lld, batch %lld)", l->dir,
                       CKPT_TRAINER, (long long)pos[0], (long long)pos[1]);
+    if (st == CT_OK) st = ckpt_check_history(l->trainer, l->dir);
     if (st == CT_OK) st = check_model(t, l);
     if (st == CT_OK) st = check_optimizer(t, l);
     if (st == CT_OK) st = check_scaler(t, l);

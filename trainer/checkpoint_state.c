@@ -134,6 +134,22 @@ CtStatus ckpt_check_loader(const Trainer *t, const CtStateDict *d, const char *d
     return CT_OK;
 }
 
+CtStatus ckpt_check_history(const CtStateDict *d, const char *dir)
+{
+    for (int64_t i = 0; i < ct_state_dict_size(d); i++) {
+        const char *name = ct_state_dict_name(d, i);
+        Tensor *x = ct_state_dict_tensor(d, i);
+        if (strncmp(name, "history.", 8) != 0 ||
+            (tensor_dtype(x) == CT_F64 && tensor_ndim(x) == 1 &&
+             tensor_device(x).type == CT_DEVICE_CPU && tensor_is_contiguous(x)))
+            continue;
+        char desc[96];
+        return ct_error(CT_ERR_FORMAT, "checkpoint %s: %s: '%s' is %s, expected f64[n]",
+                        dir, CKPT_TRAINER, name, tensor_describe(x, desc, sizeof desc));
+    }
+    return CT_OK;
+}
+
 /* Restores the run history from "history.<metric>" entries, at `epoch`. */
 CtStatus ckpt_apply_history(RunHistory *h, const CtStateDict *d, int64_t epoch)
 {

@@ -15,6 +15,7 @@
 
 #include "ctrainer/ctrainer.h"
 #include "testutil.h"
+#include "trainer/checkpoint_internal.h"
 #include "trainer_testutil.h"
 
 #define N_TRAIN  200
@@ -511,6 +512,27 @@ START_TEST(resume_restores_logger_and_step_eval_state)
 END_TEST
 
 /* Damaged logger and step-evaluation states are refused by name. */
+/* The run history's entries are read as f64 values: an entry of another
+ * dtype (a crafted file, whose manifest hashes match) is a clear error
+ * before anything is applied, not a read past its data. */
+START_TEST(bad_history_entries_are_errors)
+{
+    CtStateDict *d = ct_state_dict_create();
+    Tensor *ok = tensor_full(1, (const int64_t[]){3}, 0.5, CT_F64, ct_cpu());
+    Tensor *bytes = tensor_full(1, (const int64_t[]){10}, 1.0, CT_U8, ct_cpu());
+    ck_assert_int_eq(ct_state_dict_add(d, "history.train_loss_epoch", ok), CT_OK);
+    ck_assert_int_eq(ckpt_check_history(d, "ckpt"), CT_OK);
+    ck_assert_int_eq(ct_state_dict_add(d, "history.eval_loss_epoch", bytes), CT_OK);
+    ck_assert_int_eq(ckpt_check_history(d, "ckpt"), CT_ERR_FORMAT);
+    tu_assert_error(CT_ERR_FORMAT,
+                    "checkpoint ckpt: trainer_state.safetensors: "
+                    "'history.eval_loss_epoch' is u8[10] cpu, expected f64[n]");
+    tensor_free(ok);
+    tensor_free(bytes);
+    ct_state_dict_free(d);
+}
+END_TEST
+
 START_TEST(bad_logger_and_step_eval_states_are_errors)
 {
     Callback *ml = callback_metrics_logger_create(&(MetricsLoggerArgs){.csv_path = "x"});
@@ -728,6 +750,7 @@ static Suite *suite(void)
     tcase_add_test(tc, mismatched_checkpoints_change_nothing);
     tcase_add_test(tc, resume_restores_logger_and_step_eval_state);
     tcase_add_test(tc, bad_logger_and_step_eval_states_are_errors);
+    tcase_add_test(tc, bad_history_entries_are_errors);
     tcase_add_test(tc, resume_restores_loss_scaler_state);
     tcase_add_test(tc, scaler_state_round_trip_and_mismatch);
     tcase_add_test(tc, sigkill_during_saves_leaves_a_loadable_latest);
