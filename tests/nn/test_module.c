@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "ctrainer/nn.h"
+#include "ctrainer/optim.h"
 #include "testutil.h"
 
 /* A module of our own with a parameter, a buffer and children. */
@@ -435,6 +436,55 @@ START_TEST(test_to_cuda)
 }
 END_TEST
 
+/* One Adam step of m on x (ones), with its loss sum(y^2). */
+static void adam_step(Module *m, Optimizer *o, CtDevice dev)
+{
+    CtScope *s = ct_scope_open();
+    Tensor *y = nn_forward(m, tensor_ones(2, (const int64_t[]){4, 3}, CT_F32, dev));
+    ck_assert_msg(y != NULL, "%s", ct_last_error());
+    ck_assert_int_eq(tensor_backward(tensor_sum_all(tensor_mul(y, y)), NULL), CT_OK);
+    ck_assert_msg(optim_step_zero_grad(o) == CT_OK, "%s", ct_last_error());
+    ct_scope_close(s);
+}
+
+/* Optimizer state made (or loaded) while the model was on the CPU follows
+ * the model to a GPU at the next step, and the run continues as it does on
+ * the CPU (runs only where a GPU is). */
+START_TEST(test_optimizer_state_follows_to_cuda)
+{
+    if (ct_cuda_device_count() == 0) {
+        fprintf(stderr, "nn_module: skipped 1 CUDA test: no device\n");
+        return;
+    }
+    Module *m[2];
+    Optimizer *o[2];
+    for (int i = 0; i < 2; i++) {
+        CtGenerator g = ct_generator(7, 0);
+        m[i] = nn_sequential(
+            2, (Module *[]){nn_linear(3, 8, true, &g), nn_linear(8, 2, true, &g)});
+        o[i] = optim_adam_create(m[i], &(AdamArgs){.lr = 1e-2});
+        adam_step(m[i], o[i], ct_cpu()); /* the state on the CPU */
+    }
+    ck_assert_int_eq(nn_module_to(m[1], ct_cuda(0)), CT_OK);
+    adam_step(m[0], o[0], ct_cpu());
+    adam_step(m[1], o[1], ct_cuda(0));
+    ck_assert_int_eq(nn_module_to(m[1], ct_cpu()), CT_OK);
+    static const char *const names[] = {"0.weight", "0.bias", "1.weight", "1.bias"};
+    for (int k = 0; k < 4; k++) {
+        double u[24], v[24];
+        Tensor *a = nn_module_get(m[0], names[k]), *b = nn_module_get(m[1], names[k]);
+        tensor_copy_to_host(a, u, CT_F64);
+        tensor_copy_to_host(b, v, CT_F64);
+        for (int64_t i = 0; i < tensor_numel(a); i++)
+            ck_assert_double_eq_tol(u[i], v[i], 1e-5);
+    }
+    for (int i = 0; i < 2; i++) {
+        optim_free(o[i]);
+        nn_module_free(m[i]);
+    }
+}
+END_TEST
+
 /* A packed model whose parameters sit at odd offsets of the parameter
  * block on a GPU (a 3 -> 5 -> 3 MLP: the first bias starts 60 bytes in)
  * gives the CPU's outputs and gradients: cuBLASLt is told how its operands
@@ -496,6 +546,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_pack_repack);
     tcase_add_test(tc, test_freeze);
     tcase_add_test(tc, test_to_cuda);
+    tcase_add_test(tc, test_optimizer_state_follows_to_cuda);
     tcase_add_test(tc, test_cuda_odd_offsets_match_cpu);
     suite_add_tcase(s, tc);
     return s;
