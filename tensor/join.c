@@ -135,10 +135,53 @@ static Tensor *cat_impl(int n, Tensor *const *ts, int d)
     return record(out, n, ts, d) == CT_OK ? out : ct_op_discard(out);
 }
 
+/* Whether the list mixes f32 with bf16/f16 and nothing else (as autocast's
+ * convolutions leave activations on CUDA): it is joined in f32, as binary
+ * ops promote such operands. */
+static bool promotes_to_f32(int n, Tensor *const *ts)
+{
+    bool f32 = false, low = false;
+    for (int i = 0; i < n; i++) {
+        CtDType dt = ts[i]->dtype;
+        if (dt != CT_F32 && dt != CT_BF16 && dt != CT_F16) return false;
+        f32 = f32 || dt == CT_F32;
+        low = low || dt != CT_F32;
+    }
+    return f32 && low;
+}
+
+typedef struct JoinArgs {
+    Tensor *(*join)(int n, Tensor *const *ts, int dim);
+    int n, dim;
+} JoinArgs;
+
+static Tensor *join_again(Tensor **ops, const void *arg)
+{
+    const JoinArgs *a = arg;
+    return a->join(a->n, ops, a->dim);
+}
+
+/* join(ts) on the list cast to f32 (differentiable casts). */
+static Tensor *join_promoted(Tensor *(*join)(int, Tensor *const *, int), int n,
+                             Tensor *const *ts, int dim)
+{
+    Tensor **ops = ct_malloc((size_t)n * sizeof *ops);
+    if (!ops) {
+        ct_error(CT_ERR_OOM, "cat: out of memory");
+        return NULL;
+    }
+    memcpy(ops, ts, (size_t)n * sizeof *ops);
+    const JoinArgs a = {join, n, dim};
+    Tensor *out = ct_autocast_call(n, ops, CT_F32, join_again, &a);
+    free(ops);
+    return out;
+}
+
 Tensor *tensor_cat(int n, Tensor *const *ts, int dim)
 {
     const char *op = "cat";
     if (!check_given(op, n, ts)) return NULL;
+    if (promotes_to_f32(n, ts)) return join_promoted(tensor_cat, n, ts, dim);
     if (ts[0]->ndim == 0) {
         ct_error(CT_ERR_SHAPE, "%s: 0-d tensors cannot be concatenated (use stack)", op);
         return NULL;
@@ -151,7 +194,9 @@ Tensor *tensor_cat(int n, Tensor *const *ts, int dim)
 Tensor *tensor_stack(int n, Tensor *const *ts, int dim)
 {
     const char *op = "stack";
-    if (!check_given(op, n, ts) || !check_list(op, n, ts, -1)) return NULL;
+    if (!check_given(op, n, ts)) return NULL;
+    if (promotes_to_f32(n, ts)) return join_promoted(tensor_stack, n, ts, dim);
+    if (!check_list(op, n, ts, -1)) return NULL;
     int d = ct_norm_dim(op, dim, ts[0]->ndim + 1);
     if (d < 0) return NULL;
     Tensor **u = ct_malloc((size_t)n * sizeof *u);

@@ -491,7 +491,9 @@ Tensor *tensor_silu(Tensor *t);
 Tensor *tensor_sigmoid(Tensor *t);
 Tensor *tensor_tanh(Tensor *t);
 
-/* cond (CT_BOOL) ? a : b, broadcasting all three. Differentiable in a, b. */
+/* cond (CT_BOOL) ? a : b, broadcasting all three. Differentiable in a, b.
+ * a and b of one dtype, or f32 beside bf16/f16, promoted to f32 as binary
+ * ops promote. */
 Tensor *tensor_where(Tensor *cond, Tensor *a, Tensor *b);
 /* t with `value` where mask (CT_BOOL, broadcast to t) is true. */
 Tensor *tensor_masked_fill(Tensor *t, Tensor *mask, double value);
@@ -681,7 +683,8 @@ Tensor *tensor_index_select(Tensor *t, int dim, Tensor *index);
 Tensor *tensor_gather(Tensor *t, int dim, Tensor *index);
 /* Joins n >= 1 tensors of one dtype and device along dim; their shapes
  * must be equal except along dim (errors name the offending tensor's
- * position in ts). Differentiable. */
+ * position in ts). A list of f32 and bf16/f16 tensors is joined in f32, as
+ * binary ops promote. Differentiable. */
 Tensor *tensor_cat(int n, Tensor *const *ts, int dim);
 /* Joins n >= 1 tensors of equal shape along a new dim (in [-(ndim+1),
  * ndim]). Differentiable. */

@@ -311,6 +311,43 @@ START_TEST(test_autocast_widens_losses_and_layer_norm)
 }
 END_TEST
 
+/* cat, stack and where given f32 beside bf16 join in f32, as binary ops
+ * promote (a CUDA convolution's bf16 output beside an f32 tensor); the
+ * gradient that reaches the bf16 tensor is bf16. */
+START_TEST(test_joins_promote_low_inputs)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Tensor *xb = tensor_cast(rand_f32(2, (const int64_t[]){2, 3}, 48, false), CT_BF16);
+    ck_assert_int_eq(tensor_set_requires_grad(xb, true), CT_OK);
+    Tensor *xf = tensor_cast(xb, CT_F32); /* exact */
+    Tensor *y = rand_f32(2, (const int64_t[]){2, 3}, 49, false);
+    Tensor *cond =
+        tu_tensor(CT_BOOL, 2, (const int64_t[]){2, 3}, (double[]){1, 0, 0, 1, 1, 0});
+    Tensor *got[3] = {tensor_cat(2, (Tensor *[]){xb, y}, 1),
+                      tensor_stack(2, (Tensor *[]){y, xb}, 0), tensor_where(cond, xb, y)};
+    Tensor *want[3] = {tensor_cat(2, (Tensor *[]){xf, y}, 1),
+                       tensor_stack(2, (Tensor *[]){y, xf}, 0),
+                       tensor_where(cond, xf, y)};
+    Tensor *total = NULL;
+    for (int k = 0; k < 3; k++) {
+        ck_assert_msg(got[k], "op %d: %s", k, ct_last_error());
+        ck_assert_int_eq(tensor_dtype(got[k]), CT_F32);
+        assert_same_values(want[k], got[k], "promoted join");
+        total =
+            total ? tensor_add(total, tensor_sum_all(got[k])) : tensor_sum_all(got[k]);
+    }
+    ck_assert_msg(tensor_backward(total, NULL) == CT_OK, "%s", ct_last_error());
+    ck_assert_int_eq(tensor_dtype(tensor_grad(xb)), CT_BF16);
+    double g[6];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_grad(xb), g, CT_F64), CT_OK);
+    ck_assert(g[0] == 3 && g[1] == 2);
+    tensor_free(cond);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------------------ gradients */
 
 /* Gradients through an autocast op (backward outside the region) are f32
@@ -581,6 +618,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_autocast_f32_ops_unchanged);
     tcase_add_test(tc, test_autocast_widens_low_inputs);
     tcase_add_test(tc, test_autocast_widens_losses_and_layer_norm);
+    tcase_add_test(tc, test_joins_promote_low_inputs);
     tcase_add_test(tc, test_autocast_gradients);
     tcase_add_test(tc, test_autocast_baseline_is_rounded_f32);
     tcase_add_test(tc, test_gemm_engines);
