@@ -98,6 +98,20 @@ static bool on_cuda(const Tensor *t)
     return tensor_device(t).type == CT_DEVICE_CUDA;
 }
 
+/* A CUDA tensor on another GPU than the process's own (rt->device): NCCL's
+ * communicator is bound to that one. Checked on any world size, so that
+ * code wrong for N processes fails on one too. */
+static CtStatus check_device(const char *fn, const Runtime *rt, const Tensor *t)
+{
+    CtDevice d = tensor_device(t);
+    if (!on_cuda(t) || rt->device.type != CT_DEVICE_CUDA || d.index == rt->device.index)
+        return CT_OK;
+    return ct_error(CT_ERR_DEVICE,
+                    "%s: the tensor is on cuda:%d but this process trains on cuda:%d "
+                    "(runtime_device)",
+                    fn, d.index, rt->device.index);
+}
+
 /* Hands `own`, a reference the caller holds outside any scope, over as op
  * results are owned: to the open scope, or to the caller when none is open
  * (tensor_contiguous of a contiguous tensor is a new reference there). */
@@ -117,6 +131,7 @@ static bool check_gather(const char *fn, Runtime *rt, Tensor *t)
         return false;
     }
     if (!t) return false; /* sticky: keep the first error */
+    if (check_device(fn, rt, t) != CT_OK) return false;
     if (tensor_ndim(t) < 1) {
         ct_error(CT_ERR_SHAPE,
                  "%s: a 0-d tensor has no dim 0 to concatenate along "
@@ -257,7 +272,9 @@ Tensor *runtime_reduce(Runtime *rt, Tensor *t, RuntimeReduceOp op)
         return NULL;
     }
     if (!t) return NULL;
-    if (check_op("runtime_reduce", op) != CT_OK) return NULL;
+    if (check_op("runtime_reduce", op) != CT_OK ||
+        check_device("runtime_reduce", rt, t) != CT_OK)
+        return NULL;
     if (op == RUNTIME_REDUCE_MEAN && !ct_dtype_is_float(tensor_dtype(t))) {
         ct_error(CT_ERR_DTYPE, "runtime_reduce: MEAN needs a float tensor, got %s",
                  ct_dtype_name(tensor_dtype(t)));
@@ -321,6 +338,8 @@ CtStatus runtime_broadcast(Runtime *rt, Tensor *t, int root)
     if (!tensor_is_contiguous(t))
         return ct_error(CT_ERR_INVALID, "runtime_broadcast: the tensor is not contiguous "
                                         "(it is overwritten in place)");
+    CtStatus dst = check_device("runtime_broadcast", rt, t);
+    if (dst != CT_OK) return dst;
     if (rt->world_size == 1) return CT_OK;
     CtStatus st = agree_layout(rt, "runtime_broadcast", t, NULL);
     if (st != CT_OK) return st;

@@ -52,6 +52,27 @@ static bool find_on_path(const char *name, char *buf, size_t size)
     return false;
 }
 
+extern char **environ;
+
+/* Whether the variable `name=...` of environ is one every rank gets. */
+static bool forwarded(const char *var)
+{
+    static const char *const prefixes[] = {"CTRAINER_", "NCCL_", "CUDA_VISIBLE_DEVICES="};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(var, prefixes[i], strlen(prefixes[i]))) return true;
+    return false;
+}
+
+static void probe_env(RuntimeHost *h)
+{
+    int n = 0;
+    for (char **e = environ; *e && n < RUNTIME_MAX_FORWARD_ENV; e++) {
+        size_t len = strcspn(*e, "=");
+        if (forwarded(*e) && len < RUNTIME_ENV_NAME_MAX)
+            snprintf(h->forward_env[n++], RUNTIME_ENV_NAME_MAX, "%.*s", (int)len, *e);
+    }
+}
+
 CtStatus runtime_host_probe(RuntimeHost *h)
 {
     if (!h) return ct_error(CT_ERR_NULL, "runtime_host_probe: NULL host");
@@ -59,6 +80,7 @@ CtStatus runtime_host_probe(RuntimeHost *h)
                        .gpu_count = count_gpus(),
                        .is_root = geteuid() == 0,
                        .stdout_tty = isatty(STDOUT_FILENO) == 1};
+    probe_env(h);
     if (find_on_path("mpirun", h->mpirun, sizeof h->mpirun)) return CT_OK;
 #ifdef CTRAINER_MPIEXEC
     if (access(CTRAINER_MPIEXEC, X_OK) == 0) {
@@ -111,6 +133,15 @@ static void argv_add(Argv *a, const char *fmt, ...)
     a->v[a->n] = NULL;
 }
 
+/* The GPUs gpu_ids lists (comma-separated); 0 for "all". */
+static int gpu_ids_count(const char *ids)
+{
+    if (!strcmp(ids, "all")) return 0;
+    int n = 1;
+    for (const char *c = ids; *c; c++) n += *c == ',';
+    return n;
+}
+
 /* The combinations mpirun cannot start, or that cannot work on h. */
 static CtStatus check_launch(const RuntimeSettings *s, const RuntimeHost *h,
                              bool use_gpus, int per_machine)
@@ -138,6 +169,12 @@ static CtStatus check_launch(const RuntimeSettings *s, const RuntimeHost *h,
             "launch: %d ranks per machine need one GPU each but this machine has "
             "%d (use --cpu to train on CPUs)",
             per_machine, h->gpu_count);
+    int listed = gpu_ids_count(s->gpu_ids);
+    if (use_gpus && listed > 0 && per_machine > listed)
+        return ct_error(CT_ERR_INVALID,
+                        "launch: %d ranks per machine need one GPU each but gpu_ids "
+                        "lists %d (%s)",
+                        per_machine, listed, s->gpu_ids);
     return CT_OK;
 }
 
@@ -165,9 +202,22 @@ static void add_worker_env(Argv *a, const RuntimeSettings *s, const RuntimeHost 
              s->main_process_ip[0] ? s->main_process_ip : "127.0.0.1");
     argv_add(a, "-x");
     argv_add(a, "MASTER_PORT=%d", s->main_process_port);
-    if (use_gpus && strcmp(s->gpu_ids, "all") != 0) {
+    bool visible = use_gpus && strcmp(s->gpu_ids, "all") != 0;
+    if (visible) {
         argv_add(a, "-x");
         argv_add(a, "CUDA_VISIBLE_DEVICES=%s", s->gpu_ids);
+    }
+    /* the caller's own, as they are, unless set above */
+    for (int i = 0; i < RUNTIME_MAX_FORWARD_ENV && h->forward_env[i][0]; i++) {
+        const char *name = h->forward_env[i];
+        bool set = (visible && !strcmp(name, "CUDA_VISIBLE_DEVICES")) ||
+                   !strcmp(name, "CTRAINER_USE_CPU") ||
+                   !strcmp(name, "CTRAINER_STDOUT_TTY");
+        for (size_t k = 0; !set && k < sizeof passed / sizeof *passed; k++)
+            set = !strcmp(name, runtime_option_env_name(passed[k], value));
+        if (set) continue;
+        argv_add(a, "-x");
+        argv_add(a, "%s", name);
     }
 }
 
@@ -294,8 +344,6 @@ static CtStatus run_here(int (*fn)(void *), void *user)
                     "runtime_launch: the training function returned %d on rank %s", r,
                     rank ? rank : "0");
 }
-
-extern char **environ;
 
 static CtStatus launch_ranks(const RuntimeSettings *s)
 {

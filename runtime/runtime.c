@@ -84,13 +84,14 @@ static CtStatus pick_device(Runtime *rt, bool use_cuda)
 {
     if (!use_cuda) return CT_OK;
     int n = ct_cuda_device_count();
-    if (n <= rt->local_rank)
+    int idx = runtime_cuda_index(n, rt->local_rank);
+    if (idx < 0)
         return ct_error(CT_ERR_DEVICE,
                         "runtime: use_cuda asks for CUDA device %d (local rank) but %d "
                         "CUDA device(s) are usable%s",
                         rt->local_rank, n,
                         n == 0 ? " (no GPU, or the CUDA backend is not built)" : "");
-    rt->device = ct_cuda(rt->local_rank);
+    rt->device = ct_cuda(idx);
     /* the device's instance and context now (a synchronisation of nothing
      * makes them), as accelerate sets the process's device: the first CUDA
      * instance is then this process's GPU, whose context pinned memory uses

@@ -60,4 +60,15 @@ void rt_nccl_close(Runtime *rt);
  * (at least 1) unless OMP_NUM_THREADS is set; OpenBLAS stays at 1. */
 void rt_set_rank_threads(int local_world_size);
 
+/* The CUDA device of a process of this local rank that sees `visible`
+ * devices: its local rank, as `ctrainer launch` gives every rank all of the
+ * machine's GPUs; device 0 when it sees exactly one (a launcher that binds
+ * one GPU per rank, as Slurm's --gpus-per-task=1 does); -1 when it sees too
+ * few. */
+static inline int runtime_cuda_index(int visible, int local_rank)
+{
+    if (visible == 1) return 0;
+    return local_rank < visible ? local_rank : -1;
+}
+
 #endif

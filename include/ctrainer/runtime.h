@@ -483,6 +483,9 @@ CtStatus runtime_config_write(const char *path, const RuntimeSettings *s);
 
 /* What a launch needs to know about this machine; runtime_launch_command
  * takes it as an argument so it stays a pure function. */
+#define RUNTIME_MAX_FORWARD_ENV 32
+#define RUNTIME_ENV_NAME_MAX    64
+
 typedef struct RuntimeHost {
     char mpirun[RUNTIME_SETTING_MAX + 1]; /* path of mpirun */
     int cpu_count;                        /* usable cores of this machine */
@@ -493,12 +496,18 @@ typedef struct RuntimeHost {
      * (CTRAINER_STDOUT_TTY) and progress bars redraw in place only when the
      * user's own output is a terminal. */
     bool stdout_tty;
+    /* Names of this process's environment variables every rank gets as
+     * they are (CTRAINER_*, NCCL_*, CUDA_VISIBLE_DEVICES), "" after the
+     * last: mpirun gives its own environment to the ranks on this machine
+     * only, so the launch names them (-x NAME) for the other machines' too. */
+    char forward_env[RUNTIME_MAX_FORWARD_ENV][RUNTIME_ENV_NAME_MAX];
 } RuntimeHost;
 
 /* Probes this machine: mpirun from PATH (else the one found at build
  * time), the cores of this process's affinity mask, the GPUs counted
  * without initialising CUDA (the entries of /proc/driver/nvidia/gpus; 0
- * without an NVIDIA driver), and the user id. When no mpirun is found,
+ * without an NVIDIA driver), the user id, and the environment variables to
+ * forward (the first RUNTIME_MAX_FORWARD_ENV). When no mpirun is found,
  * h->mpirun is "" and CT_ERR_UNSUPPORTED is returned with the rest filled. */
 CtStatus runtime_host_probe(RuntimeHost *h);
 

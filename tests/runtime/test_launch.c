@@ -117,6 +117,44 @@ START_TEST(command_gpus)
 }
 END_TEST
 
+/* The caller's CTRAINER_*, NCCL_* and CUDA_VISIBLE_DEVICES reach every
+ * machine's ranks (-x NAME), except those the launch sets itself. */
+START_TEST(command_forwards_environment)
+{
+    RuntimeSettings s =
+        settings((const char *[]){"num_processes", "2", "gpu_ids", "2,3", NULL});
+    RuntimeHost h = {.mpirun = "mpirun",
+                     .cpu_count = 16,
+                     .gpu_count = 4,
+                     .forward_env = {"CTRAINER_LIMIT_BATCHES", "NCCL_SOCKET_IFNAME",
+                                     "CTRAINER_SEED", "CUDA_VISIBLE_DEVICES",
+                                     "CTRAINER_USE_CPU"}};
+    RuntimeCommand c;
+    ck_assert_int_eq(runtime_launch_command(&s, &h, prog, 1, &c), CT_OK);
+    const char *j = joined(&c);
+    ck_assert(strstr(j, "-x CTRAINER_LIMIT_BATCHES -x NCCL_SOCKET_IFNAME ./train"));
+    ck_assert(!strstr(j, "-x CTRAINER_SEED "));
+    ck_assert(!strstr(j, "-x CUDA_VISIBLE_DEVICES "));
+    ck_assert(!strstr(j, "-x CTRAINER_USE_CPU "));
+    runtime_command_free(&c);
+    /* gpu_ids all: the caller's CUDA_VISIBLE_DEVICES goes as it is */
+    s = settings((const char *[]){"num_processes", "2", NULL});
+    ck_assert_int_eq(runtime_launch_command(&s, &h, prog, 1, &c), CT_OK);
+    ck_assert(strstr(joined(&c), "-x CUDA_VISIBLE_DEVICES "));
+    runtime_command_free(&c);
+    /* the probe finds them in the environment */
+    ck_assert_int_eq(setenv("CTRAINER_FORWARD_PROBE", "1", 1), 0);
+    RuntimeHost p;
+    (void)runtime_host_probe(&p);
+    ct_clear_error();
+    bool found = false;
+    for (int i = 0; i < RUNTIME_MAX_FORWARD_ENV && p.forward_env[i][0]; i++)
+        found = found || !strcmp(p.forward_env[i], "CTRAINER_FORWARD_PROBE");
+    ck_assert(found);
+    unsetenv("CTRAINER_FORWARD_PROBE");
+}
+END_TEST
+
 typedef struct BadLaunch {
     const char *kv[9];
     int gpus;
@@ -139,6 +177,9 @@ static const BadLaunch bad_launches[] = {
     {{"num_processes", "3"},
      2,
      "3 ranks per machine need one GPU each but this machine has 2"},
+    {{"num_processes", "2", "gpu_ids", "3"},
+     8,
+     "2 ranks per machine need one GPU each but gpu_ids lists 1 (3)"},
 };
 
 START_TEST(command_bad_combinations)
@@ -230,6 +271,7 @@ static Suite *suite(void)
     tcase_add_test(tc, command_oversubscribed_settings_passed);
     tcase_add_test(tc, command_several_machines);
     tcase_add_test(tc, command_gpus);
+    tcase_add_test(tc, command_forwards_environment);
     tcase_add_loop_test(tc, command_bad_combinations, 0,
                         (int)(sizeof bad_launches / sizeof *bad_launches));
     tcase_add_test(tc, command_bad_arguments);

@@ -123,6 +123,19 @@ START_TEST(threads_per_rank)
 END_TEST
 
 #ifdef CTRAINER_HAVE_MPI
+/* A rank's GPU: its local rank among all the machine's GPUs, the one GPU a
+ * launcher bound it to, or none when it sees too few. */
+START_TEST(cuda_index_of_a_rank)
+{
+    ck_assert_int_eq(runtime_cuda_index(8, 3), 3);
+    ck_assert_int_eq(runtime_cuda_index(2, 0), 0);
+    ck_assert_int_eq(runtime_cuda_index(1, 0), 0);
+    ck_assert_int_eq(runtime_cuda_index(1, 5), 0); /* bound: CUDA_VISIBLE_DEVICES=5 */
+    ck_assert_int_eq(runtime_cuda_index(2, 2), -1);
+    ck_assert_int_eq(runtime_cuda_index(0, 0), -1);
+}
+END_TEST
+
 START_TEST(mpi_type_mapping)
 {
     ck_assert(rt_mpi_datatype(CT_F32) == MPI_FLOAT);
@@ -220,6 +233,7 @@ int main(void)
     tcase_add_test(tc, abort_in_one_process_returns);
     tcase_add_test(tc, threads_per_rank);
 #ifdef CTRAINER_HAVE_MPI
+    tcase_add_test(tc, cuda_index_of_a_rank);
     tcase_add_test(tc, mpi_type_mapping);
     tcase_add_test(tc, mpi_launch_detection);
 #endif
