@@ -9,12 +9,17 @@
 #      --prebuilt skips this and uses BUILD_DIR as it is: a CUDA build made
 #      on another machine with the same CUDA major version, for a GPU
 #      machine that has the driver and CUDA libraries but not the
-#      build's other dependencies;
-#   2. checks a GPU is visible (nvidia-smi);
+#      build's other dependencies (scripts/gpu-pack.sh makes one, with
+#      those dependencies, to carry to a lent GPU machine);
+#   2. checks a GPU is visible (nvidia-smi), that the library reaches it
+#      (tests/test_cuda runs its CUDA tests; when it skips them, it says why
+#      and nothing else runs), and that Fashion-MNIST is at
+#      FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist);
 #   3. runs the whole CTest suite (JOBS at a time), with the CUDA tests (tensor.test_cuda,
 #      tensor.test_cuda_dnn, tensor.test_cuda_nn and every test that skips
 #      without a device) running for real, and fails
-#      when any suite still reports skipped CUDA tests;
+#      when any suite still reports skipped CUDA tests; tests that need
+#      cmake or mpirun are left out (and said so) where they are missing;
 #   4. runs EVERY example (each examples/*.c) with --cuda for a few batches
 #      (CTRAINER_LIMIT_BATCHES=GPU_CHECK_BATCHES, default 3);
 #   5. runs the GPU benchmarks: bench_trainer's mlp and basicnet train steps
@@ -34,10 +39,12 @@
 #
 # Every step is reported in the summary as PASS, FAIL or NOT RUN with the
 # reason (no torch), and with the seconds it took: nothing is skipped
-# silently, and the next run on a GPU lent for a limited time can be planned. A step that runs longer
-# than GPU_CHECK_STEP_TIMEOUT seconds (default 900) is stopped and FAILs. Exits non-zero when any
-# step failed. Logs go to BUILD_DIR/gpu-check/; the summary and every
-# benchmark's figures to BUILD_DIR/gpu-check/results.txt.
+# silently, and the next run on a GPU lent for a limited time can be
+# planned. A step that runs longer than GPU_CHECK_STEP_TIMEOUT seconds
+# (default 480) is stopped and FAILs. Exits non-zero when any step failed.
+# Logs go to BUILD_DIR/gpu-check/; the summary and every benchmark's
+# figures to BUILD_DIR/gpu-check/results.txt, and with GPU_CHECK_OUT=DIR
+# that file and a tarball of the logs to DIR at the end.
 #
 # --dry-run prints each command it would run, one per line (prefixed
 # "run: "), without building or running anything and without a GPU; CTest
@@ -67,10 +74,18 @@ while [ $# -gt 0 ]; do
         }
         shift
         ;;
+    -*)
+        echo "gpu-check: unknown option '$1'" >&2
+        exit 2
+        ;;
     *) break ;;
     esac
     shift
 done
+if [ $# -gt 1 ]; then
+    echo "gpu-check: options go before BUILD_DIR; unexpected: ${*:2}" >&2
+    exit 2
+fi
 # want PHASE: whether --only leaves PHASE in
 want() {
     case ",${only:-tests,examples,bench,profile}," in *",$1,"*) return 0 ;; esac
@@ -84,7 +99,11 @@ logs=$build/gpu-check
 results=$logs/results.txt
 jobs=${JOBS:-$(nproc)}
 batches=${GPU_CHECK_BATCHES:-3}
-step_timeout=${GPU_CHECK_STEP_TIMEOUT:-900}
+step_timeout=${GPU_CHECK_STEP_TIMEOUT:-480}
+# GPU_CHECK_OUT=DIR: results.txt and a tarball of the logs are copied there
+# at the end (a lent machine's output folder, which outlives the machine)
+copy_out=${GPU_CHECK_OUT:-}
+data=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 
 summary=()
 failed=0
@@ -131,6 +150,10 @@ finish() {
         echo "total: ${SECONDS} s"
         echo "==========================================================="
     } | tee -a "$results"
+    if [ -n "$copy_out" ] && [ $dry -eq 0 ]; then
+        cp "$results" "$copy_out/" &&
+            tar czf "$copy_out/gpu-check-logs.tgz" --exclude=examples -C "$build" gpu-check
+    fi
     if [ $failed -ne 0 ]; then
         echo "gpu-check: FAILED" | tee -a "$results"
         exit 1
@@ -179,16 +202,54 @@ else
     record PASS "GPU visible" "$(head -n 1 "$logs/nvidia-smi.log")"
     cat "$logs/nvidia-smi.log" >>"$results"
 fi
+# the library must reach the GPU (its CUDA module loads, a context starts):
+# the CUDA suite says why not when it skips, and every later step would
+# only skip too
+if [ $dry -eq 1 ]; then
+    echo "run: $build/tests/test_cuda"
+elif ! timeout "$step_timeout" "$build/tests/test_cuda" >"$logs/test_cuda.log" 2>&1 ||
+    grep -qi "skipped.*no cuda device" "$logs/test_cuda.log"; then
+    record FAIL "CUDA backend usable" "$(grep -i -m 1 -e skipped -e fail "$logs/test_cuda.log")"
+    record "NOT RUN" "tests, examples, benchmarks" "the CUDA backend is not usable"
+    finish
+else
+    record PASS "CUDA backend usable" "tests/test_cuda"
+fi
+if [ $dry -eq 0 ] && [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
+    record FAIL "Fashion-MNIST" "not at $data: the examples and MLP/BasicNet benchmarks need it (FASHION_MNIST_DIR)"
+fi
 
 # 3. the test suite; a CUDA test that still skips means the device was not
 # usable from the library
 run_tests() {
+    # tests that need what a bare GPU machine may lack: left out, and said
+    local skip=() why=()
+    if ! command -v cmake >/dev/null; then
+        skip+=("install\\.consumer")
+        why+=("install.consumer: no cmake")
+    fi
+    if ! command -v mpirun >/dev/null; then
+        skip+=("tools\\.(cli|runtime_launch|two_machines)")
+        why+=("tools.cli, tools.runtime_launch, tools.two_machines: no mpirun")
+    fi
+    local exclude=()
+    if [ ${#skip[@]} -gt 0 ] && [ $dry -eq 0 ]; then
+        exclude=(-E "^($(
+            IFS='|'
+            echo "${skip[*]}"
+        ))\$")
+        record "NOT RUN" "ctest $(
+            IFS=';'
+            echo "${why[*]}"
+        )"
+    fi
     step "ctest (all suites)" "$logs/ctest.log" \
-        ctest --test-dir "$build" --output-on-failure -j "$jobs"
+        ctest --test-dir "$build" --output-on-failure -j "$jobs" "${exclude[@]}"
     [ $dry -eq 0 ] || return 0
-    if grep -q "SKIPPED .*CUDA" "$logs/ctest.log"; then
+    # every test's output is in LastTest.log (ctest.log holds failures' only)
+    if grep -Eqi "skipped.*no (cuda )?device" "$build/Testing/Temporary/LastTest.log"; then
         record FAIL "CUDA tests ran on the device" \
-            "some suites skipped their CUDA tests: grep SKIPPED $logs/ctest.log"
+            "some suites skipped their CUDA tests: grep -i skipped $build/Testing/Temporary/LastTest.log"
     else
         record PASS "CUDA tests ran on the device"
     fi
@@ -206,6 +267,7 @@ example_args() {
     train_mnist | train_mnist_metrics_subclass | train_mnist_metrics_callback)
         echo "--epochs 1 --no-progress-bar" ;;
     train_basicnet | pretrain_backbone) echo "--no-progress-bar" ;;
+    basicnet_ddp | basicnet_runtime) echo "--limit-batches $batches --no-progress-bar" ;;
     train_tabular) echo "--epochs 3 --out $out/tabular_run" ;;
     make_image_folder) echo "$out/image_folder --limit 200" ;;
     finetune_image_folder)
@@ -311,6 +373,8 @@ profile() { # profile NAME CMD...
             echo "## kernel profile $name (top 15; c++filt demangles)"
             head -n 17 "$out"
         } >>"$results"
+    elif [ $dry -eq 0 ]; then
+        record FAIL "kernel profile $name written" "no $out (is CUPTI on the library path?)"
     fi
 }
 run_profile() {
@@ -321,7 +385,11 @@ run_profile() {
             --epochs 2 --mixed-precision bf16 --cuda
         profile resnet50_ctrainer_channels_last "$bt" --workload resnet50 --batch 128 \
             --batches 10 --epochs 2 --mixed-precision bf16 --cuda --channels-last
-        if [ $tv_ok -eq 1 ]; then profile resnet50_pytorch "${r50_torch[@]}"; fi
+        if [ $tv_ok -eq 1 ]; then
+            profile resnet50_pytorch "${r50_torch[@]}"
+        else
+            record "NOT RUN" "kernel profile resnet50_pytorch" "python3 cannot import torch with CUDA and torchvision"
+        fi
     fi
 }
 want profile && run_profile

@@ -8,6 +8,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 script=$root/scripts/gpu-check.sh
 bash -n "$script"
+bash -n "$root/scripts/gpu-pack.sh"
 
 fail() {
     echo "gpu_check_test: $*" >&2
@@ -19,6 +20,7 @@ has() { grep -q -e "$1" "$tmp/out" || fail "dry run does not list: $1"; }
 has "^run: cmake -S $root -B $b -DCTRAINER_CUDA=ON"
 has "^run: cmake --build $b"
 has "^run: nvidia-smi -L"
+has "^run: $b/tests/test_cuda\$"
 has "^run: ctest --test-dir $b"
 for src in "$root"/examples/*.c; do
     n=$(basename "$src" .c)
@@ -81,4 +83,13 @@ grep -q "^NOT RUN .*tests, examples, benchmarks" "$tmp/fail.out" ||
     fail "later steps not reported as NOT RUN"
 grep -q "gpu-check: FAILED" "$tmp/f/gpu-check/results.txt" ||
     fail "the results file does not say FAILED"
+# a misspelt option, or one after BUILD_DIR, is refused, not taken for a
+# build directory
+for args in "--prebuit $b" "$b --prebuilt"; do
+    # shellcheck disable=SC2086 # the arguments, as words
+    if bash "$script" --dry-run $args >"$tmp/bad" 2>&1; then
+        fail "gpu-check accepted: $args"
+    fi
+done
+[ ! -e "$root/--prebuit" ] || fail "a misspelt option made a directory"
 echo "gpu_check_test: ok"
