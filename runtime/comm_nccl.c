@@ -7,6 +7,7 @@
  * backend); the collective runs on the communicator's own stream and is
  * polled against the same deadline as the MPI collectives, aborting the
  * communicator when it passes. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -62,6 +63,16 @@ static CtStatus open_nccl(Runtime *rt)
     RtNccl *n = st == CT_OK ? calloc(1, sizeof *n) : NULL;
     if (st == CT_OK && !n)
         st = ct_error(CT_ERR_OOM, "rank %d: NCCL: out of memory", rt->rank);
+    /* all ranks open the communicator, or none: a rank waits in its
+     * creation for every other, with no deadline to stop it */
+    int32_t failed = st != CT_OK;
+    CtStatus ast = rt_comm_allreduce(rt, &failed, 1, CT_I32, RUNTIME_REDUCE_MAX);
+    if (st == CT_OK && ast != CT_OK) st = ast;
+    if (st == CT_OK && failed)
+        st = ct_error(CT_ERR_BACKEND,
+                      "rank %d: NCCL: another rank could not set up its communicator "
+                      "(its own error says why)",
+                      rt->rank);
     if (st == CT_OK)
         st = m->open(rt->device.index, rt->world_size, rt->rank, &id, &n->comm);
     if (st != CT_OK) {
