@@ -294,16 +294,17 @@ START_TEST(test_linear_bias_grad_matches_cpu)
                 tensor_autocast_begin(mode == 2 ? CT_BF16 : CT_F32, &prev);
                 Tensor *y = tensor_linear(x, w, b),
                        *Y = tensor_linear(IN[0], IN[1], IN[2]);
-                ck_assert_msg(Y, "%s", ct_last_error());
+                CtStatus st = Y ? CT_OK : ct_last_status();
                 Tensor *r = col ? tensor_transpose(y, 0, 1) : y;
                 Tensor *R = col ? tensor_transpose(Y, 0, 1) : Y;
                 Tensor *gy = tensor_reshape(rand_t(CT_F32, rows * out, -1, 1, 73), 2,
                                             tensor_shape(r));
-                ck_assert_int_eq(tensor_backward(r, gy), CT_OK);
-                ck_assert_msg(tensor_backward(R, on_gpu(gy)) == CT_OK, "%s",
-                              ct_last_error());
+                if (st == CT_OK) st = tensor_backward(r, gy);
+                if (st == CT_OK) st = tensor_backward(R, on_gpu(gy));
+                /* the switches back before any assertion, for the next tests */
                 tensor_autocast_end(prev);
                 ct_set_allow_tf32(tf32);
+                ck_assert_msg(st == CT_OK, "%s", ct_last_error());
                 assert_grads_same(in, IN, mode ? 5e-2 : 1e-5);
             }
     ct_scope_close(s);
@@ -482,8 +483,14 @@ START_TEST(test_conv_padded_channels_matches_cpu)
     ck_assert_msg(Y, "%s", ct_last_error());
     ck_assert_int_eq(tensor_size(Y, 2), 64);
     assert_same(y, tensor_cast(Y, CT_F32), 1e-2);
-    Tensor *gy =
-        tensor_reshape(rand_t(CT_F32, 8 * 64 * 64 * 64, -1, 1, 74), 4, tensor_shape(y));
+    /* one seed for both: the bf16 values the GPU's bf16 output takes (the
+     * bias gradient sums 32768 of them per channel, where f32 and bf16 seeds
+     * would differ by their rounding) */
+    Tensor *gy = tensor_cast(
+        tensor_cast(tensor_reshape(rand_t(CT_F32, 8 * 64 * 64 * 64, -1, 1, 74), 4,
+                                   tensor_shape(y)),
+                    CT_BF16),
+        CT_F32);
     ck_assert_int_eq(tensor_backward(y, gy), CT_OK);
     ck_assert_int_eq(tensor_backward(Y, tensor_cast(on_gpu(gy), tensor_dtype(Y))), CT_OK);
     assert_grads_same(in, IN, 2e-2);
@@ -641,6 +648,13 @@ START_TEST(test_autocast_keeps_low_activations)
         Tensor *gc = tensor_grad(pc[i]), *gg = tensor_grad(pg[i]);
         ck_assert_ptr_nonnull(gg);
         ck_assert_int_eq(tensor_dtype(gg), CT_F32);
+        if (i == 1) {
+            /* b1, the bias before batch norm: its gradient is zero up to
+             * rounding, here the sums of bf16 rounding errors (about 1e-4) */
+            double e = tensor_item(tensor_sqrt(tensor_sum_all(tensor_mul(gg, gg))));
+            ck_assert_msg(e < 2e-3, "b1: gradient norm %g", e);
+            continue;
+        }
         double e = rel_err(gc, gg);
         ck_assert_msg(e < 5e-2, "parameter %zu: gradient relative error %g", i, e);
     }

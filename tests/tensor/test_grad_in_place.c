@@ -147,15 +147,29 @@ START_TEST(test_conv_and_norms_in_place)
 END_TEST
 
 /* cuDNN's convolution and batch norm overwrite their weight and bias
- * gradients too (GPU only). */
+ * gradients too (GPU only). The check compares two backward passes bit for
+ * bit: deterministic algorithms (cuDNN's may accumulate with atomics). */
 START_TEST(test_conv_and_norms_in_place_cuda)
 {
-    if (ct_cuda_device_count() == 0) return;
+    if (ct_cuda_device_count() == 0) {
+        fprintf(stderr, "grad_in_place: skipped 1 CUDA test: no device\n");
+        return;
+    }
     dev = ct_cuda(0);
+    bool det = ct_set_deterministic(true);
     conv_and_norms();
+    ct_set_deterministic(det);
     dev = ct_cpu();
 }
 END_TEST
+
+/* After each test, even one that failed: back on the CPU, deterministic
+ * algorithms off (the CUDA test's settings never reach the next tests). */
+static void back_on_cpu(void)
+{
+    dev = ct_cpu();
+    ct_set_deterministic(false);
+}
 
 /* A cast between the leaf and its op (as autocast casts weights): the
  * cast's backward writes the leaf gradient. */
@@ -277,6 +291,7 @@ int main(void)
     dev = ct_cpu();
     Suite *s = suite_create("grad_in_place");
     TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, NULL, back_on_cpu);
     tcase_add_test(tc, test_linear_in_place);
     tcase_add_test(tc, test_conv_and_norms_in_place);
     tcase_add_test(tc, test_conv_and_norms_in_place_cuda);
