@@ -161,13 +161,13 @@ static Tensor *join_again(Tensor **ops, const void *arg)
     return a->join(a->n, ops, a->dim);
 }
 
-/* join(ts) on the list cast to f32 (differentiable casts). */
-static Tensor *join_promoted(Tensor *(*join)(int, Tensor *const *, int), int n,
-                             Tensor *const *ts, int dim)
+/* join(ts) on the list cast to f32 (differentiable casts); op names it. */
+static Tensor *join_promoted(const char *op, Tensor *(*join)(int, Tensor *const *, int),
+                             int n, Tensor *const *ts, int dim)
 {
     Tensor **ops = ct_malloc((size_t)n * sizeof *ops);
     if (!ops) {
-        ct_error(CT_ERR_OOM, "cat: out of memory");
+        ct_error(CT_ERR_OOM, "%s: out of memory", op);
         return NULL;
     }
     memcpy(ops, ts, (size_t)n * sizeof *ops);
@@ -181,7 +181,7 @@ Tensor *tensor_cat(int n, Tensor *const *ts, int dim)
 {
     const char *op = "cat";
     if (!check_given(op, n, ts)) return NULL;
-    if (promotes_to_f32(n, ts)) return join_promoted(tensor_cat, n, ts, dim);
+    if (promotes_to_f32(n, ts)) return join_promoted(op, tensor_cat, n, ts, dim);
     if (ts[0]->ndim == 0) {
         ct_error(CT_ERR_SHAPE, "%s: 0-d tensors cannot be concatenated (use stack)", op);
         return NULL;
@@ -195,7 +195,7 @@ Tensor *tensor_stack(int n, Tensor *const *ts, int dim)
 {
     const char *op = "stack";
     if (!check_given(op, n, ts)) return NULL;
-    if (promotes_to_f32(n, ts)) return join_promoted(tensor_stack, n, ts, dim);
+    if (promotes_to_f32(n, ts)) return join_promoted(op, tensor_stack, n, ts, dim);
     if (!check_list(op, n, ts, -1)) return NULL;
     int d = ct_norm_dim(op, dim, ts[0]->ndim + 1);
     if (d < 0) return NULL;
