@@ -178,6 +178,15 @@ static CtStatus check_launch(const RuntimeSettings *s, const RuntimeHost *h,
     return CT_OK;
 }
 
+/* Whether a already holds an entry NAME=VALUE. */
+static bool argv_sets(const Argv *a, const char *name)
+{
+    size_t len = strlen(name);
+    for (int i = 0; i < a->n; i++)
+        if (!strncmp(a->v[i], name, len) && a->v[i][len] == '=') return true;
+    return false;
+}
+
 static void add_worker_env(Argv *a, const RuntimeSettings *s, const RuntimeHost *h,
                            bool use_gpus, int per_machine)
 {
@@ -202,22 +211,15 @@ static void add_worker_env(Argv *a, const RuntimeSettings *s, const RuntimeHost 
              s->main_process_ip[0] ? s->main_process_ip : "127.0.0.1");
     argv_add(a, "-x");
     argv_add(a, "MASTER_PORT=%d", s->main_process_port);
-    bool visible = use_gpus && strcmp(s->gpu_ids, "all") != 0;
-    if (visible) {
+    if (use_gpus && strcmp(s->gpu_ids, "all") != 0) {
         argv_add(a, "-x");
         argv_add(a, "CUDA_VISIBLE_DEVICES=%s", s->gpu_ids);
     }
     /* the caller's own, as they are, unless set above */
     for (int i = 0; i < RUNTIME_MAX_FORWARD_ENV && h->forward_env[i][0]; i++) {
-        const char *name = h->forward_env[i];
-        bool set = (visible && !strcmp(name, "CUDA_VISIBLE_DEVICES")) ||
-                   !strcmp(name, "CTRAINER_USE_CPU") ||
-                   !strcmp(name, "CTRAINER_STDOUT_TTY");
-        for (size_t k = 0; !set && k < sizeof passed / sizeof *passed; k++)
-            set = !strcmp(name, runtime_option_env_name(passed[k], value));
-        if (set) continue;
+        if (argv_sets(a, h->forward_env[i])) continue;
         argv_add(a, "-x");
-        argv_add(a, "%s", name);
+        argv_add(a, "%s", h->forward_env[i]);
     }
 }
 

@@ -55,6 +55,17 @@ static bool castable(CtDType dt)
     return dt == CT_F32 || dt == CT_BF16 || dt == CT_F16;
 }
 
+bool ct_promotes_to_f32(int n, Tensor *const *ts)
+{
+    bool f32 = false, low = false;
+    for (int i = 0; i < n; i++) {
+        if (!ts[i] || !castable(ts[i]->dtype)) return false;
+        f32 = f32 || ts[i]->dtype == CT_F32;
+        low = low || ts[i]->dtype != CT_F32;
+    }
+    return f32 && low;
+}
+
 bool ct_autocast_needs_cast(int n, Tensor *const *ts, CtDType dt)
 {
     for (int i = 0; i < n; i++)

@@ -109,20 +109,11 @@ static Tensor *binary_again(Tensor **ops, const void *arg)
     return binary(ba->op, ba->kind, ops[0], ops[1], ba->bw);
 }
 
-/* One operand f32 and the other bf16 or f16 (as autocast's convolutions
- * leave them on CUDA): the op promotes to f32, as PyTorch's does. */
-static bool promotes_to_f32(const Tensor *a, const Tensor *b)
-{
-    CtDType x = a->dtype, y = b->dtype;
-    if (x == CT_F32) x = y, y = CT_F32;
-    return y == CT_F32 && (x == CT_BF16 || x == CT_F16);
-}
-
 static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
                       CtBackwardFn bw)
 {
     if (!ct_check_inputs(op, 2, (const Tensor *[]){a, b})) return NULL;
-    if (promotes_to_f32(a, b)) {
+    if (ct_promotes_to_f32(2, (Tensor *[]){a, b})) {
         BinaryArgs ba = {op, kind, bw};
         return ct_autocast_call(2, (Tensor *[]){a, b}, CT_F32, binary_again, &ba);
     }

@@ -190,6 +190,10 @@ bool ct_autocast_low_activations(const Tensor *x, CtDType *low);
  * log_softmax, layer norm and the losses widen it to f32, and linear and
  * matmul (ct_autocast_call) when the other operand is f32. */
 bool ct_autocast_widens(const Tensor *t);
+/* Whether ts mixes f32 with bf16/f16 and nothing else (what autocast's
+ * convolutions leave on CUDA beside f32 tensors): binary ops, where, cat and
+ * stack then run in f32, as PyTorch promotes. NULL entries: false. */
+bool ct_promotes_to_f32(int n, Tensor *const *ts);
 /* Whether any non-NULL ts[i] has dtype f32, bf16 or f16 other than dt. */
 bool ct_autocast_needs_cast(int n, Tensor *const *ts, CtDType dt);
 /* fn(ops, arg) with each of those operands replaced by tensor_cast(ops[i],

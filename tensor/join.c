@@ -135,21 +135,6 @@ static Tensor *cat_impl(int n, Tensor *const *ts, int d)
     return record(out, n, ts, d) == CT_OK ? out : ct_op_discard(out);
 }
 
-/* Whether the list mixes f32 with bf16/f16 and nothing else (as autocast's
- * convolutions leave activations on CUDA): it is joined in f32, as binary
- * ops promote such operands. */
-static bool promotes_to_f32(int n, Tensor *const *ts)
-{
-    bool f32 = false, low = false;
-    for (int i = 0; i < n; i++) {
-        CtDType dt = ts[i]->dtype;
-        if (dt != CT_F32 && dt != CT_BF16 && dt != CT_F16) return false;
-        f32 = f32 || dt == CT_F32;
-        low = low || dt != CT_F32;
-    }
-    return f32 && low;
-}
-
 typedef struct JoinArgs {
     Tensor *(*join)(int n, Tensor *const *ts, int dim);
     int n, dim;
@@ -181,7 +166,7 @@ Tensor *tensor_cat(int n, Tensor *const *ts, int dim)
 {
     const char *op = "cat";
     if (!check_given(op, n, ts)) return NULL;
-    if (promotes_to_f32(n, ts)) return join_promoted(op, tensor_cat, n, ts, dim);
+    if (ct_promotes_to_f32(n, ts)) return join_promoted(op, tensor_cat, n, ts, dim);
     if (ts[0]->ndim == 0) {
         ct_error(CT_ERR_SHAPE, "%s: 0-d tensors cannot be concatenated (use stack)", op);
         return NULL;
@@ -195,7 +180,7 @@ Tensor *tensor_stack(int n, Tensor *const *ts, int dim)
 {
     const char *op = "stack";
     if (!check_given(op, n, ts)) return NULL;
-    if (promotes_to_f32(n, ts)) return join_promoted(op, tensor_stack, n, ts, dim);
+    if (ct_promotes_to_f32(n, ts)) return join_promoted(op, tensor_stack, n, ts, dim);
     if (!check_list(op, n, ts, -1)) return NULL;
     int d = ct_norm_dim(op, dim, ts[0]->ndim + 1);
     if (d < 0) return NULL;

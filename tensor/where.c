@@ -121,11 +121,7 @@ Tensor *tensor_where(Tensor *cond, Tensor *a, Tensor *b)
     if (!ct_check_inputs(op, 3, (const Tensor *[]){cond, a, b}) ||
         !check_cond(op, "cond", cond))
         return NULL;
-    /* f32 beside bf16/f16 (autocast's CUDA activations): in f32, as binary
-     * ops promote them */
-    CtDType x = a->dtype, y = b->dtype;
-    if ((x == CT_F32 && (y == CT_BF16 || y == CT_F16)) ||
-        (y == CT_F32 && (x == CT_BF16 || x == CT_F16)))
+    if (ct_promotes_to_f32(2, (Tensor *[]){a, b}))
         return ct_autocast_call(2, (Tensor *[]){a, b}, CT_F32, where_again, cond);
     if (!ct_check_same_dtype(op, a, b)) return NULL;
     return where_op(op, cond, a, b);
