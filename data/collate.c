@@ -50,6 +50,14 @@ static Tensor *stack_rows(const DataSample *samples, int64_t n, int f, bool pinn
 static Tensor *stack_field(const DataSample *samples, int64_t n, int f, bool pinned,
                            Tensor **ts)
 {
+    /* the batch dim comes on top of the samples' dims */
+    const Tensor *a = samples[0].t[f];
+    if (a && tensor_ndim(a) >= CT_MAX_DIMS) {
+        ct_error(CT_ERR_UNSUPPORTED,
+                 "samples of %d dims make a batch of %d, over the limit of %d dims",
+                 tensor_ndim(a), tensor_ndim(a) + 1, CT_MAX_DIMS);
+        return NULL;
+    }
     if (rows_copyable(samples, n, f)) return stack_rows(samples, n, f, pinned);
     for (int64_t i = 0; i < n; i++) ts[i] = samples[i].t[f];
     Tensor *t = tensor_stack((int)n, ts, 0);

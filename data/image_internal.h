@@ -29,8 +29,9 @@ Tensor *data_img_new(const DataImg *in, int64_t h, int64_t w);
 Tensor *data_img_crop(const DataImg *in, int64_t top, int64_t left, int64_t h, int64_t w);
 /* Left-right mirror. */
 Tensor *data_img_hflip(const DataImg *in);
-/* Bilinear resize (align_corners=False) of the window (top, left, ch, cw),
- * which must lie inside the image, to (oh, ow). */
+/* Bilinear resize (align_corners=False) of the window (top, left, ch, cw)
+ * to (oh, ow). CT_ERR_INVALID unless the window is at least 1x1 and lies
+ * inside the image and oh, ow >= 1. */
 Tensor *data_img_resize(const DataImg *in, int64_t top, int64_t left, int64_t ch,
                         int64_t cw, int64_t oh, int64_t ow);
 

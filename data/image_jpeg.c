@@ -16,7 +16,7 @@ typedef struct JpegJob {
     struct jpeg_decompress_struct cinfo;
     struct jpeg_error_mgr err;
     jmp_buf jump;
-    bool created, too_large, truncated;
+    bool too_large, truncated, oom;
     uint8_t *px;
     int64_t h, w, c;
     char msg[JMSG_LENGTH_MAX];
@@ -25,6 +25,7 @@ typedef struct JpegJob {
 static void jpeg_on_error(j_common_ptr cinfo)
 {
     JpegJob *j = (JpegJob *)cinfo->client_data;
+    j->oom = cinfo->err->msg_code == JERR_OUT_OF_MEMORY;
     cinfo->err->format_message(cinfo, j->msg);
     longjmp(j->jump, 1);
 }
@@ -41,29 +42,38 @@ static void jpeg_on_message(j_common_ptr cinfo, int level)
     }
 }
 
-/* PIL's CMYK -> RGB: R = 255 - min(255, C + K); Adobe files store the
- * samples inverted. In place: 4 channels in, 3 out. */
-static void cmyk_to_rgb(uint8_t *px, int64_t n, bool inverted)
+/* Pillow's x * y / 255, rounded: MULDIV255 in its libImaging. */
+static int muldiv255(int x, int y)
+{
+    int t = x * y + 128;
+    return ((t >> 8) + t) >> 8;
+}
+
+/* Pillow's CMYK -> RGB: with nk = 255 - K, R = nk - muldiv255(C, nk), G and
+ * B alike from M and Y. Pillow takes the samples of every 4-channel JPEG as
+ * inverted (Adobe's convention), with or without an Adobe marker, so C is
+ * 255 minus the stored sample and nk is the stored K. In place: 4 channels
+ * in, 3 out. */
+static void cmyk_to_rgb(uint8_t *px, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
-        int c = px[4 * i], m = px[4 * i + 1], y = px[4 * i + 2], k = px[4 * i + 3];
-        if (inverted) c = 255 - c, m = 255 - m, y = 255 - y, k = 255 - k;
-        px[3 * i] = (uint8_t)(255 - (c + k > 255 ? 255 : c + k));
-        px[3 * i + 1] = (uint8_t)(255 - (m + k > 255 ? 255 : m + k));
-        px[3 * i + 2] = (uint8_t)(255 - (y + k > 255 ? 255 : y + k));
+        int nk = px[4 * i + 3]; /* 255 - K */
+        for (int ch = 0; ch < 3; ch++)
+            px[3 * i + ch] = (uint8_t)(nk - muldiv255(255 - px[4 * i + ch], nk));
     }
 }
 
 static int jpeg_run(JpegJob *j, const uint8_t *buf, size_t len)
 {
     struct jpeg_decompress_struct *ci = &j->cinfo;
+    /* jpeg_create_decompress keeps err and client_data, and its errors
+     * (out of memory) already go through them */
     ci->err = jpeg_std_error(&j->err);
     j->err.error_exit = jpeg_on_error;
     j->err.emit_message = jpeg_on_message;
+    ci->client_data = j;
     if (setjmp(j->jump)) return -1;
     jpeg_create_decompress(ci);
-    j->created = true;
-    ci->client_data = j;
     jpeg_mem_src(ci, buf, (unsigned long)len);
     jpeg_read_header(ci, TRUE);
     if ((int64_t)ci->image_width * (int64_t)ci->image_height > DATA_IMAGE_MAX_PIXELS) {
@@ -87,7 +97,7 @@ static int jpeg_run(JpegJob *j, const uint8_t *buf, size_t len)
             rows[r] = j->px + (y0 + r < h ? y0 + r : h - 1) * w * c;
         jpeg_read_scanlines(ci, rows, 4);
     }
-    if (cmyk) cmyk_to_rgb(j->px, w * h, ci->saw_Adobe_marker);
+    if (cmyk) cmyk_to_rgb(j->px, w * h);
     j->w = w;
     j->h = h;
     j->c = cmyk ? 3 : c;
@@ -101,7 +111,9 @@ CtStatus data_jpeg_decode(const uint8_t *buf, size_t len, const char *name,
     if (!j)
         return ct_error(CT_ERR_OOM, "%s: out of memory starting the JPEG decoder", name);
     int rc = jpeg_run(j, buf, len);
-    if (j->created) jpeg_destroy_decompress(&j->cinfo);
+    /* frees what even a failed jpeg_create_decompress allocated; a no-op
+     * on the zeroed struct when nothing was */
+    jpeg_destroy_decompress(&j->cinfo);
     CtStatus st = CT_OK;
     if (rc != 0) {
         free(j->px);
@@ -110,6 +122,9 @@ CtStatus data_jpeg_decode(const uint8_t *buf, size_t len, const char *name,
                           "%s: JPEG of %lldx%lld pixels is over the limit of %lld", name,
                           (long long)j->w, (long long)j->h,
                           (long long)DATA_IMAGE_MAX_PIXELS);
+        else if (j->oom)
+            st = ct_error(CT_ERR_OOM, "%s: out of memory decoding the JPEG (%s)", name,
+                          j->msg);
         else if (j->truncated)
             st = ct_error(CT_ERR_FORMAT, "%s: truncated JPEG (data ends early)", name);
         else

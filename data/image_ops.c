@@ -177,6 +177,15 @@ RESIZE_ROW(resize_row_f32, float, STORE_F32, 1)
 Tensor *data_img_resize(const DataImg *in, int64_t top, int64_t left, int64_t ch,
                         int64_t cw, int64_t oh, int64_t ow)
 {
+    if (ch < 1 || cw < 1 || top < 0 || left < 0 || ch > in->h - top ||
+        cw > in->w - left || oh < 1 || ow < 1) {
+        ct_error(CT_ERR_INVALID,
+                 "%s: cannot resize the %lldx%lld window at (%lld, %lld) of a %lldx%lld "
+                 "image to %lldx%lld",
+                 in->op, (long long)ch, (long long)cw, (long long)top, (long long)left,
+                 (long long)in->h, (long long)in->w, (long long)oh, (long long)ow);
+        return NULL;
+    }
     Tap *ty = malloc((size_t)oh * sizeof *ty), *tx = malloc((size_t)ow * sizeof *tx);
     Tensor *out = ty && tx ? data_img_new(in, oh, ow) : NULL;
     if (!out) {

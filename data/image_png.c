@@ -65,6 +65,9 @@ static int png_run(PngJob *j)
 {
     if (setjmp(png_jmpbuf(j->png))) return -1;
     png_set_read_fn(j->png, j, png_read_mem);
+    /* libpng refuses sides over 1,000,000 by default; the pixel count
+     * checked below is our limit */
+    png_set_user_limits(j->png, 0x7fffffff, 0x7fffffff);
     png_read_info(j->png, j->info);
     png_uint_32 w, h;
     int bit_depth, color_type;

@@ -14,6 +14,7 @@
 #include "data_internal.h"
 
 #define MAX_WORKERS 256
+#define MAX_QUEUED  (1 << 16) /* num_workers * prefetch: batches held at once */
 #define MSG_LEN     1024
 
 typedef struct Slot {
@@ -351,6 +352,13 @@ static CtStatus check_args(const Dataset *ds, const DataLoaderArgs *a)
                         a->num_workers, MAX_WORKERS);
     if (a->prefetch < 0)
         return ct_error(CT_ERR_INVALID, "data loader: negative prefetch %d", a->prefetch);
+    int64_t queued = (int64_t)a->num_workers * (a->prefetch ? a->prefetch : 2);
+    if (queued > MAX_QUEUED)
+        return ct_error(
+            CT_ERR_INVALID,
+            "data loader: num_workers %d x prefetch %d = %lld queued batches, "
+            "over the limit of %d",
+            a->num_workers, a->prefetch, (long long)queued, MAX_QUEUED);
     if (a->sampler && a->shuffle)
         return ct_error(CT_ERR_INVALID,
                         "data loader: a sampler and shuffle are mutually exclusive");
@@ -371,21 +379,20 @@ static CtStatus check_args(const Dataset *ds, const DataLoaderArgs *a)
     return CT_OK;
 }
 
-static CtStatus start_workers(DataLoader *dl)
+/* Starts n workers; dl->nw counts the ones running, which data_loader_free
+ * joins, whether or not all of them started. */
+static CtStatus start_workers(DataLoader *dl, int n)
 {
-    dl->q = dl->nw * dl->a.prefetch;
+    dl->q = n * dl->a.prefetch; /* check_args bounds it */
     dl->slots = calloc((size_t)dl->q, sizeof *dl->slots);
-    dl->threads = calloc((size_t)dl->nw, sizeof *dl->threads);
-    if (!dl->slots || !dl->threads) {
-        dl->nw = 0;
+    dl->threads = calloc((size_t)n, sizeof *dl->threads);
+    if (!dl->slots || !dl->threads)
         return ct_error(CT_ERR_OOM, "data loader: out of memory");
-    }
-    int nstarted = 0;
-    for (; nstarted < dl->nw; nstarted++)
-        if (pthread_create(&dl->threads[nstarted], NULL, worker_main, dl)) break;
-    if (nstarted == dl->nw) return CT_OK;
-    dl->nw = nstarted; /* data_loader_free joins the ones that started */
-    return ct_error(CT_ERR_STATE, "data loader: cannot start worker thread %d", nstarted);
+    for (; dl->nw < n; dl->nw++)
+        if (pthread_create(&dl->threads[dl->nw], NULL, worker_main, dl))
+            return ct_error(CT_ERR_STATE, "data loader: cannot start worker thread %d",
+                            dl->nw);
+    return CT_OK;
 }
 
 /* The epoch's order: args->sampler, or a sequential or random one, wrapped
@@ -408,6 +415,25 @@ static CtStatus make_sampler(DataLoader *dl, const Dataset *ds, const DataLoader
     return CT_OK;
 }
 
+/* The epoch's length in samples and batches, and the order's buffer. */
+static CtStatus size_epoch(DataLoader *dl)
+{
+    dl->n_samples = data_sampler_len(dl->sampler);
+    if (dl->n_samples < 0)
+        return ct_error(CT_ERR_INVALID, "data loader: the %s sampler has length %lld",
+                        dl->sampler->vt->type, (long long)dl->n_samples);
+    dl->n_real = data_sampler_num_real(dl->sampler);
+    int64_t n = dl->n_samples, bs = dl->a.batch_size;
+    dl->n_batches = n / bs + (!dl->a.drop_last && n % bs);
+    if ((uint64_t)n <= SIZE_MAX / sizeof *dl->order)
+        dl->order = malloc((size_t)(n ? n : 1) * sizeof *dl->order);
+    if (!dl->order)
+        return ct_error(CT_ERR_OOM,
+                        "data loader: out of memory for an order of %lld samples",
+                        (long long)n);
+    return CT_OK;
+}
+
 DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
 {
     if (check_args(ds, args) != CT_OK) return NULL;
@@ -422,20 +448,10 @@ DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args)
     pthread_cond_init(&dl->work, NULL);
     pthread_cond_init(&dl->ready, NULL);
     pthread_cond_init(&dl->idle, NULL);
-    CtStatus st = make_sampler(dl, ds, args);
-    if (st == CT_OK) {
-        dl->n_samples = data_sampler_len(dl->sampler);
-        dl->n_real = data_sampler_num_real(dl->sampler);
-        dl->n_batches = args->drop_last
-                            ? dl->n_samples / args->batch_size
-                            : (dl->n_samples + args->batch_size - 1) / args->batch_size;
-        dl->order =
-            malloc((size_t)(dl->n_samples ? dl->n_samples : 1) * sizeof *dl->order);
-        if (!dl->order) st = ct_error(CT_ERR_OOM, "data loader: out of memory");
-    }
-    dl->nw = args->num_workers;
     if (!dl->a.prefetch) dl->a.prefetch = 2;
-    if (st == CT_OK && dl->nw) st = start_workers(dl);
+    CtStatus st = make_sampler(dl, ds, args);
+    if (st == CT_OK) st = size_epoch(dl);
+    if (st == CT_OK && args->num_workers) st = start_workers(dl, args->num_workers);
     if (st != CT_OK) {
         char msg[MSG_LEN];
         snprintf(msg, sizeof msg, "%s", ct_last_error());

@@ -154,10 +154,16 @@ CtStatus data_random_split(const Dataset *base, int n, const int64_t *sizes,
         return ct_error(CT_ERR_NULL, "random_split: NULL %s", base ? "sizes" : "dataset");
     if (n < 1) return ct_error(CT_ERR_INVALID, "random_split: %d splits", n);
     int64_t len = data_dataset_len(base), sum = 0;
+    if (len < 0) return ct_last_status();
     for (int k = 0; k < n; k++) {
         if (sizes[k] < 0)
             return ct_error(CT_ERR_INVALID, "random_split: size %d is negative (%lld)", k,
                             (long long)sizes[k]);
+        if (sizes[k] > len - sum) /* sum <= len: no overflow */
+            return ct_error(CT_ERR_INVALID,
+                            "random_split: sizes sum to more than the dataset's %lld "
+                            "samples (size %d is %lld)",
+                            (long long)len, k, (long long)sizes[k]);
         sum += sizes[k];
     }
     if (sum != len)

@@ -163,6 +163,11 @@ typedef struct Window {
     int64_t top, left, h, w;
 } Window;
 
+static int64_t clamp_side(int64_t v, int64_t side)
+{
+    return v < 1 ? 1 : v > side ? side : v;
+}
+
 /* torchvision's RandomResizedCrop.get_params, with our generator. */
 static Window rrc_window(const Geom *g, int64_t H, int64_t W, CtGenerator *gen)
 {
@@ -180,13 +185,15 @@ static Window rrc_window(const Geom *g, int64_t H, int64_t W, CtGenerator *gen)
             return (Window){top, left, h, w};
         }
     }
-    /* fallback: the central crop with the ratio clamped to the range */
+    /* fallback: the central crop with the ratio clamped to the range. Where
+     * torchvision's rounds a side to 0 pixels (an extreme ratio on a thin
+     * image) and fails to resize it, ours keeps 1 pixel. */
     double in_ratio = (double)W / (double)H;
     int64_t w = W, h = H;
     if (in_ratio < g->ratio[0]) {
-        h = (int64_t)nearbyint((double)w / g->ratio[0]);
+        h = clamp_side((int64_t)nearbyint((double)w / g->ratio[0]), H);
     } else if (in_ratio > g->ratio[1]) {
-        w = (int64_t)nearbyint((double)h * g->ratio[1]);
+        w = clamp_side((int64_t)nearbyint((double)h * g->ratio[1]), W);
     }
     return (Window){(H - h) / 2, (W - w) / 2, h, w};
 }

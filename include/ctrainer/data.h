@@ -361,7 +361,8 @@ typedef struct DataLoaderArgs {
     void *collate_user;
     int num_workers; /* threads building batches ahead; 0: built inline in
                         data_loader_next on the caller's thread */
-    int prefetch;    /* batches queued per worker; 0: 2 */
+    int prefetch;    /* batches queued per worker; 0: 2. num_workers * prefetch
+                        is at most 65536 */
     /* Where batches go (zero: CPU). For a GPU, the default collate builds
      * each batch in pinned host memory (a user's collate output is pinned
      * with one extra copy) and the batch is sent with
@@ -393,8 +394,9 @@ typedef struct DataLoader DataLoader;
 
 /* A loader over ds (borrowed: it must outlive the loader and stay unmodified
  * while the loader runs). Workers start at creation and wait for work.
- * Errors: NULL dataset, batch_size <= 0, num_workers < 0, an empty dataset,
- * sampler together with shuffle, thread creation failure. */
+ * Errors: NULL dataset, batch_size <= 0, num_workers outside [0, 256],
+ * num_workers * prefetch over 65536, an empty dataset, sampler together with
+ * shuffle, a sampler of negative length, thread creation failure. */
 DataLoader *data_loader_create(const Dataset *ds, const DataLoaderArgs *args);
 /* Stops the workers (waiting for the batches they are building) and frees
  * everything, including the last batch handed out. NULL is a no-op. */
@@ -451,8 +453,11 @@ int64_t data_loader_batch_padding(const DataLoader *dl);
  *   PNG: palette -> RGB; grey of 1/2/4 bits -> 8-bit grey; 16-bit samples ->
  *        8 bits rounded (v * 255 / 65535); alpha (RGBA, grey+alpha, tRNS) is
  *        dropped, not composited, as PIL's convert("RGB") does.
- *   JPEG: grey -> 1 channel; YCbCr/RGB -> 3; CMYK/YCCK -> RGB as PIL does
- *        (R = 255 - min(255, C + K), Adobe-inverted samples undone first).
+ *   JPEG: grey -> 1 channel; YCbCr/RGB -> 3; CMYK/YCCK -> RGB as Pillow
+ *        does, bit for bit: the samples are taken as Adobe-inverted (with or
+ *        without an Adobe marker), then with nk = 255 - K,
+ *        R = nk - ((t + (t >> 8)) >> 8) with t = C * nk + 128 (that is,
+ *        C * nk / 255 rounded), and G, B alike from M, Y.
  * `channels` 3 forces RGB (grey replicated), 1 forces grey (PIL's "L":
  * (19595 R + 38470 G + 7471 B + 32768) >> 16). Images over
  * DATA_IMAGE_MAX_PIXELS pixels are refused before anything is allocated.
@@ -467,7 +472,8 @@ int64_t data_loader_batch_padding(const DataLoader *dl);
  * Returns a u8 (H, W, C) tensor owned like any op result (the open scope).
  * Errors: CT_ERR_FORMAT "<name>: not a PNG or JPEG image", "<name>: corrupted
  * PNG: ...", "<name>: truncated JPEG", ...; CT_ERR_INVALID for a bad
- * `channels`; CT_ERR_UNSUPPORTED for images too large. Never exits. */
+ * `channels`; CT_ERR_UNSUPPORTED for images too large; CT_ERR_OOM. Never
+ * exits. */
 Tensor *data_image_decode(const void *buf, size_t len, int channels, const char *name);
 /* Reads and decodes the file at `path`; errors name the path (CT_ERR_IO when
  * it cannot be read). */
@@ -541,7 +547,8 @@ typedef struct DataRandomResizedCropArgs {
     double ratio[2]; /* aspect (w/h) range;  {0, 0} -> {3/4, 4/3} */
 } DataRandomResizedCropArgs;
 /* torchvision's RandomResizedCrop: up to 10 tries of a random area and log-
- * uniform aspect ratio, else a central crop clamped to the ratio range; the
+ * uniform aspect ratio, else a central crop clamped to the ratio range (at
+ * least 1 pixel a side, where torchvision's would round to 0 and fail); the
  * crop is resized bilinearly to (h, w). args NULL means defaults. */
 DataTransformer *
 data_transform_random_resized_crop(int64_t h, int64_t w,

@@ -51,6 +51,8 @@ static inline uint8_t *ti_png(int w, int h, int color_type, int bit_depth, int i
     ck_assert(png && info && rows);
     if (setjmp(png_jmpbuf(png))) ck_abort_msg("libpng write failed");
     png_set_write_fn(png, &b, ti_png_write, ti_png_flush);
+    /* past libpng's default 1,000,000 pixels a side: wide test images */
+    png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, bit_depth, color_type,
                  interlace ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);

@@ -217,6 +217,30 @@ START_TEST(test_random_split)
 }
 END_TEST
 
+START_TEST(test_random_split_sizes_past_int64_refused)
+{
+    /* sizes whose int64 sum wraps around to the dataset's length */
+    TU_MEM_BEGIN;
+    Tensor *y = tensor_arange(0, 4, 1, CT_I64, ct_cpu());
+    Dataset *d = data_tensor_dataset_create(1, (Tensor *[]){y});
+    Dataset *p[3] = {d, d, d};
+    ck_assert_int_eq(
+        data_random_split(d, 3, (const int64_t[]){INT64_MAX, INT64_MAX, 6}, 1, p),
+        CT_ERR_INVALID);
+    tu_assert_error(
+        CT_ERR_INVALID,
+        "random_split: sizes sum to more than the dataset's 4 samples (size 0 "
+        "is 9223372036854775807)");
+    for (int k = 0; k < 3; k++) ck_assert_ptr_null(p[k]);
+    ck_assert_int_eq(data_random_split(d, 3, (const int64_t[]){2, 2, INT64_MAX}, 1, p),
+                     CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "(size 2 is 9223372036854775807)");
+    data_dataset_free(d);
+    tensor_free(y);
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_ctx_generator)
 {
     CtScope *s = ct_scope_open();
@@ -538,6 +562,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_tensor_dataset);
     tcase_add_test(tc, test_subset_concat);
     tcase_add_test(tc, test_random_split);
+    tcase_add_test(tc, test_random_split_sizes_past_int64_refused);
     tcase_add_test(tc, test_ctx_generator);
     tcase_add_test(tc, test_transformed);
     tcase_add_test(tc, test_idx_plain_and_gzip);

@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include "image_testutil.h"
+#include "tests/fixtures/image_cmyk.h"
 
 /* Decodes buf and checks shape (h, w, c) and, for exact formats, values. */
 static Tensor *decode_ok(const uint8_t *buf, size_t n, int channels, int64_t h, int64_t w,
@@ -224,6 +225,45 @@ START_TEST(test_too_large_refused)
 }
 END_TEST
 
+START_TEST(test_cmyk_ycck_jpeg_match_pillow)
+{
+    /* CMYK with and without an Adobe marker, and YCCK: Pillow's RGB exactly */
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    for (size_t k = 0; k < sizeof cmyk_fixtures / sizeof *cmyk_fixtures; k++) {
+        const CmykFixture *f = &cmyk_fixtures[k];
+        Tensor *t = data_image_decode(f->jpg, f->len, 0, f->name);
+        ck_assert_msg(t != NULL, "%s: %s", f->name, ct_last_error());
+        tu_assert_shape(t, 3, (int64_t)f->h, (int64_t)f->w, (int64_t)3);
+        const uint8_t *p = tensor_data(t);
+        for (int64_t i = 0; i < (int64_t)f->h * f->w * 3; i++)
+            ck_assert_msg(p[i] == f->rgb[i], "%s: byte %lld: %u, Pillow %u", f->name,
+                          (long long)i, p[i], f->rgb[i]);
+    }
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_png_wider_than_a_million_pixels)
+{
+    /* libpng's default limit is 1,000,000 pixels a side; ours is the count */
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    int w = 1000001;
+    uint8_t *grey = malloc((size_t)w);
+    for (int i = 0; i < w; i++) grey[i] = (uint8_t)(i * 7 + i / 1000);
+    size_t n;
+    uint8_t *png = ti_png(w, 1, PNG_COLOR_TYPE_GRAY, 8, 0, grey, NULL, 0, NULL, 0, &n);
+    Tensor *t = decode_ok(png, n, 0, 1, w, 1);
+    ck_assert(memcmp(tensor_data(t), grey, (size_t)w) == 0);
+    free(png);
+    free(grey);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------------------ image folder */
 
 static char g_root[64];
@@ -435,6 +475,8 @@ int main(void)
     tcase_add_test(tc, test_jpeg_round_trip);
     tcase_add_test(tc, test_decode_errors);
     tcase_add_test(tc, test_too_large_refused);
+    tcase_add_test(tc, test_cmyk_ycck_jpeg_match_pillow);
+    tcase_add_test(tc, test_png_wider_than_a_million_pixels);
     tcase_add_test(tc, test_folder_by_subfolder);
     tcase_add_test(tc, test_folder_by_regex);
     tcase_add_test(tc, test_folder_not_a_folder);

@@ -329,6 +329,56 @@ START_TEST(test_user_sampler_and_errors)
 }
 END_TEST
 
+static int64_t minus_one(const Sampler *s)
+{
+    return -1;
+}
+static const SamplerVtable broken_vt = {"broken", minus_one, even_fill, NULL, NULL};
+
+START_TEST(test_negative_sampler_length_refused)
+{
+    /* with or without workers and sharding: an error naming the length */
+    TU_MEM_BEGIN;
+    Probe p = probe(4);
+    Sampler bad = {&broken_vt};
+    for (int nw = 0; nw <= 2; nw += 2) {
+        for (int world = 0; world <= 2; world += 2) {
+            DataLoaderArgs a = {.batch_size = 2,
+                                .sampler = &bad,
+                                .num_workers = nw,
+                                .shard_world_size = world};
+            ck_assert_ptr_null(data_loader_create(&p.base, &a));
+            tu_assert_error(CT_ERR_INVALID, "the broken sampler has length -1");
+        }
+    }
+    ck_assert_int_eq(p.calls, 0);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_queue_of_workers_times_prefetch_bounded)
+{
+    TU_MEM_BEGIN;
+    Probe p = probe(4);
+    /* 256 * 2^24 batches is 0 in 32 bits */
+    DataLoaderArgs a = {.batch_size = 2, .num_workers = 256, .prefetch = 1 << 24};
+    ck_assert_ptr_null(data_loader_create(&p.base, &a));
+    tu_assert_error(CT_ERR_INVALID, "data loader: num_workers 256 x prefetch 16777216 = "
+                                    "4294967296 queued batches, over the limit of 65536");
+    a = (DataLoaderArgs){.batch_size = 2, .num_workers = 2, .prefetch = 0x7fffffff};
+    ck_assert_ptr_null(data_loader_create(&p.base, &a));
+    tu_assert_error(CT_ERR_INVALID, "over the limit of 65536");
+    a.prefetch = 3;
+    DataLoader *dl = data_loader_create(&p.base, &a);
+    ck_assert_ptr_nonnull(dl);
+    int64_t lab[4];
+    ck_assert_int_eq(epoch_labels(dl, lab, NULL, NULL), 4);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(lab[i], i);
+    data_loader_free(dl);
+    TU_MEM_END;
+}
+END_TEST
+
 /* Samples of different shapes: the default collate names the culprit. */
 static CtStatus ragged_get(const Dataset *d, int64_t i, const DataCtx *ctx,
                            DataSample *out)
@@ -435,6 +485,31 @@ START_TEST(test_collate_paths)
 }
 END_TEST
 
+START_TEST(test_collate_refuses_samples_of_max_dims)
+{
+    /* a batch of CT_MAX_DIMS-d samples would need one dim more; contiguous
+     * (copied by rows) and strided (stacked) samples alike */
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t shape[CT_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 2, 3};
+    for (int strided = 0; strided < 2; strided++) {
+        DataSample smp[2];
+        for (int i = 0; i < 2; i++) {
+            Tensor *t = tensor_zeros(CT_MAX_DIMS, shape, CT_F32, ct_cpu());
+            smp[i].n = 1;
+            smp[i].t[0] = strided ? tensor_transpose(t, 6, 7) : t;
+        }
+        DataBatch b = {0};
+        ck_assert_int_eq(data_collate_default(smp, 2, &b, NULL), CT_ERR_UNSUPPORTED);
+        tu_assert_error(CT_ERR_UNSUPPORTED, "collate: field 0: samples of 8 dims make a "
+                                            "batch of 9, over the limit of 8 dims");
+        ck_assert_int_eq(b.n, 0);
+    }
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("data_loader");
@@ -450,6 +525,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_user_sampler_and_errors);
     tcase_add_test(tc, test_collate);
     tcase_add_test(tc, test_collate_paths);
+    tcase_add_test(tc, test_negative_sampler_length_refused);
+    tcase_add_test(tc, test_queue_of_workers_times_prefetch_bounded);
+    tcase_add_test(tc, test_collate_refuses_samples_of_max_dims);
     suite_add_tcase(s, tc);
     return s;
 }

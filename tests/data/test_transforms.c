@@ -417,6 +417,37 @@ START_TEST(test_random_resized_crop)
 }
 END_TEST
 
+START_TEST(test_random_resized_crop_fallback_keeps_a_pixel)
+{
+    /* ratios far from a 5x3 (3x5) image's: every try misses, and the
+     * fallback's side rounds to 0 (3 / 10 high, 3 * 0.1 wide); ours keeps the
+     * central row (column), resized like Resize resizes it */
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    double v[15];
+    for (int i = 0; i < 15; i++) v[i] = 10 * (i / 3) + i % 3;
+    const int64_t shapes[2][3] = {{5, 3, 1}, {3, 5, 1}};
+    const DataRandomResizedCropArgs args[2] = {{{0.08, 1}, {10, 10}},
+                                               {{0.08, 1}, {0.1, 0.1}}};
+    DataTransformer *rs = data_transform_resize(4, 4);
+    for (int k = 0; k < 2; k++) {
+        Tensor *im = img(CT_U8, 3, shapes[k], v);
+        Tensor *mid = tensor_slice(im, k, 2, 3, 1);
+        DataTransformer *t = data_transform_random_resized_crop(4, 4, &args[k]);
+        for (int64_t i = 0; i < 4; i++) {
+            Tensor *y = apply1(t, im, &(DataCtx){1, 0, i});
+            tu_assert_shape(y, 3, 4, 4, 1);
+            ck_assert(same_values(y, apply1(rs, mid, &(DataCtx){1, 0, i})));
+        }
+        data_transform_free(t);
+        tensor_free(im);
+    }
+    data_transform_free(rs);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 static Tensor *add_one(Tensor *x, const DataCtx *ctx, void *user)
 {
     (void)ctx;
@@ -512,6 +543,7 @@ int main(void)
     tcase_add_test(tc, test_random_crop);
     tcase_add_test(tc, test_flip);
     tcase_add_test(tc, test_random_resized_crop);
+    tcase_add_test(tc, test_random_resized_crop_fallback_keeps_a_pixel);
     tcase_add_test(tc, test_compose);
     tcase_add_test(tc, test_bad_images);
     suite_add_tcase(s, tc);
