@@ -27,16 +27,6 @@ static void release_descendants(Module *m)
     }
 }
 
-Tensor *nn_module_param_block(const Module *m)
-{
-    return m && m->reg ? m->reg->param_block : NULL;
-}
-
-Tensor *nn_module_grad_block(const Module *m)
-{
-    return m && m->reg ? m->reg->grad_block : NULL;
-}
-
 /* Does t sit contiguously at element `off` of `block`? */
 static bool placed_at(const Tensor *t, const Tensor *block, int64_t off)
 {
@@ -74,10 +64,24 @@ static bool walk_placed(const Module *m, const Tensor *pb, const Tensor *gb, int
  * step. */
 static bool packed_ok(const Module *m, CtDevice dev)
 {
-    Tensor *pb = nn_module_param_block(m), *gb = nn_module_grad_block(m);
+    Tensor *pb = m && m->reg ? m->reg->param_block : NULL;
+    Tensor *gb = m && m->reg ? m->reg->grad_block : NULL;
     if (!pb || !gb || !ct_device_eq(tensor_device(pb), dev)) return false;
     int64_t off = 0;
     return walk_placed(m, pb, gb, &off) && off == tensor_numel(pb);
+}
+
+/* The blocks, while they still hold m's parameters and gradients. */
+Tensor *nn_module_param_block(const Module *m)
+{
+    Tensor *pb = m && m->reg ? m->reg->param_block : NULL;
+    return pb && packed_ok(m, tensor_device(pb)) ? pb : NULL;
+}
+
+Tensor *nn_module_grad_block(const Module *m)
+{
+    Tensor *gb = m && m->reg ? m->reg->grad_block : NULL;
+    return gb && packed_ok(m, tensor_device(gb)) ? gb : NULL;
 }
 
 /* All parameters must share a floating dtype (and, unless moving, a
@@ -204,7 +208,7 @@ CtStatus nn_module_zero_grad(Module *m)
 {
     if (!m || !m->reg) return ct_error(CT_ERR_NULL, "nn_module_zero_grad: NULL module");
     Tensor *gb = nn_module_grad_block(m);
-    if (gb && packed_ok(m, tensor_device(gb))) return tensor_zero_(gb);
+    if (gb) return tensor_zero_(gb);
     CtStateDict *ps = nn_module_parameters(m);
     if (!ps) return ct_last_status();
     CtStatus st = CT_OK;

@@ -96,12 +96,16 @@ CtStatus optim_group_follow(Optimizer *o, int gi, int b)
     if (!buffer_elsewhere(o, h, b)) return CT_OK;
     Tensor **old = malloc((size_t)h->n * sizeof *old);
     if (!old) return ct_error(CT_ERR_OOM, "%s: out of memory", o->vt->name);
+    bool all = true;
     for (int64_t i = 0; i < h->n; i++) {
         old[i] = *state_slot(o, h->first + i, b);
         *state_slot(o, h->first + i, b) = NULL;
+        all = all && old[i];
     }
-    /* one block where the group allows it, else a tensor per parameter */
-    CtStatus st = optim_group_make_buffer(o, gi, b, NULL);
+    /* one block where every parameter has this state and the group allows
+     * it, else a tensor per state: a parameter without one gets a fresh
+     * buffer at its first update, not a block's zeros taken for history */
+    CtStatus st = all ? optim_group_make_buffer(o, gi, b, NULL) : CT_OK;
     for (int64_t i = 0; i < h->n && st == CT_OK; i++) {
         Tensor **slot = state_slot(o, h->first + i, b);
         if (!old[i]) continue;

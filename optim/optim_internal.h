@@ -119,8 +119,9 @@ static inline bool optim_wants_update(const Tensor *p)
 CtStatus optim_group_make_buffer(Optimizer *o, int gi, int b, unsigned *fresh);
 /* group.c: where buffer b of group gi lies on another device than its
  * parameters (state loaded before the model moved to its GPU), copies it
- * to theirs, in one block as optim_group_make_buffer lays it out where the
- * group allows; the old states are released. Nothing to do otherwise. */
+ * to theirs, in one block as optim_group_make_buffer lays it out where
+ * every parameter has the state and the group allows; the old states are
+ * released. Nothing to do otherwise. */
 CtStatus optim_group_follow(Optimizer *o, int gi, int b);
 /* group.c: runs the update of group gi as ONE op over its spans when the
  * group is packed (every parameter updated, spans back to back, state

@@ -6,6 +6,13 @@
  *   param_groups.<g>.<hp>             0-d f64, hp in lr weight_decay momentum beta2 eps
  *   state.<i>.<buffer>                the live buffer ("momentum_buffer", "exp_avg", ...)
  *   state.<i>.step                    0-d f64, updates of parameter i (Adam, RMSprop)
+ *   type                              1-d u8, the optimizer's name ("SGD", "AdamW", ...)
+ *   options.<o>                       0-d f64, o in dampening nesterov amsgrad centered
+ *
+ * Indices are canonical decimals ("0", "12"; never "00" or "+1"). type and
+ * options (the optimizer-wide settings the update rule or the buffers depend
+ * on) make load refuse a state of another optimizer or configuration; a
+ * state without them (saved before they existed) is loaded unchecked.
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +30,20 @@ static double *hp_field(OptimGroupHp *h, int k)
     double *f[NHP] = {&h->lr, &h->weight_decay, &h->momentum, &h->beta2, &h->eps};
     return f[k];
 }
+
+#define NOPT 4
+static const char *const OPT_NAMES[NOPT] = {"dampening", "nesterov", "amsgrad",
+                                            "centered"};
+
+static double opt_value(const Optimizer *o, int k)
+{
+    const OptimFlags *f = &o->flags;
+    const double v[NOPT] = {f->dampening, f->nesterov, f->amsgrad, f->centered};
+    return v[k];
+}
+
+/* The longest optimizer name a "type" entry may hold, NUL included. */
+#define TYPE_MAX 32
 
 /* Adds a 0-d f64 scalar; the private scope lets the dict hold the only
  * reference whether or not the caller has a scope open. */
@@ -50,10 +71,27 @@ static CtStatus add_indices(CtStateDict *d, const char *name, const OptimGroupHp
     return st;
 }
 
+/* Adds "type": the optimizer's name as the bytes of a 1-d u8 tensor. */
+static CtStatus add_type(CtStateDict *d, const char *type)
+{
+    int64_t n = (int64_t)strlen(type);
+    CtScope *s = ct_scope_open();
+    if (!s) return ct_error(CT_ERR_OOM, "optim_state_save: out of memory");
+    Tensor *t = tensor_from_data(type, 1, &n, CT_U8, ct_cpu());
+    CtStatus st = t ? ct_state_dict_add(d, "type", t) : ct_last_status();
+    ct_scope_close(s);
+    return st;
+}
+
 static CtStatus save_into(const Optimizer *o, CtStateDict *d)
 {
     char name[96];
-    CtStatus st = add_scalar(d, "step", (double)o->step);
+    CtStatus st = add_type(d, o->vt->name);
+    for (int k = 0; k < NOPT && st == CT_OK; k++) {
+        snprintf(name, sizeof name, "options.%s", OPT_NAMES[k]);
+        st = add_scalar(d, name, opt_value(o, k));
+    }
+    if (st == CT_OK) st = add_scalar(d, "step", (double)o->step);
     for (int g = 0; g < o->ngroups && st == CT_OK; g++) {
         OptimGroupHp *h = &o->groups[g];
         snprintf(name, sizeof name, "param_groups.%d.params", g);
@@ -100,24 +138,43 @@ CtStatus optim_state_save(const Optimizer *o, CtStateDict *out)
 /* ------------------------------------------------------------------ load */
 
 /* A parsed entry name: kind 'S' step, 'G' group field (k = hp index or NHP
- * for params), 'P' parameter state (k = buffer index or -1 for step). */
+ * for params), 'P' parameter state (k = buffer index or -1 for step), 'T'
+ * type, 'O' option (k = option index). */
 typedef struct Entry {
     char kind;
     int64_t index;
     int k;
 } Entry;
 
+/* Reads "<prefix><i>.<rest>" with i a canonical decimal (no sign, space or
+ * leading zero), so that an accepted name is the one load looks up. */
 static bool parse_index(const char *s, const char *prefix, int64_t *idx,
                         const char **rest)
 {
     size_t n = strlen(prefix);
-    if (strncmp(s, prefix, n) != 0 || s[n] < '0' || s[n] > '9') return false;
-    char *end;
-    long long v = strtoll(s + n, &end, 10);
-    if (*end != '.') return false;
+    if (strncmp(s, prefix, n) != 0) return false;
+    const char *p = s + n;
+    size_t digits = strspn(p, "0123456789");
+    if (digits == 0 || digits > 18 || p[digits] != '.' || (p[0] == '0' && digits > 1))
+        return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < digits; i++) v = v * 10 + (p[i] - '0');
     *idx = v;
-    *rest = end + 1;
+    *rest = p + digits + 1;
     return true;
+}
+
+static bool parse_setting(const char *name, Entry *e)
+{
+    if (strcmp(name, "type") == 0) {
+        e->kind = 'T';
+        return true;
+    }
+    if (strncmp(name, "options.", 8) != 0) return false;
+    e->kind = 'O';
+    for (e->k = 0; e->k < NOPT; e->k++)
+        if (strcmp(name + 8, OPT_NAMES[e->k]) == 0) return true;
+    return false;
 }
 
 static bool parse_name(const Optimizer *o, const char *name, Entry *e)
@@ -127,6 +184,7 @@ static bool parse_name(const Optimizer *o, const char *name, Entry *e)
         e->kind = 'S';
         return true;
     }
+    if (parse_setting(name, e)) return true;
     if (parse_index(name, "param_groups.", &e->index, &rest)) {
         e->kind = 'G';
         for (e->k = 0; e->k < NHP; e->k++)
@@ -187,6 +245,7 @@ static CtStatus check_entry(const Optimizer *o, const char *name, const Tensor *
             "optim_state_load: unexpected entry \"%s\" for %s with %d group(s) "
             "and %lld parameters",
             name, o->vt->name, o->ngroups, (long long)o->nparams);
+    if (e.kind == 'T' || e.kind == 'O') return CT_OK; /* check_kind's */
     if (e.kind == 'G' && e.k == NHP) {
         seen[1 + e.index * (NHP + 1) + NHP] = 1;
         return check_group_params(o, (int)e.index, t);
@@ -209,8 +268,55 @@ static CtStatus check_entry(const Optimizer *o, const char *name, const Tensor *
     return CT_OK;
 }
 
+/* The optimizer name a "type" entry holds, into type[TYPE_MAX]. */
+static CtStatus read_type(const Tensor *t, char *type)
+{
+    char tb[96];
+    if (tensor_dtype(t) != CT_U8 || tensor_ndim(t) != 1 || tensor_numel(t) < 1 ||
+        tensor_numel(t) >= TYPE_MAX)
+        return ct_error(CT_ERR_INVALID,
+                        "optim_state_load: \"type\" is %s, expected an optimizer name "
+                        "(u8[1..%d])",
+                        tensor_describe(t, tb, sizeof tb), TYPE_MAX - 1);
+    type[tensor_numel(t)] = '\0';
+    return tensor_copy_to_host(t, type, CT_U8);
+}
+
+/* A state of another optimizer type, or saved with other options, would
+ * load by slot into the wrong hyper-parameters and buffers: refused. */
+static CtStatus check_kind(const Optimizer *o, const CtStateDict *in)
+{
+    const Tensor *t = ct_state_dict_get(in, "type");
+    char type[TYPE_MAX], name[32], tb[96];
+    CtStatus st = t ? read_type(t, type) : CT_OK;
+    if (st != CT_OK) return st;
+    if (t && strcmp(type, o->vt->name) != 0)
+        return ct_error(CT_ERR_INVALID,
+                        "optim_state_load: the state was saved by %s, this optimizer is "
+                        "%s (another optimizer type)",
+                        type, o->vt->name);
+    for (int k = 0; k < NOPT; k++) {
+        snprintf(name, sizeof name, "options.%s", OPT_NAMES[k]);
+        t = ct_state_dict_get(in, name);
+        if (!t) continue;
+        if (tensor_numel(t) != 1)
+            return ct_error(CT_ERR_INVALID,
+                            "optim_state_load: \"%s\" is %s, expected a scalar", name,
+                            tensor_describe(t, tb, sizeof tb));
+        double v = tensor_item(t);
+        if (v != opt_value(o, k))
+            return ct_error(CT_ERR_INVALID,
+                            "optim_state_load: the state was saved with %s %g, this %s "
+                            "has %s %g",
+                            OPT_NAMES[k], v, o->vt->name, OPT_NAMES[k], opt_value(o, k));
+    }
+    return CT_OK;
+}
+
 static CtStatus check_all(const Optimizer *o, const CtStateDict *in)
 {
+    CtStatus kst = check_kind(o, in);
+    if (kst != CT_OK) return kst;
     size_t nseen = 1 + (size_t)o->ngroups * (NHP + 1);
     unsigned char *seen = calloc(nseen, 1);
     if (!seen) return ct_error(CT_ERR_OOM, "optim_state_load: out of memory");

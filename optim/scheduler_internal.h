@@ -33,6 +33,9 @@ typedef struct SchedulerOps {
     void (*rebase)(Scheduler *s);
     /* Frees what the concrete scheduler owns, not s itself. NULL: nothing. */
     void (*destroy)(Scheduler *s);
+    /* Its creation overwrites torch's initial_lr with its base LRs
+     * (OneCycleLR), which SequentialLR then gives every child. */
+    bool sets_initial_lr;
 } SchedulerOps;
 
 struct Scheduler {

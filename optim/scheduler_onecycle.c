@@ -81,7 +81,8 @@ static CtStatus onecycle_check(const Scheduler *s, int64_t t)
 static const SchedulerOps onecycle_ops = {.name = "OneCycleLR",
                                           .lr_at = onecycle_lr_at,
                                           .momentum_at = onecycle_momentum_at,
-                                          .check_step = onecycle_check};
+                                          .check_step = onecycle_check,
+                                          .sets_initial_lr = true};
 
 static double or_default(double v, double dflt)
 {
@@ -144,8 +145,8 @@ Scheduler *scheduler_one_cycle_lr(Optimizer *o, const OneCycleArgs *args)
         set_phase(&p->phases[1], T - 1, a.max_lr, lr_min, m_lo, m_hi);
         p->nphases = 2;
     }
-    /* torch overwrites each group's initial_lr with max_lr / div_factor;
-     * SequentialLR hands these base LRs to the schedulers after this one. */
+    /* torch overwrites each group's initial_lr with max_lr / div_factor:
+     * later schedulers start from it, and SequentialLR hands it to all */
     for (int g = 0; g < p->base.ngroups; g++) p->base.base_lrs[g] = lr0;
     return scheduler_start(&p->base);
 }

@@ -162,7 +162,12 @@ Scheduler *scheduler_sequential_lr(Optimizer *o, int n, Scheduler *const *scheds
         if (scheds && n > 0) free_children(n, scheds);
         return NULL;
     }
-    memcpy(p->base.base_lrs, p->scheds[0]->base_lrs,
+    /* torch's initial_lr once every child exists: the first child's base
+     * LRs, unless a child overwrote them (the last OneCycleLR) */
+    const Scheduler *initial = p->scheds[0];
+    for (int i = 1; i < n; i++)
+        if (p->scheds[i]->ops->sets_initial_lr) initial = p->scheds[i];
+    memcpy(p->base.base_lrs, initial->base_lrs,
            (size_t)p->base.ngroups * sizeof *p->base.base_lrs);
     seq_rebase(&p->base);
     return scheduler_start(&p->base);

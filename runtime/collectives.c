@@ -313,7 +313,9 @@ CtStatus runtime_reduce_gradients(Runtime *rt, Module *m)
     if (!g)
         return ct_error(CT_ERR_STATE,
                         "runtime_reduce_gradients: the model has no packed "
-                        "gradient block (call runtime_prepare_model first)");
+                        "gradient block holding its gradients (call "
+                        "runtime_prepare_model first, and nn_module_pack again after "
+                        "changing the model)");
     if (tensor_dtype(g) != CT_F32 && tensor_dtype(g) != CT_F64)
         return ct_error(CT_ERR_DTYPE,
                         "runtime_reduce_gradients: %s gradients (f32 or f64 "

@@ -140,7 +140,9 @@ void nn_module_print(const Module *m, FILE *out);
  * registered as a child drops its own. Called by nn_module_to; idempotent
  * (a layout changed since, e.g. by a new parameter, is packed again). */
 CtStatus nn_module_pack(Module *m);
-/* The 1-d blocks (NULL before packing). Owned by m. */
+/* The 1-d blocks, owned by m. NULL before packing, and once they no longer
+ * hold exactly m's parameters and gradients (a parameter or child added or
+ * replaced since, a gradient replaced: nn_module_pack again). */
 Tensor *nn_module_param_block(const Module *m);
 Tensor *nn_module_grad_block(const Module *m);
 /* Moves parameters, gradients and buffers to dev, packed (parameters must

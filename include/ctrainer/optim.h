@@ -5,9 +5,10 @@
  * Parameters that do not require grad, or have no gradient yet, are skipped
  * (frozen layers cost nothing). Optimizer state (momentum buffers, moments)
  * is f32 or the parameter's dtype if wider, created on first step.
- * Steps and clipping run on contiguous CPU f32/f64 tensors; other
- * parameters (including CUDA ones) fail the step with CT_ERR_UNSUPPORTED
- * before anything is written.
+ * Steps and clipping run as backend ops on contiguous f32/f64 tensors on
+ * any device (one op per packed group: see tensor_optim.h); other
+ * parameters fail the step with CT_ERR_UNSUPPORTED before anything is
+ * written.
  *
  * Schedulers step once per optimizer update and set each parameter group's
  * learning rate (and, for OneCycleLR, momentum) in the optimizer.
@@ -109,12 +110,20 @@ int64_t optim_step_count(const Optimizer *o);
  *                              (Adam/AdamW), square_avg, grad_avg (RMSprop)
  *   "state.<i>.step"           0-d f64: the parameter's updates (Adam/AdamW,
  *                              RMSprop)
- * Parameters without state have no state.<i> entries. save appends to `out`
- * (all entries or, on error, none); the buffers are the live tensors, not
- * copies. load restores the state and the group hyper-parameters; it first
- * checks that every name is known for this optimizer, every required entry
- * is there, group sizes and buffer shapes match, and changes nothing on
- * error (CT_ERR_INVALID, or CT_ERR_SHAPE naming entry and parameter). */
+ *   "type"                     1-d u8: the optimizer's name (optim_name)
+ *   "options.<o>"              0-d f64, o one of dampening, nesterov (SGD),
+ *                              amsgrad (Adam/AdamW), centered (RMSprop); 0
+ *                              where the optimizer has no such option
+ * <g> and <i> are decimal without leading zeros. Parameters without state
+ * have no state.<i> entries. save appends to `out` (all entries or, on
+ * error, none); the buffers are the live tensors, not copies. load restores
+ * the state and the group hyper-parameters; it first checks that the state
+ * is of this optimizer's type and options (a state without "type" and
+ * "options.*", saved before they existed, is not checked), that every name
+ * is known for this optimizer, every required entry is there, group sizes
+ * and buffer shapes match, and changes nothing on error (CT_ERR_INVALID
+ * naming both types or the option, or CT_ERR_SHAPE naming entry and
+ * parameter). */
 CtStatus optim_state_save(const Optimizer *o, CtStateDict *out);
 CtStatus optim_state_load(Optimizer *o, const CtStateDict *in);
 void optim_free(Optimizer *o);
@@ -223,8 +232,11 @@ Scheduler *scheduler_lambda_lr(Optimizer *o, double (*fn)(int64_t step, void *ct
                                void *ctx);
 /* SequentialLR: runs scheds[i] from milestones[i-1] on (n-1 milestones,
  * strictly increasing, >= 1), each restarted from its own step 0 at its
- * milestone, as torch 1.13 does. Every child uses the first child's base LRs
- * (torch's initial_lr), whatever the optimizer held when it was created.
+ * milestone, as torch 1.13 does. Every child uses torch's initial_lr,
+ * whatever the optimizer held when it was created: the first child's base
+ * LRs, or where a OneCycleLR child overwrote them, max_lr / div_factor of
+ * the last OneCycleLR in scheds (torch's too, children being created in
+ * order: a LinearLR before a OneCycleLR starts from max_lr / div_factor).
  * Create the first child before any other (its creation must see the
  * optimizer's base LRs; note C leaves the evaluation order inside an
  * initializer list unspecified). Takes ownership of the schedulers (all on

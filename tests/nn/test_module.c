@@ -307,12 +307,19 @@ START_TEST(test_pack_repack)
     /* packing a child again takes its params out of the root's block: the
      * root notices, zero_grad still zeroes everything, pack re-packs */
     ck_assert_int_eq(nn_module_pack(nn_module_child_at(m, 1)), CT_OK);
+    ck_assert_ptr_null(nn_module_grad_block(m)); /* no longer m's gradients */
+    ck_assert_ptr_null(nn_module_param_block(m));
     ck_assert_int_eq(nn_module_zero_grad(m), CT_OK);
     tu_assert_values(tensor_grad(nn_module_get(m, "0.bias")), ((double[]){0, 0}), 2, 0,
                      0);
     ck_assert_int_eq(nn_module_pack(m), CT_OK);
     assert_packed(m);
     ck_assert_ptr_null(nn_module_param_block(nn_module_child_at(m, 1)));
+    /* a layer appended after packing: the blocks no longer cover the model */
+    ck_assert_int_eq(nn_sequential_append(m, nn_linear(2, 3, true, &g)), CT_OK);
+    ck_assert_ptr_null(nn_module_grad_block(m));
+    ck_assert_int_eq(nn_module_pack(m), CT_OK);
+    assert_packed(m);
     /* mixed dtypes cannot be packed */
     Module *t = toy(NULL);
     nn_module_register_parameter(t, "a", vec(2, 1));
@@ -436,7 +443,7 @@ START_TEST(test_to_cuda)
 }
 END_TEST
 
-/* One Adam step of m on x (ones), with its loss sum(y^2). */
+/* One optimizer step of m on x (ones), with its loss sum(y^2). */
 static void adam_step(Module *m, Optimizer *o, CtDevice dev)
 {
     CtScope *s = ct_scope_open();
@@ -449,7 +456,9 @@ static void adam_step(Module *m, Optimizer *o, CtDevice dev)
 
 /* Optimizer state made (or loaded) while the model was on the CPU follows
  * the model to a GPU at the next step, and the run continues as it does on
- * the CPU (runs only where a GPU is). */
+ * the CPU (runs only where a GPU is). Loop 1: SGD with dampening, one
+ * parameter frozen in the CPU step, so without state when the model moves:
+ * its first update on the GPU starts its momentum afresh (buf = g). */
 START_TEST(test_optimizer_state_follows_to_cuda)
 {
     if (ct_cuda_device_count() == 0) {
@@ -462,8 +471,14 @@ START_TEST(test_optimizer_state_follows_to_cuda)
         CtGenerator g = ct_generator(7, 0);
         m[i] = nn_sequential(
             2, (Module *[]){nn_linear(3, 8, true, &g), nn_linear(8, 2, true, &g)});
-        o[i] = optim_adam_create(m[i], &(AdamArgs){.lr = 1e-2});
+        o[i] = _i == 0
+                   ? optim_adam_create(m[i], &(AdamArgs){.lr = 1e-2})
+                   : optim_sgd_create(
+                         m[i], &(SgdArgs){.lr = 1e-2, .momentum = 0.9, .dampening = 0.5});
+        Tensor *frozen = nn_module_get(m[i], "1.bias");
+        ck_assert_int_eq(tensor_set_requires_grad(frozen, _i == 0), CT_OK);
         adam_step(m[i], o[i], ct_cpu()); /* the state on the CPU */
+        ck_assert_int_eq(tensor_set_requires_grad(frozen, true), CT_OK);
     }
     ck_assert_int_eq(nn_module_to(m[1], ct_cuda(0)), CT_OK);
     adam_step(m[0], o[0], ct_cpu());
@@ -546,7 +561,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_pack_repack);
     tcase_add_test(tc, test_freeze);
     tcase_add_test(tc, test_to_cuda);
-    tcase_add_test(tc, test_optimizer_state_follows_to_cuda);
+    tcase_add_loop_test(tc, test_optimizer_state_follows_to_cuda, 0, 2);
     tcase_add_test(tc, test_cuda_odd_offsets_match_cpu);
     suite_add_tcase(s, tc);
     return s;

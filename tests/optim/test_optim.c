@@ -3,6 +3,7 @@
  * zero_grad, accessors and bad input. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ctrainer/optim.h"
 #include "testutil.h"
@@ -565,6 +566,30 @@ START_TEST(test_step_rejects_unsupported_parameter)
 }
 END_TEST
 
+/* d's entries but those named `drop` (NULL: none), the entry named `from`
+ * renamed `to` (NULL: none). */
+static CtStateDict *edited(const CtStateDict *d, const char *drop, const char *from,
+                           const char *to)
+{
+    CtStateDict *e = ct_state_dict_create();
+    for (int64_t i = 0; i < ct_state_dict_size(d); i++) {
+        const char *name = ct_state_dict_name(d, i);
+        if (drop && strncmp(name, drop, strlen(drop)) == 0) continue;
+        if (from && strcmp(name, from) == 0) name = to;
+        ck_assert_int_eq(ct_state_dict_add(e, name, ct_state_dict_tensor(d, i)), CT_OK);
+    }
+    return e;
+}
+
+/* d without "type" and "options.*": a state as saved before they were. */
+static CtStateDict *without_kind(const CtStateDict *d)
+{
+    CtStateDict *a = edited(d, "type", NULL, NULL);
+    CtStateDict *b = edited(a, "options.", NULL, NULL);
+    ct_state_dict_free(a);
+    return b;
+}
+
 /* Loading a state that does not fit: clear error, optimizer unchanged. */
 START_TEST(test_load_mismatched_state)
 {
@@ -579,16 +604,22 @@ START_TEST(test_load_mismatched_state)
     ck_assert_int_eq(optim_state_save(sgd, ds), CT_OK);
     ck_assert_int_eq(optim_state_save(adam, da), CT_OK);
     ck_assert_int_eq(optim_state_save(adam, da), CT_ERR_INVALID); /* no half append */
-    tu_assert_error(CT_ERR_INVALID, "optim_state_save: out already holds \"step\"");
+    tu_assert_error(CT_ERR_INVALID, "optim_state_save: out already holds \"type\"");
 
     ck_assert_int_eq(optim_state_load(sgd, da), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "optim_state_load: the state was saved by Adam, this "
+                                    "optimizer is SGD (another optimizer type)");
+    ck_assert_int_eq(optim_step_count(sgd), 2);
+    /* a state without its type (saved before types were): the names */
+    CtStateDict *untyped = without_kind(da);
+    ck_assert_int_eq(optim_state_load(sgd, untyped), CT_ERR_INVALID);
     tu_assert_error(CT_ERR_INVALID, "optim_state_load: unexpected entry \"state.0.step\" "
                                     "for SGD with 1 group(s) and 2 parameters");
     ck_assert_int_eq(optim_step_count(sgd), 2);
 
     /* two groups over the same parameters: wrong group count and sizes */
     Optimizer *grouped = make(&CASES[10], &f);
-    ck_assert_int_eq(optim_state_load(grouped, da), CT_ERR_INVALID);
+    ck_assert_int_eq(optim_state_load(grouped, untyped), CT_ERR_INVALID);
     tu_assert_error(CT_ERR_INVALID,
                     "param_groups.0.params is i64[2] cpu but AdamW's group "
                     "0 has 1 parameters");
@@ -618,6 +649,7 @@ START_TEST(test_load_mismatched_state)
     ck_assert_int_eq(optim_step_count(sgd), 2);
 
     ct_state_dict_free(partial);
+    ct_state_dict_free(untyped);
     ct_state_dict_free(ds);
     ct_state_dict_free(da);
     optim_free(other);
@@ -626,6 +658,126 @@ START_TEST(test_load_mismatched_state)
     optim_free(sgd);
     tensor_free(q0);
     tensor_free(q1);
+    fx_free(&f);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Saves c's state after 3 steps. */
+static CtStateDict *state_of(const Case *c, Fixture *f)
+{
+    Optimizer *o = make(c, f);
+    fx_run(f, o, 1, 3);
+    CtStateDict *d = ct_state_dict_create();
+    ck_assert_int_eq(optim_state_save(o, d), CT_OK);
+    optim_free(o);
+    return d;
+}
+
+/* into (fresh, of case `into`) refuses the state with `msg` and is left
+ * as it was: no step, its own LR and momentum, no state. */
+static void assert_refused(const CtStateDict *d, const Case *into, Fixture *f,
+                           const char *msg)
+{
+    Optimizer *o = make(into, f);
+    double lr = optim_get_lr(o, 0), momentum = optim_get_momentum(o, 0);
+    ck_assert_int_eq(optim_state_load(o, d), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, msg);
+    ck_assert_int_eq(optim_step_count(o), 0);
+    ck_assert_double_eq(optim_get_lr(o, 0), lr);
+    ck_assert_double_eq(optim_get_momentum(o, 0), momentum);
+    CtStateDict *now = ct_state_dict_create();
+    ck_assert_int_eq(optim_state_save(o, now), CT_OK);
+    ck_assert(!has_entry_prefix(now, "state."));
+    ct_state_dict_free(now);
+    optim_free(o);
+}
+
+/* The hyper-parameters are saved by slot (SGD's beta2 and eps are 0): a
+ * state loads only into the optimizer type and options that saved it. */
+START_TEST(test_load_other_optimizer_type)
+{
+    TU_MEM_BEGIN;
+    Fixture f;
+    fx_init(&f, CT_F64);
+    CtStateDict *sgd = state_of(&CASES[1], &f), *adam = state_of(&CASES[4], &f),
+                *adamw = state_of(&CASES[6], &f), *ams = state_of(&CASES[7], &f),
+                *rms = state_of(&CASES[9], &f), *nesterov = state_of(&CASES[2], &f);
+    Tensor *type = ct_state_dict_get(adamw, "type");
+    char name[8] = {0};
+    ck_assert_int_eq(tensor_dtype(type), CT_U8);
+    ck_assert_int_eq(tensor_numel(type), 5);
+    ck_assert_int_eq(tensor_copy_to_host(type, name, CT_U8), CT_OK);
+    ck_assert_str_eq(name, "AdamW");
+    ck_assert_double_eq(tensor_item(ct_state_dict_get(ams, "options.amsgrad")), 1);
+
+    assert_refused(sgd, &CASES[6], &f,
+                   "optim_state_load: the state was saved by SGD, this optimizer is "
+                   "AdamW (another optimizer type)");
+    assert_refused(adam, &CASES[6], &f, "saved by Adam, this optimizer is AdamW");
+    assert_refused(adamw, &CASES[4], &f, "saved by AdamW, this optimizer is Adam");
+    assert_refused(adamw, &CASES[8], &f, "saved by AdamW, this optimizer is RMSprop");
+    assert_refused(ams, &CASES[6], &f,
+                   "optim_state_load: the state was saved with amsgrad 1, this AdamW "
+                   "has amsgrad 0");
+    assert_refused(adamw, &CASES[7], &f,
+                   "saved with amsgrad 0, this AdamW has amsgrad 1");
+    assert_refused(rms, &CASES[8], &f,
+                   "saved with centered 1, this RMSprop has centered 0");
+    assert_refused(sgd, &CASES[2], &f,
+                   "saved with dampening 0.3, this SGD has dampening 0");
+    assert_refused(nesterov, &CASES[3], &f,
+                   "saved with nesterov 1, this SGD has nesterov 0");
+    CtStateDict *bad = edited(adamw, "type", NULL, NULL);
+    ck_assert_int_eq(
+        ct_state_dict_add(bad, "type", ct_state_dict_get(adamw, "options.amsgrad")),
+        CT_OK);
+    assert_refused(bad, &CASES[6], &f,
+                   "\"type\" is f64[] cpu, expected an optimizer name (u8[1..31])");
+
+    /* the matching type and options load; so does a state without them */
+    Optimizer *o = make(&CASES[7], &f);
+    ck_assert_int_eq(optim_state_load(o, ams), CT_OK);
+    ck_assert_int_eq(optim_step_count(o), 3);
+    optim_free(o);
+    CtStateDict *old = without_kind(sgd);
+    o = make(&CASES[1], &f);
+    ck_assert_int_eq(optim_state_load(o, old), CT_OK);
+    ck_assert_int_eq(optim_step_count(o), 3);
+    optim_free(o);
+
+    CtStateDict *all[] = {sgd, adam, adamw, ams, rms, nesterov, bad, old};
+    for (int i = 0; i < 8; i++) ct_state_dict_free(all[i]);
+    fx_free(&f);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Indices are canonical decimals: "param_groups.00.lr" or "state.+0.*"
+ * would pass a numeric check, then not be the name looked up (a NaN LR, a
+ * dropped buffer). */
+START_TEST(test_load_noncanonical_indices)
+{
+    TU_MEM_BEGIN;
+    Fixture f;
+    fx_init(&f, CT_F64);
+    CtStateDict *d = state_of(&CASES[1], &f); /* momentum: state.<i>.momentum_buffer */
+    static const char *const names[][2] = {
+        {"param_groups.0.lr", "param_groups.00.lr"},
+        {"param_groups.0.lr", "param_groups.+0.lr"},
+        {"param_groups.0.lr", "param_groups. 0.lr"},
+        {"state.0.momentum_buffer", "state.00.momentum_buffer"},
+        {"state.1.momentum_buffer", "state.01.momentum_buffer"},
+        {"state.1.momentum_buffer", "state.-1.momentum_buffer"},
+    };
+    for (int i = 0; i < 6; i++) {
+        CtStateDict *e = edited(d, NULL, names[i][0], names[i][1]);
+        char msg[96];
+        snprintf(msg, sizeof msg, "unexpected entry \"%s\"", names[i][1]);
+        assert_refused(e, &CASES[1], &f, msg);
+        ct_state_dict_free(e);
+    }
+    ct_state_dict_free(d);
     fx_free(&f);
     TU_MEM_END;
 }
@@ -755,6 +907,8 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_bad_construction);
     tcase_add_test(tc, test_step_rejects_unsupported_parameter);
     tcase_add_test(tc, test_load_mismatched_state);
+    tcase_add_test(tc, test_load_other_optimizer_type);
+    tcase_add_test(tc, test_load_noncanonical_indices);
     tcase_add_test(tc, test_large_parameter);
     tcase_add_test(tc, test_module_constructors);
     tcase_add_test(tc, test_module_frozen_parameter);

@@ -239,6 +239,15 @@ START_TEST(test_sequential)
     CHECK_LR(s, f.opt, SEQUENTIAL2_LR);
     scheduler_free(s);
 
+    /* a LinearLR before a OneCycleLR starts from OneCycle's initial_lr */
+    Scheduler *kids4[2];
+    kids4[0] = scheduler_linear_lr(fresh(&f), 0.5, 1.0, 3);
+    kids4[1] =
+        scheduler_one_cycle_lr(f.opt, &(OneCycleArgs){.max_lr = 1.0, .total_steps = 10});
+    s = scheduler_sequential_lr(f.opt, 2, kids4, (const int64_t[]){3});
+    CHECK_LR(s, f.opt, SEQUENTIAL_ONECYCLE_LR);
+    scheduler_free(s);
+
     /* a OneCycle child's momentum and end-of-schedule check pass through,
      * in its own steps */
     OneCycleArgs a = {.max_lr = 0.5, .total_steps = 40};
@@ -249,9 +258,10 @@ START_TEST(test_sequential)
     for (int t = 0; t <= 43; t++) {
         if (t > 0) ck_assert_int_eq(scheduler_step(s), CT_OK);
         for (int g = 0; g < 2; g++) {
-            double base = g ? 0.03 : 0.1;
+            /* before the milestone: torch's initial_lr, which OneCycle's
+             * creation overwrote with max_lr / div_factor = 0.5 / 25 */
             assert_close("seq onecycle lr", t, g, optim_get_lr(f.opt, g),
-                         t < 3 ? base : ONECYCLE_LR[g][t - 3]);
+                         t < 3 ? 0.02 : ONECYCLE_LR[g][t - 3]);
             /* before the milestone: what OneCycle wrote at creation */
             assert_close("seq onecycle momentum", t, g, optim_get_momentum(f.opt, g),
                          t < 3 ? 0.95 : ONECYCLE_MOM[g][t - 3]);
