@@ -1,4 +1,5 @@
 /* EarlyStopping: stop when the watched metric stops improving. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -12,7 +13,8 @@ typedef struct EarlyStopping {
     bool greater;
     bool reset_on_train;
     int counter;
-    double best; /* NAN: no value yet */
+    bool have_best; /* best holds the first value (or a later, better one) */
+    double best;    /* NAN only when the metric was */
 } EarlyStopping;
 
 static void es_free(Callback *cb)
@@ -27,6 +29,7 @@ static CtStatus es_run_start(Callback *cb, Trainer *t)
     if (e->reset_on_train) {
         e->counter = 0;
         e->best = NAN;
+        e->have_best = false;
     }
     return CT_OK;
 }
@@ -39,12 +42,14 @@ static CtStatus es_epoch_end(Callback *cb, Trainer *t)
         return ct_error(CT_ERR_INVALID, "EarlyStopping: metric '%s' was never recorded",
                         e->watch);
     double cur = run_history_latest(h, e->watch);
-    if (isnan(e->best)) {
+    if (!e->have_best) {
         e->best = cur;
+        e->have_best = true;
         return CT_OK;
     }
-    double delta = fabs(cur - e->best);
-    if (cb_improved(cur, e->best, e->greater) && delta > e->threshold) {
+    /* a NaN metric never improves; any value improves on a NaN best */
+    double delta = isnan(e->best) ? INFINITY : fabs(cur - e->best);
+    if (!isnan(cur) && cb_improved(cur, e->best, e->greater) && delta > e->threshold) {
         trainer_print(t, "Improvement of %g observed, resetting counter\n", delta);
         e->best = cur;
         e->counter = 0;
@@ -67,6 +72,7 @@ static CtStatus es_state_save(Callback *cb, Trainer *t, CtStateDict *out)
     (void)t;
     const EarlyStopping *e = (const EarlyStopping *)cb;
     CtStatus st = cb_state_put(out, "counter", e->counter);
+    if (st == CT_OK) st = cb_state_put(out, "have_best", e->have_best);
     return st == CT_OK ? cb_state_put(out, "best", e->best) : st;
 }
 
@@ -74,12 +80,19 @@ static CtStatus es_state_load(Callback *cb, Trainer *t, const CtStateDict *in)
 {
     (void)t;
     EarlyStopping *e = (EarlyStopping *)cb;
-    double counter, best;
+    double counter, best, have = -1;
     CtStatus st = cb_state_get(in, "EarlyStopping", "counter", &counter);
     if (st == CT_OK) st = cb_state_get(in, "EarlyStopping", "best", &best);
+    /* states written before "have_best" existed: a NaN best was none */
+    if (st == CT_OK && ct_state_dict_get(in, "have_best"))
+        st = cb_state_get(in, "EarlyStopping", "have_best", &have);
     if (st != CT_OK) return st;
+    if (!(counter >= 0 && counter <= INT_MAX))
+        return ct_error(CT_ERR_INVALID, "EarlyStopping: state entry 'counter' is %g",
+                        counter);
     e->counter = (int)counter;
     e->best = best;
+    e->have_best = have < 0 ? !isnan(best) : have > 0;
     return CT_OK;
 }
 

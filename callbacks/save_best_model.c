@@ -11,8 +11,10 @@ typedef struct SaveBest {
     char *path, *opt_path, *scheduler_path, *watch;
     bool greater, reset_on_train, save_opt, save_sched, load_at_end;
     double best;
-    int64_t saves;
-    bool saved_opt, saved_sched; /* what the last save wrote */
+    int64_t saves; /* in this run */
+    /* the files hold the best model (of this run, or of an earlier one
+     * with no_reset_on_train); what the last save wrote besides */
+    bool holds_best, saved_opt, saved_sched;
 } SaveBest;
 
 static void sb_free(Callback *cb)
@@ -84,14 +86,20 @@ static CtStatus save(SaveBest *s, Trainer *t, double value)
         if (st == CT_OK && s->saved_sched)
             st = save_state(s->scheduler_path, fill_sched, t->scheduler);
     }
-    if (st == CT_OK) s->saves++;
+    if (st == CT_OK) {
+        s->saves++;
+        s->holds_best = true;
+    }
     return st;
 }
 
 static CtStatus sb_run_start(Callback *cb, Trainer *t)
 {
     SaveBest *s = (SaveBest *)cb;
-    if (s->reset_on_train) s->best = NAN;
+    if (s->reset_on_train) {
+        s->best = NAN;
+        s->holds_best = false;
+    }
     s->saves = 0;
     return CT_OK;
 }
@@ -132,7 +140,7 @@ static CtStatus load_sched(void *s, const CtStateDict *d)
 static CtStatus sb_run_end(Callback *cb, Trainer *t)
 {
     SaveBest *s = (SaveBest *)cb;
-    if (!s->load_at_end || s->saves == 0) return CT_OK;
+    if (!s->load_at_end || !s->holds_best) return CT_OK;
     Runtime *rt = trainer_runtime(t);
     if (rt && runtime_is_distributed(rt)) {
         CtStatus st = runtime_barrier(rt); /* the main process has written */
@@ -146,24 +154,42 @@ static CtStatus sb_run_end(Callback *cb, Trainer *t)
     return st;
 }
 
+/* What the files hold, as bits: 1 the best model, 2 the optimizer's
+ * state, 4 the scheduler's. */
+static double held_files(const SaveBest *s)
+{
+    return (double)(s->holds_best | s->saved_opt << 1 | s->saved_sched << 2);
+}
+
 static CtStatus sb_state_save(Callback *cb, Trainer *t, CtStateDict *out)
 {
     (void)t;
     const SaveBest *s = (const SaveBest *)cb;
     CtStatus st = cb_state_put(out, "best", s->best);
-    return st == CT_OK ? cb_state_put(out, "saves", (double)s->saves) : st;
+    if (st == CT_OK) st = cb_state_put(out, "saves", (double)s->saves);
+    return st == CT_OK ? cb_state_put(out, "files", held_files(s)) : st;
 }
 
 static CtStatus sb_state_load(Callback *cb, Trainer *t, const CtStateDict *in)
 {
     (void)t;
     SaveBest *s = (SaveBest *)cb;
-    double best, saves;
+    double best, saves, files = -1;
     CtStatus st = cb_state_get(in, "SaveBestModel", "best", &best);
     if (st == CT_OK) st = cb_state_get(in, "SaveBestModel", "saves", &saves);
+    /* states written before "files" existed: the files are this run's */
+    if (st == CT_OK && ct_state_dict_get(in, "files"))
+        st = cb_state_get(in, "SaveBestModel", "files", &files);
     if (st != CT_OK) return st;
+    if (!(saves >= 0 && saves <= 1e15) || !(files >= -1 && files <= 7))
+        return ct_error(CT_ERR_INVALID, "SaveBestModel: state entry '%s' is out of range",
+                        saves >= 0 && saves <= 1e15 ? "files" : "saves");
     s->best = best;
     s->saves = (int64_t)saves;
+    int bits = files >= 0 ? (int)files : s->saves > 0;
+    s->holds_best = bits & 1;
+    s->saved_opt = bits >> 1 & 1;
+    s->saved_sched = bits >> 2 & 1;
     return CT_OK;
 }
 

@@ -24,12 +24,9 @@ static CtStatus se_step_end(Callback *cb, Trainer *t, const DataBatch *batch,
     if (step == 0 || step % s->every != 0) return CT_OK;
     if (!trainer_eval_dataloader(t))
         return ct_error(CT_ERR_STATE, "StepBasedEvaluation: the run has no eval set");
-    Module *m = trainer_model(t);
-    bool was_training = m && m->training;
+    /* every module's mode is put back, whatever happened (pytorch-
+     * accelerated leaves the rest of the epoch in eval mode) */
     CtStatus st = trainer_run_eval_epoch(t, true);
-    /* back to training mode whatever happened (pytorch-accelerated leaves
-     * the rest of the epoch in eval mode) */
-    if (m && was_training) nn_module_train(m);
     if (st != CT_OK) return st;
     s->count++;
     RunHistory *h = trainer_run_history(t);

@@ -81,15 +81,20 @@ static CtStatus open_file(TensorBoard *b)
     char host[64] = "localhost";
     gethostname(host, sizeof host - 1);
     size_t n = strlen(b->log_dir) + strlen(host) + 96;
-    b->path = malloc(n);
-    if (!b->path) return ct_error(CT_ERR_OOM, "TensorBoard: out of memory");
+    char *path = malloc(n);
+    if (!path) return ct_error(CT_ERR_OOM, "TensorBoard: out of memory");
     double now = wall_s();
-    snprintf(b->path, n, "%s/events.out.tfevents.%lld.%s.%ld", b->log_dir, (long long)now,
+    snprintf(path, n, "%s/events.out.tfevents.%lld.%s.%ld", b->log_dir, (long long)now,
              host, (long)getpid());
-    b->f = fopen(b->path, "wb");
-    if (!b->f)
-        return ct_error(CT_ERR_IO, "TensorBoard: cannot create %s: %s", b->path,
-                        strerror(errno));
+    b->f = fopen(path, "wb");
+    if (!b->f) {
+        st = ct_error(CT_ERR_IO, "TensorBoard: cannot create %s: %s", path,
+                      strerror(errno));
+        free(path);
+        return st;
+    }
+    free(b->path); /* an earlier run's file */
+    b->path = path;
     return tb_write_file_version(b->f, now);
 }
 

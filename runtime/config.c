@@ -16,14 +16,18 @@
  * order, NULL when the key is absent. libcyaml checks the structure (a
  * mapping, known keys, each once, scalar values); every value then goes
  * through runtime_settings_set, the one validator of flags, environment
- * and files (libcyaml's own integer parsing accepts "1.5" and "-1"). */
+ * and files (libcyaml's own integer parsing accepts "1.5" and "-1").
+ * A YAML null (null, Null, NULL, ~ or no value at all) is an absent key,
+ * for every key alike (CYAML_FLAG_POINTER_NULL_STR; libcyaml reads the
+ * quoted forms 'null', '~' and '' as null too). Writing leaves NULL values
+ * out. */
 typedef struct ConfigFile {
     char *value[RUNTIME_OPT_COUNT];
 } ConfigFile;
 
 #define FIELD(opt, key)                                                                  \
-    CYAML_FIELD_STRING_PTR(key, CYAML_FLAG_OPTIONAL, ConfigFile, value[opt], 0,          \
-                           RUNTIME_SETTING_MAX)
+    CYAML_FIELD_STRING_PTR(key, CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER_NULL_STR,       \
+                           ConfigFile, value[opt], 0, RUNTIME_SETTING_MAX)
 static const cyaml_schema_field_t config_fields[] = {
     FIELD(RUNTIME_OPT_DISTRIBUTED_TYPE, "distributed_type"),
     FIELD(RUNTIME_OPT_NUM_PROCESSES, "num_processes"),

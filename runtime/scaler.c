@@ -134,6 +134,25 @@ CtStatus scaler_state_save(const GradScaler *s, CtStateDict *d, const char *pref
     return st;
 }
 
+/* The counts of a state (growth_tracker, skipped_steps, growth_interval)
+ * are integers in [0, 2^53], where a double holds every integer exactly
+ * and the conversion to int64_t is defined. */
+static CtStatus check_counts(const char *prefix, const double *v)
+{
+    static const int COUNTS[3] = {1, 2, 5};
+    for (int k = 0; k < 3; k++) {
+        double x = v[COUNTS[k]];
+        if (x >= 0 && x <= 0x1p53 && x == floor(x)) continue;
+        char name[256];
+        field_name(name, sizeof name, prefix, COUNTS[k]);
+        return ct_error(CT_ERR_FORMAT,
+                        "scaler_state_load: '%s' is %g, not a count (an integer in "
+                        "[0, 2^53])",
+                        name, x);
+    }
+    return CT_OK;
+}
+
 CtStatus scaler_state_load(GradScaler *s, const CtStateDict *d, const char *prefix)
 {
     if (!s || !d) return ct_error(CT_ERR_NULL, "scaler_state_load: NULL argument");
@@ -148,7 +167,8 @@ CtStatus scaler_state_load(GradScaler *s, const CtStateDict *d, const char *pref
         CtStatus st = tensor_copy_to_host(t, &v[i], CT_F64);
         if (st != CT_OK) return ct_error_wrap(st, "scaler_state_load: '%s'", name);
     }
-    CtStatus st = check_args("scaler_state_load", v[0], v[3], v[4], v[5]);
+    CtStatus st = check_counts(prefix, v);
+    if (st == CT_OK) st = check_args("scaler_state_load", v[0], v[3], v[4], v[5]);
     if (st != CT_OK) return st;
     if (!(v[1] >= 0 && v[1] < v[5]) || !(v[2] >= 0))
         return ct_error(CT_ERR_FORMAT,

@@ -66,7 +66,11 @@ static void ask_all(RuntimeSettings *s)
         }
         ask(s, RUNTIME_OPT_NUM_PROCESSES, "How many processes in total (all machines)?");
     }
-    if (s->distributed_type != RUNTIME_DISTRIBUTED_MULTI_GPU)
+    /* MULTI_GPU runs on GPUs, also when written on a machine without any
+     * (its default use_cpu is true), as accelerate's questionnaire does */
+    if (s->distributed_type == RUNTIME_DISTRIBUTED_MULTI_GPU)
+        s->use_cpu = false;
+    else
         ask(s, RUNTIME_OPT_USE_CPU, "Train on the CPU only (true/false)?");
     if (!s->use_cpu)
         ask(s, RUNTIME_OPT_GPU_IDS, "Which GPUs (all, or a list such as 0,1)?");
@@ -97,6 +101,9 @@ int cli_config(int argc, char **argv)
     bool dflt = false, force = false;
     const char *given = NULL;
     for (int i = 1; i < argc; i++) {
+        bool flag = cli_is(argv[i], "help") || cli_is(argv[i], "default") ||
+                    cli_is(argv[i], "force");
+        if (flag && cli_flag_has_value("config", argv[i])) return 2;
         if (cli_is(argv[i], "help") || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;

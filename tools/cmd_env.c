@@ -98,7 +98,7 @@ int cli_env(int argc, char **argv)
             if (!(given = cli_value(argc, argv, &i))) return 2;
         } else {
             fprintf(stderr, "usage: ctrainer env [--config_file F]\n");
-            return cli_is(argv[i], "help") ? 0 : 2;
+            return cli_is(argv[i], "help") && !strchr(argv[i], '=') ? 0 : 2;
         }
     }
     struct utsname u;

@@ -10,27 +10,29 @@ extern char **environ;
 static void usage(FILE *f)
 {
     fprintf(
-        f, "usage: ctrainer launch [options] PROGRAM [ARGS...]\n"
-           "\n"
-           "Runs PROGRAM on several processes with mpirun. Options come before PROGRAM;\n"
-           "everything after it is PROGRAM's. Each option overrides the environment\n"
-           "(CTRAINER_<OPTION>), which overrides the config file.\n"
-           "\n"
-           "  -n, --num_processes N          processes over all machines\n"
-           "  --num_machines M               machines (needs --hostfile)\n"
-           "  --machine_rank R               this machine's rank (0: mpirun starts all)\n"
-           "  --main_process_ip IP           rank 0's host (MASTER_ADDR)\n"
-           "  --main_process_port P          rendezvous port (MASTER_PORT)\n"
-           "  --hostfile F                   mpirun hostfile listing the machines\n"
-           "  --mixed_precision no|bf16|fp16\n"
-           "  --gradient_accumulation_steps K\n"
-           "  --cpu                          train on CPUs even when GPUs are present\n"
-           "  --gpu_ids all|0,1,...          GPUs to use (CUDA_VISIBLE_DEVICES)\n"
-           "  --seed S                       base seed of the run\n"
-           "  --distributed_type NO|MULTI_CPU|MULTI_GPU\n"
-           "  --config_file F                config file (default: $CTRAINER_CONFIG_FILE "
-           "or\n"
-           "                                 ~/.cache/ctrainer/default_config.yaml)\n");
+        f,
+        "usage: ctrainer launch [options] PROGRAM [ARGS...]\n"
+        "\n"
+        "Runs PROGRAM on several processes with mpirun. Options come before PROGRAM;\n"
+        "everything after it is PROGRAM's. Each option overrides the environment\n"
+        "(CTRAINER_<OPTION>), which overrides the config file.\n"
+        "\n"
+        "  -n, --num_processes N          processes over all machines\n"
+        "  --num_machines M               machines (needs --hostfile)\n"
+        "  --machine_rank R               this machine's rank (0: mpirun starts all)\n"
+        "  --main_process_ip IP           rank 0's host (MASTER_ADDR)\n"
+        "  --main_process_port P          rendezvous port (MASTER_PORT)\n"
+        "  --hostfile F                   mpirun hostfile listing the machines\n"
+        "  --mixed_precision no|bf16|fp16\n"
+        "  --gradient_accumulation_steps K\n"
+        "  --cpu                          train on CPUs even when GPUs are present\n"
+        "                                 (a flag; --use_cpu true|false takes a value)\n"
+        "  --gpu_ids all|0,1,...          GPUs to use (CUDA_VISIBLE_DEVICES)\n"
+        "  --seed S                       base seed of the run\n"
+        "  --distributed_type NO|MULTI_CPU|MULTI_GPU\n"
+        "  --config_file F                config file (default: $CTRAINER_CONFIG_FILE "
+        "or\n"
+        "                                 ~/.cache/ctrainer/default_config.yaml)\n");
 }
 
 typedef struct LaunchArgs {
@@ -52,10 +54,12 @@ static int parse(int argc, char **argv, LaunchArgs *a)
             break;
         }
         if (cli_is(arg, "help") || strcmp(arg, "-h") == 0) {
+            if (cli_flag_has_value("launch", arg)) return 2;
             usage(stdout);
             return -1;
         }
-        if (cli_is(arg, "cpu")) {
+        if (cli_is(arg, "cpu")) { /* a flag: --use_cpu takes true or false */
+            if (cli_flag_has_value("launch", arg)) return 2;
             runtime_settings_set(&a->cli, RUNTIME_OPT_USE_CPU, "true");
             continue;
         }

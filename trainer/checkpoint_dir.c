@@ -147,19 +147,23 @@ CtStatus trainer_save_checkpoint(Trainer *t, const char *root, int total_limit)
     ct_clear_error();
     bool main = runtime_is_main_process(trainer_runtime(t));
     int64_t next = 0;
-    size_t n = strlen(root) + 64;
-    char *dir = malloc(n), name[64];
-    CtStatus st = dir ? CT_OK : ct_error(CT_ERR_OOM, "checkpoint: out of memory");
-    if (st == CT_OK && main) st = next_index(root, &next);
+    char *base = ckpt_trim(root), name[64];
+    size_t n = base ? strlen(base) + 64 : 0;
+    char *dir = base ? malloc(n) : NULL;
+    CtStatus st = dir    ? CT_OK
+                  : base ? ct_error(CT_ERR_OOM, "checkpoint: out of memory")
+                         : ct_last_status();
+    if (st == CT_OK && main) st = next_index(base, &next);
     st = ckpt_agree(t, st, &next);
     snprintf(name, sizeof name, CKPT_PREFIX "%lld", (long long)next);
     if (st == CT_OK) {
-        snprintf(dir, n, "%s/%s", root, name);
+        snprintf(dir, n, "%s%s%s", base, strcmp(base, "/") == 0 ? "" : "/", name);
         st = trainer_save_state(t, dir);
     }
     if (st == CT_OK)
-        st = ckpt_agree(t, main ? point_latest(root, name, total_limit) : CT_OK, NULL);
+        st = ckpt_agree(t, main ? point_latest(base, name, total_limit) : CT_OK, NULL);
     free(dir);
+    free(base);
     return st;
 }
 
@@ -169,7 +173,8 @@ char *trainer_latest_checkpoint(const char *root)
         ct_error(CT_ERR_NULL, "trainer_latest_checkpoint: NULL directory");
         return NULL;
     }
-    char *path = ckpt_join(root, CKPT_LATEST), *text = NULL;
+    char *base = ckpt_trim(root), *text = NULL;
+    char *path = base ? ckpt_join(base, CKPT_LATEST) : NULL;
     size_t n = 0;
     CtStatus st = path ? ckpt_read_file(path, &text, &n) : ct_last_status();
     while (st == CT_OK && n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
@@ -179,11 +184,12 @@ char *trainer_latest_checkpoint(const char *root)
                       "trainer_latest_checkpoint: %s does not name a checkpoint "
                       "directory (\"%.40s\")",
                       path, text);
-    char *dir = st == CT_OK ? ckpt_join(root, text) : NULL;
+    char *dir = st == CT_OK ? ckpt_join(base, text) : NULL;
     if (st != CT_OK && st != CT_ERR_FORMAT)
         ct_error(CT_ERR_IO, "trainer_latest_checkpoint: no checkpoint in %s (%s missing)",
                  root, path ? path : "latest");
     free(text);
     free(path);
+    free(base);
     return dir;
 }

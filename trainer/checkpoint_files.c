@@ -17,21 +17,20 @@
 
 char *ckpt_join(const char *dir, const char *name)
 {
-    size_t n = strlen(dir) + strlen(name) + 2;
+    size_t len = strlen(dir), n = len + strlen(name) + 2;
     char *p = malloc(n);
     if (!p) {
         ct_error(CT_ERR_OOM, "checkpoint: out of memory");
         return NULL;
     }
-    snprintf(p, n, "%s/%s", dir, name);
+    bool slash = len > 0 && dir[len - 1] == '/';
+    snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", name);
     return p;
 }
 
-char *ckpt_parent(const char *path)
+/* The first n bytes of path, as a new string. */
+static char *prefix_copy(const char *path, size_t n)
 {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return ckpt_join(".", "");
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
     char *p = malloc(n + 1);
     if (!p) {
         ct_error(CT_ERR_OOM, "checkpoint: out of memory");
@@ -40,6 +39,20 @@ char *ckpt_parent(const char *path)
     memcpy(p, path, n);
     p[n] = '\0';
     return p;
+}
+
+char *ckpt_trim(const char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    return prefix_copy(path, n);
+}
+
+char *ckpt_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return ckpt_join(".", "");
+    return prefix_copy(path, slash == path ? 1 : (size_t)(slash - path));
 }
 
 CtStatus ckpt_fsync_path(const char *path)

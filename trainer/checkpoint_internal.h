@@ -25,8 +25,13 @@
 
 /* ---- files (checkpoint_files.c); errors name the path ---- */
 
-/* dir + "/" + name, malloc'd (NULL on OOM, error recorded). */
+/* dir + "/" + name (no second slash when dir ends with one), malloc'd
+ * (NULL on OOM, error recorded). */
 char *ckpt_join(const char *dir, const char *name);
+/* path without its trailing slashes ("x/" and "x//": "x"; "/" stays),
+ * malloc'd (NULL on OOM, error recorded): the directory names a save builds
+ * from it ("x.tmp-<pid>") are then next to it, not inside. */
+char *ckpt_trim(const char *path);
 /* The directory part of path ("." without a slash), malloc'd. */
 char *ckpt_parent(const char *path);
 CtStatus ckpt_fsync_path(const char *path);
@@ -47,6 +52,9 @@ bool ckpt_exists(const char *path);
  * NULL) is set on every process to the main process's *main_value: how
  * the main process hands out a decision. With one process: returns st. */
 CtStatus ckpt_agree(Trainer *t, CtStatus st, int64_t *main_value);
+/* Frees what a resume holds and zeroes it (trainer_resume_clear for one
+ * moved aside). */
+void ckpt_resume_free(TrainerResume *r);
 /* trainer_load_state's body, collective. dir NULL: this process could not
  * name the checkpoint (error recorded); it still meets the others, which
  * then fail with its error. */
@@ -63,14 +71,22 @@ CtStatus ckpt_check_loader(const Trainer *t, const CtStateDict *d, const char *d
 /* Restores the run history from a trainer_state dict, at `epoch`. */
 CtStatus ckpt_apply_history(RunHistory *h, const CtStateDict *d, int64_t epoch);
 /* CT_ERR_FORMAT naming dir and the entry unless every "history.<metric>"
- * entry of d is a 1-d f64 CPU tensor (what ckpt_apply_history reads). */
+ * entry of d has a metric name the run history takes (1 to
+ * RUN_HISTORY_MAX_NAME - 1 bytes) and is a 1-d f64 CPU tensor: what
+ * ckpt_apply_history reads, so that it can only fail for memory. */
 CtStatus ckpt_check_history(const CtStateDict *d, const char *dir);
 /* Appends this process's RNG states and partial epoch loss. */
 CtStatus ckpt_rank_state(const Trainer *t, CtStateDict *out);
 /* Appends every callback's state (entries "<type>.<name>"). */
 CtStatus ckpt_callback_state(Trainer *t, CtStateDict *out);
+/* CT_ERR_FORMAT or CT_ERR_INVALID naming file and entry unless d holds a
+ * valid partial epoch loss (train_loss.total, train_loss.count: single f64,
+ * the count a finite number >= 0) and a generator state for every
+ * generator of the model: what ckpt_apply_rank_state takes. Changes
+ * nothing. */
+CtStatus ckpt_check_rank_state(const Trainer *t, const CtStateDict *d, const char *file);
 /* Applies a rank-state dict (generators, loss tracker into *lt). Validates
- * everything before changing anything. */
+ * everything (ckpt_check_rank_state) before changing anything. */
 CtStatus ckpt_apply_rank_state(Trainer *t, const CtStateDict *d, LossTracker *lt,
                                const char *file);
 /* Applies callback states (the built-ins reset at on_training_run_start, so

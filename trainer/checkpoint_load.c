@@ -173,8 +173,36 @@ static CtStatus check_model(const Trainer *t, const Loaded *l)
     return st;
 }
 
+/* The optimizer type the file records (none before types were saved) is
+ * the trainer's. */
+static CtStatus check_optimizer_type(const Trainer *t, const Loaded *l)
+{
+    const Tensor *x = ct_state_dict_get(l->optimizer, "type");
+    char type[32];
+    if (!x) return CT_OK;
+    int64_t n = tensor_numel(x);
+    if (tensor_dtype(x) != CT_U8 || tensor_ndim(x) != 1 || n < 1 ||
+        n >= (int64_t)sizeof type)
+        return ct_error(CT_ERR_FORMAT,
+                        "checkpoint %s: %s: 'type' is not an optimizer name", l->dir,
+                        CKPT_OPTIMIZER);
+    CtStatus st = tensor_copy_to_host(x, type, CT_U8);
+    if (st != CT_OK) return st;
+    type[n] = '\0';
+    if (strcmp(type, optim_name(t->optimizer)) != 0)
+        return ct_error(CT_ERR_INVALID,
+                        "checkpoint %s: %s was saved by %s, the trainer's optimizer is "
+                        "%s (mismatched optimizer)",
+                        l->dir, CKPT_OPTIMIZER, type, optim_name(t->optimizer));
+    return CT_OK;
+}
+
+/* The type and the group count; the options and buffers are checked by
+ * optim_state_load, which apply() runs first, before anything changes. */
 static CtStatus check_optimizer(const Trainer *t, const Loaded *l)
 {
+    CtStatus st = check_optimizer_type(t, l);
+    if (st != CT_OK) return st;
     int groups = 0;
     char name[64];
     for (;; groups++) {
@@ -232,17 +260,19 @@ static CtStatus check_callbacks(Trainer *t, const Loaded *l)
 /* What apply() changes, to put back on failure. */
 typedef struct Snapshot {
     CtStateDict *model, *optimizer, *scaler, *trainer, *rank;
-    int64_t pos_epoch, pos_batch;
+    int64_t pos_epoch, pos_batch, history_epoch;
 } Snapshot;
 
 static CtStatus apply(Trainer *t, Loaded *l, int64_t epoch, int64_t batch, int64_t step)
 {
     TrainerState *s = t->state;
     LossTracker lt;
-    CtStatus st = nn_module_load_state_dict(t->model, l->model, true, NULL);
-    if (st == CT_OK) st = optim_state_load(t->optimizer, l->optimizer);
+    /* the optimizer first: optim_state_load checks everything (type,
+     * options, buffers) before it changes anything */
+    CtStatus st = optim_state_load(t->optimizer, l->optimizer);
+    if (st == CT_OK) st = nn_module_load_state_dict(t->model, l->model, true, NULL);
     /* outside a run t->scheduler is the last run's: the next run makes a
-     * new one, which gets the state then */
+     * new one, which gets the state then (resume_into_run) */
     Scheduler *sched = s->running ? t->scheduler : NULL;
     if (st == CT_OK && sched && l->scheduler)
         st = scheduler_state_load(sched, l->scheduler);
@@ -250,18 +280,18 @@ static CtStatus apply(Trainer *t, Loaded *l, int64_t epoch, int64_t batch, int64
     if (st == CT_OK) st = ckpt_apply_rank_state(t, l->rank, &lt, l->rank_file);
     if (st == CT_OK) st = ckpt_apply_history(s->history, l->trainer, epoch);
     if (st != CT_OK) return ct_error_wrap(st, "checkpoint %s", l->dir);
-    trainer_resume_clear(t);
+    /* the scheduler state stays with the resume, applied or not: NULL
+     * there means the checkpoint has none */
     s->resume = (TrainerResume){.pending = true,
                                 .epoch = epoch,
                                 .batch = batch,
                                 .global_step = step,
                                 .train_loss = lt,
-                                .scheduler = sched ? NULL : l->scheduler,
+                                .scheduler = l->scheduler,
                                 .callbacks = l->callbacks,
                                 .trainer = l->trainer};
     snprintf(s->resume.dir, sizeof s->resume.dir, "%s", l->dir);
-    if (!sched) l->scheduler = NULL; /* moved */
-    l->callbacks = l->trainer = NULL;
+    l->scheduler = l->callbacks = l->trainer = NULL; /* moved */
     s->pos_epoch = epoch;
     s->pos_batch = batch;
     loss_tracker_reset(&s->pos_loss);
@@ -288,6 +318,7 @@ static CtStatus take_snapshot(Trainer *t, Snapshot *sn)
               ckpt_rank_state(t, sn->rank) == CT_OK;
     sn->pos_epoch = t->state->pos_epoch;
     sn->pos_batch = t->state->pos_batch;
+    sn->history_epoch = run_history_current_epoch(t->state->history);
     return ok ? CT_OK : ct_error(CT_ERR_OOM, "trainer_load_state: out of memory");
 }
 
@@ -306,7 +337,7 @@ static void restore_snapshot(Trainer *t, const Snapshot *sn)
         loss_tracker_reset(&s->pos_loss);
         s->pos_loss = lt;
     }
-    ckpt_apply_history(s->history, sn->trainer, run_history_current_epoch(s->history));
+    ckpt_apply_history(s->history, sn->trainer, sn->history_epoch);
     s->pos_epoch = sn->pos_epoch;
     s->pos_batch = sn->pos_batch;
     ct_error(err, "%s", msg);
@@ -334,6 +365,7 @@ static CtStatus read_checked(Trainer *t, Loaded *l, int64_t pos[3])
                       "checkpoint %s: %s: bad position (epoch %lld, batch %lld)", l->dir,
                       CKPT_TRAINER, (long long)pos[0], (long long)pos[1]);
     if (st == CT_OK) st = ckpt_check_history(l->trainer, l->dir);
+    if (st == CT_OK) st = ckpt_check_rank_state(t, l->rank, l->rank_file);
     if (st == CT_OK) st = check_model(t, l);
     if (st == CT_OK) st = check_optimizer(t, l);
     if (st == CT_OK) st = check_scaler(t, l);
@@ -345,12 +377,18 @@ static CtStatus read_checked(Trainer *t, Loaded *l, int64_t pos[3])
                       "checkpoint %s: the run has a scheduler, the checkpoint none "
                       "(mismatched scheduler)",
                       l->dir);
+    if (st == CT_OK && t->state->running && !t->scheduler && l->scheduler)
+        st = ct_error(CT_ERR_INVALID,
+                      "checkpoint %s: the checkpoint has a scheduler state, the run no "
+                      "scheduler (create_scheduler_fn)",
+                      l->dir);
     return st;
 }
 
 /* Every process checks what it read, then applies it once all of them
  * could; should applying fail on any process, every process puts its
- * trainer back. l->dir NULL: this process failed before (error recorded). */
+ * trainer back, a resume pending from an earlier load included. l->dir
+ * NULL: this process failed before (error recorded). */
 static CtStatus load_checked(Trainer *t, Loaded *l)
 {
     int64_t pos[3] = {0, 0, 0};
@@ -358,6 +396,8 @@ static CtStatus load_checked(Trainer *t, Loaded *l)
         ckpt_agree(t, l->dir ? read_checked(t, l, pos) : ct_last_status(), NULL);
     if (st != CT_OK) return st;
     Snapshot sn = {0};
+    TrainerResume kept = t->state->resume; /* moved aside, put back on failure */
+    t->state->resume = (TrainerResume){0};
     st = take_snapshot(t, &sn);
     bool applied = false;
     if (st == CT_OK) {
@@ -366,9 +406,12 @@ static CtStatus load_checked(Trainer *t, Loaded *l)
         if (!applied) restore_snapshot(t, &sn);
     }
     st = ckpt_agree(t, st, NULL);
-    if (st != CT_OK && applied) { /* another process could not apply */
-        restore_snapshot(t, &sn);
+    if (st != CT_OK && applied) restore_snapshot(t, &sn); /* another process failed */
+    if (st != CT_OK) {
         trainer_resume_clear(t);
+        t->state->resume = kept;
+    } else {
+        ckpt_resume_free(&kept);
     }
     snapshot_free(&sn);
     return st;
@@ -389,5 +432,8 @@ CtStatus trainer_load_state(Trainer *t, const char *dir)
     if (!t || !t->state) return ct_error(CT_ERR_NULL, "trainer_load_state: NULL trainer");
     if (!dir || !*dir) return ct_error(CT_ERR_NULL, "trainer_load_state: NULL/empty dir");
     ct_clear_error();
-    return ckpt_load(t, dir);
+    char *d = ckpt_trim(dir); /* NULL: ckpt_load fails with the error, collectively */
+    CtStatus st = ckpt_load(t, d);
+    free(d);
+    return st;
 }

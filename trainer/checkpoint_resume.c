@@ -6,13 +6,17 @@
 
 #include "checkpoint_internal.h"
 
-void trainer_resume_clear(Trainer *t)
+void ckpt_resume_free(TrainerResume *r)
 {
-    TrainerResume *r = &t->state->resume;
     ct_state_dict_free(r->scheduler);
     ct_state_dict_free(r->callbacks);
     ct_state_dict_free(r->trainer);
     *r = (TrainerResume){0};
+}
+
+void trainer_resume_clear(Trainer *t)
+{
+    ckpt_resume_free(&t->state->resume);
 }
 
 /* The directory TrainArgs.resume_from names ("latest": the checkpoint_dir's
@@ -33,7 +37,8 @@ static char *resume_dir(const TrainArgs *a)
 }
 
 /* The run's parts that exist only now: its loader must be the saved one,
- * and a pending scheduler state goes into its scheduler. */
+ * and its scheduler takes the checkpoint's scheduler state (resume.scheduler,
+ * NULL when the checkpoint has none: then the run must have none either). */
 static CtStatus resume_into_run(Trainer *t)
 {
     TrainerState *s = t->state;
@@ -43,11 +48,14 @@ static CtStatus resume_into_run(Trainer *t)
         return ct_error(CT_ERR_INVALID,
                         "trainer_train: the checkpoint has a scheduler "
                         "state, the run no scheduler (create_scheduler_fn)");
+    if (!s->resume.scheduler && t->scheduler)
+        return ct_error(CT_ERR_INVALID,
+                        "checkpoint %s: the run has a scheduler, the checkpoint none "
+                        "(mismatched scheduler)",
+                        s->resume.dir);
     if (s->resume.scheduler) {
         st = scheduler_state_load(t->scheduler, s->resume.scheduler);
         if (st != CT_OK) return st;
-        ct_state_dict_free(s->resume.scheduler);
-        s->resume.scheduler = NULL;
     }
     s->global_step = s->resume.global_step;
     return CT_OK;

@@ -212,19 +212,21 @@ CtStatus trainer_save_state(Trainer *t, const char *dir)
     ct_clear_error();
     bool main = runtime_is_main_process(trainer_runtime(t));
     int64_t pid = (int64_t)getpid();
-    char *tmp = NULL;
+    char *tmp = NULL, *target = ckpt_trim(dir);
     Written w = {.n = 0};
-    CtStatus st = ckpt_agree(t, main ? make_tmp(dir, pid, &tmp) : CT_OK, &pid);
+    CtStatus st = !target ? ct_last_status() : main ? make_tmp(target, pid, &tmp) : CT_OK;
+    st = ckpt_agree(t, st, &pid);
     if (st == CT_OK) {
-        CtStatus mine = main ? CT_OK : tmp_name(dir, pid, &tmp);
+        CtStatus mine = main ? CT_OK : tmp_name(target, pid, &tmp);
         if (mine == CT_OK) mine = write_own(t, tmp, &w);
         st = ckpt_agree(t, mine, NULL);
     }
-    if (st == CT_OK) st = ckpt_agree(t, main ? publish(t, tmp, dir, &w) : CT_OK, NULL);
+    if (st == CT_OK) st = ckpt_agree(t, main ? publish(t, tmp, target, &w) : CT_OK, NULL);
     if (st != CT_OK) {
         st = ct_error_wrap(st, "trainer_save_state %s", dir);
         if (main && tmp) ckpt_remove_tree(tmp);
     }
     free(tmp);
+    free(target);
     return st;
 }

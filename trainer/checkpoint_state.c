@@ -1,6 +1,7 @@
 /* What a checkpoint holds besides the model and optimizer, as named tensors:
  * the trainer's counters and run history, each process's RNG states and
  * partial epoch loss, and the callbacks' states. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,9 +140,16 @@ CtStatus ckpt_check_history(const CtStateDict *d, const char *dir)
     for (int64_t i = 0; i < ct_state_dict_size(d); i++) {
         const char *name = ct_state_dict_name(d, i);
         Tensor *x = ct_state_dict_tensor(d, i);
-        if (strncmp(name, "history.", 8) != 0 ||
-            (tensor_dtype(x) == CT_F64 && tensor_ndim(x) == 1 &&
-             tensor_device(x).type == CT_DEVICE_CPU && tensor_is_contiguous(x)))
+        if (strncmp(name, "history.", 8) != 0) continue;
+        size_t len = strlen(name + 8);
+        if (len == 0 || len >= RUN_HISTORY_MAX_NAME)
+            return ct_error(CT_ERR_FORMAT,
+                            "checkpoint %s: %s: '%.40s%s' is not a metric name (1 to %d "
+                            "bytes)",
+                            dir, CKPT_TRAINER, name, len > 32 ? "..." : "",
+                            RUN_HISTORY_MAX_NAME - 1);
+        if (tensor_dtype(x) == CT_F64 && tensor_ndim(x) == 1 &&
+            tensor_device(x).type == CT_DEVICE_CPU && tensor_is_contiguous(x))
             continue;
         char desc[96];
         return ct_error(CT_ERR_FORMAT, "checkpoint %s: %s: '%s' is %s, expected f64[n]",
@@ -237,15 +245,35 @@ static CtStatus load_generator(const char *name, CtGenerator *g, void *ctx)
     return CT_OK;
 }
 
+/* The partial epoch loss of a rank-state dict, checked. */
+static CtStatus get_loss(const CtStateDict *d, const char *file, LossTracker *l)
+{
+    *l = (LossTracker){0};
+    CtStatus st = get_f64(d, "train_loss.total", file, &l->total);
+    if (st == CT_OK) st = get_f64(d, "train_loss.count", file, &l->count);
+    if (st == CT_OK && !(l->count >= 0 && isfinite(l->count)))
+        st = ct_error(CT_ERR_FORMAT,
+                      "checkpoint file %s: entry 'train_loss.count' is %g, not a count",
+                      file, l->count);
+    return st;
+}
+
+CtStatus ckpt_check_rank_state(const Trainer *t, const CtStateDict *d, const char *file)
+{
+    LossTracker l;
+    CtStatus st = get_loss(d, file, &l);
+    GenLoad gl = {.d = d, .file = file, .apply = false};
+    if (st == CT_OK) st = visit_generators(t->model, "", load_generator, &gl);
+    return st;
+}
+
 CtStatus ckpt_apply_rank_state(Trainer *t, const CtStateDict *d, LossTracker *lt,
                                const char *file)
 {
-    LossTracker l = {0};
-    CtStatus st = get_f64(d, "train_loss.total", file, &l.total);
-    if (st == CT_OK) st = get_f64(d, "train_loss.count", file, &l.count);
-    GenLoad gl = {.d = d, .file = file, .apply = false};
-    if (st == CT_OK) st = visit_generators(t->model, "", load_generator, &gl);
-    gl.apply = true;
+    LossTracker l;
+    CtStatus st = ckpt_check_rank_state(t, d, file);
+    if (st == CT_OK) st = get_loss(d, file, &l);
+    GenLoad gl = {.d = d, .file = file, .apply = true};
     if (st == CT_OK) st = visit_generators(t->model, "", load_generator, &gl);
     if (st == CT_OK) *lt = l;
     return st;

@@ -5,6 +5,7 @@
  * on_stop_training_error and the run-end hook and event. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trainer_internal.h"
@@ -250,16 +251,32 @@ static CtStatus eval_step(Trainer *t, const DataBatch *batch, int64_t step)
     return trainer_fire(t, CB_ON_EVAL_STEP_END, &ea);
 }
 
-/* The batches of an eval epoch under no_grad. A stop request ends the loop
- * locally; it is agreed after the loop (processes may differ in batches). */
+/* Whether every process has n eval batches (the default, padded, loaders):
+ * then the processes run each batch together, and may meet in per-batch
+ * collectives such as trainer_gather_for_metrics. */
+static CtStatus same_eval_length(Trainer *t, int64_t n, bool *same)
+{
+    double v[2] = {(double)n, -(double)n};
+    TRY(runtime_reduce_f64(t->state->rt, v, 2, RUNTIME_REDUCE_MAX));
+    *same = v[0] == -v[1];
+    return CT_OK;
+}
+
+/* The batches of an eval epoch under no_grad. Where the processes have as
+ * many batches, a stop is agreed before each batch, so that none stops
+ * while another waits for it in a per-batch collective; otherwise a stop
+ * request ends the loop locally, and is agreed after the loop. */
 static CtStatus eval_batches(Trainer *t)
 {
     TrainerState *s = t->state;
     TRY(data_loader_set_epoch(s->eval_dl, 0));
     int64_t n = trainer_eval_dataloader_len(t);
+    bool lockstep;
+    TRY(same_eval_length(t, n, &lockstep));
     bool grad = ct_set_grad_enabled(false);
     CtStatus st = CT_OK;
-    for (int64_t step = 0; st == CT_OK && step < n && !s->stop_requested; step++) {
+    for (int64_t step = 0; st == CT_OK && step < n; step++) {
+        if (lockstep ? trainer_stop_point(t) : s->stop_requested) break;
         DataBatch batch;
         if (!next_batch(s->eval_dl, &batch, &st)) break;
         CtScope *scope = ct_scope_open();
@@ -304,6 +321,29 @@ static CtStatus eval_epoch(Trainer *t, bool is_intermediate, const char *name)
     return st;
 }
 
+/* The training flags of a module tree, depth first, parents first. */
+static int64_t tree_size(const Module *m)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nn_module_num_children(m); i++)
+        n += tree_size(nn_module_child_at(m, i));
+    return n;
+}
+
+static void modes_get(const Module *m, bool *modes, int64_t *k)
+{
+    modes[(*k)++] = m->training;
+    for (int i = 0; i < nn_module_num_children(m); i++)
+        modes_get(nn_module_child_at(m, i), modes, k);
+}
+
+static void modes_set(Module *m, const bool *modes, int64_t *k)
+{
+    m->training = modes[(*k)++];
+    for (int i = 0; i < nn_module_num_children(m); i++)
+        modes_set(nn_module_child_at(m, i), modes, k);
+}
+
 CtStatus trainer_run_eval_epoch(Trainer *t, bool is_intermediate)
 {
     if (!t || !t->state)
@@ -312,7 +352,13 @@ CtStatus trainer_run_eval_epoch(Trainer *t, bool is_intermediate)
         return ct_error(CT_ERR_STATE,
                         "trainer_run_eval_epoch: this run has no eval loader "
                         "(TrainArgs.eval_dataset is NULL)");
-    bool training = t->model->training;
+    /* every module's mode is put back afterwards, such as a batch norm kept
+     * in eval mode while the rest trains (the reference's §9.8 leaves the
+     * model in eval mode) */
+    int64_t k = 0;
+    bool *modes = malloc((size_t)tree_size(t->model) * sizeof *modes);
+    if (!modes) return ct_error(CT_ERR_OOM, "trainer_run_eval_epoch: out of memory");
+    modes_get(t->model, modes, &k);
     LossTracker saved = t->state->eval_loss; /* moved out, moved back */
     t->state->eval_loss = (LossTracker){0};
     CtStatus st =
@@ -320,7 +366,9 @@ CtStatus trainer_run_eval_epoch(Trainer *t, bool is_intermediate)
                    is_intermediate ? "intermediate_eval_loss" : "eval_loss_epoch");
     loss_tracker_reset(&t->state->eval_loss);
     t->state->eval_loss = saved;
-    if (training) nn_module_train(t->model); /* fixes the reference's §9.8 */
+    k = 0;
+    modes_set(t->model, modes, &k);
+    free(modes);
     return st;
 }
 

@@ -38,13 +38,21 @@ CtStatus trainer_make_run_config(Trainer *t, const TrainArgs *a)
     int64_t k = a->gradient_accumulation_steps > 0
                     ? a->gradient_accumulation_steps
                     : runtime_gradient_accumulation_steps(s->rt);
+    int64_t len = trainer_train_dataloader_len(t);
+    if (len <= 0)
+        return ct_error(CT_ERR_INVALID,
+                        "trainer_train: the train loader has no batches: %s",
+                        rc->train_dl_args.drop_last
+                            ? "its samples (this process's shard) are fewer than one "
+                              "batch, which drop_last drops"
+                            : "it has no samples");
     rc->train_per_device_batch_size = rc->train_dl_args.batch_size;
     rc->gradient_accumulation_steps = k;
     rc->gradient_clip_value = a->gradient_clip_value;
     rc->gradient_clip_norm = a->gradient_clip_norm;
     rc->train_total_batch_size = rc->train_per_device_batch_size * world * k;
     /* every process takes ceil(len / k) updates per epoch, in lockstep */
-    rc->num_update_steps_per_epoch = ceil_div(trainer_train_dataloader_len(t), k);
+    rc->num_update_steps_per_epoch = ceil_div(len, k);
     if (a->max_num_train_steps > 0) {
         rc->max_num_train_steps = a->max_num_train_steps;
         rc->num_epochs = ceil_div(a->max_num_train_steps, rc->num_update_steps_per_epoch);

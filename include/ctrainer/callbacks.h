@@ -157,9 +157,10 @@ typedef struct EarlyStoppingArgs {
  * the threshold becomes the new best and resets the counter; any other
  * value, including a better one within the threshold, increments it, and
  * the best is NOT updated (so small improvements add up until they pass the
- * threshold). When the counter reaches patience, trainer_stop. A watched
- * metric that was never recorded is an error (CT_ERR_INVALID naming it).
- * args NULL: defaults. */
+ * threshold). A NaN value after the first never improves, and any other
+ * value improves on a NaN best. When the counter reaches patience, trainer_stop. A
+ * watched metric that was never recorded is an error (CT_ERR_INVALID naming it). args
+ * NULL: defaults. */
 Callback *callback_early_stopping_create(const EarlyStoppingArgs *args);
 /* The counter, and the best value (NAN before the first epoch). */
 int callback_early_stopping_counter(const Callback *cb);
@@ -190,7 +191,8 @@ typedef struct SaveBestModelArgs {
  * first save and ignores save_scheduler on the first: fixed). args NULL:
  * defaults. */
 Callback *callback_save_best_model_create(const SaveBestModelArgs *args);
-/* The best value (NAN before the first save) and the number of saves. */
+/* The best value (NAN before the first save) and the number of saves in
+ * the current (or last) run. */
 double callback_save_best_model_best(const Callback *cb);
 int64_t callback_save_best_model_num_saves(const Callback *cb);
 

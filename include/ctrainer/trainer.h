@@ -513,8 +513,11 @@ CtStatus trainer_evaluate(Trainer *t, const EvalArgs *args);
 /* ------------------------------------------------- training-state checkpoints
  *
  * trainer_save_state writes everything an exact resume needs into `dir`
- * (docs/checkpoints.md has the layout): the model and the optimizer state
- * keyed by parameter name (safetensors), the scheduler, the loss scaler
+ * ("x/" names x; docs/checkpoints.md has the layout): the model keyed by
+ * parameter name and the optimizer state (optim_state_save: its type and
+ * options, the groups' hyper-parameters and each parameter's buffers keyed
+ * by the parameter's index over all groups, "state.<i>.*"), as
+ * safetensors, the scheduler, the loss scaler
  * (scale, growth tracker, skipped steps; when the run has one), the trainer's
  * counters and run history, the position (epoch, next batch), every
  * process's RNG states (the model's generators; the loaders' order is a
@@ -542,16 +545,21 @@ CtStatus trainer_save_state(Trainer *t, const char *dir);
 
 /* Loads a checkpoint, all or nothing: the manifest and every file's hash
  * are verified, every file parsed and checked against the model (names,
- * shapes, dtypes) and optimizer (parameter groups, buffers) before anything
- * changes; a failure leaves the trainer as it was. Errors name the file: a
+ * shapes, dtypes), the optimizer (its type and options, parameter groups,
+ * buffers) and the per-process file (RNG states, partial loss) before
+ * anything changes; a failure leaves the trainer as it was, a resume
+ * pending from an earlier load included. Errors name the file: a
  * missing, truncated or corrupt file (SHA-256 mismatch), another format
- * version, a mismatched model, optimizer, scheduler or callback list, a
+ * version, a mismatched model, optimizer (an SGD state into AdamW, Adam
+ * into AdamW, other options such as amsgrad), scheduler or callback list, a
  * loss scaler state without a scaler in the trainer or the reverse (an
  * fp16 checkpoint resumed without fp16), and in a run, a train loader of
  * another seed, batch size or length. The model, optimizer, loss scaler,
  * RNG states and run history are applied at once; the
  * position, the scheduler state (when no run is active) and the callback
- * states are applied by the next trainer_train, which resumes there.
+ * states are applied by the next trainer_train, which resumes there and
+ * refuses a run with a scheduler when the checkpoint has none, or the
+ * reverse.
  * Collective: every process checks the files it reads (the shared ones and
  * its own random_states_<rank>), and applies them only when every process
  * could, so all processes load or none does (each reports the first failed
@@ -629,8 +637,11 @@ int64_t trainer_eval_dataloader_len(const Trainer *t);
  * the train loader set before trainer_train is part of the run config;
  * set during a run it changes only the loop. */
 void trainer_limit_batches(Trainer *t, int64_t train_batches, int64_t eval_batches);
-/* Optimizer updates taken in this run so far (max_num_train_steps counts
- * these; a scheduler has stepped this many times). */
+/* Updates in this run so far: the ends of gradient-accumulation windows,
+ * including those a loss scaler skipped for inf/NaN gradients (no optimizer
+ * or scheduler step; counted by scaler_skipped_steps), as accelerate's
+ * loops count completed steps. max_num_train_steps, the Checkpoint
+ * callback's every_n_updates and ModelEma's per-step updates count these. */
 int64_t trainer_global_step(const Trainer *t);
 /* The 0-based micro-batch index in the current train epoch (eval batch in an
  * eval epoch); -1 outside a step. */
@@ -651,8 +662,9 @@ CtStatus trainer_running_loss(const Trainer *t, double *mean);
  * is_intermediate passed to the events and the loss recorded as
  * "intermediate_eval_loss" (or "eval_loss_epoch" when !is_intermediate).
  * The eval epoch has its own loss tracker, so the train epoch's loss is
- * unaffected; the model is put back in training mode afterwards when it was
- * in training mode before. Errors: no eval loader. */
+ * unaffected; afterwards every module of the model is put back in the mode
+ * it had (training or eval), so a submodule kept in eval mode while the
+ * rest trains stays so. Errors: no eval loader, out of memory. */
 CtStatus trainer_run_eval_epoch(Trainer *t, bool is_intermediate);
 
 /* ---------------------------------------------------------- utilities */

@@ -278,6 +278,29 @@ START_TEST(test_early_stopping_max_and_any_improvement)
 }
 END_TEST
 
+/* A NaN metric never improves: NaN every epoch stops after patience more
+ * epochs; a value after a NaN first one is an improvement. */
+START_TEST(test_early_stopping_nan_metric)
+{
+    static const double nans[] = {NAN, NAN, NAN, NAN, NAN, NAN};
+    static const double nan_first[] = {NAN, 1.0, NAN, 0.5, NAN, NAN};
+    const double *scripts[2] = {nans, nan_first};
+    const int epochs[2] = {3, 6}, counters[2] = {2, 2};
+    for (int i = 0; i < 2; i++) {
+        Fx f;
+        fx_init(&f);
+        Recorder *r = recorder(scripts[i], 6);
+        Callback *es = callback_early_stopping_create(
+            &(EarlyStoppingArgs){.patience = 2, .watch_metric = "score"});
+        fx_trainer(&f, 2, (Callback *[]){&r->base, es});
+        ck_assert_int_eq(fx_train(&f, 6, true), CT_OK);
+        ck_assert_int_eq(r->train_epochs, epochs[i]);
+        ck_assert_int_eq(callback_early_stopping_counter(es), counters[i]);
+        fx_free(&f);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------ SaveBestModel */
 
 START_TEST(test_save_best_model)
@@ -332,6 +355,42 @@ START_TEST(test_save_best_model)
     params_of(m2, loaded);
     for (int i = 0; i < 3; i++) ck_assert_double_eq(loaded[i], r->epoch_params[3][i]);
     nn_module_free(m2);
+    fx_free(&f);
+    remove(path);
+    remove(opt_path);
+    rmdir(dir);
+}
+END_TEST
+
+/* With no_reset_on_train, a later run that never beats the kept best still
+ * ends with the best model (of the earlier run) loaded back. */
+START_TEST(test_save_best_model_kept_across_runs)
+{
+    char dir[] = "/tmp/ct_cb_best_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256], opt_path[256];
+    snprintf(path, sizeof path, "%s/best.safetensors", dir);
+    snprintf(opt_path, sizeof opt_path, "%s/best.optimizer.safetensors", dir);
+    static const double first[] = {3.0, 2.0}, second[] = {5.0, 4.0};
+    Fx f;
+    fx_init(&f);
+    Recorder *r = recorder(first, 2);
+    Callback *sb = callback_save_best_model_create(&(SaveBestModelArgs){
+        .save_path = path, .watch_metric = "score", .no_reset_on_train = true});
+    fx_trainer(&f, 2, (Callback *[]){&r->base, sb});
+    ck_assert_int_eq(fx_train(&f, 2, true), CT_OK);
+    double best[3], now[3];
+    params_of(f.model, best);
+    r->script = second;
+    ck_assert_int_eq(fx_train(&f, 2, true), CT_OK);
+    ck_assert_int_eq(callback_save_best_model_num_saves(sb), 0);
+    ck_assert_double_eq(callback_save_best_model_best(sb), 2.0);
+    ck_assert_int_eq(r->n_epoch_params, 4);
+    params_of(f.model, now);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_double_ne(r->epoch_params[3][i], best[i]); /* the run moved them */
+        ck_assert_double_eq(now[i], best[i]);
+    }
     fx_free(&f);
     remove(path);
     remove(opt_path);
@@ -691,6 +750,43 @@ START_TEST(test_step_based_evaluation)
 }
 END_TEST
 
+/* A submodule kept in eval mode while the rest trains (a frozen batch
+ * norm, set in train_epoch_start) stays so after intermediate evaluations. */
+static Module *g_frozen;
+static int g_bad_modes;
+
+static CtStatus freeze_epoch_start(Trainer *t)
+{
+    CtStatus st = trainer_default_train_epoch_start(t);
+    nn_module_eval(g_frozen);
+    return st;
+}
+
+static CtStatus modes_checked_loss(Trainer *t, const DataBatch *b,
+                                   TrainerBatchOutput *out)
+{
+    if (!t->model->training || g_frozen->training) g_bad_modes++;
+    return trainer_default_calculate_train_batch_loss(t, b, out);
+}
+
+START_TEST(test_step_based_evaluation_keeps_modes)
+{
+    Fx f;
+    fx_init(&f);
+    g_frozen = nn_batch_norm1d(1, 1e-5, 0.1);
+    f.model = nn_sequential(2, (Module *[]){f.model, g_frozen});
+    optim_free(f.opt);
+    f.opt = optim_sgd_create(f.model, &(SgdArgs){.lr = 0.1});
+    fx_trainer(&f, 1, (Callback *[]){callback_step_based_evaluation_create(2)});
+    f.t->hooks.train_epoch_start = freeze_epoch_start;
+    f.t->hooks.calculate_train_batch_loss = modes_checked_loss;
+    g_bad_modes = 0;
+    ck_assert_int_eq(fx_train(&f, 2, true), CT_OK);
+    ck_assert_int_eq(g_bad_modes, 0);
+    fx_free(&f);
+}
+END_TEST
+
 /* ---------------------------------------------------------- printing */
 
 static char *read_all(FILE *fp)
@@ -944,7 +1040,9 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_early_stopping);
     tcase_add_test(tc, test_early_stopping_max_and_any_improvement);
+    tcase_add_test(tc, test_early_stopping_nan_metric);
     tcase_add_test(tc, test_save_best_model);
+    tcase_add_test(tc, test_save_best_model_kept_across_runs);
     tcase_add_test(tc, test_terminate_on_nan);
     tcase_add_test(tc, test_model_ema_per_epoch);
     tcase_add_test(tc, test_model_ema_every_step);
@@ -952,6 +1050,7 @@ int main(void)
     tcase_add_test(tc, test_metrics_logger_non_finite);
     tcase_add_test(tc, test_limit_batches);
     tcase_add_test(tc, test_step_based_evaluation);
+    tcase_add_test(tc, test_step_based_evaluation_keeps_modes);
     tcase_add_test(tc, test_progress_bar_lines);
     tcase_add_test(tc, test_progress_bar_follows_launcher_tty);
     tcase_add_test(tc, test_print_and_log_metrics);

@@ -102,6 +102,34 @@ START_TEST(load_partial_flow_and_empty_files)
 }
 END_TEST
 
+/* A YAML null (null, ~, no value) is an absent key, for every key: not the
+ * string "null" passed on as an address or a hostfile. */
+START_TEST(load_null_values_as_absent)
+{
+    const char *p = file_with("null.yaml", "main_process_ip: null\n"
+                                           "hostfile: ~\n"
+                                           "num_processes:\n"
+                                           "gpu_ids: NULL\n"
+                                           "mixed_precision: Null\n"
+                                           "main_process_port: ''\n"
+                                           "seed: 5\n");
+    RuntimeSettings s;
+    ck_assert_msg(runtime_config_load(p, &s) == CT_OK, "%s", ct_last_error());
+    ck_assert_uint_eq(s.set, bit(RUNTIME_OPT_SEED));
+    ck_assert_str_eq(s.main_process_ip, "");
+    ck_assert_str_eq(s.hostfile, "");
+    ck_assert_int_eq(s.num_processes, 1);
+    ck_assert_str_eq(s.gpu_ids, "all");
+    ck_assert_str_eq(s.mixed_precision, "no");
+    ck_assert_int_eq(s.main_process_port, RUNTIME_DEFAULT_PORT);
+    ck_assert(s.seed == 5);
+    /* null does not hide a repeated key */
+    p = file_with("twice.yaml", "hostfile: ~\nhostfile: /h\n");
+    ck_assert_int_eq(runtime_config_load(p, &s), CT_ERR_FORMAT);
+    tu_assert_error(CT_ERR_FORMAT, "twice.yaml:2: key 'hostfile' is given twice");
+}
+END_TEST
+
 typedef struct BadFile {
     const char *text;
     const char *message; /* after "PATH:" */
@@ -125,7 +153,6 @@ static const BadFile bad_files[] = {
     {"use_cpu: true\ngpu_ids:\n  - 0\n  - 1\n",
      "3: gpu_ids: a sequence is not valid (expected all, or a comma list"},
     {"mixed_precision: {a: 1}\n", "1: mixed_precision: a mapping is not valid"},
-    {"num_processes:\n", "1: num_processes: '' is not valid"},
     {"main_process_port: 99999999999\n",
      "1: main_process_port: '99999999999' is not valid"},
     /* bad values (the option table rejects them) */
@@ -141,7 +168,6 @@ static const BadFile bad_files[] = {
      "1: mixed_precision: 'fp8' is not valid (expected one of no, bf16, fp16)"},
     {"\n\nuse_cpu: maybe\n", "3: use_cpu: 'maybe' is not valid (expected true or false"},
     {"gpu_ids: 0,,1\n", "1: gpu_ids: '0,,1' is not valid"},
-    {"main_process_ip: ''\n", "1: main_process_ip: '' is not valid"},
     {"main_process_ip: a b\n", "1: main_process_ip: 'a b' is not valid"},
     {"gradient_accumulation_steps: -2\n",
      "1: gradient_accumulation_steps: '-2' is not valid"},
@@ -243,6 +269,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, make_dir, remove_dir);
     tcase_add_test(tc, load_full_block_file);
     tcase_add_test(tc, load_partial_flow_and_empty_files);
+    tcase_add_test(tc, load_null_values_as_absent);
     tcase_add_loop_test(tc, load_errors_name_file_and_line, 0,
                         (int)(sizeof bad_files / sizeof *bad_files));
     tcase_add_test(tc, load_missing_file);

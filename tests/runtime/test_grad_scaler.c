@@ -141,6 +141,51 @@ START_TEST(test_scaler_bad_input)
 }
 END_TEST
 
+/* A state's counts (growth_tracker, skipped_steps, growth_interval) are
+ * integers in [0, 2^53]: others are refused before any conversion, and the
+ * scaler keeps its state. */
+START_TEST(test_scaler_state_bad_counts)
+{
+    TU_MEM_BEGIN;
+    GradScaler *s = scaler_create(&(ScalerArgs){.init_scale = 1024});
+    static const struct {
+        const char *field;
+        double value;
+        const char *msg;
+    } bad[] = {
+        {"growth_interval", 1e300, "'growth_interval' is 1e+300, not a count"},
+        {"skipped_steps", 1e300, "'skipped_steps' is 1e+300, not a count"},
+        {"skipped_steps", 0x1p53 + 2, "'skipped_steps' is 9.0072e+15, not a count"},
+        {"skipped_steps", 2.5, "'skipped_steps' is 2.5, not a count"},
+        {"growth_tracker", 0.5, "'growth_tracker' is 0.5, not a count"},
+        {"growth_interval", NAN, "'growth_interval' is nan, not a count"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CtStateDict *d = ct_state_dict_create();
+        ck_assert_int_eq(scaler_state_save(s, d, NULL), CT_OK);
+        Tensor *x = tensor_full(1, (const int64_t[]){1}, bad[i].value, CT_F64, ct_cpu());
+        ck_assert_int_eq(tensor_copy_(ct_state_dict_get(d, bad[i].field), x), CT_OK);
+        ck_assert_int_eq(scaler_state_load(s, d, NULL), CT_ERR_FORMAT);
+        tu_assert_error(CT_ERR_FORMAT, bad[i].msg);
+        ck_assert_double_eq(scaler_get_scale(s), 1024.0);
+        ck_assert_int_eq(scaler_skipped_steps(s), 0);
+        tensor_free(x);
+        ct_state_dict_free(d);
+    }
+    /* the largest count still loads */
+    CtStateDict *d = ct_state_dict_create();
+    ck_assert_int_eq(scaler_state_save(s, d, NULL), CT_OK);
+    Tensor *x = tensor_full(1, (const int64_t[]){1}, 0x1p53, CT_F64, ct_cpu());
+    ck_assert_int_eq(tensor_copy_(ct_state_dict_get(d, "skipped_steps"), x), CT_OK);
+    ck_assert_int_eq(scaler_state_load(s, d, NULL), CT_OK);
+    ck_assert_int_eq(scaler_skipped_steps(s), (int64_t)1 << 53);
+    tensor_free(x);
+    ct_state_dict_free(d);
+    scaler_free(s);
+    TU_MEM_END;
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("scaler");
@@ -150,6 +195,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_scaler_growth_interval);
     tcase_add_test(tc, test_scaler_state_roundtrip);
     tcase_add_test(tc, test_scaler_bad_input);
+    tcase_add_test(tc, test_scaler_state_bad_counts);
     suite_add_tcase(s, tc);
     return s;
 }

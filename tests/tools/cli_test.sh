@@ -32,6 +32,28 @@ for line in "distributed_type: MULTI_CPU" "num_processes: 4" "use_cpu: true" \
     check "answered $line" grep -qx "$line" "$dir/asked.yaml"
 done
 
+# MULTI_GPU runs on GPUs whatever this machine has (without GPUs the
+# defaults say use_cpu true), and asks which GPUs
+printf 'MULTI_GPU\n1\n2\n0,1\n\n\n\n' |
+    "$ctrainer" config --config_file "$dir/gpus.yaml" >"$dir/out" 2>&1
+check "MULTI_GPU questions exit 0" test $? -eq 0
+check "MULTI_GPU asks for the GPUs" has "Which GPUs"
+for line in "distributed_type: MULTI_GPU" "num_processes: 2" "use_cpu: false" \
+    "gpu_ids: 0,1"; do
+    check "MULTI_GPU: $line" grep -qx "$line" "$dir/gpus.yaml"
+done
+
+# flags take no value: --cpu=false must not select the CPU
+"$ctrainer" launch --cpu=false "$echo_prog" >"$dir/out" 2>&1
+check "a flag with a value exits 2" test $? -eq 2
+check "a flag with a value is explained" has "--cpu is a flag and takes no value"
+for flag in --help=1 --default=no --force=false; do
+    "$ctrainer" config "$flag" --config_file "$dir/flag.yaml" >"$dir/out" 2>&1
+    check "config $flag exits 2" test $? -eq 2
+    check "config $flag is explained" has "is a flag and takes no value"
+done
+check "config with a bad flag writes nothing" test ! -e "$dir/flag.yaml"
+
 # --cpu: the default config of a one-GPU machine gives one process a GPU,
 # and two ranks would need two
 "$ctrainer" launch --config_file "$cfg" --num_processes 2 --cpu --seed 7 "$echo_prog" \

@@ -415,8 +415,8 @@ START_TEST(mismatched_checkpoints_change_nothing)
     tu_assert_error(st, "model.safetensors: '0.weight' differs in shape");
     run_free(&other);
 
-    /* the same model with SGD: the model is loaded first, the optimizer
-     * then fails, and the model is put back */
+    /* the same model with SGD: refused by the optimizer type, before
+     * anything changes */
     run_init(&other, 2, 16, NULL, NULL);
     optim_free(other.opt);
     other.opt = optim_sgd_create(other.model, &(SgdArgs){.lr = 0.1, .momentum = 0.9});
@@ -530,6 +530,23 @@ START_TEST(bad_history_entries_are_errors)
     tensor_free(ok);
     tensor_free(bytes);
     ct_state_dict_free(d);
+
+    /* names the run history cannot hold: refused before anything is
+     * applied (applying would have reset the history first) */
+    char long_name[RUN_HISTORY_MAX_NAME + 16];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    memcpy(long_name, "history.", 8);
+    const char *bad_names[] = {"history.", long_name};
+    for (int i = 0; i < 2; i++) {
+        d = ct_state_dict_create();
+        ok = tensor_full(1, (const int64_t[]){3}, 0.5, CT_F64, ct_cpu());
+        ck_assert_int_eq(ct_state_dict_add(d, bad_names[i], ok), CT_OK);
+        ck_assert_int_eq(ckpt_check_history(d, "ckpt"), CT_ERR_FORMAT);
+        tu_assert_error(CT_ERR_FORMAT, "is not a metric name (1 to 127 bytes)");
+        tensor_free(ok);
+        ct_state_dict_free(d);
+    }
 }
 END_TEST
 
@@ -555,6 +572,237 @@ START_TEST(bad_logger_and_step_eval_states_are_errors)
     ct_state_dict_free(d);
     callback_free(ml);
     callback_free(se);
+}
+END_TEST
+
+/* ------------------------------------------------- checked before applying */
+
+/* r trains with o (the trainer's optimizer from now on) instead. */
+static void use_optimizer(Run *r, Optimizer *o)
+{
+    ck_assert_ptr_nonnull(o);
+    optim_free(r->opt);
+    r->opt = o;
+    r->t->optimizer = o;
+}
+
+static const AdamArgs ADAM_ARGS = {.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8};
+
+/* An optimizer state loads only into the optimizer type that saved it (an
+ * SGD state has beta2 = eps = 0, which would train an AdamW to NaN), with
+ * the same options; refused before anything changes, also by resume_from. */
+START_TEST(other_optimizer_type_is_refused)
+{
+    char dir[64], sgd[128], adamw[128];
+    temp_dir(dir, sizeof dir);
+    snprintf(sgd, sizeof sgd, "%s/sgd", dir);
+    snprintf(adamw, sizeof adamw, "%s/adamw", dir);
+    Run a, b;
+    run_init(&a, 1, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&a, 1, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_save_state(a.t, adamw), CT_OK);
+    use_optimizer(&a, optim_sgd_create(a.model, &(SgdArgs){.lr = 0.05}));
+    ck_assert_int_eq(trainer_save_state(a.t, sgd), CT_OK);
+
+    run_init(&b, 2, 16, NULL, NULL); /* AdamW */
+    assert_load_fails(&b, sgd,
+                      "optimizer.safetensors was saved by SGD, the trainer's optimizer "
+                      "is AdamW (mismatched optimizer)");
+    float before[N_PARAMS], after[N_PARAMS];
+    run_params(&b, before);
+    tu_assert_error(run_train(&b, 2, 0, sgd, NULL), "was saved by SGD");
+    run_params(&b, after);
+    ck_assert_mem_eq(before, after, sizeof before);
+    ck_assert_double_eq(optim_get_momentum(b.opt, 0), 0.9); /* beta1 */
+    ck_assert_int_eq(optim_step_count(b.opt), 0);
+
+    use_optimizer(&b, optim_adam_create(b.model, &ADAM_ARGS));
+    assert_load_fails(&b, adamw, "was saved by AdamW, the trainer's optimizer is Adam");
+    AdamArgs ams = ADAM_ARGS;
+    ams.amsgrad = true;
+    use_optimizer(&b, optim_adamw_create(b.model, &ams));
+    assert_load_fails(&b, adamw, "saved with amsgrad 0, this AdamW has amsgrad 1");
+    ck_assert_int_eq(optim_step_count(b.opt), 0);
+    use_optimizer(&b, optim_adamw_create(b.model, &ADAM_ARGS));
+    ck_assert_int_eq(trainer_load_state(b.t, adamw), CT_OK);
+    ck_assert_int_eq(optim_step_count(b.opt), 13); /* one epoch's updates */
+    run_free(&a);
+    run_free(&b);
+    tu_remove_dir(dir);
+}
+END_TEST
+
+static CtStatus train_unscheduled(Run *r, int64_t epochs)
+{
+    TrainerLoaderArgs la = {.seed = 11};
+    return trainer_train(r->t, &(TrainArgs){.train_dataset = r->train,
+                                            .eval_dataset = r->eval,
+                                            .num_epochs = epochs,
+                                            .per_device_batch_size = 16,
+                                            .train_dataloader_args = &la});
+}
+
+/* trainer_load_state, then trainer_train: the run's scheduler and the
+ * checkpoint's must match, as with resume_from. */
+START_TEST(load_state_then_train_checks_the_scheduler)
+{
+    char dir[64], none[128], with[128];
+    temp_dir(dir, sizeof dir);
+    snprintf(none, sizeof none, "%s/none", dir);
+    snprintf(with, sizeof with, "%s/with", dir);
+    Run a, b;
+    run_init(&a, 1, 16, NULL, NULL);
+    ck_assert_msg(train_unscheduled(&a, 1) == CT_OK, "%s", ct_last_error());
+    ck_assert_int_eq(trainer_save_state(a.t, none), CT_OK);
+    ck_assert_int_eq(run_train(&a, 1, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_save_state(a.t, with), CT_OK);
+
+    run_init(&b, 2, 16, NULL, NULL);
+    tu_assert_error(run_train(&b, 2, 0, none, NULL),
+                    "the run has a scheduler, the checkpoint none");
+    ck_assert_int_eq(trainer_load_state(b.t, none), CT_OK);
+    tu_assert_error(run_train(&b, 2, 0, NULL, NULL),
+                    "the run has a scheduler, the checkpoint none");
+    ck_assert_int_eq(trainer_global_step(b.t), 0);
+    ck_assert_int_eq(trainer_load_state(b.t, with), CT_OK);
+    tu_assert_error(train_unscheduled(&b, 2),
+                    "the checkpoint has a scheduler state, the run no scheduler");
+    ck_assert_int_eq(trainer_load_state(b.t, none), CT_OK);
+    ck_assert_int_eq(train_unscheduled(&b, 2), CT_OK);
+    ck_assert_int_eq(trainer_global_step(b.t), 26);
+    run_free(&a);
+    run_free(&b);
+    tu_remove_dir(dir);
+}
+END_TEST
+
+/* "x/" names the directory x: the save's temporary directory is next to
+ * it, not inside; the checkpoint root likewise. */
+START_TEST(trailing_slashes_name_the_same_directory)
+{
+    char dir[64], p[160], q[400];
+    temp_dir(dir, sizeof dir);
+    char *s = ckpt_trim("/");
+    ck_assert_str_eq(s, "/");
+    free(s);
+    s = ckpt_trim("a/b//");
+    ck_assert_str_eq(s, "a/b");
+    free(s);
+    Run a, b;
+    run_init(&a, 1, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&a, 1, 0, NULL, NULL), CT_OK);
+    snprintf(p, sizeof p, "%s/x/", dir);
+    ck_assert_msg(trainer_save_state(a.t, p) == CT_OK, "%s", ct_last_error());
+    /* again, over the one there */
+    ck_assert_msg(trainer_save_state(a.t, p) == CT_OK, "%s", ct_last_error());
+    snprintf(q, sizeof q, "ls -A %s | grep -qx x && ! ls -A %s | grep -q tmp", dir, p);
+    ck_assert_int_eq(system(q), 0);
+    run_init(&b, 2, 16, NULL, NULL);
+    ck_assert_msg(trainer_load_state(b.t, p) == CT_OK, "%s", ct_last_error());
+    snprintf(p, sizeof p, "%s/x", dir);
+    ck_assert_msg(trainer_load_state(b.t, p) == CT_OK, "%s", ct_last_error());
+
+    snprintf(p, sizeof p, "%s/root//", dir);
+    ck_assert_msg(trainer_save_checkpoint(a.t, p, 1) == CT_OK, "%s", ct_last_error());
+    ck_assert_msg(trainer_save_checkpoint(a.t, p, 1) == CT_OK, "%s", ct_last_error());
+    char *latest = trainer_latest_checkpoint(p);
+    snprintf(q, sizeof q, "%s/root/checkpoint_1", dir);
+    ck_assert_str_eq(latest, q);
+    ck_assert_msg(trainer_load_state(b.t, latest) == CT_OK, "%s", ct_last_error());
+    free(latest);
+    run_free(&a);
+    run_free(&b);
+    tu_remove_dir(dir);
+}
+END_TEST
+
+/* Replaces ckpt/name by d and puts its new SHA-256 in the manifest: a
+ * crafted file the hashes do not catch. */
+static void replace_file(const char *ckpt, const char *name, const CtStateDict *d)
+{
+    char path[256], old[65], new[65], *text = NULL;
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/%s", ckpt, name);
+    ck_assert_int_eq(ckpt_sha256_file(path, old), CT_OK);
+    ck_assert_int_eq(nn_safetensors_save(path, d, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(ckpt_sha256_file(path, new), CT_OK);
+    snprintf(path, sizeof path, "%s/%s", ckpt, CKPT_MANIFEST);
+    ck_assert_int_eq(ckpt_read_file(path, &text, &n), CT_OK);
+    char *at = strstr(text, old);
+    ck_assert_ptr_nonnull(at);
+    memcpy(at, new, 64);
+    write_bytes(path, text, n, true);
+    free(text);
+}
+
+/* A copy of ckpt/random_states_0 with `name` dropped, or set to value when
+ * value is not NULL. */
+static CtStateDict *edited_rank_state(const char *ckpt, const char *name,
+                                      const double *value)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/" CKPT_RANK_FMT, ckpt, 0);
+    CtStateDict *d = nn_safetensors_load(path, ct_cpu()), *e = ct_state_dict_create();
+    ck_assert_ptr_nonnull(d);
+    CtScope *sc = ct_scope_open();
+    for (int64_t i = 0; i < ct_state_dict_size(d); i++) {
+        const char *n = ct_state_dict_name(d, i);
+        Tensor *x = ct_state_dict_tensor(d, i);
+        if (strcmp(n, name) == 0 && !value) continue;
+        if (strcmp(n, name) == 0) x = tensor_scalar(*value, CT_F64, ct_cpu());
+        ck_assert_int_eq(ct_state_dict_add(e, n, x), CT_OK);
+    }
+    ct_scope_close(sc);
+    ct_state_dict_free(d);
+    return e;
+}
+
+/* A bad per-process file is refused with the other checks, before anything
+ * is applied, and a resume pending from an earlier load survives it. */
+START_TEST(bad_rank_state_is_refused_before_applying)
+{
+    char dir[64], good[128], bad[128];
+    temp_dir(dir, sizeof dir);
+    snprintf(good, sizeof good, "%s/good", dir);
+    snprintf(bad, sizeof bad, "%s/bad", dir);
+    Run a, ref, b;
+    reference_run(&ref, 2, 0);
+    run_init(&a, 1, 16, NULL, NULL);
+    ck_assert_int_eq(run_train(&a, 1, 0, NULL, NULL), CT_OK);
+    ck_assert_int_eq(trainer_save_state(a.t, good), CT_OK);
+    run_init(&b, 5, 16, NULL, NULL);
+    ck_assert_int_eq(trainer_load_state(b.t, good), CT_OK);
+
+    static const double minus_one = -1;
+    static const struct {
+        const char *entry;
+        const double *value;
+        CtStatus st;
+        const char *msg;
+    } cases[] = {
+        {"train_loss.count", &minus_one, CT_ERR_FORMAT,
+         "'train_loss.count' is -1, not a count"},
+        {"train_loss.total", NULL, CT_ERR_FORMAT, "entry 'train_loss.total' is missing"},
+        {"rng.2", NULL, CT_ERR_INVALID, "no generator state 'rng.2' for module '2'"},
+    };
+    for (int i = 0; i < 3; i++) {
+        CtStateDict *d = edited_rank_state(good, cases[i].entry, cases[i].value);
+        ck_assert_int_eq(ckpt_check_rank_state(b.t, d, "r.safetensors"), cases[i].st);
+        tu_assert_error(cases[i].st, cases[i].msg);
+        ck_assert_int_eq(trainer_save_state(a.t, bad), CT_OK);
+        replace_file(bad, "random_states_0.safetensors", d);
+        assert_load_fails(&b, bad, cases[i].msg);
+        ck_assert(b.t->state->resume.pending);
+        ck_assert_int_eq(b.t->state->resume.epoch, 2);
+        ct_state_dict_free(d);
+    }
+    /* the pending resume of good continues: the same as 2 epochs */
+    ck_assert_int_eq(run_train(&b, 2, 0, NULL, NULL), CT_OK);
+    assert_same_run(&ref, &b);
+    run_free(&a);
+    run_free(&ref);
+    run_free(&b);
+    tu_remove_dir(dir);
 }
 END_TEST
 
@@ -756,6 +1004,10 @@ static Suite *suite(void)
     tcase_add_test(tc, sigkill_during_saves_leaves_a_loadable_latest);
     tcase_add_test(tc, same_seed_same_bits_over_threads_and_workers);
     tcase_add_test(tc, checkpoint_callback_bad_args);
+    tcase_add_test(tc, other_optimizer_type_is_refused);
+    tcase_add_test(tc, load_state_then_train_checks_the_scheduler);
+    tcase_add_test(tc, trailing_slashes_name_the_same_directory);
+    tcase_add_test(tc, bad_rank_state_is_refused_before_applying);
     suite_add_tcase(s, tc);
     return s;
 }

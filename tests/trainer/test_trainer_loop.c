@@ -775,9 +775,22 @@ START_TEST(bad_train_args)
                                                                .shuffle = TRAINER_YES}}),
         CT_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(ct_last_error(), "trainer: train loader:"));
+    /* 4 samples, batch 8, drop_last: no batches, whatever the step limit */
+    for (int64_t max = 0; max <= 10; max += 10) {
+        ck_assert_int_eq(
+            trainer_train(
+                t, &(TrainArgs){.train_dataset = ds,
+                                .num_epochs = 1,
+                                .max_num_train_steps = max,
+                                .per_device_batch_size = 8,
+                                .train_dataloader_args =
+                                    &(TrainerLoaderArgs){.drop_last = TRAINER_YES}}),
+            CT_ERR_INVALID);
+        tu_assert_error(CT_ERR_INVALID, "the train loader has no batches");
+    }
     ct_clear_error();
     /* nothing ran: only the loader hooks are in the trace */
-    assert_trace(&f, "E:on_init_end " TRAIN_DL);
+    assert_trace(&f, "E:on_init_end " TRAIN_DL TRAIN_DL TRAIN_DL);
     data_sampler_free(smp);
     fixture_free(&f);
     data_dataset_free(ds);

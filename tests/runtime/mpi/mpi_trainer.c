@@ -3,7 +3,7 @@
  *   mpi_trainer equivalence  2 ranks x batch B == 1 process x batch 2B after
  *                            20 updates (with and without accumulation)
  *   mpi_trainer stop         a stop requested on rank 1 stops both ranks at
- *                            the same step
+ *                            the same step, in training and in evaluation
  *   mpi_trainer kill         rank 1 SIGKILLs itself mid-epoch (fault_driver.sh
  *                            checks that the run ends non-zero, quickly)
  *   mpi_trainer error        rank 1 fails with an error; the program ends the
@@ -210,6 +210,40 @@ static CtStatus run_with_action(const char *mode)
     return st;
 }
 
+/* The default eval loss, its outputs gathered every batch (the metrics
+ * pattern of trainer.h); rank 1 asks to stop at its eval step 1. */
+static CtStatus eval_loss_gathered(Trainer *t, const DataBatch *b,
+                                   TrainerBatchOutput *out)
+{
+    CtStatus st = trainer_default_calculate_eval_batch_loss(t, b, out);
+    if (st != CT_OK || !trainer_gather_for_metrics(t, out->model_outputs))
+        return ct_last_status();
+    if (R == 1 && trainer_epoch_step(t) == 1) trainer_stop(t, "rank 1 asked to stop");
+    return CT_OK;
+}
+
+/* A stop asked on one rank during evaluation stops both ranks there, none
+ * left waiting in the other's per-batch gather. */
+static void eval_stop(void)
+{
+    Run run = run_open((int64_t)W * B * 4, 7,
+                       (TrainerHooks){.calculate_eval_batch_loss = eval_loss_gathered});
+    Dataset *eval = table((int64_t)W * B * 6, 0, 1);
+    CtStatus st = trainer_train(run.t, &(TrainArgs){.train_dataset = run.shard,
+                                                    .eval_dataset = eval,
+                                                    .num_epochs = 2,
+                                                    .per_device_batch_size = B});
+    EXPECT(st == CT_OK, "eval stop: %s", ct_last_error());
+    const char *want =
+        R == 1 ? "rank 1 asked to stop" : "stop requested by another process";
+    EXPECT(!strcmp(trainer_stop_reason(run.t), want), "eval stop reason '%s'",
+           trainer_stop_reason(run.t));
+    EXPECT(trainer_global_step(run.t) == 4, "eval stop after %lld updates, 4 expected",
+           (long long)trainer_global_step(run.t));
+    data_dataset_free(eval);
+    run_close(&run);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -228,6 +262,7 @@ int main(int argc, char **argv)
         if (st != CT_OK) return runtime_abort(rt, st);
         EXPECT(!strcmp(mode, "stop"), "mode %s: the run should not have ended well",
                mode);
+        if (!strcmp(mode, "stop")) eval_stop();
     } else {
         fprintf(stderr, "usage: %s equivalence|stop|kill|error|timeout|return\n",
                 argv[0]);
