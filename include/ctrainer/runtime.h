@@ -88,16 +88,16 @@ typedef struct RuntimeArgs {
      * The CPU backend is deterministic whatever this says: one seed gives
      * the same bits for any OMP_NUM_THREADS and any loader num_workers
      * (tested with 1, 2 and 3 threads and 0 and 2 workers). On CUDA
-     * the paths that are not deterministic by default are: scatter/index
-     * adds and embedding backward through atomicAdd, cuBLAS(Lt) split-K and
-     * stream-K GEMM heuristics, cuDNN autotuned convolution algorithms
-     * (backward data/filter), and NCCL all-reduce across different
-     * topologies. With deterministic set, the CUDA backend must choose the
-     * deterministic variants (sorted segment reductions instead of atomics,
-     * a fixed GEMM algorithm without split-K, cuDNN's deterministic
-     * algorithms, cudnn benchmark off) or report CT_ERR_UNSUPPORTED for an
-     * op that has none. Setting it turns ct_set_deterministic (tensor.h)
-     * on for the process. */
+     * the paths that are not deterministic by default are: cuBLAS(Lt)
+     * split-K and stream-K GEMM heuristics, cuDNN autotuned convolution
+     * algorithms (backward data/filter), and NCCL all-reduce across
+     * different topologies (scatter/index adds and embedding backward add
+     * in index order, without atomics, either way). With deterministic
+     * set, the CUDA backend chooses the deterministic variants (a GEMM
+     * algorithm that sums K in one sequence, cuDNN's deterministic
+     * algorithms, cudnn benchmark off) or reports CT_ERR_UNSUPPORTED for
+     * an op that has none. Setting it turns ct_set_deterministic
+     * (tensor.h) on for the process. */
     bool deterministic;
 } RuntimeArgs;
 
