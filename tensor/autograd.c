@@ -194,9 +194,11 @@ static CtStatus accumulate_into(Tensor **acc, Tensor *g)
     return CT_OK;
 }
 
+/* After backward wrote leaf's gradient: its bytes hold zeros no longer
+ * (so a later node, or another leaf sharing them, adds). */
 static void mark_written(Tensor *leaf)
 {
-    leaf->grad_written_at = leaf->grad->storage->version;
+    ct_storage_written(leaf->grad);
 }
 
 static CtStatus accumulate_leaf(Tensor *leaf, Tensor *g)
@@ -223,22 +225,32 @@ static CtStatus accumulate_leaf(Tensor *leaf, Tensor *g)
 }
 
 /* Leaf x's gradient when backward may overwrite it: it holds zeros (a
- * zero_grad, and no write since), backward has not written it since, and
- * it is laid out as a new gradient would be. */
+ * zero_grad, and no write since, backward's included), and it is laid out
+ * as a new gradient would be. */
 static Tensor *zeroed_grad(const Tensor *x)
 {
     Tensor *g = x->grad;
     if (!g || x->grad_fn || g->ndim != x->ndim || !tensor_is_contiguous(g) ||
         g->dtype != x->dtype || !ct_device_eq(g->storage->device, x->storage->device) ||
-        x->grad_written_at == g->storage->version || !ct_known_zero(g))
+        !ct_known_zero(g))
         return NULL;
     for (int d = 0; d < x->ndim; d++)
         if (g->shape[d] != x->shape[d]) return NULL;
     return g;
 }
 
-/* Offers n's leaf inputs' zeroed gradients as its outputs (once per leaf:
- * an input that appears twice adds its second gradient). */
+/* Whether gradients a and b (contiguous) share bytes. */
+static bool overlap(const Tensor *a, const Tensor *b)
+{
+    size_t alo, ahi, blo, bhi;
+    ct_byte_span(a, &alo, &ahi);
+    ct_byte_span(b, &blo, &bhi);
+    return a->storage == b->storage && alo < bhi && blo < ahi;
+}
+
+/* Offers n's leaf inputs' zeroed gradients as its outputs, none twice and
+ * no two that share bytes: an input that appears twice, or a leaf whose
+ * gradient shares another's bytes, adds its gradient. */
 static void offer_grad_dests(CtNode *n)
 {
     for (int i = 0; i < n->n_in; i++) {
@@ -246,7 +258,10 @@ static void offer_grad_dests(CtNode *n)
         if (!n->needs_grad[i] || !n->in[i]) continue;
         bool first = true;
         for (int j = 0; first && j < i; j++) first = n->in[j] != n->in[i];
-        if (first) n->grad_dest[i] = zeroed_grad(n->in[i]);
+        Tensor *g = first ? zeroed_grad(n->in[i]) : NULL;
+        for (int j = 0; g && j < i; j++)
+            if (n->grad_dest[j] && overlap(g, n->grad_dest[j])) g = NULL;
+        n->grad_dest[i] = g;
     }
 }
 

@@ -10,13 +10,6 @@ static Tensor *grad_to(Tensor *gout, const Tensor *x)
     return same ? gout : tensor_sum_to(gout, x->ndim, x->shape);
 }
 
-static CtStatus done(Tensor **gin, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (!gin[i]) return ct_last_status();
-    return CT_OK;
-}
-
 #define NEED(i) (n->needs_grad[i])
 #define A       (n->in[0])
 #define B       (n->in[1])
@@ -52,27 +45,42 @@ static CtStatus div_backward(CtNode *n, Tensor *g, Tensor **gin)
     return CT_OK;
 }
 
+/* d(a^b)/da = b * a^(b-1), 0 where b == 0 (not 0 * inf at a = 0);
+ * d(a^b)/db = a^b * log(a), 0 where a == 0 and b >= 0: PyTorch's masks. */
 static CtStatus pow_backward(CtNode *n, Tensor *g, Tensor **gin)
 {
     Tensor *y = n->saved[0]; /* a ** b */
-    if (NEED(0)) {           /* b * a^(b-1) = b * y / a */
+    Tensor *zero = tensor_scalar(0.0, A->dtype, A->storage->device);
+    if (NEED(0)) {
         Tensor *d = tensor_mul(B, tensor_pow(A, tensor_sub_scalar(B, 1.0)));
+        d = tensor_masked_fill(d, tensor_eq(B, zero), 0.0);
         if (!(gin[0] = grad_to(tensor_mul(g, d), A))) return ct_last_status();
     }
-    if (NEED(1) && !(gin[1] = grad_to(tensor_mul(g, tensor_mul(y, tensor_log(A))), B)))
-        return ct_last_status();
+    if (NEED(1)) {
+        Tensor *a0 = tensor_mul(tensor_cast(tensor_eq(A, zero), y->dtype),
+                                tensor_cast(tensor_ge(B, zero), y->dtype));
+        Tensor *d = tensor_masked_fill(tensor_mul(y, tensor_log(A)),
+                                       tensor_cast(a0, CT_BOOL), 0.0);
+        if (!(gin[1] = grad_to(tensor_mul(g, d), B))) return ct_last_status();
+    }
     return CT_OK;
 }
 
-/* max/min: the gradient goes to a where a wins, ties included. */
+/* max/min: the gradient goes to a where b does not win (ties included), to
+ * b where a does not; where a or b is NaN neither wins, and both get it,
+ * as in PyTorch 1.13. */
 static CtStatus extremum_backward(CtNode *n, Tensor *g, Tensor **gin)
 {
-    Tensor *wins = n->saved[0]; /* bool, out shape */
-    Tensor *m = tensor_cast(wins, g->dtype);
-    if (NEED(0) && !(gin[0] = grad_to(tensor_mul(g, m), A))) return ct_last_status();
-    if (NEED(1) && !(gin[1] = grad_to(tensor_mul(g, tensor_rsub_scalar(m, 1.0)), B)))
-        return ct_last_status();
-    return done(gin, 0);
+    Tensor *b_wins = n->saved[0], *a_wins = n->saved[1]; /* bool, out shape */
+    if (NEED(0)) {
+        Tensor *m = tensor_rsub_scalar(tensor_cast(b_wins, g->dtype), 1.0);
+        if (!(gin[0] = grad_to(tensor_mul(g, m), A))) return ct_last_status();
+    }
+    if (NEED(1)) {
+        Tensor *m = tensor_rsub_scalar(tensor_cast(a_wins, g->dtype), 1.0);
+        if (!(gin[1] = grad_to(tensor_mul(g, m), B))) return ct_last_status();
+    }
+    return CT_OK;
 }
 
 /* Runs the BINARY kernel on out <- a (kind) b, broadcasting both. */
@@ -97,6 +105,28 @@ static CtStatus run_binary(CtBinaryKind kind, Tensor *out, const Tensor *a,
 static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
                       CtBackwardFn bw);
 
+/* Saves where b wins and where a wins (ties, for max a >= b) in n, for
+ * extremum_backward. The masks are made in a private scope, so they are
+ * released with or without the caller's; the node keeps its own
+ * references. */
+static CtStatus save_winners(CtNode *n, CtBinaryKind kind, Tensor *a, Tensor *b)
+{
+    CtScope *s = ct_scope_open();
+    if (!s) return ct_last_status();
+    bool prev = ct_set_grad_enabled(false);
+    bool max = kind == CT_BIN_MAX;
+    Tensor *b_wins = max ? tensor_lt(a, b) : tensor_gt(a, b);
+    Tensor *a_wins = max ? tensor_ge(a, b) : tensor_le(a, b);
+    ct_set_grad_enabled(prev);
+    if (b_wins && a_wins) {
+        ct_node_save(n, 0, b_wins);
+        ct_node_save(n, 1, a_wins);
+    }
+    CtStatus st = b_wins && a_wins ? CT_OK : ct_last_status();
+    ct_scope_close(s);
+    return st;
+}
+
 typedef struct BinaryArgs {
     const char *op;
     CtBinaryKind kind;
@@ -109,6 +139,18 @@ static Tensor *binary_again(Tensor **ops, const void *arg)
     return binary(ba->op, ba->kind, ops[0], ops[1], ba->bw);
 }
 
+/* a / b for integer or bool a and b: true division in f32 (PyTorch's
+ * default float dtype), as torch.div divides them; the casts live in a
+ * scope of their own. */
+static Tensor *true_divide(Tensor *a, Tensor *b)
+{
+    CtScope *s = ct_scope_open();
+    if (!s) return NULL;
+    Tensor *y = tensor_retain(tensor_div(tensor_cast(a, CT_F32), tensor_cast(b, CT_F32)));
+    ct_scope_close(s);
+    return ct_scope_adopt(y);
+}
+
 static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
                       CtBackwardFn bw)
 {
@@ -118,6 +160,7 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
         return ct_autocast_call(2, (Tensor *[]){a, b}, CT_F32, binary_again, &ba);
     }
     if (!ct_check_same_dtype(op, a, b)) return NULL;
+    if (kind == CT_BIN_DIV && !ct_dtype_is_float(a->dtype)) return true_divide(a, b);
     int64_t shape[CT_MAX_DIMS];
     int nd = ct_broadcast_shape(op, a, b, shape);
     if (nd < 0) return NULL;
@@ -133,17 +176,9 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
         return ct_op_discard(out);
     if (n && kind == CT_BIN_ADD_RELU && ct_node_fuse_relu(n, out) != CT_OK)
         return ct_op_discard(out);
-    if (n && (kind == CT_BIN_MAX || kind == CT_BIN_MIN)) {
-        /* in a private scope, so it is released with or without the
-         * caller's; the node keeps its own reference */
-        CtScope *s = ct_scope_open();
-        bool prev = ct_set_grad_enabled(false);
-        Tensor *wins = !s ? NULL : kind == CT_BIN_MAX ? tensor_ge(a, b) : tensor_le(a, b);
-        ct_set_grad_enabled(prev);
-        if (wins) ct_node_save(n, 0, wins);
-        ct_scope_close(s);
-        if (!wins) return ct_op_discard(out);
-    }
+    if (n && (kind == CT_BIN_MAX || kind == CT_BIN_MIN) &&
+        save_winners(n, kind, a, b) != CT_OK)
+        return ct_op_discard(out);
     return out;
 }
 

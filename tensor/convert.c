@@ -66,7 +66,7 @@ static CtStatus copy_across(Tensor *dst, const Tensor *src)
     size_t n = (size_t)tensor_numel(dst) * ct_dtype_size(dst->dtype);
     if (st == CT_OK && tensor_is_contiguous(dst)) {
         st = ct_backend_memcpy(be, ct_ptr(dst), dd, ct_ptr(tmp), sd, n);
-        ct_storage_written(dst->storage); /* as a COPY op's output is */
+        ct_storage_written(dst); /* as a COPY op's output is */
     } else if (st == CT_OK) {
         Tensor *tmp2 = ct_tensor_new_persistent(dst->ndim, dst->shape, dst->dtype, dd);
         st = tmp2 ? ct_backend_memcpy(be, ct_ptr(tmp2), dd, ct_ptr(tmp), sd, n)
@@ -81,22 +81,6 @@ static CtStatus copy_across(Tensor *dst, const Tensor *src)
     return st;
 }
 
-/* The bytes [*lo, *hi) of its storage that t's elements (numel > 0) lie in. */
-static void byte_range(const Tensor *t, size_t *lo, size_t *hi)
-{
-    int64_t first = t->offset, last = t->offset;
-    for (int i = 0; i < t->ndim; i++) {
-        int64_t d = (t->shape[i] - 1) * t->stride[i];
-        if (d < 0)
-            first += d;
-        else
-            last += d;
-    }
-    size_t es = ct_dtype_size(t->dtype);
-    *lo = (size_t)first * es;
-    *hi = (size_t)(last + 1) * es;
-}
-
 /* Whether dst and src are different views whose bytes may share memory: a
  * copy between them would read what it has already written, in an order
  * that depends on the backend (a GPU copies in parallel). */
@@ -107,8 +91,8 @@ static bool overlapping(const Tensor *dst, const Tensor *src)
         !memcmp(dst->stride, src->stride, (size_t)dst->ndim * sizeof *dst->stride))
         return false; /* the same elements: each is copied onto itself */
     size_t dlo, dhi, slo, shi;
-    byte_range(dst, &dlo, &dhi);
-    byte_range(src, &slo, &shi);
+    ct_byte_span(dst, &dlo, &dhi);
+    ct_byte_span(src, &slo, &shi);
     return dlo < shi && slo < dhi;
 }
 

@@ -7,7 +7,7 @@ Tensor *tensor_full(int ndim, const int64_t *shape, double value, CtDType dt,
                     CtDevice dev)
 {
     Tensor *t = ct_tensor_new(ndim, shape, dt, dev);
-    if (t && tensor_fill_(t, value) != CT_OK) return NULL;
+    if (t && tensor_fill_(t, value) != CT_OK) return ct_op_discard(t);
     return t;
 }
 
@@ -58,7 +58,7 @@ Tensor *tensor_from_data(const void *data, int ndim, const int64_t *shape, CtDTy
     size_t n = (size_t)tensor_numel(t) * ct_dtype_size(dt);
     const CtBackend *be = ct_backend_for(dev);
     if (ct_backend_memcpy(be, t->storage->data, dev, data, ct_cpu(), n) != CT_OK)
-        return NULL;
+        return ct_op_discard(t);
     return t;
 }
 
@@ -72,13 +72,14 @@ Tensor *tensor_arange(double start, double end, double step, CtDType dt, CtDevic
         return NULL;
     }
     double span = ceil((end - start) / step);
-    int64_t n = span > 0 ? (int64_t)span : 0;
+    /* (a span past int64 is refused as too large by the allocation) */
+    int64_t n = span > 0 ? span < 0x1p62 ? (int64_t)span : INT64_MAX : 0;
     Tensor *src = ct_tensor_new_persistent(1, &n, CT_F64, ct_cpu());
     if (!src) return NULL;
     double *v = ct_ptr(src);
     for (int64_t i = 0; i < n; i++) v[i] = start + (double)i * step;
     Tensor *t = ct_tensor_new(1, &n, dt, dev);
-    if (t && tensor_copy_(t, src) != CT_OK) t = NULL;
+    if (t && tensor_copy_(t, src) != CT_OK) t = ct_op_discard(t);
     tensor_free(src);
     return t;
 }

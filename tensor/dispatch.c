@@ -87,7 +87,7 @@ CtStatus ct_backend_run(const CtBackend *be, const CtOpCall *c)
     if (prof) ct_op_profile_add(c->op, ct_op_profile_clock() - t0);
     ops_run++;
     for (int i = 0; i < CT_CALL_MAX_OUT; i++)
-        if (c->out[i]) ct_storage_written(c->out[i]->storage);
+        if (c->out[i]) ct_storage_written(c->out[i]);
     /* a device failure, or a kernel's workspace that did not fit: say which
      * op, on what */
     if (st == CT_ERR_BACKEND || st == CT_ERR_OOM) {

@@ -28,6 +28,14 @@ extern "C" {
 #define ct_ref_inc(p) __atomic_add_fetch((p), 1, __ATOMIC_RELAXED)
 #define ct_ref_dec(p) __atomic_sub_fetch((p), 1, __ATOMIC_ACQ_REL)
 
+/* Bytes [lo, hi) of a storage. */
+typedef struct CtByteRange {
+    size_t lo, hi;
+} CtByteRange;
+/* Zeroed byte ranges a storage tracks: a flat gradient block whose backward
+ * has written some gradients splits in a few pieces. */
+#define CT_ZERO_RANGES 4
+
 typedef struct CtStorage {
     int refcount; /* atomic: ct_ref_inc / ct_ref_dec */
     void *data;
@@ -37,11 +45,14 @@ typedef struct CtStorage {
     bool pinned;   /* CPU storage in page-locked memory from ct_pinned_alloc
                       (tensor/async.c); freed with ct_pinned_free */
     /* Writes (ct_storage_written): a count of them, and the zero fills.
-     * Bytes [zero_lo, zero_hi) hold zeros when zeroed_at == version: the
-     * last writes were zero fills over them (tensor_fill_). Backward reads
-     * this to write a zeroed leaf gradient in place (autograd.c). */
+     * When zeroed_at == version, the byte ranges zero[0..nzero) hold zeros:
+     * the last counted writes were zero fills over them (tensor_fill_),
+     * and the backward engine's writes since (not counted) were cut out of
+     * them. Backward reads this to write a zeroed leaf gradient in place
+     * (autograd.c). */
     uint64_t version, zeroed_at;
-    size_t zero_lo, zero_hi;
+    int nzero;
+    CtByteRange zero[CT_ZERO_RANGES];
 } CtStorage;
 
 typedef struct CtNode CtNode;
@@ -57,8 +68,6 @@ struct Tensor {
     bool requires_grad;          /* leaf flag, or "has a grad_fn" */
     Tensor *grad;                /* leaves only; owned reference */
     CtNode *grad_fn;             /* owned; freed with the tensor */
-    /* leaves: grad->storage->version when backward last wrote grad */
-    uint64_t grad_written_at;
     char name[32];
 };
 
@@ -144,17 +153,21 @@ static inline void *ct_ptr(const Tensor *t)
     return (char *)t->storage->data + (size_t)t->offset * ct_dtype_size(t->dtype);
 }
 
-/* Counts a write into s (every kernel output, and raw access through
- * tensor_data), except the backward engine's own writes into leaf
- * gradients (ct_in_backward). */
-void ct_storage_written(CtStorage *s);
-/* After t (contiguous) was filled with zeros: its bytes join s's zeroed
- * range when the writes since the range was set were all zero fills, else
- * become the range. */
+/* After a write through t (every kernel output, and raw access through
+ * tensor_data): counts a write into its storage; while the backward engine
+ * runs (ct_in_backward), cuts t's bytes out of the storage's zeroed ranges
+ * instead, so that the other gradients of a zeroed block stay known zeros. */
+void ct_storage_written(const Tensor *t);
+/* After t (contiguous) was filled with zeros: its bytes join the storage's
+ * zeroed ranges when the writes since they were set were all zero fills,
+ * else become the only range. */
 void ct_storage_zeroed(const Tensor *t);
-/* Whether t's elements (contiguous) are known to hold zeros: no write into
- * their storage since zero fills covered them. */
+/* Whether t's elements (contiguous) are known to hold zeros: zero fills
+ * covered them, and nothing wrote into them since. */
 bool ct_known_zero(const Tensor *t);
+/* The bytes of t's storage that t's elements can reach, [*lo, *hi) (empty
+ * when t has no elements). */
+void ct_byte_span(const Tensor *t, size_t *lo, size_t *hi);
 
 /* bf16 <-> f32, inline for per-element kernel loops; ct_f32_to_bf16 and
  * ct_bf16_to_f32 (tensor.h) are these. Rounding is to nearest even; a NaN
@@ -223,6 +236,10 @@ bool ct_check_same_shape(const char *op, const Tensor *a, const Tensor *b);
 bool ct_check_float(const char *op, const Tensor *t);
 bool ct_check_dtype(const char *op, const Tensor *t, CtDType dt);
 bool ct_check_ndim(const char *op, const Tensor *t, int lo, int hi);
+/* A valid dtype and 0..CT_MAX_DIMS non-negative sizes whose bytes (and
+ * contiguous strides) fit in int64; else false with a CT_ERR_DTYPE or
+ * CT_ERR_SHAPE error naming op. */
+bool ct_check_geometry(const char *op, int ndim, const int64_t *shape, CtDType dt);
 
 /* Unary elementwise kinds (CT_OP_UNARY / UNARY_BWD); fused activations
  * of autograd nodes are named by them too. */
@@ -306,8 +323,8 @@ CtStatus ct_node_save_output(CtNode *n, int i, Tensor *out);
  * so that no addition follows, or else a new contiguous tensor in the
  * current scope. NULL with an error recorded when out of memory. */
 Tensor *ct_node_grad_buffer(CtNode *n, int i, const Tensor *like);
-/* Whether the backward engine is running on this thread: its writes into
- * leaf gradients do not count as writes (ct_storage_written). */
+/* Whether the backward engine is running on this thread: its writes are
+ * not counted, only cut out of the zeroed ranges (ct_storage_written). */
 bool ct_in_backward(void);
 /* Marks n's output as act(op result), where x is what act's gradient reads
  * (ct_unary_bwd_uses_output): the output for CT_UN_RELU, else the
@@ -427,8 +444,9 @@ CtStatus ct_dispatch(const CtOpCall *c);
 /* ct_dispatch, except that where the backend takes no kernel for c but
  * would with its bf16 and f16 operands in f32, c runs on f32 copies of them
  * (outputs starting from their values, then rounded back): a bf16 result
- * is the f32 op's, rounded once, as PyTorch computes reductions and index
- * accumulations on low-precision tensors. For ops with no bf16/f16 kernel
+ * is the f32 op's, rounded once, as PyTorch computes reductions on
+ * low-precision tensors (its index accumulations round after every add,
+ * which this does not copy). For ops with no bf16/f16 kernel
  * (REDUCE, INDEX_ADD, SCATTER_ADD, LAYER_NORM): on a GPU, autocast leaves
  * convolution outputs in bf16, and these ops then meet them. */
 CtStatus ct_dispatch_widening(const CtOpCall *c);

@@ -23,7 +23,7 @@ static CtStatus softmax_backward(CtNode *n, Tensor *g, Tensor **gin)
     Tensor *gx = ct_tensor_new(y->ndim, y->shape, y->dtype, y->storage->device);
     if (!gx) return ct_last_status();
     CtOpCall c = {.op = CT_OP_SOFTMAX_BWD, .out = {gx}, .in = {y, gc}, .params = p};
-    CtStatus st = ct_dispatch(&c);
+    CtStatus st = tensor_numel(gx) ? ct_dispatch(&c) : CT_OK;
     if (st == CT_OK) gin[0] = gx;
     return st;
 }
@@ -44,7 +44,7 @@ static Tensor *softmax_op(const char *op, Tensor *t, int dim, bool log_out)
     if (ct_autocast_widens(t)) t = tensor_cast(t, CT_F32);
     Tensor *x = t ? tensor_contiguous(t) : NULL;
     Tensor *y = x ? ct_tensor_new(t->ndim, t->shape, t->dtype, t->storage->device) : NULL;
-    if (y) {
+    if (y && tensor_numel(y)) { /* (no elements: nothing to compute) */
         CtOpCall c = {.op = CT_OP_SOFTMAX, .out = {y}, .in = {x}, .params = &p};
         if (ct_dispatch(&c) != CT_OK) y = NULL;
     }

@@ -7,7 +7,7 @@
 
 #include "internal.h"
 
-static bool valid_geometry(const char *op, int ndim, const int64_t *shape, CtDType dt)
+bool ct_check_geometry(const char *op, int ndim, const int64_t *shape, CtDType dt)
 {
     if ((unsigned)dt >= CT_DTYPE_COUNT) {
         ct_error(CT_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dt);
@@ -162,7 +162,7 @@ static void storage_release(CtStorage *st)
 
 Tensor *ct_tensor_new_persistent(int ndim, const int64_t *shape, CtDType dt, CtDevice dev)
 {
-    if (!valid_geometry("tensor_empty", ndim, shape, dt)) return NULL;
+    if (!ct_check_geometry("tensor_empty", ndim, shape, dt)) return NULL;
     if (!ct_backend_for(dev)) return NULL;
     int64_t numel = ct_shape_numel(ndim, shape);
     CtStorage *st = storage_new((size_t)numel * ct_dtype_size(dt), dev);
@@ -187,7 +187,7 @@ Tensor *ct_tensor_new(int ndim, const int64_t *shape, CtDType dt, CtDevice dev)
 Tensor *ct_tensor_wrap(void *data, int ndim, const int64_t *shape, CtDType dt,
                        CtDevice dev)
 {
-    if (!valid_geometry("tensor_wrap", ndim, shape, dt)) return NULL;
+    if (!ct_check_geometry("tensor_wrap", ndim, shape, dt)) return NULL;
     CtStorage *st = storage_hdr_new();
     if (!st) {
         ct_error(CT_ERR_OOM, "allocating a storage header failed");
@@ -338,43 +338,102 @@ CtDevice tensor_device(const Tensor *t)
 void *tensor_data(const Tensor *t)
 {
     if (!t) return NULL;
-    ct_storage_written(t->storage); /* the caller may write through it */
+    ct_storage_written(t); /* the caller may write through it */
     return ct_ptr(t);
 }
 
-void ct_storage_written(CtStorage *s)
+void ct_byte_span(const Tensor *t, size_t *lo, size_t *hi)
 {
-    if (!ct_in_backward()) s->version++;
+    int64_t first = t->offset, last = t->offset;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 0) {
+            *lo = *hi = (size_t)t->offset * ct_dtype_size(t->dtype);
+            return;
+        }
+        int64_t reach = (t->shape[d] - 1) * t->stride[d];
+        if (reach < 0)
+            first += reach;
+        else
+            last += reach;
+    }
+    size_t es = ct_dtype_size(t->dtype);
+    *lo = (size_t)first * es;
+    *hi = (size_t)(last + 1) * es;
 }
 
-/* t's bytes within its storage: [*lo, *hi). */
-static void byte_range(const Tensor *t, size_t *lo, size_t *hi)
+/* Sets s's zeroed ranges to r[0..n), keeping the CT_ZERO_RANGES largest
+ * (a range left out only costs backward an addition). */
+static void set_zero_ranges(CtStorage *s, CtByteRange *r, int n)
 {
-    size_t es = ct_dtype_size(t->dtype);
-    *lo = (size_t)t->offset * es;
-    *hi = *lo + (size_t)tensor_numel(t) * es;
+    while (n > CT_ZERO_RANGES) {
+        int small = 0;
+        for (int i = 1; i < n; i++)
+            if (r[i].hi - r[i].lo < r[small].hi - r[small].lo) small = i;
+        r[small] = r[--n];
+    }
+    memcpy(s->zero, r, (size_t)n * sizeof *r);
+    s->nzero = n;
+}
+
+/* Cuts [lo, hi) out of s's zeroed ranges. */
+static void cut_zero_ranges(CtStorage *s, size_t lo, size_t hi)
+{
+    CtByteRange keep[2 * CT_ZERO_RANGES];
+    int n = 0;
+    for (int i = 0; i < s->nzero; i++) {
+        CtByteRange r = s->zero[i];
+        if (hi <= r.lo || lo >= r.hi) {
+            keep[n++] = r;
+            continue;
+        }
+        if (r.lo < lo) keep[n++] = (CtByteRange){r.lo, lo};
+        if (hi < r.hi) keep[n++] = (CtByteRange){hi, r.hi};
+    }
+    set_zero_ranges(s, keep, n);
+}
+
+void ct_storage_written(const Tensor *t)
+{
+    if (!ct_in_backward()) {
+        t->storage->version++;
+        return;
+    }
+    size_t lo, hi;
+    ct_byte_span(t, &lo, &hi);
+    if (lo < hi) cut_zero_ranges(t->storage, lo, hi);
 }
 
 void ct_storage_zeroed(const Tensor *t)
 {
     CtStorage *s = t->storage;
-    size_t lo, hi;
-    byte_range(t, &lo, &hi);
-    /* the write before this fill was a zero fill too: extend its range when
-     * the two meet */
-    bool extend = s->zeroed_at + 1 == s->version && lo <= s->zero_hi && hi >= s->zero_lo;
-    s->zero_lo = extend && s->zero_lo < lo ? s->zero_lo : lo;
-    s->zero_hi = extend && s->zero_hi > hi ? s->zero_hi : hi;
+    CtByteRange add, keep[CT_ZERO_RANGES + 1];
+    int n = 0;
+    ct_byte_span(t, &add.lo, &add.hi);
+    /* the counted write before this fill was a zero fill too: its ranges
+     * still hold, and those that meet this one merge with it */
+    for (int i = 0; s->zeroed_at + 1 == s->version && i < s->nzero; i++) {
+        CtByteRange r = s->zero[i];
+        if (r.hi < add.lo || r.lo > add.hi) {
+            keep[n++] = r;
+        } else {
+            add.lo = r.lo < add.lo ? r.lo : add.lo;
+            add.hi = r.hi > add.hi ? r.hi : add.hi;
+        }
+    }
+    if (add.lo < add.hi) keep[n++] = add;
+    set_zero_ranges(s, keep, n);
     s->zeroed_at = s->version;
 }
 
 bool ct_known_zero(const Tensor *t)
 {
     const CtStorage *s = t->storage;
+    if (s->zeroed_at != s->version || s->version == 0) return false;
     size_t lo, hi;
-    byte_range(t, &lo, &hi);
-    return s->zeroed_at == s->version && s->version > 0 && lo >= s->zero_lo &&
-           hi <= s->zero_hi;
+    ct_byte_span(t, &lo, &hi);
+    for (int i = 0; i < s->nzero; i++)
+        if (lo >= s->zero[i].lo && hi <= s->zero[i].hi) return true;
+    return false;
 }
 
 int64_t tensor_size(const Tensor *t, int dim)

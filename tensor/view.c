@@ -332,6 +332,10 @@ static CtStatus expand_backward(CtNode *n, Tensor *g, Tensor **gin)
 Tensor *tensor_expand(Tensor *t, int ndim, const int64_t *shape)
 {
     if (!t) return NULL;
+    if (ndim > 0 && !shape) {
+        ct_error(CT_ERR_NULL, "expand: NULL shape");
+        return NULL;
+    }
     int64_t sh[CT_MAX_DIMS];
     bool ok = ndim >= t->ndim && ndim <= CT_MAX_DIMS;
     for (int i = 0; ok && i < ndim; i++) {
@@ -346,6 +350,7 @@ Tensor *tensor_expand(Tensor *t, int ndim, const int64_t *shape)
                  ct_shape_str(ndim, shape, b2, sizeof b2));
         return NULL;
     }
+    if (!ct_check_geometry("expand", ndim, sh, t->dtype)) return NULL;
     Tensor *a = ct_broadcast_alias(t, ndim, sh);
     if (!a) return NULL; /* out of memory, recorded */
     Tensor *v = ct_tensor_view(t, ndim, a->shape, a->stride, a->offset);

@@ -23,7 +23,7 @@
  * (reshape, slice, transpose, expand) are differentiable like any op.
  * A leaf gradient known to hold zeros (zeroed by tensor_fill_/tensor_zero_,
  * as zero_grad does, or by an optimizer update with zero_grad set, and not
- * written since) is overwritten instead: the
+ * written since, a backward's own writes included) is overwritten instead: the
  * op's backward writes straight into it, with the values 0 + g would have
  * (only a -0 gradient stays -0), and no addition pass (on a GPU, no
  * launch) per parameter. Writes through tensor_data count as writes.
@@ -447,14 +447,22 @@ void ct_op_profile_print(FILE *f);
 /* Binary ops broadcast as in NumPy/PyTorch; both inputs must have the same
  * dtype and device, except that an f32 input with a bf16 or f16 one (what
  * autocast's convolutions return on CUDA) promotes the other to f32, as
- * PyTorch does. Results are contiguous. */
+ * PyTorch does. Results are contiguous, or channels last where every
+ * operand of the result's size is. */
 
 Tensor *tensor_add(Tensor *a, Tensor *b);
 Tensor *tensor_sub(Tensor *a, Tensor *b);
 Tensor *tensor_mul(Tensor *a, Tensor *b);
+/* Integer and bool operands divide as f32, with an f32 result (true
+ * division, as torch.div: 7 / 2 = 3.5, 1 / 0 = inf). Integer add, sub,
+ * mul and pow wrap around on overflow, as PyTorch's do. */
 Tensor *tensor_div(Tensor *a, Tensor *b);
-Tensor *tensor_pow(Tensor *a, Tensor *b);     /* a > 0 for grad w.r.t. b */
-Tensor *tensor_maximum(Tensor *a, Tensor *b); /* grad to a on ties */
+/* Gradients as PyTorch's: 0 w.r.t. a where b == 0; w.r.t. b, a ** b *
+ * log(a), 0 where a == 0 and b >= 0. */
+Tensor *tensor_pow(Tensor *a, Tensor *b);
+/* Gradient to a on ties; to both where a or b is NaN (the result is NaN),
+ * as PyTorch 1.13. */
+Tensor *tensor_maximum(Tensor *a, Tensor *b);
 Tensor *tensor_minimum(Tensor *a, Tensor *b);
 /* relu(a + b) as one op: the values and gradients of
  * tensor_relu(tensor_add(a, b)) without the sum as a tensor (a residual

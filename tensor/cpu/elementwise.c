@@ -40,24 +40,43 @@
         }                                                                                \
     }
 
-#define FNAN(x)   ((x) != (x))
-#define NO_NAN(x) 0
-static inline int64_t ipow64(int64_t b, int64_t e)
-{
-    int64_t r = 1;
-    for (; e > 0; e >>= 1, b *= b)
-        if (e & 1) r *= b;
-    return e < 0 ? 0 : r;
-}
-static inline int32_t ipow32(int32_t b, int32_t e)
-{
-    return (int32_t)ipow64(b, e);
-}
+#define FNAN(x) ((x) != (x))
 
 ARITH_ROW(arith_f32, float, powf, FNAN)
 ARITH_ROW(arith_f64, double, pow, FNAN)
-ARITH_ROW(arith_i64, int64_t, ipow64, NO_NAN)
-ARITH_ROW(arith_i32, int32_t, ipow32, NO_NAN)
+
+/* Integers wrap around on overflow, as PyTorch's do: the arithmetic is
+ * unsigned (U), converted back to two's complement. DIV never gets here
+ * (the front end divides integers as f32); a negative power is 0. */
+#define INT_ARITH_ROW(NAME, T_, U)                                                       \
+    static T_ NAME##_pow(T_ b, T_ e)                                                     \
+    {                                                                                    \
+        U r = 1, ub = (U)b;                                                              \
+        if (e < 0) return 0;                                                             \
+        for (; e > 0; e >>= 1, ub *= ub)                                                 \
+            if (e & 1) r *= ub;                                                          \
+        return (T_)r;                                                                    \
+    }                                                                                    \
+    static void NAME(CtBinaryKind kind, T_ *po, int64_t so, const T_ *pa, int64_t sa,    \
+                     const T_ *pb, int64_t sb, int64_t n)                                \
+    {                                                                                    \
+        typedef T_ T;                                                                    \
+        switch (kind) {                                                                  \
+        case CT_BIN_ADD: ROW_LOOP((T)((U)x + (U)y)); break;                              \
+        case CT_BIN_SUB: ROW_LOOP((T)((U)x - (U)y)); break;                              \
+        case CT_BIN_MUL: ROW_LOOP((T)((U)x * (U)y)); break;                              \
+        case CT_BIN_POW: ROW_LOOP(NAME##_pow(x, y)); break;                              \
+        case CT_BIN_MAX: ROW_LOOP(x >= y ? x : y); break;                                \
+        case CT_BIN_MIN: ROW_LOOP(x <= y ? x : y); break;                                \
+        case CT_BIN_ADD_RELU:                                                            \
+            ROW_LOOP((T)((U)x + (U)y) < 0 ? (T)0 : (T)((U)x + (U)y));                    \
+            break;                                                                       \
+        default: break;                                                                  \
+        }                                                                                \
+    }
+
+INT_ARITH_ROW(arith_i64, int64_t, uint64_t)
+INT_ARITH_ROW(arith_i32, int32_t, uint32_t)
 
 #define CMP_ROW(NAME, T_)                                                                \
     static void NAME(CtBinaryKind kind, uint8_t *po, int64_t so, const T_ *pa,           \
@@ -184,9 +203,9 @@ static bool cpu_binary_supports(const CtOpCall *c)
     case CT_F32:
     case CT_F64:
     case CT_BF16:
-    case CT_F16:
+    case CT_F16: return true;
     case CT_I64:
-    case CT_I32: return true;
+    case CT_I32: return p->kind != CT_BIN_DIV; /* tensor_div divides them as f32 */
     case CT_U8:
     case CT_BOOL: return p->kind >= CT_BIN_EQ;
     default: return false;

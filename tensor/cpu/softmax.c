@@ -30,6 +30,7 @@ static CtStatus cpu_softmax(const CtOpCall *c)
 {
     const CtSoftmaxParams *p = c->params;
     const void *g = c->op == CT_OP_SOFTMAX_BWD ? ct_ptr(c->in[1]) : NULL;
+    if (p->outer == 0 || p->n == 0 || p->inner == 0) return CT_OK; /* no elements */
     if (c->in[0]->dtype == CT_F32)
         softmax_f32(p, ct_ptr(c->in[0]), g, ct_ptr(c->out[0]));
     else

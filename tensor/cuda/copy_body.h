@@ -1,9 +1,12 @@
 /* Private to tensor/cuda: the thread bodies of FILL and COPY (copy.cu),
  * shared with the host harness (hd.h).
  *
- * Conversions go through double, as on the CPU (tensor/cpu/copy.c): exact
- * for every dtype but i64 beyond 2^53, and bf16/f16 round f64 -> f32 -> half
- * to nearest even. The half <-> f32 steps use CUDA's intrinsics on the
+ * Conversions as on the CPU (tensor/cpu/copy.c): a load gives the dtype's
+ * own C type (bf16 and f16 widened to float), so no value passes through a
+ * wider type; integers convert to integers wrapping around; floats
+ * truncate to integers, NaN and values out of range giving the minimum of
+ * i64 (or of i32, for i32 and u8); bf16/f16 round f32 -> half to nearest
+ * even. The half <-> f32 steps use CUDA's intrinsics on the
  * device and the CPU backend's conversions on the host (the one place where
  * the harness does not run the device's instructions). */
 #ifndef CTRAINER_TENSOR_CUDA_COPY_BODY_H
@@ -52,44 +55,89 @@ CT_HD uint16_t ct_hd_f32_to_f16(float x)
 #endif
 }
 
-/* Element i of a DT array, as double. */
-template <int DT> CT_HD double ct_ld(const void *p, int64_t i)
+/* Element i of a DT array, in the dtype's C type (float for bf16/f16,
+ * uint8_t 0/1 for bool). */
+template <int DT> CT_HD auto ct_ld(const void *p, int64_t i)
 {
     if constexpr (DT == CT_F32)
-        return (double)((const float *)p)[i];
+        return ((const float *)p)[i];
     else if constexpr (DT == CT_F64)
         return ((const double *)p)[i];
     else if constexpr (DT == CT_BF16)
-        return (double)ct_hd_bf16_to_f32(((const uint16_t *)p)[i]);
+        return ct_hd_bf16_to_f32(((const uint16_t *)p)[i]);
     else if constexpr (DT == CT_F16)
-        return (double)ct_hd_f16_to_f32(((const uint16_t *)p)[i]);
+        return ct_hd_f16_to_f32(((const uint16_t *)p)[i]);
     else if constexpr (DT == CT_I64)
-        return (double)((const int64_t *)p)[i];
+        return ((const int64_t *)p)[i];
     else if constexpr (DT == CT_I32)
-        return (double)((const int32_t *)p)[i];
+        return ((const int32_t *)p)[i];
     else if constexpr (DT == CT_U8)
-        return (double)((const uint8_t *)p)[i];
+        return ((const uint8_t *)p)[i];
     else /* CT_BOOL */
-        return ((const uint8_t *)p)[i] != 0 ? 1.0 : 0.0;
+        return (uint8_t)(((const uint8_t *)p)[i] != 0);
 }
 
-/* Stores v as element i of a DT array. */
-template <int DT> CT_HD void ct_st(void *p, int64_t i, double v)
+/* To i64 and i32: integers wrap around, floats truncate (NaN and out of
+ * range: the minimum). */
+CT_HD int64_t ct_to_i64(double v)
+{
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v
+                                                                    : INT64_MIN;
+}
+CT_HD int64_t ct_to_i64(float v)
+{
+    return ct_to_i64((double)v);
+}
+CT_HD int64_t ct_to_i64(int64_t v)
+{
+    return v;
+}
+CT_HD int64_t ct_to_i64(int32_t v)
+{
+    return v;
+}
+CT_HD int64_t ct_to_i64(uint8_t v)
+{
+    return v;
+}
+CT_HD int32_t ct_to_i32(double v)
+{
+    return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN;
+}
+CT_HD int32_t ct_to_i32(float v)
+{
+    return ct_to_i32((double)v);
+}
+CT_HD int32_t ct_to_i32(int64_t v)
+{
+    return (int32_t)(uint32_t)(uint64_t)v;
+}
+CT_HD int32_t ct_to_i32(int32_t v)
+{
+    return v;
+}
+CT_HD int32_t ct_to_i32(uint8_t v)
+{
+    return v;
+}
+
+/* Stores v (any type ct_ld gives, or double) as element i of a DT array. */
+template <int DT, typename V> CT_HD void ct_st(void *p, int64_t i, V v)
 {
     if constexpr (DT == CT_F32)
         ((float *)p)[i] = (float)v;
     else if constexpr (DT == CT_F64)
-        ((double *)p)[i] = v;
+        ((double *)p)[i] = (double)v;
     else if constexpr (DT == CT_BF16)
         ((uint16_t *)p)[i] = ct_hd_f32_to_bf16((float)v);
     else if constexpr (DT == CT_F16)
         ((uint16_t *)p)[i] = ct_hd_f32_to_f16((float)v);
     else if constexpr (DT == CT_I64)
-        ((int64_t *)p)[i] = (int64_t)v;
+        ((int64_t *)p)[i] = ct_to_i64(v);
     else if constexpr (DT == CT_I32)
-        ((int32_t *)p)[i] = (int32_t)v;
+        ((int32_t *)p)[i] = ct_to_i32(v);
     else if constexpr (DT == CT_U8)
-        ((uint8_t *)p)[i] = (uint8_t)(int64_t)v;
+        ((uint8_t *)p)[i] = (uint8_t)ct_to_i32(v);
     else /* CT_BOOL */
         ((uint8_t *)p)[i] = v != 0;
 }
@@ -147,16 +195,16 @@ static inline uint64_t ct_fill_bits(CtDType dt, double v)
     case CT_BF16: bits = ct_bf16_round((float)v); break;
     case CT_F16: bits = ct_f32_to_f16((float)v); break;
     case CT_I64: {
-        int64_t x = (int64_t)v;
+        int64_t x = ct_to_i64(v);
         memcpy(&bits, &x, 8);
         break;
     }
     case CT_I32: {
-        int32_t x = (int32_t)v;
+        int32_t x = ct_to_i32(v);
         memcpy(&bits, &x, 4);
         break;
     }
-    case CT_U8: bits = (uint8_t)(int64_t)v; break;
+    case CT_U8: bits = (uint8_t)ct_to_i32(v); break;
     case CT_BOOL: bits = v != 0; break;
     default: break;
     }

@@ -106,7 +106,7 @@ static void fill(const ChShape &g, void *out, uint64_t bits, const CtCudaIndex &
 
 START_TEST(test_fill_every_dtype_and_layout)
 {
-    const double values[] = {2.5, -3, 1.00390625, 300, 0, 65519.0};
+    const double values[] = {2.5, -3, 1.00390625, 300, 0, 65519.0, 3e9, -1e19, NAN};
     for (int c = 0; c < CH_NCASES; c++) {
         const ChShapeCase &sc = ch_cases[c];
         int64_t nb = ch_buffer_size(sc);
@@ -148,6 +148,43 @@ START_TEST(test_fill_every_dtype_and_layout)
 }
 END_TEST
 
+/* Values that no double round trip keeps, and casts out of range: i64
+ * beyond 2^53 (also into i32, wrapping), floats past every integer range,
+ * NaN; every pair of dtypes, against the CPU. */
+START_TEST(test_copy_extreme_values)
+{
+    enum { N = 8 };
+    const int64_t big[N] = {(1LL << 53) + 1, -(1LL << 62) - 3,
+                            INT64_MIN,       INT64_MAX,
+                            (1LL << 40) + 7, -5,
+                            3000000000LL,    255};
+    const double wide[N] = {NAN,           1e10,         -1e20, 3e9,
+                            -2147483648.5, 2147483647.9, 1e300, -0.5};
+    Tensor *srcs[3] = {tensor_from_data(big, 1, (const int64_t[]){N}, CT_I64, ct_cpu()),
+                       tensor_from_data(wide, 1, (const int64_t[]){N}, CT_F64, ct_cpu()),
+                       tensor_zeros(1, (const int64_t[]){N}, CT_F32, ct_cpu())};
+    ck_assert_int_eq(tensor_copy_(srcs[2], srcs[1]), CT_OK);
+    for (Tensor *in : srcs)
+        for (int d = 0; d < CT_DTYPE_COUNT; d++) {
+            Tensor *want = tensor_zeros(1, (const int64_t[]){N}, (CtDType)d, ct_cpu());
+            Tensor *got = tensor_zeros(1, (const int64_t[]){N}, (CtDType)d, ct_cpu());
+            ck_assert_int_eq(tensor_copy_(want, in), CT_OK);
+            ChShape shapes[2];
+            int ns = ch_shapes(N, shapes);
+            for (int k = 0; k < ns; k++) {
+                run_copy(shapes[k], got, in);
+                char what[64];
+                snprintf(what, sizeof what, "%s -> %s", ct_dtype_name(tensor_dtype(in)),
+                         ct_dtype_name((CtDType)d));
+                ch_assert_same_bytes(want, got, what);
+            }
+            tensor_free(want);
+            tensor_free(got);
+        }
+    for (Tensor *in : srcs) tensor_free(in);
+}
+END_TEST
+
 /* An empty tensor is zero work items: the backend launches nothing, and a
  * body run anyway touches nothing. */
 START_TEST(test_empty_runs_nothing)
@@ -174,6 +211,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_copy_every_dtype_pair_and_layout);
     tcase_add_test(tc, test_fill_every_dtype_and_layout);
+    tcase_add_test(tc, test_copy_extreme_values);
     tcase_add_test(tc, test_empty_runs_nothing);
     suite_add_tcase(s, tc);
     return tu_run(s);

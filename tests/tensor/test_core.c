@@ -433,6 +433,103 @@ START_TEST(test_copy_overlapping_views)
 }
 END_TEST
 
+/* Copies within one dtype move bits: i64 beyond 2^53 and a signalling
+ * NaN's payload survive strided copies (transpose, clone, expand,
+ * copy_to_host). */
+START_TEST(test_strided_copies_keep_bits)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t big = (INT64_C(1) << 53) + 1;
+    const int64_t v[4] = {big, 1, 2, big + 2}, vt[4] = {big, 2, 1, big + 2};
+    Tensor *t = tensor_transpose(
+        tensor_from_data(v, 2, (const int64_t[]){2, 2}, CT_I64, ct_cpu()), 0, 1);
+    Tensor *e =
+        tensor_expand(tensor_from_data(v, 2, (const int64_t[]){4, 1}, CT_I64, ct_cpu()),
+                      2, (const int64_t[]){4, 2});
+    int64_t got[8];
+    Tensor *copies[2] = {tensor_contiguous(t), tensor_clone(t)};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(tensor_copy_to_host(copies[k], got, CT_I64), CT_OK);
+        ck_assert_int_eq(memcmp(got, vt, sizeof vt), 0);
+    }
+    ck_assert_int_eq(tensor_copy_to_host(t, got, CT_I64), CT_OK);
+    ck_assert_int_eq(memcmp(got, vt, sizeof vt), 0);
+    ck_assert_int_eq(tensor_copy_to_host(tensor_contiguous(e), got, CT_I64), CT_OK);
+    for (int i = 0; i < 8; i++) ck_assert(got[i] == v[i / 2]);
+    const uint32_t snan = 0x7fa00001u, bits[4] = {snan, 0x3f800000u, 0, snan};
+    Tensor *f = tensor_transpose(
+        tensor_from_data(bits, 2, (const int64_t[]){2, 2}, CT_F32, ct_cpu()), 0, 1);
+    uint32_t fb[4];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_contiguous(f), fb, CT_F32), CT_OK);
+    ck_assert(fb[0] == snan && fb[1] == 0 && fb[2] == 0x3f800000u && fb[3] == snan);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Casts between integer dtypes wrap around (two's complement) and never
+ * pass through double; an integer rounds to f32 once; floats out of an
+ * integer's range give its minimum: PyTorch's values (on x86). */
+START_TEST(test_integer_casts)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t v[4] = {INT64_C(4294967301), INT64_C(-4294967301),
+                          (INT64_C(1) << 40) + 300, -1};
+    Tensor *x = tensor_from_data(v, 1, (const int64_t[]){4}, CT_I64, ct_cpu());
+    int32_t i32[4];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_cast(x, CT_I32), i32, CT_I32), CT_OK);
+    ck_assert(i32[0] == 5 && i32[1] == -5 && i32[2] == 300 && i32[3] == -1);
+    uint8_t u8[4];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_cast(x, CT_U8), u8, CT_U8), CT_OK);
+    ck_assert(u8[0] == 5 && u8[1] == 251 && u8[2] == 44 && u8[3] == 255);
+    ck_assert_int_eq(tensor_copy_to_host(tensor_cast(x, CT_BOOL), u8, CT_BOOL), CT_OK);
+    ck_assert(u8[0] == 1 && u8[1] == 1 && u8[2] == 1 && u8[3] == 1);
+    const int32_t w[2] = {70000, -1};
+    Tensor *y = tensor_from_data(w, 1, (const int64_t[]){2}, CT_I32, ct_cpu());
+    ck_assert_int_eq(tensor_copy_to_host(tensor_cast(y, CT_U8), u8, CT_U8), CT_OK);
+    ck_assert(u8[0] == 112 && u8[1] == 255);
+    /* 2^60 + 2^36 + 1 rounds up to f32; through double it would tie down */
+    const int64_t r = (INT64_C(1) << 60) + (INT64_C(1) << 36) + 1;
+    float f;
+    Tensor *z = tensor_from_data(&r, 1, (const int64_t[]){1}, CT_I64, ct_cpu());
+    ck_assert_int_eq(tensor_copy_to_host(tensor_cast(z, CT_F32), &f, CT_F32), CT_OK);
+    ck_assert(f == 0x1p60f + 0x1p37f);
+    const double d[5] = {3e9, NAN, -1.5, 300.7, -INFINITY};
+    Tensor *fd = tensor_from_data(d, 1, (const int64_t[]){5}, CT_F64, ct_cpu());
+    int32_t fi[5];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_cast(fd, CT_I32), fi, CT_I32), CT_OK);
+    ck_assert(fi[0] == INT32_MIN && fi[1] == INT32_MIN && fi[2] == -1 && fi[3] == 300 &&
+              fi[4] == INT32_MIN);
+    int64_t fl[5];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_cast(fd, CT_I64), fl, CT_I64), CT_OK);
+    ck_assert(fl[0] == 3000000000 && fl[1] == INT64_MIN && fl[2] == -1 && fl[3] == 300 &&
+              fl[4] == INT64_MIN);
+    uint8_t fu[5];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_cast(fd, CT_U8), fu, CT_U8), CT_OK);
+    ck_assert(fu[0] == 0 && fu[1] == 0 && fu[2] == 255 && fu[3] == 44 && fu[4] == 0);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
+/* expand to a shape whose size does not fit int64: a clear error. */
+START_TEST(test_expand_too_large)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Tensor *x = tensor_zeros(2, (const int64_t[]){1, 1}, CT_F32, ct_cpu());
+    const int64_t huge = INT64_C(1) << 40;
+    ck_assert_ptr_null(tensor_expand(x, 2, (const int64_t[]){huge, huge}));
+    tu_assert_error(CT_ERR_SHAPE, "expand: shape [1099511627776, 1099511627776] of f32 "
+                                  "is too large to address");
+    ck_assert_ptr_nonnull(tensor_expand(x, 2, (const int64_t[]){huge, 1}));
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 Suite *core_suite(void)
 {
     Suite *s = suite_create("tensor_core");
@@ -452,6 +549,9 @@ Suite *core_suite(void)
     tcase_add_test(tc, test_no_grad_and_detach);
     tcase_add_test(tc, test_copy_and_item);
     tcase_add_test(tc, test_copy_overlapping_views);
+    tcase_add_test(tc, test_strided_copies_keep_bits);
+    tcase_add_test(tc, test_integer_casts);
+    tcase_add_test(tc, test_expand_too_large);
     tcase_add_test(tc, test_rebind_and_state_dict);
     suite_add_tcase(s, tc);
     return s;

@@ -550,6 +550,143 @@ START_TEST(test_binary_low_dtypes)
 }
 END_TEST
 
+/* ------------------------------------------------------ integer binaries */
+
+/* t's n elements (any dtype) as doubles equal want[] exactly, NaN equal to
+ * NaN. */
+static void assert_exact(const Tensor *t, const double *want, int n)
+{
+    double got[8];
+    ck_assert_int_eq(tensor_numel(t), n);
+    ck_assert_int_eq(tensor_copy_to_host(t, got, CT_F64), CT_OK);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(got[i] == want[i] || (got[i] != got[i] && want[i] != want[i]),
+                      "element %d: %.17g, want %.17g", i, got[i], want[i]);
+}
+
+/* Integers and bools divide as torch.div does: true division, f32 result;
+ * by 0 and INT_MIN by -1 included. */
+START_TEST(test_integer_division)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t a64[6] = {7, -7, 1, 0, INT64_MIN, 5}, b64[6] = {2, 2, 0, 0, -1, -1};
+    Tensor *q = tensor_div(tensor_from_data(a64, 1, SHAPE(6), CT_I64, ct_cpu()),
+                           tensor_from_data(b64, 1, SHAPE(6), CT_I64, ct_cpu()));
+    ck_assert_msg(q, "%s", ct_last_error());
+    ck_assert_int_eq(tensor_dtype(q), CT_F32);
+    assert_exact(q, (double[]){3.5, -3.5, INFINITY, NAN, 0x1p63, -5}, 6);
+    const int32_t a32[4] = {7, -7, INT32_MIN, 0}, b32[4] = {2, 0, -1, 0};
+    q = tensor_div(tensor_from_data(a32, 1, SHAPE(4), CT_I32, ct_cpu()),
+                   tensor_from_data(b32, 1, SHAPE(4), CT_I32, ct_cpu()));
+    ck_assert_int_eq(tensor_dtype(q), CT_F32);
+    assert_exact(q, (double[]){3.5, -INFINITY, 0x1p31, NAN}, 4);
+    Tensor *u = tensor_from_data((const uint8_t[]){3, 255}, 1, SHAPE(2), CT_U8, ct_cpu());
+    Tensor *u2 = tensor_from_data((const uint8_t[]){2, 0}, 1, SHAPE(2), CT_U8, ct_cpu());
+    assert_exact(tensor_div(u, u2), (double[]){1.5, INFINITY}, 2);
+    Tensor *c = tensor_from_data((const uint8_t[]){1, 0}, 1, SHAPE(2), CT_BOOL, ct_cpu());
+    assert_exact(tensor_div(c, tensor_ones(1, SHAPE(2), CT_BOOL, ct_cpu())),
+                 (double[]){1, 0}, 2);
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Integer add, sub, mul and pow wrap around (two's complement), as
+ * PyTorch's do. */
+START_TEST(test_integer_wraps)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t v[3] = {INT64_C(1) << 62, INT64_MIN, 3}, one[3] = {1, 1, 1},
+                  base[3] = {4, 2, 3}, e[3] = {2, 64, 41};
+    Tensor *x = tensor_from_data(v, 1, SHAPE(3), CT_I64, ct_cpu());
+    Tensor *o = tensor_from_data(one, 1, SHAPE(3), CT_I64, ct_cpu());
+    const int64_t want[4][3] = {{INT64_MIN, 0, 6},
+                                {0, 0, 9},
+                                {(INT64_C(1) << 62) - 1, INT64_MAX, 2},
+                                {16, 0, INT64_C(-420491770248316829)}};
+    Tensor *r[4] = {tensor_add(x, x), tensor_mul(x, x), tensor_sub(x, o),
+                    tensor_pow(tensor_from_data(base, 1, SHAPE(3), CT_I64, ct_cpu()),
+                               tensor_from_data(e, 1, SHAPE(3), CT_I64, ct_cpu()))};
+    for (int k = 0; k < 4; k++) {
+        int64_t got[3];
+        ck_assert_int_eq(tensor_copy_to_host(r[k], got, CT_I64), CT_OK);
+        for (int i = 0; i < 3; i++)
+            ck_assert_msg(got[i] == want[k][i], "op %d element %d: %lld", k, i,
+                          (long long)got[i]);
+    }
+    const int32_t m[2] = {INT32_MAX, -3};
+    Tensor *y = tensor_from_data(m, 1, SHAPE(2), CT_I32, ct_cpu());
+    int32_t g32[2];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_add(y, y), g32, CT_I32), CT_OK);
+    ck_assert(g32[0] == -2 && g32[1] == -6);
+    Tensor *p = tensor_pow(y, tensor_full(1, SHAPE(2), 21, CT_I32, ct_cpu()));
+    ck_assert_int_eq(tensor_copy_to_host(p, g32, CT_I32), CT_OK);
+    ck_assert_int_eq(g32[1], -1870418611); /* (-3)^21 in 32 bits, as PyTorch */
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
+/* ------------------------------------- binary gradients at special points */
+
+/* The gradients of sum(g * f(a, b)) for f64 a and b of n elements equal
+ * ga[] and gb[] exactly (NaN equal to NaN; 1e-15 relative for the rest). */
+static void assert_binary_grads(BinFn f, int n, const double *a, const double *b,
+                                const double *g, const double *ga, const double *gb)
+{
+    Tensor *x = tu_tensor(CT_F64, 1, SHAPE(n), a), *y = tu_tensor(CT_F64, 1, SHAPE(n), b);
+    tensor_set_requires_grad(x, true);
+    tensor_set_requires_grad(y, true);
+    CtScope *s = ct_scope_open();
+    Tensor *out = f(x, y);
+    ck_assert_int_eq(
+        tensor_backward(out, tensor_from_data(g, 1, SHAPE(n), CT_F64, ct_cpu())), CT_OK);
+    double got[2][8];
+    ck_assert_int_eq(tensor_copy_to_host(tensor_grad(x), got[0], CT_F64), CT_OK);
+    ck_assert_int_eq(tensor_copy_to_host(tensor_grad(y), got[1], CT_F64), CT_OK);
+    ct_scope_close(s);
+    const double *want[2] = {ga, gb};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < n; i++) {
+            double u = got[k][i], w = want[k][i];
+            bool same = u == w || (u != u && w != w) || fabs(u - w) <= 1e-15 * fabs(w);
+            ck_assert_msg(same, "grad %c[%d]: %.17g, want %.17g", "ab"[k], i, u, w);
+        }
+    tensor_free(x);
+    tensor_free(y);
+}
+
+/* pow at a = 0 as torch 1.13: d/da is 0 where b == 0 (not 0 * inf); d/db is
+ * 0 where a == 0 and b >= 0, a^b log a elsewhere (-inf for b < 0). */
+START_TEST(test_pow_grad_at_zero)
+{
+    TU_MEM_BEGIN;
+    assert_binary_grads(tensor_pow, 7, (double[]){0, 0, 0, 2, -1, 0, 0},
+                        (double[]){0, 2, -1, 0, 3, 0.5, -0.5},
+                        (double[]){1, 1, 1, 1, 1, 1, 1},
+                        (double[]){0, 0, -INFINITY, 0, 3, INFINITY, -INFINITY},
+                        (double[]){0, 0, -INFINITY, M_LN2, NAN, 0, -INFINITY});
+    TU_MEM_END;
+}
+END_TEST
+
+/* maximum/minimum: the gradient goes to a on ties (documented), and to both
+ * where a, b or both are NaN, as torch 1.13. */
+START_TEST(test_extremum_grad_with_nan)
+{
+    TU_MEM_BEGIN;
+    const double a[6] = {1, NAN, 2, NAN, 1, 3}, b[6] = {1, 2, NAN, NAN, 3, 1},
+                 g[6] = {1, 2, 4, 8, 16, 32};
+    assert_binary_grads(tensor_maximum, 6, a, b, g, (double[]){1, 2, 4, 8, 0, 32},
+                        (double[]){0, 2, 4, 8, 16, 0});
+    assert_binary_grads(tensor_minimum, 6, a, b, g, (double[]){1, 2, 4, 8, 16, 0},
+                        (double[]){0, 2, 4, 8, 0, 32});
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------- where and masked_fill */
 
 START_TEST(test_where_forward)
@@ -778,6 +915,8 @@ Suite *elementwise_suite(void)
     tcase_add_test(tc, test_integer_unary);
     tcase_add_test(tc, test_comparisons);
     tcase_add_test(tc, test_binary_low_dtypes);
+    tcase_add_test(tc, test_integer_division);
+    tcase_add_test(tc, test_integer_wraps);
     tcase_add_test(tc, test_where_forward);
     tcase_add_test(tc, test_masked_fill_forward);
     tcase_add_test(tc, test_masked_fill_no_scope_no_leak);
@@ -794,6 +933,8 @@ Suite *elementwise_suite(void)
     tcase_add_test(tg, test_binary_gradcheck_same_shape);
     tcase_add_test(tg, test_binary_gradcheck_transposed);
     tcase_add_test(tg, test_binary_gradcheck_broadcast);
+    tcase_add_test(tg, test_pow_grad_at_zero);
+    tcase_add_test(tg, test_extremum_grad_with_nan);
     tcase_add_test(tg, test_where_gradcheck);
     tcase_add_test(tg, test_where_gradcheck_broadcast);
     suite_add_tcase(s, tg);

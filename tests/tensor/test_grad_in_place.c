@@ -4,7 +4,9 @@
  * norm and casts; and the addition whenever the zeros are not known: a
  * write after the zeroing (a fill, tensor_data), a second backward without
  * zeroing, a leaf used by two ops or twice by one, part of a flat gradient
- * block zeroed. Convolution and the norms on CUDA too where a GPU is. */
+ * block zeroed (before a backward and after one), two leaves given one
+ * gradient. Every gradient of a packed MLP is written in place. Convolution
+ * and the norms on CUDA too where a GPU is. */
 #include "testutil.h"
 
 typedef Tensor *(*Net)(Tensor **p, Tensor *x);
@@ -286,6 +288,144 @@ START_TEST(test_flat_block)
 }
 END_TEST
 
+/* A leaf of shape `shape` on the CPU whose gradient is the view of block's
+ * elements from `at` on. */
+static Tensor *block_param(Tensor *block, int64_t at, int nd, const int64_t *shape,
+                           unsigned seed)
+{
+    Tensor *p = input(nd, shape, seed);
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) n *= shape[d];
+    CtScope *s = ct_scope_open();
+    Tensor *g = tensor_view(tensor_slice(block, 0, at, at + n, 1), nd, shape);
+    ck_assert_int_eq(tensor_set_requires_grad(p, true), CT_OK);
+    ck_assert_int_eq(tensor_set_grad(p, g), CT_OK);
+    ct_scope_close(s);
+    return p;
+}
+
+static Tensor *two_linear_net(Tensor **p, Tensor *x)
+{
+    return tensor_add(tensor_linear(x, p[0], NULL), tensor_linear(x, p[1], NULL));
+}
+
+/* w1 and w2 with gradients in one flat block: a backward writes both, then
+ * only w1's is zeroed. w2's was written since the block's zeroing, so the
+ * next backward adds to it (2 g2), and overwrites w1's (g1). */
+START_TEST(test_block_zeroed_in_part_after_backward)
+{
+    TU_MEM_BEGIN;
+    Tensor *block = tensor_zeros(1, (const int64_t[]){70}, CT_F32, ct_cpu());
+    Tensor *p[2] = {block_param(block, 0, 2, (const int64_t[]){5, 7}, 22),
+                    block_param(block, 35, 2, (const int64_t[]){5, 7}, 23)};
+    Tensor *x = input(2, (const int64_t[]){4, 7}, 24);
+    ck_assert_int_eq(tensor_zero_(block), CT_OK);
+    backward(two_linear_net, p, x, 1);
+    Tensor *g1 = tensor_clone(tensor_grad(p[0])), *g2 = tensor_clone(tensor_grad(p[1]));
+    ck_assert_int_eq(tensor_zero_(tensor_grad(p[0])), CT_OK);
+    backward(two_linear_net, p, x, 1);
+    CtScope *s = ct_scope_open();
+    tu_assert_same_bits("w1: g1", tensor_grad(p[0]), g1);
+    tu_assert_same_bits("w2: g2 + g2", tensor_grad(p[1]), tensor_add(g2, g2));
+    ct_scope_close(s);
+    free_all(p, 2, x);
+    tensor_free(block);
+    tensor_free(g1);
+    tensor_free(g2);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Leaf k's gradient of sum(f(p, x)) alone: p's gradients are reset, and
+ * the returned copy is caller-owned. */
+static Tensor *grad_alone(Net f, Tensor **p, int np, Tensor *x, int k)
+{
+    for (int i = 0; i < np; i++) ck_assert_int_eq(tensor_set_grad(p[i], NULL), CT_OK);
+    backward(f, p, x, 1);
+    return tensor_clone(tensor_grad(p[k]));
+}
+
+/* Two leaves given one zeroed gradient buffer (tensor_set_grad): the sum of
+ * their gradients, through two ops (two linears) and through one (layer
+ * norm's weight and bias, which one kernel writes). */
+START_TEST(test_leaves_sharing_a_gradient)
+{
+    TU_MEM_BEGIN;
+    struct {
+        Net f;
+        int nd;
+        int64_t shape[2];
+        Tensor *x;
+    } cases[] = {
+        {two_linear_net, 2, {5, 7}, input(2, (const int64_t[]){4, 7}, 25)},
+        {layer_norm_net, 1, {6}, input(2, (const int64_t[]){5, 6}, 26)},
+    };
+    for (int c = 0; c < 2; c++) {
+        int nd = cases[c].nd;
+        Tensor *p[2] = {input(nd, cases[c].shape, 27), input(nd, cases[c].shape, 28)};
+        for (int i = 0; i < 2; i++)
+            ck_assert_int_eq(tensor_set_requires_grad(p[i], true), CT_OK);
+        Tensor *g1 = grad_alone(cases[c].f, p, 2, cases[c].x, 0);
+        Tensor *g2 = grad_alone(cases[c].f, p, 2, cases[c].x, 1);
+        Tensor *shared = tensor_zeros(nd, cases[c].shape, CT_F32, ct_cpu());
+        for (int i = 0; i < 2; i++)
+            ck_assert_int_eq(tensor_set_grad(p[i], shared), CT_OK);
+        backward(cases[c].f, p, cases[c].x, 1);
+        CtScope *s = ct_scope_open();
+        tu_assert_same_bits("g1 + g2", shared, tensor_add(g1, g2));
+        ct_scope_close(s);
+        free_all(p, 2, cases[c].x);
+        tensor_free(g1);
+        tensor_free(g2);
+        tensor_free(shared);
+    }
+    TU_MEM_END;
+}
+END_TEST
+
+static Tensor *mlp_net(Tensor **p, Tensor *x)
+{
+    return tensor_tanh(
+        tensor_linear(tensor_tanh(tensor_linear(x, p[0], p[1])), p[2], p[3]));
+}
+
+/* A two-layer MLP's gradients in one flat block, in the order of the
+ * layers (as nn packs them) and in the reverse order: after the block is
+ * zeroed, every backward of a few training steps writes all four gradients
+ * in place, with the bits of adding them to zeros. */
+START_TEST(test_packed_mlp_writes_every_gradient)
+{
+    TU_MEM_BEGIN;
+    const int64_t w1[2] = {6, 7}, b1[1] = {6}, w2[2] = {3, 6}, b2[1] = {3};
+    const int64_t forward_at[4] = {0, 42, 48, 66}, reverse_at[4] = {27, 21, 3, 0};
+    const int64_t *at[2] = {forward_at, reverse_at};
+    Tensor *x = input(2, (const int64_t[]){4, 7}, 29);
+    for (int order = 0; order < 2; order++) {
+        Tensor *block = tensor_zeros(1, (const int64_t[]){69}, CT_F32, ct_cpu());
+        Tensor *p[4] = {block_param(block, at[order][0], 2, w1, 30),
+                        block_param(block, at[order][1], 1, b1, 31),
+                        block_param(block, at[order][2], 2, w2, 32),
+                        block_param(block, at[order][3], 1, b2, 33)};
+        for (int step = 0; step < 3; step++) {
+            ck_assert_int_eq(tensor_zero_(block), CT_OK);
+            ck_assert_ptr_nonnull(tensor_data(block)); /* zeros no longer known */
+            uint64_t ops_add = backward(mlp_net, p, x, 1);
+            Tensor *ref = tensor_clone(block);
+            ck_assert_int_eq(tensor_zero_(block), CT_OK);
+            ck_assert_uint_eq(ops_add - backward(mlp_net, p, x, 1), 4);
+            CtScope *s = ct_scope_open();
+            tu_assert_same_bits("gradients", block, ref);
+            ct_scope_close(s);
+            tensor_free(ref);
+        }
+        for (int i = 0; i < 4; i++) tensor_free(p[i]);
+        tensor_free(block);
+    }
+    tensor_free(x);
+    TU_MEM_END;
+}
+END_TEST
+
 int main(void)
 {
     dev = ct_cpu();
@@ -298,6 +438,9 @@ int main(void)
     tcase_add_test(tc, test_cast_and_shared_leaves);
     tcase_add_test(tc, test_write_after_zeroing_adds);
     tcase_add_test(tc, test_flat_block);
+    tcase_add_test(tc, test_block_zeroed_in_part_after_backward);
+    tcase_add_test(tc, test_leaves_sharing_a_gradient);
+    tcase_add_test(tc, test_packed_mlp_writes_every_gradient);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

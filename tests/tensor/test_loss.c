@@ -186,6 +186,39 @@ START_TEST(test_softmax_values)
 }
 END_TEST
 
+/* Tensors with no elements, the dims after `dim` empty too: empty results
+ * and gradients of the input's shape, as PyTorch gives. */
+START_TEST(test_softmax_empty)
+{
+    TU_MEM_BEGIN;
+    const struct {
+        int nd;
+        int64_t shape[3];
+        int dim;
+    } cases[] = {{3, {2, 3, 0}, 1},
+                 {2, {0, 4}, 0},
+                 {2, {0, 4}, 1},
+                 {2, {3, 0}, 0},
+                 {2, {3, 0}, 1}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+        for (int lg = 0; lg < 2; lg++) {
+            Tensor *x = tensor_zeros(cases[k].nd, cases[k].shape, CT_F32, ct_cpu());
+            ck_assert_int_eq(tensor_set_requires_grad(x, true), CT_OK);
+            CtScope *s = ct_scope_open();
+            Tensor *y = lg ? tensor_log_softmax(x, cases[k].dim)
+                           : tensor_softmax(x, cases[k].dim);
+            ck_assert_msg(y, "case %zu: %s", k, ct_last_error());
+            tu_assert_shape_at(__FILE__, __LINE__, y, cases[k].nd, cases[k].shape);
+            ck_assert_int_eq(tensor_backward(y, tensor_zeros_like(y)), CT_OK);
+            ct_scope_close(s);
+            tu_assert_shape_at(__FILE__, __LINE__, tensor_grad(x), cases[k].nd,
+                               cases[k].shape);
+            tensor_free(x);
+        }
+    TU_MEM_END;
+}
+END_TEST
+
 typedef struct SmCtx {
     int dim;
     bool log;
@@ -735,6 +768,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("softmax_loss");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_softmax_values);
+    tcase_add_test(tc, test_softmax_empty);
     tcase_add_test(tc, test_softmax_gradcheck);
     tcase_add_test(tc, test_cross_entropy_values);
     tcase_add_test(tc, test_nll_values);

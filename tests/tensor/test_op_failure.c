@@ -232,6 +232,22 @@ static Tensor *op_clamp(const Inputs *in)
 {
     return tensor_clamp(in->x, -0.5, 0.5);
 }
+static Tensor *op_full(const Inputs *in)
+{
+    (void)in;
+    return tensor_full(2, (const int64_t[]){2, 3}, 1.5, CT_F32, ct_cpu());
+}
+static Tensor *op_arange(const Inputs *in)
+{
+    (void)in;
+    return tensor_arange(0, 5, 1, CT_I64, ct_cpu());
+}
+static Tensor *op_from_data(const Inputs *in)
+{
+    (void)in;
+    return tensor_from_data((const float[]){1, 2}, 1, (const int64_t[]){2}, CT_F32,
+                            ct_cpu());
+}
 
 static const struct {
     const char *name;
@@ -281,6 +297,9 @@ static const struct {
     {"permute", op_permute},
     {"nll_loss", op_nll},
     {"clamp", op_clamp},
+    {"full", op_full},
+    {"arange", op_arange},
+    {"from_data", op_from_data},
 };
 
 /* With no scope open (the case where a lost output leaks), fails the op's
