@@ -12,6 +12,8 @@
  * WORLD_SIZE > 1 before any of it could be reached with several ranks. */
 #ifdef CTRAINER_HAVE_MPI
 #include <limits.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +124,29 @@ static CtStatus init_mpi(void)
 }
 
 /* Ranks on this machine: the shared-memory split of the world. */
+/* rt->cpu_sharers: the ranks of this machine (this one included) allowed
+ * on some core this rank is allowed on. Ranks bound to disjoint cores share
+ * none; ranks confined together (a cgroup's cpuset, a socket binding)
+ * share them. */
+static CtStatus count_cpu_sharers(Runtime *rt, MPI_Comm node)
+{
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    bool known = sched_getaffinity(0, sizeof mine, &mine) == 0;
+    cpu_set_t *all = malloc((size_t)rt->local_world_size * sizeof *all);
+    if (!all) return ct_error(CT_ERR_OOM, "runtime: out of memory");
+    CtStatus st = MPI_CHECK(MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all,
+                                          (int)sizeof mine, MPI_BYTE, node));
+    rt->cpu_sharers = 0;
+    for (int r = 0; st == CT_OK && r < rt->local_world_size; r++) {
+        cpu_set_t both;
+        CPU_AND(&both, &mine, &all[r]);
+        rt->cpu_sharers += !known || CPU_COUNT(&both) > 0;
+    }
+    free(all);
+    return st;
+}
+
 static CtStatus local_identity(Runtime *rt)
 {
     MPI_Comm node;
@@ -129,18 +154,22 @@ static CtStatus local_identity(Runtime *rt)
                                 MPI_INFO_NULL, &node));
     CtStatus st = MPI_CHECK(MPI_Comm_rank(node, &rt->local_rank));
     if (st == CT_OK) st = MPI_CHECK(MPI_Comm_size(node, &rt->local_world_size));
+    if (st == CT_OK) st = count_cpu_sharers(rt, node);
     MPI_Comm_free(&node);
     return st;
 }
 
-/* RANK / WORLD_SIZE exported by another launcher must agree with MPI. */
+/* RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE exported by another
+ * launcher must agree with MPI, digit for digit. */
 static CtStatus check_env_identity(const Runtime *rt)
 {
-    const char *names[] = {"RANK", "WORLD_SIZE"};
-    int mine[] = {rt->rank, rt->world_size};
-    for (int i = 0; i < 2; i++) {
+    const char *names[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+    int mine[] = {rt->rank, rt->world_size, rt->local_rank, rt->local_world_size};
+    for (int i = 0; i < 4; i++) {
         const char *s = getenv(names[i]);
-        if (s && *s && atoi(s) != mine[i])
+        char want[16];
+        snprintf(want, sizeof want, "%d", mine[i]);
+        if (s && *s && strcmp(s, want) != 0)
             return ct_error(CT_ERR_INVALID,
                             "runtime: %s=%s but MPI says %d (rank %d of %d); unset %s "
                             "or launch with one launcher",

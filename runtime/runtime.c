@@ -29,6 +29,7 @@ static CtStatus env_int(const char *name, int dflt, int lo, int *out)
 /* Identity from another launcher's environment (or none: one process). */
 static CtStatus read_env_ranks(Runtime *rt)
 {
+    rt->cpu_sharers = 1;
     CtStatus st = env_int("WORLD_SIZE", 1, 1, &rt->world_size);
     if (st == CT_OK) st = env_int("RANK", 0, 0, &rt->rank);
     if (st == CT_OK) st = env_int("LOCAL_RANK", rt->rank, 0, &rt->local_rank);
@@ -38,6 +39,10 @@ static CtStatus read_env_ranks(Runtime *rt)
     if (rt->rank >= rt->world_size)
         return ct_error(CT_ERR_INVALID, "runtime: RANK=%d is not below WORLD_SIZE=%d",
                         rt->rank, rt->world_size);
+    if (rt->local_rank >= rt->local_world_size)
+        return ct_error(CT_ERR_INVALID,
+                        "runtime: LOCAL_RANK=%d is not below LOCAL_WORLD_SIZE=%d",
+                        rt->local_rank, rt->local_world_size);
     if (rt->world_size > 1)
         return ct_error(CT_ERR_UNSUPPORTED,
                         "runtime: WORLD_SIZE=%d but %s; start the ranks with "
@@ -76,7 +81,7 @@ static CtStatus join(Runtime *rt)
     if (st != CT_OK) return st;
     if (!rt_comm_launched()) return read_env_ranks(rt);
     st = rt_comm_open(rt);
-    if (st == CT_OK) rt_set_rank_threads(rt->local_world_size);
+    if (st == CT_OK) rt_set_rank_threads(rt->local_world_size, rt->cpu_sharers);
     return st;
 }
 

@@ -14,6 +14,9 @@ typedef struct RtNccl RtNccl; /* NCCL communicator; NULL until a CUDA collective
 
 struct Runtime {
     int rank, world_size, local_rank, local_world_size;
+    /* the local ranks (this one included) allowed on some core this one is
+     * allowed on (rt_comm_open; 1 for one process) */
+    int cpu_sharers;
     CtDevice device;
     uint64_t seed;
     char mixed_precision[8]; /* "no", "bf16" or "fp16" */
@@ -56,9 +59,23 @@ CtStatus rt_nccl_bcast(Runtime *rt, void *buf, int64_t bytes, int root);
 CtStatus rt_nccl_allgather(Runtime *rt, const void *send, void *recv, int64_t bytes);
 void rt_nccl_close(Runtime *rt);
 
-/* Sets the OpenMP thread count of a rank: cores / ranks on this machine
- * (at least 1) unless OMP_NUM_THREADS is set; OpenBLAS stays at 1. */
-void rt_set_rank_threads(int local_world_size);
+/* The OpenMP threads of a rank allowed on `allowed` of the machine's
+ * `online` cores, among local_world_size ranks of which `sharers` (itself
+ * included) may run on its cores: the machine's cores split evenly when it
+ * may run anywhere, else its cores split among the ranks sharing them (a
+ * launcher that bound each rank to its own cores: all of them). At least
+ * 1. */
+static inline int rt_rank_threads(int allowed, long online, int local_world_size,
+                                  int sharers)
+{
+    int n = allowed < online
+                ? allowed / (sharers > 0 ? sharers : 1)
+                : (int)online / (local_world_size > 0 ? local_world_size : 1);
+    return n >= 1 ? n : 1;
+}
+/* Sets the OpenMP thread count of a rank (rt_rank_threads) unless
+ * OMP_NUM_THREADS is set; OpenBLAS stays at 1. */
+void rt_set_rank_threads(int local_world_size, int sharers);
 
 /* The CUDA device of a process of this local rank that sees `visible`
  * devices: its local rank, as `ctrainer launch` gives every rank all of the

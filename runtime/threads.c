@@ -7,16 +7,10 @@
 
 #include "runtime_internal.h"
 
-void rt_set_rank_threads(int local_world_size)
+void rt_set_rank_threads(int local_world_size, int sharers)
 {
     const char *user = getenv("OMP_NUM_THREADS");
     if (user && *user) return; /* the user's choice wins */
-    /* a launcher that bound the rank to some cores already gave it its
-     * share; otherwise the machine's cores are split evenly */
-    int allowed = omp_get_num_procs();
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = allowed < online
-                ? allowed
-                : (int)online / (local_world_size > 0 ? local_world_size : 1);
-    omp_set_num_threads(n >= 1 ? n : 1);
+    omp_set_num_threads(rt_rank_threads(
+        omp_get_num_procs(), sysconf(_SC_NPROCESSORS_ONLN), local_world_size, sharers));
 }

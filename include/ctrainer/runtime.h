@@ -26,8 +26,9 @@
  *
  * Threads. With several ranks on one machine, each rank runs
  * cores / ranks-on-this-machine OpenMP threads (at least 1; a rank the
- * launcher bound to a subset of the cores uses that subset), set
- * with omp_set_num_threads at runtime_create, unless OMP_NUM_THREADS is set.
+ * launcher bound to cores of its own uses those; ranks confined to the same
+ * cores, such as a container's cpuset, split them), set with
+ * omp_set_num_threads at runtime_create, unless OMP_NUM_THREADS is set.
  * OpenBLAS always runs single-threaded inside the library's one pool.
  *
  * Faults. Every collective waits at most CTRAINER_COLLECTIVE_TIMEOUT seconds

@@ -26,6 +26,13 @@ START_TEST(world_size_without_launcher_is_refused)
 #endif
     unsetenv("WORLD_SIZE");
     unsetenv("RANK");
+    /* a local rank past the local world */
+    setenv("LOCAL_RANK", "3", 1);
+    setenv("LOCAL_WORLD_SIZE", "2", 1);
+    ck_assert_ptr_null(runtime_create(NULL));
+    tu_assert_error(CT_ERR_INVALID, "LOCAL_RANK=3 is not below LOCAL_WORLD_SIZE=2");
+    unsetenv("LOCAL_RANK");
+    unsetenv("LOCAL_WORLD_SIZE");
 }
 END_TEST
 
@@ -106,18 +113,25 @@ END_TEST
 
 START_TEST(threads_per_rank)
 {
+    /* free to run anywhere: the machine's cores split evenly */
+    ck_assert_int_eq(rt_rank_threads(16, 16, 4, 4), 4);
+    ck_assert_int_eq(rt_rank_threads(16, 16, 64, 64), 1); /* more ranks than cores */
+    /* bound to cores of their own: all of them */
+    ck_assert_int_eq(rt_rank_threads(4, 16, 4, 1), 4);
+    /* confined together (a cgroup's cpuset): the shared cores split */
+    ck_assert_int_eq(rt_rank_threads(2, 16, 2, 2), 1);
+    ck_assert_int_eq(rt_rank_threads(8, 16, 4, 2), 4); /* two ranks per socket */
+    ck_assert_int_eq(rt_rank_threads(1, 16, 3, 3), 1);
+
     unsetenv("OMP_NUM_THREADS");
     int before = omp_get_max_threads();
     int allowed = omp_get_num_procs();
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    rt_set_rank_threads(2);
-    int expect = allowed < online ? allowed : (int)online / 2;
-    ck_assert_int_eq(omp_get_max_threads(), expect >= 1 ? expect : 1);
-    rt_set_rank_threads(4 * (int)online); /* more ranks than cores: 1 each */
-    ck_assert_int_eq(omp_get_max_threads(), allowed < online ? allowed : 1);
+    rt_set_rank_threads(2, 2);
+    ck_assert_int_eq(omp_get_max_threads(), rt_rank_threads(allowed, online, 2, 2));
     setenv("OMP_NUM_THREADS", "3", 1); /* the user's setting wins */
     omp_set_num_threads(before);
-    rt_set_rank_threads(2);
+    rt_set_rank_threads(2, 2);
     ck_assert_int_eq(omp_get_max_threads(), before);
 }
 END_TEST
