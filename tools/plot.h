@@ -7,6 +7,10 @@
 
 #include "ctrainer/status.h"
 
+/* The largest epoch read: 2^53, below which every whole number is a
+ * double, so epoch ticks are exact. */
+#define PLOT_MAX_EPOCH 9007199254740992.0
+
 /* One metric's finite values against the epoch, in file order. */
 typedef struct PlotSeries {
     char *name;
@@ -21,9 +25,10 @@ typedef struct PlotData {
 
 /* Reads a MetricsLogger file: JSON lines (".jsonl": {"epoch": 1,
  * "<metric>": value or null, ...} per line) or CSV (".csv": header
- * "epoch,<metric>,...", empty cells for missing values). Missing, null and
- * non-finite values are left out. Errors: CT_ERR_IO (cannot read),
- * CT_ERR_FORMAT naming path:line (not an object/row of numbers, no epoch),
+ * "epoch,<metric>,...", empty cells for missing values). Epochs are whole
+ * numbers from 0 to PLOT_MAX_EPOCH. Missing, null and non-finite values are
+ * left out. Errors: CT_ERR_IO (cannot read), CT_ERR_FORMAT naming path:line
+ * (not an object/row of numbers, no epoch or a bad one),
  * CT_ERR_INVALID (another extension), CT_ERR_FORMAT when no value is left.
  * On failure *d holds nothing. */
 CtStatus plot_read(const char *path, PlotData *d);
@@ -41,7 +46,9 @@ enum {
     PLOT_LEFT = 80,
     PLOT_RIGHT = 230,
     PLOT_BOTTOM = 50,
-    PLOT_NUM_COLORS = 10
+    PLOT_NUM_COLORS = 10,
+    PLOT_YTICKS = 6,     /* value ticks per panel, with grid lines */
+    PLOT_MAX_XTICKS = 12 /* epoch ticks per panel, at most */
 };
 
 /* Series colours "#rrggbb", taken in turn across panels. */
@@ -63,9 +70,15 @@ bool plot_is_loss(const PlotSeries *s);
 int plot_count(const PlotData *d, bool losses);
 /* The panels to draw, top to bottom, into panels; returns how many (0..2). */
 int plot_layout(const PlotData *d, PlotPanel panels[2]);
-/* Pixel coordinates of an (epoch, value) point in panel p. */
+/* Pixel coordinates of an (epoch, value) point in panel p: finite for any
+ * finite point in the panel's range, values near +-DBL_MAX included. */
 double plot_px(const PlotPanel *p, double x);
 double plot_py(const PlotPanel *p, double y);
+/* The value of y tick k (0 at the bottom .. PLOT_YTICKS - 1 at the top). */
+double plot_ytick(const PlotPanel *p, int k);
+/* The epoch ticks of panel p, whole epochs evenly spaced across its range,
+ * into ticks; returns how many (at most PLOT_MAX_XTICKS). */
+int plot_xticks(const PlotPanel *p, double ticks[PLOT_MAX_XTICKS]);
 
 /* ------------------------------------------------------------- raster */
 /* An 8-bit RGB canvas (tools/plot_raster.c); drawing outside it is clipped. */

@@ -1,5 +1,6 @@
 /* The picture both renderers draw: panel placement, value-to-pixel mapping,
  * the series colours. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -21,6 +22,23 @@ int plot_count(const PlotData *d, bool losses)
     return n;
 }
 
+/* Half the distance from lo to hi: finite for any finite lo and hi, where
+ * hi - lo can overflow (values near +-1e308). */
+static double half_span(double lo, double hi)
+{
+    return hi / 2 - lo / 2;
+}
+
+/* [*lo, *hi] padded by pad each side, kept within the finite doubles. At
+ * least DBL_MIN, so the padded range's half_span is never 0, even for
+ * subnormal values. */
+static void pad_range(double *lo, double *hi, double pad)
+{
+    pad = fmax(pad, DBL_MIN);
+    *lo = fmax(*lo - pad, -DBL_MAX);
+    *hi = fmin(*hi + pad, DBL_MAX);
+}
+
 PlotRange plot_range(const PlotData *d, bool losses)
 {
     PlotRange r = {INFINITY, -INFINITY, INFINITY, -INFINITY};
@@ -33,23 +51,47 @@ PlotRange plot_range(const PlotData *d, bool losses)
             r.y1 = fmax(r.y1, d->s[i].y[k]);
         }
     }
-    if (r.x1 <= r.x0) r = (PlotRange){r.x0 - 1, r.x0 + 1, r.y0, r.y1};
-    double pad = r.y1 > r.y0 ? 0.05 * (r.y1 - r.y0) : fmax(fabs(r.y0) * 0.1, 1);
-    r.y0 -= pad;
-    r.y1 += pad;
+    if (r.x1 <= r.x0) pad_range(&r.x0, &r.x1, fmax(1, fabs(r.x0) * 1e-6)); /* one epoch */
+    double h = half_span(r.y0, r.y1);
+    pad_range(&r.y0, &r.y1, h > 0 ? 0.1 * h : fmax(fabs(r.y0) * 0.1, 1));
     return r;
+}
+
+/* Where v lies between lo and hi, 0 to 1, without overflow. */
+static double fraction(double v, double lo, double hi)
+{
+    return half_span(lo, v) / half_span(lo, hi);
 }
 
 double plot_px(const PlotPanel *p, double x)
 {
-    return PLOT_LEFT +
-           (x - p->r.x0) / (p->r.x1 - p->r.x0) * (PLOT_W - PLOT_LEFT - PLOT_RIGHT);
+    return PLOT_LEFT + fraction(x, p->r.x0, p->r.x1) * (PLOT_W - PLOT_LEFT - PLOT_RIGHT);
 }
 
 double plot_py(const PlotPanel *p, double y)
 {
     double h = PLOT_PANEL_H - PLOT_TOP - PLOT_BOTTOM;
-    return p->top + h - (y - p->r.y0) / (p->r.y1 - p->r.y0) * h;
+    return p->top + h - fraction(y, p->r.y0, p->r.y1) * h;
+}
+
+double plot_ytick(const PlotPanel *p, int k)
+{
+    double t = k / (double)(PLOT_YTICKS - 1);
+    return p->r.y0 * (1 - t) + p->r.y1 * t; /* no overflow, unlike y0 + t * span */
+}
+
+int plot_xticks(const PlotPanel *p, double ticks[PLOT_MAX_XTICKS])
+{
+    double step = fmax(1, ceil(half_span(p->r.x0, p->r.x1) / 5)); /* ~10 per span */
+    double first = ceil(p->r.x0);
+    int n = 0;
+    /* a counter, not x += step: x + step == x for large x */
+    for (int k = 0; n < PLOT_MAX_XTICKS; k++) {
+        double x = first + k * step;
+        if (!(x <= p->r.x1)) break;
+        ticks[n++] = x;
+    }
+    return n;
 }
 
 int plot_layout(const PlotData *d, PlotPanel panels[2])

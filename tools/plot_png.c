@@ -17,19 +17,20 @@ static void axes(PlotCanvas *c, const PlotPanel *p)
     int right = PLOT_W - PLOT_RIGHT;
     char label[32];
     plot_text(c, PLOT_LEFT, top - 24, p->title, 2, BLACK);
-    for (int k = 0; k <= 5; k++) { /* y: 6 ticks with grid lines */
-        double v = p->r.y0 + (p->r.y1 - p->r.y0) * k / 5, y = plot_py(p, v);
+    for (int k = 0; k < PLOT_YTICKS; k++) { /* y: ticks with grid lines */
+        double v = plot_ytick(p, k), y = plot_py(p, v);
         plot_line(c, PLOT_LEFT, y, right, y, 1, GRID);
         snprintf(label, sizeof label, "%.4g", v);
         plot_text(c, PLOT_LEFT - 6 - plot_text_width(label, 1), (int)y - 3, label, 1,
                   BLACK);
     }
-    double span = p->r.x1 - p->r.x0, step = fmax(1, ceil(span / 10));
-    for (double x = ceil(p->r.x0); x <= p->r.x1; x += step) { /* x: whole epochs */
-        plot_line(c, plot_px(p, x), bottom, plot_px(p, x), bottom + 5, 1, BLACK);
-        snprintf(label, sizeof label, "%g", x);
-        plot_text(c, (int)plot_px(p, x) - plot_text_width(label, 1) / 2, bottom + 9,
-                  label, 1, BLACK);
+    double ticks[PLOT_MAX_XTICKS];
+    int nt = plot_xticks(p, ticks);
+    for (int k = 0; k < nt; k++) { /* x: whole epochs */
+        double x = plot_px(p, ticks[k]);
+        plot_line(c, x, bottom, x, bottom + 5, 1, BLACK);
+        snprintf(label, sizeof label, "%.17g", ticks[k]);
+        plot_text(c, (int)x - plot_text_width(label, 1) / 2, bottom + 9, label, 1, BLACK);
     }
     plot_line(c, PLOT_LEFT, top, right, top, 1, BLACK);
     plot_line(c, PLOT_LEFT, bottom, right, bottom, 1, BLACK);

@@ -58,6 +58,13 @@ static CtStatus add_point(PlotData *d, const char *name, size_t len, double x, d
     return CT_OK;
 }
 
+/* MetricsLogger's epochs are whole numbers; a bad one (NaN, inf, 1e300,
+ * 2.5) would leave the epoch axis without a usable scale. */
+static bool good_epoch(double e)
+{
+    return e >= 0 && e <= PLOT_MAX_EPOCH && e == floor(e);
+}
+
 static CtStatus read_jsonl_line(const char *path, int line, const char *text, PlotData *d)
 {
     json_error_t jerr;
@@ -69,6 +76,10 @@ static CtStatus read_jsonl_line(const char *path, int line, const char *text, Pl
                       o ? "" : ": ", o ? "" : jerr.text);
     else if (!json_is_number(epoch))
         st = ct_error(CT_ERR_FORMAT, "%s:%d: no numeric \"epoch\"", path, line);
+    else if (!good_epoch(json_number_value(epoch)))
+        st = ct_error(CT_ERR_FORMAT,
+                      "%s:%d: bad epoch %.17g: expected a whole number from 0 to %.0f",
+                      path, line, json_number_value(epoch), PLOT_MAX_EPOCH);
     const char *key;
     json_t *v;
     json_object_foreach(st == CT_OK ? o : NULL, key, v)
@@ -143,10 +154,14 @@ static CtStatus read_csv(const char *path, char *text, PlotData *d)
         int n = split(l, cells, PLOT_MAX_COLUMNS);
         char *end;
         double epoch = strtod(cells[0], &end);
-        if (n != nh || end == cells[0] || *end)
-            return ct_error(CT_ERR_FORMAT,
-                            "%s:%d: %d fields (header: %d) or a bad epoch '%s'", path,
-                            line, n, nh, cells[0]);
+        if (n != nh)
+            return ct_error(CT_ERR_FORMAT, "%s:%d: %d fields (header: %d)", path, line, n,
+                            nh);
+        if (end == cells[0] || *end || !good_epoch(epoch))
+            return ct_error(
+                CT_ERR_FORMAT,
+                "%s:%d: bad epoch '%s': expected a whole number from 0 to %.0f", path,
+                line, cells[0], PLOT_MAX_EPOCH);
         for (int c = 1; c < n && st == CT_OK; c++) {
             if (!cells[c][0]) continue; /* no value that epoch */
             double v = strtod(cells[c], &end);

@@ -34,20 +34,51 @@ __attribute__((format(printf, 2, 3))) static void put(Svg *b, const char *fmt, .
     }
 }
 
-/* Text with XML's special characters escaped. */
+/* The length of the valid UTF-8 sequence at s (1 to 4) for a character
+ * XML 1.0 allows, or 0: no overlong forms, no surrogates, nothing above
+ * U+10FFFF, not U+FFFE or U+FFFF. Control characters are left to the
+ * caller. */
+static int utf8_char(const unsigned char *s)
+{
+    if (s[0] < 0x80) return 1;
+    int n = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 0;
+    if (!n || s[0] > 0xF4) return 0;
+    unsigned long c = s[0] & (0x7F >> n);
+    for (int k = 1; k < n; k++) {
+        if ((s[k] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
+        c = c << 6 | (s[k] & 0x3F);
+    }
+    static const unsigned long min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < min[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) || c == 0xFFFE ||
+        c == 0xFFFF)
+        return 0;
+    return n;
+}
+
+/* Text as XML character data: the special characters escaped, control
+ * characters other than tab and line breaks as spaces, each byte that is
+ * not part of a valid UTF-8 character as U+FFFD (titles and metric names
+ * come from paths and files in any encoding). */
 static void put_text(Svg *b, const char *t)
 {
-    for (; *t; t++) {
-        if (*t == '<')
+    const unsigned char *s = (const unsigned char *)t;
+    while (*s) {
+        int n = utf8_char(s);
+        if (*s == '<')
             put(b, "&lt;");
-        else if (*t == '>')
+        else if (*s == '>')
             put(b, "&gt;");
-        else if (*t == '&')
+        else if (*s == '&')
             put(b, "&amp;");
-        else if (*t == '"')
+        else if (*s == '"')
             put(b, "&quot;");
+        else if (*s < 0x20 && *s != '\t' && *s != '\n' && *s != '\r')
+            put(b, " ");
+        else if (!n)
+            put(b, "\xEF\xBF\xBD"); /* U+FFFD */
         else
-            put(b, "%c", *t);
+            put(b, "%.*s", n, (const char *)s);
+        s += n ? n : 1;
     }
 }
 
@@ -58,22 +89,24 @@ static void axes(Svg *b, const PlotPanel *p, const char *title)
         p->top - 12);
     put_text(b, title);
     put(b, "</text>\n");
-    for (int k = 0; k <= 5; k++) { /* y: 6 ticks with grid lines */
-        double v = p->r.y0 + (p->r.y1 - p->r.y0) * k / 5, y = plot_py(p, v);
+    for (int k = 0; k < PLOT_YTICKS; k++) { /* y: ticks with grid lines */
+        double v = plot_ytick(p, k), y = plot_py(p, v);
         put(b,
             "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
             "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" "
             "text-anchor=\"end\">%.4g</text>\n",
             PLOT_LEFT, y, PLOT_W - PLOT_RIGHT, y, PLOT_LEFT - 6, y + 4, v);
     }
-    double span = p->r.x1 - p->r.x0, step = fmax(1, ceil(span / 10));
-    for (double x = ceil(p->r.x0); x <= p->r.x1; x += step) /* x: whole epochs */
+    double ticks[PLOT_MAX_XTICKS];
+    int nt = plot_xticks(p, ticks);
+    for (int k = 0; k < nt; k++) { /* x: whole epochs */
+        double x = plot_px(p, ticks[k]);
         put(b,
             "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>"
             "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
-            "text-anchor=\"middle\">%g</text>\n",
-            plot_px(p, x), bottom, plot_px(p, x), bottom + 5, plot_px(p, x), bottom + 18,
-            x);
+            "text-anchor=\"middle\">%.17g</text>\n",
+            x, bottom, x, bottom + 5, x, bottom + 18, ticks[k]);
+    }
     put(b,
         "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"none\" "
         "stroke=\"#000\"/>\n"
