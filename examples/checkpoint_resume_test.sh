@@ -10,7 +10,8 @@
 set -eu
 bin=$1 work=$2 mode=$3
 shift 3
-common="--limit-batches ${CTRAINER_LIMIT_BATCHES:-150} --seed 1 --no-progress-bar"
+batches=${CTRAINER_LIMIT_BATCHES:-150}
+common="--limit-batches $batches --seed 1 --no-progress-bar"
 rm -rf "$work"
 mkdir -p "$work"
 "$@" "$bin" --epochs 2 $common --save-model "$work/full.safetensors" >"$work/full.log"
@@ -32,12 +33,23 @@ if [ "$mode" = resume_epoch ]; then
     latest="$work/ckpt/$(cat "$work/ckpt/latest")"
     echo "$latest: $(grep world_size "$latest/manifest.json")"
 else
-    # 150 batches an epoch, a checkpoint every 10 updates: checkpoint_15
-    # (update 160) is the first one inside epoch 2
-    "$bin" --epochs 2 $common --checkpoint-dir "$work/ckpt" --checkpoint-every 10 \
+    # a checkpoint every $every updates: checkpoint_<k> holds update
+    # every * (k + 1), and checkpoint_$first is the first one inside epoch 2
+    # (updates batches + 1 .. 2 * batches)
+    if [ "$batches" -lt 2 ]; then
+        echo "resume_kill needs 2 batches an epoch or more" >&2
+        exit 1
+    fi
+    every=$((batches / 5 > 0 ? batches / 5 : 1))
+    first=$((batches / every))
+    "$bin" --epochs 2 $common --checkpoint-dir "$work/ckpt" --checkpoint-every $every \
         >"$work/first.log" &
     pid=$!
-    while [ ! -d "$work/ckpt/checkpoint_15" ]; do
+    # killed once `latest` names it or a later one: the directory alone may
+    # come first
+    while :; do
+        latest=$(cat "$work/ckpt/latest" 2>/dev/null || true)
+        [ -n "$latest" ] && [ "${latest#checkpoint_}" -ge "$first" ] && break
         if ! kill -0 "$pid" 2>/dev/null; then
             echo "run 1 ended before its first checkpoint in epoch 2" >&2
             exit 1
@@ -47,6 +59,12 @@ else
     kill -9 "$pid"
     if wait "$pid"; then
         echo "run 1 finished before it was killed" >&2
+        exit 1
+    fi
+    latest=$(cat "$work/ckpt/latest")
+    update=$((every * (${latest#checkpoint_} + 1)))
+    if [ "$update" -le "$batches" ] || [ "$update" -ge $((2 * batches)) ]; then
+        echo "latest is $latest (update $update), not inside epoch 2" >&2
         exit 1
     fi
     echo "killed run 1; latest: $(cat "$work/ckpt/latest")"

@@ -37,6 +37,12 @@ typedef struct ExampleOptions {
  * saying so) on --cuda without a GPU. */
 static inline bool example_parse(int argc, char **argv, ExampleOptions *o)
 {
+    /* the Trainer reads CTRAINER_LIMIT_BATCHES itself; the hand-written
+     * loops read it here (a value it refuses stays the Trainer's to report) */
+    const char *env = getenv("CTRAINER_LIMIT_BATCHES");
+    char *end = NULL;
+    long long n = env && *env ? strtoll(env, &end, 10) : 0;
+    if (n > 0 && !*end) o->limit_batches = n;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-progress-bar")) {

@@ -148,9 +148,11 @@ int main(int argc, char **argv)
         else
             out = NULL;
     }
-    if (!out || argc % 2 != 0 || limit <= 0) {
-        fprintf(stderr, "usage: %s OUT_DIR [--data DIR] [--limit N] [--cuda]\n", argv[0]);
-        return 2;
+    bool help = out && (!strcmp(out, "--help") || !strcmp(out, "-h"));
+    if (!out || *out == '-' || argc % 2 != 0 || limit <= 0) { /* OUT_DIR is no flag */
+        fprintf(help ? stdout : stderr,
+                "usage: %s OUT_DIR [--data DIR] [--limit N] [--cuda]\n", argv[0]);
+        return help && argc == 2 ? 0 : 2;
     }
     mkdir(out, 0777); /* an existing folder is fine; fopen reports the rest */
     Dataset *test =

@@ -86,6 +86,16 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Prints the usage; the exit status: 0 when asked for, else 2. */
+static int usage(const char *prog, bool asked)
+{
+    fprintf(asked ? stdout : stderr,
+            "usage: %s [--data DIR] [--epochs N] [--limit N] [--batch N] "
+            "[--lr X] [--seed N] [--workers N] [--cuda]\n",
+            prog);
+    return asked ? 0 : 2;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = DATA_FASHION_MNIST_DIR;
@@ -95,7 +105,9 @@ int main(int argc, char **argv)
     uint64_t seed = 0;
     CtDevice dev;
     if (!example_cuda_flag(&argc, argv, &dev)) return 1;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 == argc) /* --help, or a flag without its value */
+            return usage(argv[0], !strcmp(argv[i], "--help") && argc == 2);
         if (!strcmp(argv[i], "--data"))
             dir = argv[i + 1];
         else if (!strcmp(argv[i], "--epochs"))
@@ -110,13 +122,8 @@ int main(int argc, char **argv)
             seed = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--workers"))
             workers = atoi(argv[i + 1]);
-        else {
-            fprintf(stderr,
-                    "usage: %s [--data DIR] [--epochs N] [--limit N] [--batch N] "
-                    "[--lr X] [--seed N] [--workers N] [--cuda]\n",
-                    argv[0]);
-            return 2;
-        }
+        else
+            return usage(argv[0], false);
     }
     Dataset *full[2] = {data_fashion_mnist_create(&(DataFashionMnistArgs){.root = dir}),
                         NULL};
@@ -148,6 +155,7 @@ int main(int argc, char **argv)
     if (!train || !test) {
         fprintf(stderr, "tensor_mlp: %s\n", ct_last_error());
         data_loader_free(train);
+        data_loader_free(test);
         for (int k = 0; k < 2; k++) {
             data_dataset_free(split[k]);
             data_dataset_free(full[k]);

@@ -43,7 +43,9 @@ static int parse(int argc, char **argv, Opts *o)
                                    "[--epochs N] [--cuda]\n"),
                    2;
     }
-    return o->epochs > 0 ? 0 : 2;
+    if (o->epochs > 0) return 0;
+    fprintf(stderr, "train_tabular: --epochs must be at least 1\n");
+    return 2;
 }
 
 /* 500 rows "x0,x1,label": x0 in [0, 1000), x1 in [-0.01, 0.01); label 1
