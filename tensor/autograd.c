@@ -230,9 +230,9 @@ static CtStatus accumulate_leaf(Tensor *leaf, Tensor *g)
 static Tensor *zeroed_grad(const Tensor *x)
 {
     Tensor *g = x->grad;
-    if (!g || x->grad_fn || g->ndim != x->ndim || !tensor_is_contiguous(g) ||
-        g->dtype != x->dtype || !ct_device_eq(g->storage->device, x->storage->device) ||
-        !ct_known_zero(g))
+    if (!g || x->grad_fn || !x->requires_grad || g->ndim != x->ndim ||
+        !tensor_is_contiguous(g) || g->dtype != x->dtype ||
+        !ct_device_eq(g->storage->device, x->storage->device) || !ct_known_zero(g))
         return NULL;
     for (int d = 0; d < x->ndim; d++)
         if (g->shape[d] != x->shape[d]) return NULL;
@@ -291,7 +291,8 @@ static CtStatus route_grad(CtNode *n, int i, Tensor *g)
                             x->grad_fn->op);
         return accumulate_into(&x->grad_fn->grad_acc, g);
     }
-    return accumulate_leaf(x, g);
+    /* a leaf that stopped requiring grad since the forward gets none */
+    return x->requires_grad ? accumulate_leaf(x, g) : CT_OK;
 }
 
 static CtStatus run_nodes(NodeList *order)

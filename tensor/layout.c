@@ -104,6 +104,12 @@ Tensor *tensor_channels_last(Tensor *t)
     if (ct_is_channels_last(t)) return ct_scope_adopt(tensor_retain(t));
     static const int to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
     /* the permuted copy is contiguous in (N, H, W, C): channels last when
-     * permuted back; both permutes and the copy are differentiable */
-    return tensor_permute(tensor_contiguous(tensor_permute(t, to_nhwc)), to_nchw);
+     * permuted back; both permutes and the copy are differentiable. The
+     * intermediates live in a private scope (the caller may have none). */
+    CtScope *s = ct_scope_open();
+    if (!s) return NULL;
+    Tensor *r = tensor_retain(
+        tensor_permute(tensor_contiguous(tensor_permute(t, to_nhwc)), to_nchw));
+    ct_scope_close(s);
+    return ct_scope_adopt(r);
 }

@@ -322,7 +322,8 @@ CtDType tensor_autocast_dtype(void);
 CtStatus tensor_unscale_(Tensor *t, double inv_scale, bool *found_nonfinite);
 
 /* Marks a leaf tensor as requiring grad. Errors on non-float dtypes and on
- * non-leaf tensors. */
+ * non-leaf tensors. A leaf that stops requiring grad before a backward
+ * through an earlier forward gets no gradient from it. */
 CtStatus tensor_set_requires_grad(Tensor *t, bool on);
 bool tensor_requires_grad(const Tensor *t);
 /* A view sharing storage with t, detached from the graph. */
@@ -338,7 +339,11 @@ CtStatus tensor_set_grad(Tensor *t, Tensor *g);
  * requires a one-element root. `grad` is only read, and a contiguous one of
  * root's dtype is used as it is (no copy, no op): a caller that backs the
  * same loss shape every step can keep one ones tensor as its seed. Releases
- * the graph afterwards. */
+ * the graph afterwards. Backward reads the tensors the forward ops saved as
+ * they are when it runs: a tensor changed in place between the forward and
+ * the backward (such as the weights of a network that an optimizer step
+ * updated in between, the GAN pitfall) gives the gradient of the new
+ * values, where PyTorch refuses with an error. Step after backward. */
 CtStatus tensor_backward(Tensor *root, const Tensor *grad);
 
 /* ------------------------------------------------------------------ views */

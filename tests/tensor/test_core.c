@@ -380,8 +380,18 @@ START_TEST(test_no_grad_and_detach)
     Tensor *i = tensor_zeros(1, (const int64_t[]){2}, CT_I64, ct_cpu());
     ck_assert_int_eq(tensor_set_requires_grad(i, true), CT_ERR_DTYPE);
     tu_assert_error(CT_ERR_DTYPE, "only floating-point tensors can require grad");
+    /* a leaf that stops requiring grad between forward and backward gets no
+     * gradient, as in PyTorch; the other leaf still does */
+    Tensor *w = tu_tensor(CT_F64, 1, (const int64_t[]){2}, (double[]){3, 4});
+    ck_assert_int_eq(tensor_set_requires_grad(w, true), CT_OK);
+    Tensor *loss = tensor_sum_all(tensor_mul(x, w));
+    ck_assert_int_eq(tensor_set_requires_grad(x, false), CT_OK);
+    ck_assert_int_eq(tensor_backward(loss, NULL), CT_OK);
+    ck_assert_ptr_null(tensor_grad(x));
+    tu_assert_values(tensor_grad(w), ((double[]){1, 2}), 2, 0, 0);
     ct_scope_close(s);
     tensor_free(x);
+    tensor_free(w);
 }
 END_TEST
 

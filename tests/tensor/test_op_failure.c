@@ -237,6 +237,10 @@ static Tensor *op_full(const Inputs *in)
     (void)in;
     return tensor_full(2, (const int64_t[]){2, 3}, 1.5, CT_F32, ct_cpu());
 }
+static Tensor *op_channels_last(const Inputs *in)
+{
+    return tensor_channels_last(in->img);
+}
 static Tensor *op_arange(const Inputs *in)
 {
     (void)in;
@@ -298,6 +302,7 @@ static const struct {
     {"nll_loss", op_nll},
     {"clamp", op_clamp},
     {"full", op_full},
+    {"channels_last", op_channels_last},
     {"arange", op_arange},
     {"from_data", op_from_data},
 };
@@ -319,7 +324,10 @@ START_TEST(test_every_allocation_failure_of_every_op)
             ct_alloc_fail_at(0);
             if (n > counted) { /* nothing failed: the op must have worked */
                 ck_assert_msg(y != NULL, "%s: %s", ops[k].name, ct_last_error());
-                tensor_free(y);
+                tensor_free(y); /* and kept nothing else */
+                ck_assert_msg(ct_alloc_stats(ct_cpu()).in_use == mem0,
+                              "%s: %zu bytes kept after its output was freed",
+                              ops[k].name, ct_alloc_stats(ct_cpu()).in_use - mem0);
                 break;
             }
             ck_assert_msg(y == NULL, "%s: allocation %lld failed, yet it succeeded",
