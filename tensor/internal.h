@@ -49,7 +49,9 @@ typedef struct CtStorage {
      * the last counted writes were zero fills over them (tensor_fill_),
      * and the backward engine's writes since (not counted) were cut out of
      * them. Backward reads this to write a zeroed leaf gradient in place
-     * (autograd.c). */
+     * (autograd.c). version changes atomically (threads may read one
+     * storage through tensor_data at once); the rest belongs to the
+     * thread that writes the storage. */
     uint64_t version, zeroed_at;
     int nzero;
     CtByteRange zero[CT_ZERO_RANGES];

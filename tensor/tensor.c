@@ -395,7 +395,9 @@ static void cut_zero_ranges(CtStorage *s, size_t lo, size_t hi)
 void ct_storage_written(const Tensor *t)
 {
     if (!ct_in_backward()) {
-        t->storage->version++;
+        /* atomic: loader workers read samples of one dataset storage
+         * through tensor_data at once */
+        __atomic_add_fetch(&t->storage->version, 1, __ATOMIC_RELAXED);
         return;
     }
     size_t lo, hi;
@@ -411,7 +413,8 @@ void ct_storage_zeroed(const Tensor *t)
     ct_byte_span(t, &add.lo, &add.hi);
     /* the counted write before this fill was a zero fill too: its ranges
      * still hold, and those that meet this one merge with it */
-    for (int i = 0; s->zeroed_at + 1 == s->version && i < s->nzero; i++) {
+    uint64_t version = __atomic_load_n(&s->version, __ATOMIC_RELAXED);
+    for (int i = 0; s->zeroed_at + 1 == version && i < s->nzero; i++) {
         CtByteRange r = s->zero[i];
         if (r.hi < add.lo || r.lo > add.hi) {
             keep[n++] = r;
@@ -422,13 +425,14 @@ void ct_storage_zeroed(const Tensor *t)
     }
     if (add.lo < add.hi) keep[n++] = add;
     set_zero_ranges(s, keep, n);
-    s->zeroed_at = s->version;
+    s->zeroed_at = version;
 }
 
 bool ct_known_zero(const Tensor *t)
 {
     const CtStorage *s = t->storage;
-    if (s->zeroed_at != s->version || s->version == 0) return false;
+    uint64_t version = __atomic_load_n(&s->version, __ATOMIC_RELAXED);
+    if (s->zeroed_at != version || version == 0) return false;
     size_t lo, hi;
     ct_byte_span(t, &lo, &hi);
     for (int i = 0; i < s->nzero; i++)
