@@ -268,17 +268,19 @@ static CtStatus check_entry(const Optimizer *o, const char *name, const Tensor *
     return CT_OK;
 }
 
-/* The optimizer name a "type" entry holds, into type[TYPE_MAX]. */
-static CtStatus read_type(const Tensor *t, char *type)
+CtStatus optim_state_type(const CtStateDict *in, char *type, size_t cap)
 {
+    const Tensor *t = ct_state_dict_get(in, "type");
     char tb[96];
-    if (tensor_dtype(t) != CT_U8 || tensor_ndim(t) != 1 || tensor_numel(t) < 1 ||
-        tensor_numel(t) >= TYPE_MAX)
+    if (cap > 0) type[0] = '\0';
+    if (!t) return CT_OK;
+    int64_t n = tensor_numel(t);
+    if (tensor_dtype(t) != CT_U8 || tensor_ndim(t) != 1 || n < 1 || (uint64_t)n >= cap)
         return ct_error(CT_ERR_INVALID,
                         "optim_state_load: \"type\" is %s, expected an optimizer name "
                         "(u8[1..%d])",
-                        tensor_describe(t, tb, sizeof tb), TYPE_MAX - 1);
-    type[tensor_numel(t)] = '\0';
+                        tensor_describe(t, tb, sizeof tb), (int)cap - 1);
+    type[n] = '\0';
     return tensor_copy_to_host(t, type, CT_U8);
 }
 
@@ -286,18 +288,17 @@ static CtStatus read_type(const Tensor *t, char *type)
  * load by slot into the wrong hyper-parameters and buffers: refused. */
 static CtStatus check_kind(const Optimizer *o, const CtStateDict *in)
 {
-    const Tensor *t = ct_state_dict_get(in, "type");
     char type[TYPE_MAX], name[32], tb[96];
-    CtStatus st = t ? read_type(t, type) : CT_OK;
+    CtStatus st = optim_state_type(in, type, sizeof type);
     if (st != CT_OK) return st;
-    if (t && strcmp(type, o->vt->name) != 0)
+    if (*type && strcmp(type, o->vt->name) != 0)
         return ct_error(CT_ERR_INVALID,
                         "optim_state_load: the state was saved by %s, this optimizer is "
                         "%s (another optimizer type)",
                         type, o->vt->name);
     for (int k = 0; k < NOPT; k++) {
         snprintf(name, sizeof name, "options.%s", OPT_NAMES[k]);
-        t = ct_state_dict_get(in, name);
+        const Tensor *t = ct_state_dict_get(in, name);
         if (!t) continue;
         if (tensor_numel(t) != 1)
             return ct_error(CT_ERR_INVALID,

@@ -177,19 +177,11 @@ static CtStatus check_model(const Trainer *t, const Loaded *l)
  * the trainer's. */
 static CtStatus check_optimizer_type(const Trainer *t, const Loaded *l)
 {
-    const Tensor *x = ct_state_dict_get(l->optimizer, "type");
     char type[32];
-    if (!x) return CT_OK;
-    int64_t n = tensor_numel(x);
-    if (tensor_dtype(x) != CT_U8 || tensor_ndim(x) != 1 || n < 1 ||
-        n >= (int64_t)sizeof type)
-        return ct_error(CT_ERR_FORMAT,
-                        "checkpoint %s: %s: 'type' is not an optimizer name", l->dir,
-                        CKPT_OPTIMIZER);
-    CtStatus st = tensor_copy_to_host(x, type, CT_U8);
-    if (st != CT_OK) return st;
-    type[n] = '\0';
-    if (strcmp(type, optim_name(t->optimizer)) != 0)
+    CtStatus st = optim_state_type(l->optimizer, type, sizeof type);
+    if (st != CT_OK)
+        return ct_error_wrap(st, "checkpoint %s: %s", l->dir, CKPT_OPTIMIZER);
+    if (*type && strcmp(type, optim_name(t->optimizer)) != 0)
         return ct_error(CT_ERR_INVALID,
                         "checkpoint %s: %s was saved by %s, the trainer's optimizer is "
                         "%s (mismatched optimizer)",

@@ -126,6 +126,10 @@ int64_t optim_step_count(const Optimizer *o);
  * parameter). */
 CtStatus optim_state_save(const Optimizer *o, CtStateDict *out);
 CtStatus optim_state_load(Optimizer *o, const CtStateDict *in);
+/* The optimizer name a state records ("type") into type[cap], "" for a
+ * state saved before types were; CT_ERR_INVALID when the entry is not a
+ * name of 1 to cap - 1 bytes. */
+CtStatus optim_state_type(const CtStateDict *in, char *type, size_t cap);
 void optim_free(Optimizer *o);
 
 /* ------------------------------------------------------------- clipping */
