@@ -1,4 +1,5 @@
 /* Autograd: grad mode, graph nodes and the backward engine. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,11 @@ bool ct_grad_enabled(void)
     return !grad_disabled;
 }
 
+static uint64_t op_version(const Tensor *t)
+{
+    return t ? __atomic_load_n(&t->storage->op_version, __ATOMIC_RELAXED) : 0;
+}
+
 bool ct_node_wanted(int n_in, Tensor *const *in)
 {
     if (grad_disabled) return false;
@@ -46,6 +52,7 @@ CtStatus ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
     n->n_in = n_in;
     for (int i = 0; i < n_in; i++) {
         n->in[i] = tensor_retain(in[i]);
+        n->in_version[i] = op_version(in[i]);
         n->needs_grad[i] = in[i] && in[i]->requires_grad;
     }
     out->grad_fn = n;
@@ -58,12 +65,14 @@ void ct_node_save(CtNode *n, int i, Tensor *t)
 {
     tensor_free(n->saved[i]);
     n->saved[i] = tensor_retain(t);
+    n->saved_version[i] = op_version(t);
 }
 
 CtStatus ct_node_save_output(CtNode *n, int i, Tensor *out)
 {
     tensor_free(n->saved[i]);
     n->saved[i] = ct_tensor_alias(out);
+    n->saved_version[i] = op_version(out);
     return n->saved[i] ? CT_OK : ct_last_status();
 }
 
@@ -71,6 +80,7 @@ CtStatus ct_node_fuse_act(CtNode *n, CtUnaryKind act, Tensor *x)
 {
     tensor_free(n->act_x);
     n->act_x = ct_tensor_alias(x);
+    n->act_version = op_version(x);
     n->act = act;
     return n->act_x ? CT_OK : ct_last_status();
 }
@@ -295,16 +305,52 @@ static CtStatus route_grad(CtNode *n, int i, Tensor *g)
     return x->requires_grad ? accumulate_leaf(x, g) : CT_OK;
 }
 
+/* Fails when t, which n's backward reads as `which`, was changed in place
+ * since the forward (op_version moved on from `version`). */
+static CtStatus changed_since(const CtNode *n, const Tensor *t, uint64_t version,
+                              const char *which)
+{
+    if (!t || op_version(t) == version) return CT_OK;
+    char d[96];
+    return ct_error(CT_ERR_STATE,
+                    "tensor_backward: %s's backward needs the values its %s (%s) "
+                    "had in the forward, but they were changed in place since (by an "
+                    "optimizer step, tensor_copy_, tensor_fill_ or another in-place "
+                    "op); call backward before changing them, or run the forward again",
+                    n->op, which, tensor_describe(t, d, sizeof d));
+}
+
+/* Refuses n's backward when something it reads changed in place since the
+ * forward, as PyTorch's version counters do. */
+static CtStatus check_unchanged(const CtNode *n)
+{
+    char which[32];
+    for (int i = 0; i < n->n_in; i++) {
+        snprintf(which, sizeof which, "input %d", i);
+        if ((n->reads & 1u << i) &&
+            changed_since(n, n->in[i], n->in_version[i], which) != CT_OK)
+            return ct_last_status();
+    }
+    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
+        snprintf(which, sizeof which, "saved tensor %d", i);
+        if (changed_since(n, n->saved[i], n->saved_version[i], which) != CT_OK)
+            return ct_last_status();
+    }
+    return changed_since(n, n->act_x, n->act_version, "activation input");
+}
+
 static CtStatus run_nodes(NodeList *order)
 {
     for (size_t k = order->n; k-- > 0;) {
         CtNode *n = order->v[k];
         if (!n->grad_acc) continue;
+        CtStatus st = check_unchanged(n);
+        if (st != CT_OK) return st;
         Tensor *gin[CT_NODE_MAX_IN] = {0};
         Tensor *g = n->act_x ? ct_act_grad(n->act, n->act_x, n->grad_acc) : n->grad_acc;
         if (!g) return ct_last_status();
         offer_grad_dests(n);
-        CtStatus st = n->backward(n, g, gin);
+        st = n->backward(n, g, gin);
         for (int i = 0; st == CT_OK && i < n->n_in; i++) {
             if (!n->needs_grad[i] || !gin[i]) continue;
             if (gin[i] == n->grad_dest[i]) /* written in place */

@@ -127,6 +127,21 @@ static CtStatus save_winners(CtNode *n, CtBinaryKind kind, Tensor *a, Tensor *b)
     return st;
 }
 
+/* Which inputs kind's backward reads: mul the other factor, div the
+ * divisor (and a for b's gradient), pow both. */
+static void mark_reads(CtNode *n, CtBinaryKind kind)
+{
+    if (kind == CT_BIN_MUL) ct_node_reads_factors(n);
+    if (kind == CT_BIN_DIV) {
+        ct_node_reads(n, 1);
+        if (n->needs_grad[1]) ct_node_reads(n, 0);
+    }
+    if (kind == CT_BIN_POW) {
+        ct_node_reads(n, 0);
+        ct_node_reads(n, 1);
+    }
+}
+
 typedef struct BinaryArgs {
     const char *op;
     CtBinaryKind kind;
@@ -172,6 +187,7 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
     CtNode *n;
     if (ct_node_new(out, op, bw, 2, (Tensor *[]){a, b}, &n) != CT_OK)
         return ct_op_discard(out);
+    if (n) mark_reads(n, kind);
     if (n && kind == CT_BIN_POW && ct_node_save_output(n, 0, out) != CT_OK)
         return ct_op_discard(out);
     if (n && kind == CT_BIN_ADD_RELU && ct_node_fuse_relu(n, out) != CT_OK)

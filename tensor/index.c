@@ -59,7 +59,10 @@ static Tensor *select_rows(const char *op, Tensor *t, int d, Tensor *index, int 
         ct_node_new(out, op, index_select_backward, 2, (Tensor *[]){t, index}, &n) !=
             CT_OK)
         return ct_op_discard(out);
-    if (n) *CT_NODE_PARAMS(n, CtIndexParams) = p;
+    if (n) {
+        *CT_NODE_PARAMS(n, CtIndexParams) = p;
+        ct_node_reads(n, 1);
+    }
     return out;
 }
 
@@ -137,7 +140,10 @@ Tensor *tensor_gather(Tensor *t, int dim, Tensor *index)
     if (!out || run_indexed(CT_OP_GATHER, out, t, index, &p) != CT_OK ||
         ct_node_new(out, op, gather_backward, 2, (Tensor *[]){t, index}, &n) != CT_OK)
         return ct_op_discard(out);
-    if (n) *CT_NODE_PARAMS(n, CtGatherParams) = p;
+    if (n) {
+        *CT_NODE_PARAMS(n, CtGatherParams) = p;
+        ct_node_reads(n, 1);
+    }
     return out;
 }
 

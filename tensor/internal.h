@@ -53,6 +53,10 @@ typedef struct CtStorage {
      * storage through tensor_data at once); the rest belongs to the
      * thread that writes the storage. */
     uint64_t version, zeroed_at;
+    /* The writes by ops alone (version less tensor_data's), atomic too: a
+     * node records it for each tensor its backward reads, and backward
+     * refuses to run on values changed in place since (autograd.c). */
+    uint64_t op_version;
     int nzero;
     CtByteRange zero[CT_ZERO_RANGES];
 } CtStorage;
@@ -155,10 +159,11 @@ static inline void *ct_ptr(const Tensor *t)
     return (char *)t->storage->data + (size_t)t->offset * ct_dtype_size(t->dtype);
 }
 
-/* After a write through t (every kernel output, and raw access through
- * tensor_data): counts a write into its storage; while the backward engine
- * runs (ct_in_backward), cuts t's bytes out of the storage's zeroed ranges
- * instead, so that the other gradients of a zeroed block stay known zeros. */
+/* After a kernel wrote t (every op's output): counts a write into its
+ * storage, in version and op_version; while the backward engine runs
+ * (ct_in_backward), cuts t's bytes out of the storage's zeroed ranges
+ * instead, so that the other gradients of a zeroed block stay known zeros.
+ * Raw access through tensor_data counts in version only. */
 void ct_storage_written(const Tensor *t);
 /* After t (contiguous) was filled with zeros: its bytes join the storage's
  * zeroed ranges when the writes since they were set were all zero fills,
@@ -296,6 +301,11 @@ struct CtNode {
     Tensor *act_x;
     CtUnaryKind act;
     unsigned char params[CT_NODE_PARAMS_BYTES] __attribute__((aligned(16)));
+    /* The op_version of what backward reads, when the node recorded it:
+     * in[i] for each bit i of `reads` (the op sets them), saved[i], act_x.
+     * Backward fails when one changed since (an in-place write). */
+    unsigned reads;
+    uint64_t in_version[CT_NODE_MAX_IN], saved_version[CT_NODE_MAX_SAVED], act_version;
     bool released; /* graph consumed by backward */
     /* engine scratch */
     Tensor *grad_acc;
@@ -314,6 +324,20 @@ struct CtNode {
  * NULL. */
 CtStatus ct_node_new(Tensor *out, const char *op, CtBackwardFn bw, int n_in,
                      Tensor *const *in, CtNode **node);
+/* Marks input i as read by n's backward (n->reads): backward then refuses to
+ * run when i's values were changed in place since the forward. Inputs
+ * backward needs only the shape, dtype or device of stay unmarked. */
+static inline void ct_node_reads(CtNode *n, int i)
+{
+    n->reads |= 1u << i;
+}
+/* For a product of in[0] and in[1] (mul, matmul, linear): each operand's
+ * gradient reads the other operand. */
+static inline void ct_node_reads_factors(CtNode *n)
+{
+    if (n->needs_grad[0]) ct_node_reads(n, 1);
+    if (n->needs_grad[1]) ct_node_reads(n, 0);
+}
 /* Keeps a reference to t in n->saved[i]. For the node's own output use
  * ct_node_save_output (a detached alias, to avoid a reference cycle), which
  * can fail (CT_ERR_OOM, recorded; the op must fail then). */

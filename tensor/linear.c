@@ -328,6 +328,7 @@ static CtStatus linear_node(Tensor *out, Tensor *pre, Tensor *const in[3], Linea
     CtStatus st = ct_node_new(out, act_op[act], linear_backward, 3, in, &n);
     if (st != CT_OK || !n) return st;
     *CT_NODE_PARAMS(n, LinearParams) = lp;
+    ct_node_reads_factors(n);
     return act == ACT_NONE ? CT_OK : ct_node_fuse_act(n, act_kind[act], pre ? pre : out);
 }
 

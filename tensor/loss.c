@@ -144,6 +144,7 @@ static Tensor *ce_body(const char *op, Tensor *logits, Tensor *target,
     if (ct_node_new(out, op, ce_backward, 1, &x, &n) != CT_OK) return NULL;
     if (n) {
         *CT_NODE_PARAMS(n, CtCrossEntropyParams) = p;
+        ct_node_reads(n, 0);
         ct_node_save(n, 0, t);
         if (w) ct_node_save(n, 1, w);
         if (den) ct_node_save(n, 2, den);

@@ -310,6 +310,9 @@ Tensor *tensor_matmul(Tensor *a, Tensor *b)
         tensor_free(out);
         return NULL;
     }
-    if (n) CT_NODE_PARAMS(n, MatmulParams)->autocast = autocast;
+    if (n) {
+        CT_NODE_PARAMS(n, MatmulParams)->autocast = autocast;
+        ct_node_reads_factors(n);
+    }
     return ct_scope_adopt(out);
 }

@@ -75,6 +75,8 @@ static Tensor *run_norm(const char *op, CtOp kind, CtBackwardFn bw, Tensor *x,
         y = ct_op_discard(y);
     if (n) {
         memcpy(n->params, params, psize);
+        ct_node_reads(n, 0);
+        ct_node_reads(n, 1);
         ct_node_save(n, 0, stats);
         if (relu && ct_node_fuse_relu(n, y) != CT_OK) y = ct_op_discard(y);
     }

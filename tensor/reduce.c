@@ -190,6 +190,7 @@ static Tensor *reduce_op(const char *op, Tensor *t, int ndims, const int *dims,
     CtStatus st = ct_node_new(out, op, bw, 1, &t, &n);
     if (n) {
         save_node(n, t, &s, scale);
+        if (bw == var_backward) ct_node_reads(n, 0);
         if (idx) ct_node_save(n, 0, idx);
     }
     tensor_free(idx);

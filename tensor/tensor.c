@@ -338,7 +338,12 @@ CtDevice tensor_device(const Tensor *t)
 void *tensor_data(const Tensor *t)
 {
     if (!t) return NULL;
-    ct_storage_written(t); /* the caller may write through it */
+    /* the caller may write through it; atomic: loader workers read samples
+     * of one dataset storage through tensor_data at once */
+    if (ct_in_backward())
+        ct_storage_written(t);
+    else
+        __atomic_add_fetch(&t->storage->version, 1, __ATOMIC_RELAXED);
     return ct_ptr(t);
 }
 
@@ -395,9 +400,8 @@ static void cut_zero_ranges(CtStorage *s, size_t lo, size_t hi)
 void ct_storage_written(const Tensor *t)
 {
     if (!ct_in_backward()) {
-        /* atomic: loader workers read samples of one dataset storage
-         * through tensor_data at once */
         __atomic_add_fetch(&t->storage->version, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&t->storage->op_version, 1, __ATOMIC_RELAXED);
         return;
     }
     size_t lo, hi;

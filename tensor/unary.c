@@ -39,6 +39,14 @@ CtStatus ct_act_run(CtUnaryKind act, Tensor *out, const Tensor *x)
     return ct_elementwise_dispatch(&c);
 }
 
+/* Whether kind's backward reads x (elementwise.h: not for the kinds that
+ * read the output, nor for those whose derivative is a constant). */
+static bool unary_bwd_reads_input(CtUnaryKind k)
+{
+    return !ct_unary_bwd_uses_output(k) && k != CT_UN_NEG && k != CT_UN_ADD_SCALAR &&
+           k != CT_UN_MUL_SCALAR && k != CT_UN_RSUB_SCALAR;
+}
+
 /* Params an integer kernel would have to truncate are refused up front. */
 static bool int_params_ok(const char *op, const Tensor *t, const CtUnaryParams *p)
 {
@@ -87,6 +95,7 @@ static Tensor *unary(const char *op, CtUnaryKind kind, Tensor *t, double a, doub
         *CT_NODE_PARAMS(n, CtUnaryParams) = p;
         if (ct_unary_bwd_uses_output(kind) && ct_node_save_output(n, 0, out) != CT_OK)
             return ct_op_discard(out);
+        if (unary_bwd_reads_input(kind)) ct_node_reads(n, 0);
     }
     return out;
 }

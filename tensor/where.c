@@ -107,6 +107,7 @@ static Tensor *where_op(const char *op, Tensor *cond, Tensor *a, Tensor *b)
     CtNode *n;
     if (ct_node_new(out, op, where_backward, 3, (Tensor *[]){cond, a, b}, &n) != CT_OK)
         return ct_op_discard(out);
+    if (n) ct_node_reads(n, 0);
     return out;
 }
 

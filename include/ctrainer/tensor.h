@@ -147,7 +147,8 @@ CtDevice tensor_device(const Tensor *t);
 bool tensor_is_contiguous(const Tensor *t);
 /* Pointer to the first element. Host memory for CPU tensors, device memory
  * for CUDA tensors. Valid while the tensor lives. Counts as a write into
- * t's storage (see "Autograd" above). */
+ * t's storage for the known zeros (see "Autograd" above), not as an
+ * in-place op for backward's checks (tensor_backward). */
 void *tensor_data(const Tensor *t);
 /* True when both views share storage. */
 bool tensor_shares_storage(const Tensor *a, const Tensor *b);
@@ -339,11 +340,16 @@ CtStatus tensor_set_grad(Tensor *t, Tensor *g);
  * requires a one-element root. `grad` is only read, and a contiguous one of
  * root's dtype is used as it is (no copy, no op): a caller that backs the
  * same loss shape every step can keep one ones tensor as its seed. Releases
- * the graph afterwards. Backward reads the tensors the forward ops saved as
- * they are when it runs: a tensor changed in place between the forward and
- * the backward (such as the weights of a network that an optimizer step
- * updated in between, the GAN pitfall) gives the gradient of the new
- * values, where PyTorch refuses with an error. Step after backward. */
+ * the graph afterwards. Backward needs some tensors as the forward saw
+ * them (mul's other factor, matmul's and linear's operands, exp's output,
+ * a fused ReLU's output...). When one of them was changed in place between
+ * the forward and the backward (by an op writing into it: an optimizer
+ * step, tensor_copy_, tensor_fill_; a view's storage counts), backward
+ * fails with CT_ERR_STATE naming the op and the tensor, as PyTorch does;
+ * the graph is released then. This catches the GAN pitfall, weights an
+ * optimizer step updated between a loss's forward and its backward: step
+ * after backward, or run the forward again. Writes through tensor_data's
+ * pointer are raw access, not counted. */
 CtStatus tensor_backward(Tensor *root, const Tensor *grad);
 
 /* ------------------------------------------------------------------ views */
