@@ -83,9 +83,10 @@ static CtStatus extremum_backward(CtNode *n, Tensor *g, Tensor **gin)
     return CT_OK;
 }
 
-/* Runs the BINARY kernel on out <- a (kind) b, broadcasting both. */
-static CtStatus run_binary(CtBinaryKind kind, Tensor *out, const Tensor *a,
-                           const Tensor *b)
+/* Runs the BINARY kernel on out <- a (kind) b, broadcasting both; errors
+ * name op. */
+static CtStatus run_binary(const char *op, CtBinaryKind kind, Tensor *out,
+                           const Tensor *a, const Tensor *b)
 {
     Tensor *ea = ct_broadcast_alias(a, out->ndim, out->shape);
     Tensor *eb = ct_broadcast_alias(b, out->ndim, out->shape);
@@ -94,7 +95,8 @@ static CtStatus run_binary(CtBinaryKind kind, Tensor *out, const Tensor *a,
         st = ct_error(CT_ERR_OOM, "binary op: out of memory");
     } else {
         CtBinaryParams p = {kind};
-        CtOpCall c = {.op = CT_OP_BINARY, .out = {out}, .in = {ea, eb}, .params = &p};
+        CtOpCall c = {
+            .op = CT_OP_BINARY, .out = {out}, .in = {ea, eb}, .params = &p, .name = op};
         st = ct_elementwise_dispatch(&c);
     }
     tensor_free(ea);
@@ -182,7 +184,7 @@ static Tensor *binary(const char *op, CtBinaryKind kind, Tensor *a, Tensor *b,
     CtDType dt = kind >= CT_BIN_EQ ? CT_BOOL : a->dtype;
     Tensor *out =
         ct_tensor_new_for(nd, shape, dt, a->storage->device, 2, (const Tensor *[]){a, b});
-    if (!out || run_binary(kind, out, a, b) != CT_OK) return ct_op_discard(out);
+    if (!out || run_binary(op, kind, out, a, b) != CT_OK) return ct_op_discard(out);
     if (!bw) return out;
     CtNode *n;
     if (ct_node_new(out, op, bw, 2, (Tensor *[]){a, b}, &n) != CT_OK)

@@ -13,6 +13,11 @@ static CtStatus null_arg(const char *op)
 CtStatus tensor_fill_(Tensor *t, double value)
 {
     if (!t) return null_arg("tensor_fill_");
+    if (!ct_int_value_fits(t->dtype, value)) {
+        char d[96];
+        return ct_error(CT_ERR_INVALID, "tensor_fill_: value %g does not fit %s", value,
+                        tensor_describe(t, d, sizeof d));
+    }
     CtFillParams p = {value};
     CtOpCall c = {.op = CT_OP_FILL, .out = {t}, .params = &p};
     CtStatus st = ct_dispatch(&c);
@@ -113,6 +118,14 @@ static CtStatus copy_staged(Tensor *dst, const Tensor *src)
 CtStatus tensor_copy_(Tensor *dst, const Tensor *src)
 {
     if (!dst || !src) return null_arg("tensor_copy_");
+    for (int i = 0; i < dst->ndim; i++)
+        if (dst->stride[i] == 0 && dst->shape[i] > 1) {
+            char d[96];
+            return ct_error(CT_ERR_INVALID,
+                            "tensor_copy_: elements of the destination %s share memory "
+                            "(dim %d is expanded); copy into a contiguous tensor instead",
+                            tensor_describe(dst, d, sizeof d), i);
+        }
     int64_t stride[CT_MAX_DIMS];
     if (!broadcast_strides(src, dst->ndim, dst->shape, stride)) {
         char d1[96], d2[96];
@@ -148,7 +161,8 @@ Tensor *ct_contiguous_ref(Tensor *t)
 
 CtStatus tensor_copy_to_host(const Tensor *t, void *dst, CtDType dt)
 {
-    if (!t || !dst) return null_arg("tensor_copy_to_host");
+    if (!t) return null_arg("tensor_copy_to_host");
+    if (!dst) return ct_error(CT_ERR_NULL, "tensor_copy_to_host: NULL destination");
     ct_host_sync_note();
     Tensor *host = ct_tensor_new_persistent(0, NULL, dt, ct_cpu());
     if (!host) return ct_last_status();

@@ -78,8 +78,8 @@ CtStatus ct_backend_run(const CtBackend *be, const CtOpCall *c)
         const Tensor *typed = c->in[0] ? c->in[0] : c->out[0];
         char d[16];
         return ct_error(CT_ERR_UNSUPPORTED, "%s: not supported on %s for %s",
-                        ct_op_name(c->op), ct_device_str(be->device, d),
-                        ct_dtype_name(typed->dtype));
+                        c->name ? c->name : ct_op_name(c->op),
+                        ct_device_str(be->device, d), ct_dtype_name(typed->dtype));
     }
     bool prof = ct_op_profile_on();
     uint64_t t0 = prof ? ct_op_profile_clock() : 0;

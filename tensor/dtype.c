@@ -1,4 +1,5 @@
 /* Dtype sizes, names and half-precision conversions. */
+#include <math.h>
 #include <string.h>
 
 #include "internal.h"
@@ -19,6 +20,17 @@ const char *ct_dtype_name(CtDType dt)
 bool ct_dtype_is_float(CtDType dt)
 {
     return dt == CT_F32 || dt == CT_F64 || dt == CT_BF16 || dt == CT_F16;
+}
+
+bool ct_int_value_fits(CtDType dt, double v)
+{
+    double t = trunc(v);
+    switch (dt) {
+    case CT_I64: return t >= -9223372036854775808.0 && t < 9223372036854775808.0;
+    case CT_I32: return t >= -2147483648.0 && t <= 2147483647.0;
+    case CT_U8: return t >= 0 && t <= 255;
+    default: return true; /* NaN fails the comparisons above */
+    }
 }
 
 static uint32_t f32_bits(float x)

@@ -153,6 +153,10 @@ Tensor *ct_tensor_new_for(int ndim, const int64_t *shape, CtDType dt, CtDevice d
  * scope. NULL stays NULL. */
 Tensor *ct_layout_ref(Tensor *t, bool cl);
 
+/* Whether v, truncated, is a value of integer dtype dt (i64, i32, u8; every
+ * other dtype holds any v), as PyTorch checks scalars for overflow. */
+bool ct_int_value_fits(CtDType dt, double v);
+
 /* Pointer to element 0 of t (storage data + offset). */
 static inline void *ct_ptr(const Tensor *t)
 {
@@ -457,6 +461,9 @@ typedef struct CtOpCall {
     /* The instance running the call: set by ct_dispatch (callers leave it
      * NULL); kernels take their stream and handles from its context. */
     const CtBackend *backend;
+    /* The front-end op an unsupported call's error names (tensor_add's
+     * "add"); NULL names the kernel (ct_op_name). */
+    const char *name;
 } CtOpCall;
 
 typedef CtStatus (*CtKernelFn)(const CtOpCall *c);

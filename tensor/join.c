@@ -107,8 +107,12 @@ static bool check_list(const char *op, int n, Tensor *const *ts, int except)
 /* Validates the list itself; NULL entries give false without an error. */
 static bool check_given(const char *op, int n, Tensor *const *ts)
 {
-    if (n < 1 || !ts) {
+    if (n < 1) {
         ct_error(CT_ERR_INVALID, "%s: need at least one tensor, got %d", op, n);
+        return false;
+    }
+    if (!ts) {
+        ct_error(CT_ERR_NULL, "%s: NULL list of %d tensors", op, n);
         return false;
     }
     for (int i = 0; i < n; i++)

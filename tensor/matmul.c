@@ -227,9 +227,11 @@ static CtStatus matmul_grads(CtNode *nd, Tensor *g, Tensor **gin)
     if (nd->needs_grad[1]) {
         Tensor *db;
         if (b2->ndim == 2 && a2->ndim > 2) {
-            /* sum over the batch inside one GEMM: (k, rows) @ (rows, m) */
-            Tensor *af = tensor_reshape(a2, 2, (const int64_t[]){-1, k});
-            Tensor *gf = tensor_reshape(g2, 2, (const int64_t[]){-1, m});
+            /* sum over the batch inside one GEMM: (k, rows) @ (rows, m); rows
+             * given, not -1, which k or m of 0 leaves undetermined */
+            int64_t rows = ct_shape_numel(a2->ndim - 1, a2->shape);
+            Tensor *af = tensor_reshape(a2, 2, (const int64_t[]){rows, k});
+            Tensor *gf = tensor_reshape(g2, 2, (const int64_t[]){rows, m});
             db = tensor_matmul(tensor_transpose(af, 0, 1), gf);
         } else {
             db = tensor_matmul(tensor_transpose(a2, -1, -2), g2);

@@ -13,8 +13,12 @@ bool ct_check_geometry(const char *op, int ndim, const int64_t *shape, CtDType d
         ct_error(CT_ERR_DTYPE, "%s: invalid dtype %d", op, (int)dt);
         return false;
     }
-    if (ndim < 0 || ndim > CT_MAX_DIMS || (ndim > 0 && !shape)) {
+    if (ndim < 0 || ndim > CT_MAX_DIMS) {
         ct_error(CT_ERR_SHAPE, "%s: ndim %d outside 0..%d", op, ndim, CT_MAX_DIMS);
+        return false;
+    }
+    if (ndim > 0 && !shape) {
+        ct_error(CT_ERR_NULL, "%s: NULL shape for ndim %d", op, ndim);
         return false;
     }
     /* bytes of the storage, and the contiguous strides (which count a size-0
@@ -459,6 +463,7 @@ int64_t tensor_numel(const Tensor *t)
 bool tensor_is_contiguous(const Tensor *t)
 {
     if (!t) return false;
+    if (tensor_numel(t) == 0) return true; /* no element is out of place */
     int64_t expect = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] != 1 && t->stride[i] != expect) return false;

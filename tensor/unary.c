@@ -47,17 +47,23 @@ static bool unary_bwd_reads_input(CtUnaryKind k)
            k != CT_UN_MUL_SCALAR && k != CT_UN_RSUB_SCALAR;
 }
 
-/* Params an integer kernel would have to truncate are refused up front. */
+/* Params an integer kernel would have to truncate, or that do not fit its
+ * dtype, are refused up front (clamp bounds may lie outside it, infinite
+ * ones included). */
 static bool int_params_ok(const char *op, const Tensor *t, const CtUnaryParams *p)
 {
     if (ct_dtype_is_float(t->dtype)) return true;
     bool clamp = p->kind == CT_UN_CLAMP;
     double v[2] = {p->a, p->b};
     for (int i = 0; i < (clamp ? 2 : 1); i++) {
-        bool ok = v[i] == floor(v[i]) && (isfinite(v[i]) || clamp);
-        if (!ok) {
-            char d[96];
+        char d[96];
+        if (v[i] != floor(v[i]) || (!isfinite(v[i]) && !clamp)) {
             ct_error(CT_ERR_INVALID, "%s: scalar %g must be an integer for %s", op, v[i],
+                     tensor_describe(t, d, sizeof d));
+            return false;
+        }
+        if (!clamp && !ct_int_value_fits(t->dtype, v[i])) {
+            ct_error(CT_ERR_INVALID, "%s: scalar %g does not fit %s", op, v[i],
                      tensor_describe(t, d, sizeof d));
             return false;
         }

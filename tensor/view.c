@@ -58,8 +58,12 @@ static bool infer_shape(const char *op, const Tensor *t, int nd, const int64_t *
                         int64_t *out)
 {
     char b1[96], b2[80];
-    if (nd < 0 || nd > CT_MAX_DIMS || (nd && !in)) {
+    if (nd < 0 || nd > CT_MAX_DIMS) {
         ct_error(CT_ERR_SHAPE, "%s: invalid target ndim %d", op, nd);
+        return false;
+    }
+    if (nd && !in) {
+        ct_error(CT_ERR_NULL, "%s: NULL shape for ndim %d", op, nd);
         return false;
     }
     int infer = -1;
@@ -218,21 +222,29 @@ static Tensor *slice_node(Tensor *t, Tensor *v, const char *op, int d, int64_t s
     return v;
 }
 
+/* A slice bound as Python takes it: negative counts from the end, and
+ * both clamp to [0, size]. */
+static int64_t clamp_index(int64_t i, int64_t size)
+{
+    if (i < 0) i = i < -size ? 0 : i + size;
+    return i > size ? size : i;
+}
+
 Tensor *tensor_slice(Tensor *t, int dim, int64_t start, int64_t end, int64_t step)
 {
     if (!t) return NULL;
     int d = ct_norm_dim("slice", dim, t->ndim);
     if (d < 0) return NULL;
     int64_t size = t->shape[d];
-    if (start < 0) start += size;
-    if (end < 0) end += size;
-    if (end > size) end = size;
-    if (step <= 0 || start < 0 || start > size || end < start) {
+    if (step <= 0) {
         ct_error(CT_ERR_INVALID,
-                 "slice: invalid range %lld:%lld:%lld for dim %d of size %lld",
-                 (long long)start, (long long)end, (long long)step, dim, (long long)size);
+                 "slice: step %lld must be positive (dim %d of size %lld)",
+                 (long long)step, dim, (long long)size);
         return NULL;
     }
+    start = clamp_index(start, size);
+    end = clamp_index(end, size);
+    if (end < start) end = start;
     int64_t sh[CT_MAX_DIMS], st[CT_MAX_DIMS];
     memcpy(sh, t->shape, sizeof sh);
     memcpy(st, t->stride, sizeof st);
@@ -284,6 +296,10 @@ static CtStatus permute_backward(CtNode *n, Tensor *g, Tensor **gin)
 Tensor *tensor_permute(Tensor *t, const int *dims)
 {
     if (!t) return NULL;
+    if (!dims && t->ndim > 0) {
+        ct_error(CT_ERR_NULL, "permute: NULL dims");
+        return NULL;
+    }
     int64_t sh[CT_MAX_DIMS], st[CT_MAX_DIMS];
     int norm[CT_MAX_DIMS];
     bool seen[CT_MAX_DIMS] = {false};

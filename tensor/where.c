@@ -145,7 +145,7 @@ Tensor *tensor_masked_fill(Tensor *t, Tensor *mask, double value)
                  tensor_describe(mask, d1, sizeof d1), tensor_describe(t, d2, sizeof d2));
         return NULL;
     }
-    if (!ct_dtype_is_float(t->dtype) && !isfinite(value)) {
+    if (!ct_int_value_fits(t->dtype, value)) {
         ct_error(CT_ERR_INVALID, "%s: value %g does not fit %s", op, value,
                  tensor_describe(t, d2, sizeof d2));
         return NULL;

@@ -144,7 +144,7 @@ int64_t tensor_size(const Tensor *t, int dim);  /* negative dims allowed */
 int64_t tensor_numel(const Tensor *t);
 CtDType tensor_dtype(const Tensor *t);
 CtDevice tensor_device(const Tensor *t);
-bool tensor_is_contiguous(const Tensor *t);
+bool tensor_is_contiguous(const Tensor *t); /* every empty tensor is, as in PyTorch */
 /* Pointer to the first element. Host memory for CPU tensors, device memory
  * for CUDA tensors. Valid while the tensor lives. Counts as a write into
  * t's storage for the known zeros (see "Autograd" above), not as an
@@ -163,12 +163,16 @@ const char *tensor_describe(const Tensor *t, char *buf, size_t n);
 void tensor_set_name(Tensor *t, const char *name);
 const char *tensor_name(const Tensor *t);
 
-/* In-place, never recorded by autograd (for optimizers, init, metrics). */
+/* In-place, never recorded by autograd (for optimizers, init, metrics). An
+ * integer tensor refuses a value that does not fit its dtype once truncated
+ * (CT_ERR_INVALID), as PyTorch does; tensor_full and tensor_masked_fill
+ * too. */
 CtStatus tensor_fill_(Tensor *t, double value);
 CtStatus tensor_zero_(Tensor *t);
 /* dst <- src (src broadcast to dst's shape; dtype and device may differ).
  * Views of one storage that overlap copy as if through a temporary
- * (x[1:] <- x[:-1] shifts x), on every backend. */
+ * (x[1:] <- x[:-1] shifts x), on every backend. A dst whose elements
+ * share memory (an expanded view) is refused, as in PyTorch. */
 CtStatus tensor_copy_(Tensor *dst, const Tensor *src);
 
 /* Makes t a contiguous view of block[off, off + numel(t)) after copying t's
@@ -362,7 +366,9 @@ Tensor *tensor_view(Tensor *t, int ndim,
 Tensor *tensor_flatten(Tensor *t, int start_dim, int end_dim);
 Tensor *tensor_squeeze(Tensor *t, int dim);
 Tensor *tensor_unsqueeze(Tensor *t, int dim);
-/* Elements start..end-1 (by step > 0) along dim; end clamps to the size. */
+/* Elements start..end-1 (by step > 0) along dim, as a Python slice: a
+ * negative bound counts from the end, both clamp to [0, size], and
+ * start >= end gives an empty slice. */
 Tensor *tensor_slice(Tensor *t, int dim, int64_t start, int64_t end, int64_t step);
 /* One index along dim, removing the dim. */
 Tensor *tensor_select(Tensor *t, int dim, int64_t index);

@@ -31,19 +31,20 @@ static T FN(run_sum_exp)(const T *x, int64_t n, T m)
     return s;
 }
 
-/* sum_i a[i] * b[i], or sum_i a[i] when b is NULL */
-static T FN(run_dot)(const T *a, const T *b, int64_t n)
+/* sum_i (a[i] - m) * b[i], or sum_i (a[i] - m) when b is NULL (m 0: the
+ * plain sums; a[i] - 0 is a[i]) */
+static T FN(run_dot)(const T *a, T m, const T *b, int64_t n)
 {
     T lane[LANES] = {0}, s = 0;
     int64_t i = 0;
     if (b) {
         for (; i + LANES <= n; i += LANES)
-            for (int j = 0; j < LANES; j++) lane[j] += a[i + j] * b[i + j];
-        for (; i < n; i++) s += a[i] * b[i];
+            for (int j = 0; j < LANES; j++) lane[j] += (a[i + j] - m) * b[i + j];
+        for (; i < n; i++) s += (a[i] - m) * b[i];
     } else {
         for (; i + LANES <= n; i += LANES)
-            for (int j = 0; j < LANES; j++) lane[j] += a[i + j];
-        for (; i < n; i++) s += a[i];
+            for (int j = 0; j < LANES; j++) lane[j] += a[i + j] - m;
+        for (; i < n; i++) s += a[i] - m;
     }
     for (int j = 0; j < LANES; j++) s += lane[j];
     return s;
@@ -53,12 +54,12 @@ static T FN(run_dot)(const T *a, const T *b, int64_t n)
 static void FN(softmax_run)(const T *x, T *y, int64_t n, bool log_out)
 {
     T m = FN(run_max)(x, n);
-    if (log_out) {
-        T lse = m + LOG(FN(run_sum_exp)(x, n, m));
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] - lse;
+    if (log_out) { /* (x - m) - log(s), not x - (m + log(s)): m may be large */
+        T ls = LOG(FN(run_sum_exp)(x, n, m));
+        for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) - ls;
     } else {
         for (int64_t i = 0; i < n; i++) y[i] = EXP(x[i] - m);
-        T inv = 1 / FN(run_dot)(y, NULL, n);
+        T inv = 1 / FN(run_dot)(y, 0, NULL, n);
         for (int64_t i = 0; i < n; i++) y[i] *= inv;
     }
 }
@@ -77,9 +78,10 @@ static void FN(softmax_cols)(const T *x, T *y, int64_t n, int64_t inner, int64_t
     if (log_out) {
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < w; j++) s[j] += EXP(x[i * inner + j] - m[j]);
-        for (int64_t j = 0; j < w; j++) m[j] += LOG(s[j]);
+        for (int64_t j = 0; j < w; j++) s[j] = LOG(s[j]);
         for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < w; j++) y[i * inner + j] = x[i * inner + j] - m[j];
+            for (int64_t j = 0; j < w; j++)
+                y[i * inner + j] = (x[i * inner + j] - m[j]) - s[j];
     } else {
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < w; j++) {
@@ -96,10 +98,10 @@ static void FN(softmax_cols)(const T *x, T *y, int64_t n, int64_t inner, int64_t
 static void FN(softmax_bwd_run)(const T *y, const T *g, T *gx, int64_t n, bool log_out)
 {
     if (log_out) {
-        T s = FN(run_dot)(g, NULL, n);
+        T s = FN(run_dot)(g, 0, NULL, n);
         for (int64_t i = 0; i < n; i++) gx[i] = g[i] - EXP(y[i]) * s;
     } else {
-        T s = FN(run_dot)(g, y, n);
+        T s = FN(run_dot)(g, 0, y, n);
         for (int64_t i = 0; i < n; i++) gx[i] = y[i] * (g[i] - s);
     }
 }
@@ -156,17 +158,20 @@ static void FN(softmax)(const CtSoftmaxParams *p, const void *xv, const void *gv
     }
 }
 
-/* log-sum-exp over c elements at stride s */
-static T FN(lse)(const T *x, int64_t c, int64_t s)
+/* Over c elements at stride s: *m <- their max, and log sum_k exp(x_k - m)
+ * returned (log-sum-exp less m, so that x_k - m - it keeps its bits when m
+ * is large) */
+static T FN(log_sum)(const T *x, int64_t c, int64_t s, T *m)
 {
     if (s == 1) {
-        T m = FN(run_max)(x, c);
-        return m + LOG(FN(run_sum_exp)(x, c, m));
+        *m = FN(run_max)(x, c);
+        return LOG(FN(run_sum_exp)(x, c, *m));
     }
-    T m = -INFINITY, sum = 0;
-    for (int64_t k = 0; k < c; k++) m = x[k * s] > m ? x[k * s] : m;
-    for (int64_t k = 0; k < c; k++) sum += EXP(x[k * s] - m);
-    return m + LOG(sum);
+    T sum = 0;
+    *m = -INFINITY;
+    for (int64_t k = 0; k < c; k++) *m = x[k * s] > *m ? x[k * s] : *m;
+    for (int64_t k = 0; k < c; k++) sum += EXP(x[k * s] - *m);
+    return LOG(sum);
 }
 
 static void FN(ce_fwd)(const CtCrossEntropyParams *p, const void *xv, const int64_t *tg,
@@ -176,7 +181,7 @@ static void FN(ce_fwd)(const CtCrossEntropyParams *p, const void *xv, const int6
     T *loss = lv, *wout = wov;
     const int64_t c = p->c, inner = p->inner, np = p->n * inner;
     const T eps = p->log_input ? 0 : (T)p->label_smoothing;
-    const T wsum = w ? FN(run_dot)(w, NULL, c) : (T)c;
+    const T wsum = w ? FN(run_dot)(w, 0, NULL, c) : (T)c;
 #pragma omp parallel for if (np * c >= CT_CPU_PAR_MIN)
     for (int64_t i = 0; i < np; i++) {
         int64_t t = tg[i];
@@ -192,16 +197,17 @@ static void FN(ce_fwd)(const CtCrossEntropyParams *p, const void *xv, const int6
             loss[i] = -wt * xr[t * inner];
             continue;
         }
-        T lse = FN(lse)(xr, c, inner);
-        T l = (1 - eps) * wt * (lse - xr[t * inner]);
+        T m, ls = FN(log_sum)(xr, c, inner, &m);
+        T l = (1 - eps) * wt * (ls - (xr[t * inner] - m));
         if (eps > 0) {
-            /* sum_k w_k (lse - x_k) = lse W - sum_k w_k x_k */
+            /* sum_k w_k (ls - (x_k - m)) = ls W - sum_k w_k (x_k - m) */
             T wx = 0;
             if (inner == 1)
-                wx = FN(run_dot)(xr, w, c);
+                wx = FN(run_dot)(xr, m, w, c);
             else
-                for (int64_t k = 0; k < c; k++) wx += (w ? w[k] : (T)1) * xr[k * inner];
-            l += eps / (T)c * (lse * wsum - wx);
+                for (int64_t k = 0; k < c; k++)
+                    wx += (xr[k * inner] - m) * (w ? w[k] : (T)1);
+            l += eps / (T)c * (ls * wsum - wx);
         }
         loss[i] = l;
     }
@@ -215,7 +221,7 @@ static void FN(ce_bwd)(const CtCrossEntropyParams *p, const void *xv, const int6
     const T g0 = p->go_scalar ? (div ? go[0] / div[0] : go[0]) : 0;
     const int64_t c = p->c, inner = p->inner, np = p->n * inner;
     const T eps = p->log_input ? 0 : (T)p->label_smoothing;
-    const T wsum = w ? FN(run_dot)(w, NULL, c) : (T)c;
+    const T wsum = w ? FN(run_dot)(w, 0, NULL, c) : (T)c;
 #pragma omp parallel for if (np * c >= CT_CPU_PAR_MIN)
     for (int64_t i = 0; i < np; i++) {
         int64_t t = tg[i], base = i / inner * c * inner + i % inner;
@@ -232,14 +238,14 @@ static void FN(ce_bwd)(const CtCrossEntropyParams *p, const void *xv, const int6
             continue;
         }
         /* d loss / d x_k = p_k ((1-e) w_t + e W / c) - (1-e) w_t [k == t] - e w_k / c */
-        T lse = FN(lse)(xr, c, inner);
+        T m, ls = FN(log_sum)(xr, c, inner, &m);
         T a = g * ((1 - eps) * wt + eps * wsum / (T)c), b = g * eps / (T)c;
         if (w)
             for (int64_t k = 0; k < c; k++)
-                gr[k * inner] = EXP(xr[k * inner] - lse) * a - b * w[k];
+                gr[k * inner] = EXP((xr[k * inner] - m) - ls) * a - b * w[k];
         else
             for (int64_t k = 0; k < c; k++)
-                gr[k * inner] = EXP(xr[k * inner] - lse) * a - b;
+                gr[k * inner] = EXP((xr[k * inner] - m) - ls) * a - b;
         gr[t * inner] -= g * (1 - eps) * wt;
     }
 }

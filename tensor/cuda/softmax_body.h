@@ -68,12 +68,15 @@ template <typename T, typename F> CT_HD T ct_sm_sum(int64_t n, bool unit, F f)
     return s;
 }
 
-/* log-sum-exp of x[k * s], k < c */
-template <typename T> CT_HD T ct_sm_lse(const T *x, int64_t c, int64_t s)
+/* Of x[k * s], k < c: *m <- the max, and log sum_k exp(x_k - m) returned
+ * (log-sum-exp less m, so that x_k - m - it keeps its bits when m is
+ * large) */
+template <typename T> CT_HD T ct_sm_log_sum(const T *x, int64_t c, int64_t s, T *m)
 {
-    T m = ct_sm_max(x, c, s);
-    return m + ct_sm_log(ct_sm_sum<T>(
-                   c, s == 1, [&](int64_t k) { return ct_sm_exp(x[k * s] - m); }));
+    T mx = ct_sm_max(x, c, s);
+    *m = mx;
+    return ct_sm_log(
+        ct_sm_sum<T>(c, s == 1, [&](int64_t k) { return ct_sm_exp(x[k * s] - mx); }));
 }
 
 /* One run of n elements at stride s: y <- softmax(x) or log_softmax(x). */
@@ -81,8 +84,8 @@ template <typename T>
 CT_HD void ct_softmax_run(const T *x, T *y, int64_t n, int64_t s, bool log_out)
 {
     if (log_out) {
-        T lse = ct_sm_lse(x, n, s);
-        for (int64_t i = 0; i < n; i++) y[i * s] = x[i * s] - lse;
+        T m, ls = ct_sm_log_sum(x, n, s, &m);
+        for (int64_t i = 0; i < n; i++) y[i * s] = (x[i * s] - m) - ls;
         return;
     }
     T m = ct_sm_max(x, n, s);
@@ -160,14 +163,14 @@ CT_HD void ct_ce_fwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *
             loss[i] = -wt * xr[tk * inner];
             continue;
         }
-        T lse = ct_sm_lse(xr, c, inner);
-        T l = (1 - eps) * wt * (lse - xr[tk * inner]);
+        T m, ls = ct_sm_log_sum(xr, c, inner, &m);
+        T l = (1 - eps) * wt * (ls - (xr[tk * inner] - m));
         if (eps > 0) {
-            /* sum_k w_k (lse - x_k) = lse W - sum_k w_k x_k */
+            /* sum_k w_k (ls - (x_k - m)) = ls W - sum_k w_k (x_k - m) */
             T wx = ct_sm_sum<T>(c, inner == 1, [&](int64_t k) {
-                return w ? xr[k * inner] * w[k] : xr[k * inner];
+                return w ? (xr[k * inner] - m) * w[k] : xr[k * inner] - m;
             });
-            l += eps / (T)c * (lse * ct_ce_weight_sum(w, c) - wx);
+            l += eps / (T)c * (ls * ct_ce_weight_sum(w, c) - wx);
         }
         loss[i] = l;
     }
@@ -224,11 +227,12 @@ CT_HD void ct_ce_bwd_thread(CtThread t, const CtCrossEntropyParams &p, const T *
             continue;
         }
         /* d loss / d x_k = p_k ((1-e) w_t + e W / c) - (1-e) w_t [k == t] - e w_k / c */
-        T lse = ct_sm_lse(xr, c, inner);
+        T m, ls = ct_sm_log_sum(xr, c, inner, &m);
         T a = g * ((1 - eps) * wt + eps * ct_ce_weight_sum(w, c) / (T)c),
           b = g * eps / (T)c;
         for (int64_t k = 0; k < c; k++)
-            gr[k * inner] = ct_sm_exp(xr[k * inner] - lse) * a - b * (w ? w[k] : (T)1);
+            gr[k * inner] =
+                ct_sm_exp((xr[k * inner] - m) - ls) * a - b * (w ? w[k] : (T)1);
         gr[tk * inner] -= g * (1 - eps) * wt;
     }
 }

@@ -113,6 +113,8 @@ START_TEST(test_fill_every_dtype_and_layout)
         for (int d = 0; d < CT_DTYPE_COUNT; d++) {
             for (int lo = 0; lo < CH_BROADCAST; lo++) {
                 for (double v : values) {
+                    /* tensor_fill_ refuses those (test_elementwise.c) */
+                    if (!ct_int_value_fits((CtDType)d, v)) continue;
                     CtScope *scope = ct_scope_open();
                     Tensor *want = ch_buffer(nb, (CtDType)d);
                     Tensor *got = ch_clone(want);

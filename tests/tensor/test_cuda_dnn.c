@@ -86,12 +86,12 @@ static void conv_matches_cpu(void)
         Tensor *Y = on_gpu(y), *GX = on_gpu(gx), *GW = on_gpu(gw), *GB = on_gpu(gb);
         Tensor *X = on_gpu(x), *W = on_gpu(w), *B = on_gpu(b), *GY = on_gpu(gy);
         CtOpCall calls[] = {
-            {CT_OP_CONV2D, {y}, {x, w, b}, &conv_case, NULL},
-            {CT_OP_CONV2D, {Y}, {X, W, B}, &conv_case, NULL},
-            {CT_OP_CONV2D_BWD_DATA, {gx}, {gy, w}, &conv_case, NULL},
-            {CT_OP_CONV2D_BWD_DATA, {GX}, {GY, W}, &conv_case, NULL},
-            {CT_OP_CONV2D_BWD_WEIGHT, {gw, gb}, {gy, x}, &conv_case, NULL},
-            {CT_OP_CONV2D_BWD_WEIGHT, {GW, GB}, {GY, X}, &conv_case, NULL},
+            {CT_OP_CONV2D, {y}, {x, w, b}, .params = &conv_case},
+            {CT_OP_CONV2D, {Y}, {X, W, B}, .params = &conv_case},
+            {CT_OP_CONV2D_BWD_DATA, {gx}, {gy, w}, .params = &conv_case},
+            {CT_OP_CONV2D_BWD_DATA, {GX}, {GY, W}, .params = &conv_case},
+            {CT_OP_CONV2D_BWD_WEIGHT, {gw, gb}, {gy, x}, .params = &conv_case},
+            {CT_OP_CONV2D_BWD_WEIGHT, {GW, GB}, {GY, X}, .params = &conv_case},
         };
         for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) run(&calls[i]);
         assert_same(y, Y, tol);
@@ -121,12 +121,12 @@ static void conv_autocast_matches_cpu(void)
     Tensor *gw = tensor_zeros(1, (int64_t[]){108}, CT_F32, ct_cpu()), *GW = on_gpu(gw);
     Tensor *X = on_gpu(x), *W = on_gpu(w), *GY = on_gpu(gy);
     CtOpCall calls[] = {
-        {CT_OP_CONV2D, {y}, {x, w, NULL}, &p, NULL},
-        {CT_OP_CONV2D, {Y}, {X, W, NULL}, &p, NULL},
-        {CT_OP_CONV2D_BWD_DATA, {gx}, {gy, w}, &p, NULL},
-        {CT_OP_CONV2D_BWD_DATA, {GX}, {GY, W}, &p, NULL},
-        {CT_OP_CONV2D_BWD_WEIGHT, {gw, NULL}, {gy, x}, &p, NULL},
-        {CT_OP_CONV2D_BWD_WEIGHT, {GW, NULL}, {GY, X}, &p, NULL},
+        {CT_OP_CONV2D, {y}, {x, w, NULL}, .params = &p},
+        {CT_OP_CONV2D, {Y}, {X, W, NULL}, .params = &p},
+        {CT_OP_CONV2D_BWD_DATA, {gx}, {gy, w}, .params = &p},
+        {CT_OP_CONV2D_BWD_DATA, {GX}, {GY, W}, .params = &p},
+        {CT_OP_CONV2D_BWD_WEIGHT, {gw, NULL}, {gy, x}, .params = &p},
+        {CT_OP_CONV2D_BWD_WEIGHT, {GW, NULL}, {GY, X}, .params = &p},
     };
     for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) run(&calls[i]);
     /* CUDA rounds the results to bf16 once more: 2^-8 relative */
@@ -165,7 +165,8 @@ START_TEST(test_conv2d_deterministic_switch)
     Tensor *gw[2];
     for (int r = 0; r < 2; r++) {
         gw[r] = tensor_zeros(1, (int64_t[]){108}, CT_F32, gpu());
-        CtOpCall c = {CT_OP_CONV2D_BWD_WEIGHT, {gw[r], NULL}, {GY, X}, &conv_case, NULL};
+        CtOpCall c = {
+            CT_OP_CONV2D_BWD_WEIGHT, {gw[r], NULL}, {GY, X}, .params = &conv_case};
         run(&c);
     }
     Tensor *h = tensor_to_device(gw[0], ct_cpu());
@@ -187,8 +188,8 @@ static void check_batch_norm(bool training, bool affine)
     Tensor *W = on_gpu(w), *B = on_gpu(b);
     Tensor *y = tensor_zeros(1, (int64_t[]){120}, CT_F32, ct_cpu()), *Y = on_gpu(y);
     Tensor *st = tensor_zeros(1, (int64_t[]){6}, CT_F32, ct_cpu()), *ST = on_gpu(st);
-    CtOpCall f[] = {{CT_OP_BATCH_NORM, {y, st, rm, rv}, {x, w, b}, &p, NULL},
-                    {CT_OP_BATCH_NORM, {Y, ST, RM, RV}, {X, W, B}, &p, NULL}};
+    CtOpCall f[] = {{CT_OP_BATCH_NORM, {y, st, rm, rv}, {x, w, b}, .params = &p},
+                    {CT_OP_BATCH_NORM, {Y, ST, RM, RV}, {X, W, B}, .params = &p}};
     run(&f[0]);
     run(&f[1]);
     assert_same(y, Y, 1e-5);
@@ -198,8 +199,8 @@ static void check_batch_norm(bool training, bool affine)
     Tensor *dx = tensor_zeros(1, (int64_t[]){120}, CT_F32, ct_cpu()), *DX = on_gpu(dx);
     Tensor *dw = tensor_zeros(1, (int64_t[]){3}, CT_F32, ct_cpu()), *DW = on_gpu(dw);
     Tensor *db = tensor_zeros(1, (int64_t[]){3}, CT_F32, ct_cpu()), *DB = on_gpu(db);
-    CtOpCall bw[] = {{CT_OP_BATCH_NORM_BWD, {dx, dw, db}, {g, x, w, st}, &p, NULL},
-                     {CT_OP_BATCH_NORM_BWD, {DX, DW, DB}, {G, X, W, ST}, &p, NULL}};
+    CtOpCall bw[] = {{CT_OP_BATCH_NORM_BWD, {dx, dw, db}, {g, x, w, st}, .params = &p},
+                     {CT_OP_BATCH_NORM_BWD, {DX, DW, DB}, {G, X, W, ST}, .params = &p}};
     run(&bw[0]);
     run(&bw[1]);
     assert_same(dx, DX, 1e-4);
@@ -209,7 +210,7 @@ static void check_batch_norm(bool training, bool affine)
     Tensor *DW2 = tensor_zeros(1, (int64_t[]){3}, CT_F32, gpu());
     Tensor *DB2 = tensor_zeros(1, (int64_t[]){3}, CT_F32, gpu());
     CtOpCall params_only = {
-        CT_OP_BATCH_NORM_BWD, {NULL, DW2, DB2}, {G, X, W, ST}, &p, NULL};
+        CT_OP_BATCH_NORM_BWD, {NULL, DW2, DB2}, {G, X, W, ST}, .params = &p};
     run(&params_only);
     assert_same(dw, DW2, 1e-4);
     assert_same(db, DB2, 1e-4);
@@ -232,7 +233,7 @@ START_TEST(test_matmul_bias_relu_epilogue)
     Tensor *a = rand_t(CT_F32, 15, -1, 1, 13), *b = rand_t(CT_F32, 21, -1, 1, 14);
     Tensor *bias = rand_t(CT_F32, 7, -1, 1, 15);
     Tensor *c = tensor_zeros(1, (int64_t[]){35}, CT_F32, ct_cpu()), *C = on_gpu(c);
-    CtOpCall plain = {CT_OP_MATMUL, {c}, {a, b}, &p, NULL};
+    CtOpCall plain = {CT_OP_MATMUL, {c}, {a, b}, .params = &p};
     run(&plain);
     float *v = ct_ptr(c);
     const float *bv = ct_ptr(bias);
@@ -243,7 +244,8 @@ START_TEST(test_matmul_bias_relu_epilogue)
     CtMatmulParams q = p;
     q.bias = true;
     q.act = CT_MATMUL_ACT_RELU;
-    CtOpCall fused = {CT_OP_MATMUL, {C}, {on_gpu(a), on_gpu(b), on_gpu(bias)}, &q, NULL};
+    CtOpCall fused = {
+        CT_OP_MATMUL, {C}, {on_gpu(a), on_gpu(b), on_gpu(bias)}, .params = &q};
     run(&fused);
     assert_same(c, C, 1e-5);
     ct_scope_close(s);
@@ -415,6 +417,22 @@ START_TEST(test_relu_fused_matches_cpu)
     Tensor *Y = tensor_linear_relu(on_gpu(x), on_gpu(w), on_gpu(b));
     ck_assert_msg(Y, "%s", ct_last_error());
     assert_same(tensor_linear_relu(x, w, b), Y, 1e-5);
+    /* a NaN pre-activation stays NaN, as on the CPU and in PyTorch (were
+     * the epilogue's ReLU max(x, 0), it could come out 0) */
+    Tensor *xn = tensor_clone(x);
+    ((float *)tensor_data(xn))[0] = NAN;
+    float yn[2][4];
+    Tensor *Yn = tensor_linear_relu(on_gpu(xn), on_gpu(w), on_gpu(b));
+    ck_assert_int_eq(tensor_copy_to_host(tensor_slice(Yn, 0, 0, 1, 1), yn[0], CT_F32),
+                     CT_OK);
+    ck_assert_int_eq(
+        tensor_copy_to_host(tensor_slice(tensor_linear_relu(xn, w, b), 0, 0, 1, 1), yn[1],
+                            CT_F32),
+        CT_OK);
+    for (int j = 0; j < 4; j++) {
+        ck_assert_msg(isnan(yn[1][j]), "cpu, output %d: %g", j, yn[1][j]);
+        ck_assert_msg(isnan(yn[0][j]), "cuda, output %d: %g", j, yn[0][j]);
+    }
     /* batch norm in training, then in eval mode with running statistics */
     Tensor *bx =
         tensor_reshape(rand_t(CT_F32, 2 * 3 * 20, -1, 1, 48), 4, (int64_t[]){2, 3, 4, 5});
@@ -523,10 +541,10 @@ START_TEST(test_pool2d_matches_cpu)
         Tensor *IX = on_gpu(ix);
         Tensor *gx = tensor_zeros(1, (int64_t[]){378}, CT_F32, ct_cpu()),
                *GX = on_gpu(gx);
-        CtOpCall calls[] = {{CT_OP_POOL2D, {y, ix}, {x}, &p, NULL},
-                            {CT_OP_POOL2D, {Y, IX}, {on_gpu(x)}, &p, NULL},
-                            {CT_OP_POOL2D_BWD, {gx}, {gy, ix}, &p, NULL},
-                            {CT_OP_POOL2D_BWD, {GX}, {on_gpu(gy), IX}, &p, NULL}};
+        CtOpCall calls[] = {{CT_OP_POOL2D, {y, ix}, {x}, .params = &p},
+                            {CT_OP_POOL2D, {Y, IX}, {on_gpu(x)}, .params = &p},
+                            {CT_OP_POOL2D_BWD, {gx}, {gy, ix}, .params = &p},
+                            {CT_OP_POOL2D_BWD, {GX}, {on_gpu(gy), IX}, .params = &p}};
         for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) run(&calls[i]);
         assert_same(y, Y, 0); /* the CPU's bits */
         if (max) assert_same(ix, IX, 0);
