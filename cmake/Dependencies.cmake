@@ -81,7 +81,10 @@ if(NOT CTRAINER_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90) # H100/H200; override on the command line
+      # machine code for compute capability 8.x (A100, A10, RTX 30/40, L4,
+      # L40) and 9.0 (H100, H200), and 9.0 PTX that newer GPUs compile when
+      # loading; override on the command line (docs/cuda.md)
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90")
     endif()
     set(CMAKE_CUDA_STANDARD 17)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)

@@ -223,7 +223,9 @@ Tensor *runtime_gather_padded(Runtime *rt, Tensor *t, double pad_value)
 /* ---------------------------------------------------------------- reduce */
 
 /* In place over a contiguous tensor: NCCL for CUDA tensors, MPI for host
- * ones (f32/f64/i64/i32/u8; MEAN divides after the sum). */
+ * ones (f32/f64/i64/i32/u8; MEAN scales after the sum, where NCCL's
+ * average scales each rank's values before it: the same within
+ * rounding, as the two sum in different orders anyway). */
 static CtStatus reduce_in_place(Runtime *rt, Tensor *r, RuntimeReduceOp op)
 {
     int64_t n = tensor_numel(r);
@@ -246,9 +248,10 @@ static Tensor *reduce_tensor(Runtime *rt, Tensor *t, RuntimeReduceOp op)
         ct_error(CT_ERR_OOM, "runtime_reduce: out of memory");
         return NULL;
     }
-    /* bf16 / f16 have no MPI arithmetic: reduced in f32 on the host */
+    /* bf16 / f16 are reduced in f32 (MPI has no arithmetic for them, and
+     * NCCL's would round at every hop), then rounded once */
     CtDType dt = tensor_dtype(t);
-    bool half = (dt == CT_BF16 || dt == CT_F16) && !on_cuda(t);
+    bool half = dt == CT_BF16 || dt == CT_F16;
     bool grad = ct_set_grad_enabled(false);
     Tensor *r = half ? tensor_cast(t, CT_F32) : tensor_clone(t);
     if (r && reduce_in_place(rt, r, op) != CT_OK) r = NULL;

@@ -8,7 +8,9 @@
  * i64 (or of i32, for i32 and u8); bf16/f16 round f32 -> half to nearest
  * even. The half <-> f32 steps use CUDA's intrinsics on the
  * device and the CPU backend's conversions on the host (the one place where
- * the harness does not run the device's instructions). */
+ * the harness does not run the device's instructions). The intrinsics give
+ * NaN one canonical pattern; the device takes NaN apart itself, as the CPU
+ * does (sign and payload kept, quiet), so both give the same bits. */
 #ifndef CTRAINER_TENSOR_CUDA_COPY_BODY_H
 #define CTRAINER_TENSOR_CUDA_COPY_BODY_H
 
@@ -31,6 +33,7 @@ CT_HD float ct_hd_bf16_to_f32(uint16_t h)
 CT_HD uint16_t ct_hd_f32_to_bf16(float x)
 {
 #ifdef __CUDA_ARCH__
+    if (x != x) return (uint16_t)((__float_as_uint(x) >> 16) | 0x40u);
     return __bfloat16_as_ushort(__float2bfloat16_rn(x));
 #else
     return ct_bf16_round(x);
@@ -40,6 +43,9 @@ CT_HD uint16_t ct_hd_f32_to_bf16(float x)
 CT_HD float ct_hd_f16_to_f32(uint16_t h)
 {
 #ifdef __CUDA_ARCH__
+    if ((h & 0x7fffu) > 0x7c00u)
+        return __uint_as_float(((uint32_t)(h & 0x8000u) << 16) | 0x7f800000u |
+                               ((uint32_t)(h & 0x3ffu) << 13));
     return __half2float(__ushort_as_half(h));
 #else
     return ct_f16_to_f32(h);
@@ -49,6 +55,7 @@ CT_HD float ct_hd_f16_to_f32(uint16_t h)
 CT_HD uint16_t ct_hd_f32_to_f16(float x)
 {
 #ifdef __CUDA_ARCH__
+    if (x != x) return (uint16_t)(((__float_as_uint(x) >> 16) & 0x8000u) | 0x7e00u);
     return __half_as_ushort(__float2half_rn(x));
 #else
     return ct_f32_to_f16(x);

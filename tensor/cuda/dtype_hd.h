@@ -8,7 +8,7 @@
 #include "copy_body.h"
 
 /* Storage type S and compute type C of dtype DT, with the conversions;
- * integer dtypes also name their unsigned type U. */
+ * i64 and i32 also name their unsigned type U. */
 template <typename S_> struct CtHdPlain {
     typedef S_ S;
     typedef S_ C;
@@ -25,6 +25,10 @@ template <> struct CtHdType<CT_I64> : CtHdPlain<int64_t> {
 };
 template <> struct CtHdType<CT_I32> : CtHdPlain<int32_t> {
     typedef uint32_t U;
+};
+template <> struct CtHdType<CT_U8> : CtHdPlain<uint8_t> {
+};
+template <> struct CtHdType<CT_BOOL> : CtHdPlain<uint8_t> {
 };
 template <> struct CtHdType<CT_BF16> {
     typedef uint16_t S;

@@ -1,5 +1,6 @@
 /* Elementwise kernels: BINARY (arithmetic and comparisons) on f32, f64,
- * bf16 and f16 (computed in f32),
+ * bf16 and f16 (computed in f32), i64 and i32 (arithmetic but division,
+ * wrapping around, and comparisons), u8 and bool (comparisons),
  * and WHERE on every dtype, strided, broadcasting through stride-0 operands.
  * Semantics follow tensor/cpu/elementwise.c (max/min propagate a NaN in the
  * first operand). */
@@ -65,6 +66,25 @@ static CtStatus launch_compare(CtCudaCtx *c, const CtOpCall *call, const CtCudaI
     return CT_OK;
 }
 
+/* The comparisons of dtype T. */
+template <int T>
+static CtStatus run_compare(CtCudaCtx *c, CtBinaryKind kind, const CtOpCall *call,
+                            const CtCudaIndex &ix, int64_t n)
+{
+    switch (kind) {
+    case CT_BIN_EQ: return launch_compare<T, CT_BIN_EQ>(c, call, ix, n);
+    case CT_BIN_NE: return launch_compare<T, CT_BIN_NE>(c, call, ix, n);
+    case CT_BIN_LT: return launch_compare<T, CT_BIN_LT>(c, call, ix, n);
+    case CT_BIN_LE: return launch_compare<T, CT_BIN_LE>(c, call, ix, n);
+    case CT_BIN_GT: return launch_compare<T, CT_BIN_GT>(c, call, ix, n);
+    case CT_BIN_GE: return launch_compare<T, CT_BIN_GE>(c, call, ix, n);
+    default: break;
+    }
+    return ct_error(CT_ERR_INVALID, "binary: kind %d on cuda for %s", (int)kind,
+                    ct_dtype_name((CtDType)T));
+}
+
+/* Every kind of dtype T; integers never divide. */
 template <int T>
 static CtStatus run_binary(CtCudaCtx *c, CtBinaryKind kind, const CtOpCall *call,
                            const CtCudaIndex &ix, int64_t n)
@@ -73,19 +93,17 @@ static CtStatus run_binary(CtCudaCtx *c, CtBinaryKind kind, const CtOpCall *call
     case CT_BIN_ADD: return launch_arith<T, CT_BIN_ADD>(c, call, ix, n);
     case CT_BIN_SUB: return launch_arith<T, CT_BIN_SUB>(c, call, ix, n);
     case CT_BIN_MUL: return launch_arith<T, CT_BIN_MUL>(c, call, ix, n);
-    case CT_BIN_DIV: return launch_arith<T, CT_BIN_DIV>(c, call, ix, n);
+    case CT_BIN_DIV:
+        if constexpr (!ct_hd_is_int<T>())
+            return launch_arith<T, CT_BIN_DIV>(c, call, ix, n);
+        break;
     case CT_BIN_POW: return launch_arith<T, CT_BIN_POW>(c, call, ix, n);
     case CT_BIN_MAX: return launch_arith<T, CT_BIN_MAX>(c, call, ix, n);
     case CT_BIN_MIN: return launch_arith<T, CT_BIN_MIN>(c, call, ix, n);
     case CT_BIN_ADD_RELU: return launch_arith<T, CT_BIN_ADD_RELU>(c, call, ix, n);
-    case CT_BIN_EQ: return launch_compare<T, CT_BIN_EQ>(c, call, ix, n);
-    case CT_BIN_NE: return launch_compare<T, CT_BIN_NE>(c, call, ix, n);
-    case CT_BIN_LT: return launch_compare<T, CT_BIN_LT>(c, call, ix, n);
-    case CT_BIN_LE: return launch_compare<T, CT_BIN_LE>(c, call, ix, n);
-    case CT_BIN_GT: return launch_compare<T, CT_BIN_GT>(c, call, ix, n);
-    case CT_BIN_GE: return launch_compare<T, CT_BIN_GE>(c, call, ix, n);
+    default: break;
     }
-    return ct_error(CT_ERR_INVALID, "binary: unknown kind %d on cuda", (int)kind);
+    return run_compare<T>(c, kind, call, ix, n);
 }
 
 static CtStatus cuda_binary(const CtOpCall *call)
@@ -102,21 +120,36 @@ static CtStatus cuda_binary(const CtOpCall *call)
     case CT_F32: return run_binary<CT_F32>(c, p->kind, call, ix, n);
     case CT_BF16: return run_binary<CT_BF16>(c, p->kind, call, ix, n);
     case CT_F16: return run_binary<CT_F16>(c, p->kind, call, ix, n);
+    case CT_I64: return run_binary<CT_I64>(c, p->kind, call, ix, n);
+    case CT_I32: return run_binary<CT_I32>(c, p->kind, call, ix, n);
+    case CT_U8: return run_compare<CT_U8>(c, p->kind, call, ix, n);
+    case CT_BOOL: return run_compare<CT_BOOL>(c, p->kind, call, ix, n);
     default: return run_binary<CT_F64>(c, p->kind, call, ix, n);
     }
 }
 
-/* f32, f64, bf16 or f16 inputs of one dtype; out has that dtype, or bool
- * for the comparisons. */
+/* Inputs of one dtype, out of that dtype, or bool for the comparisons, as
+ * the CPU: floats every kind, i64 and i32 every kind but DIV, u8 and bool
+ * the comparisons. */
 static bool cuda_binary_supports(const CtOpCall *call)
 {
     const CtBinaryParams *p = (const CtBinaryParams *)call->params;
     CtDType dt = call->in[0]->dtype;
-    if ((dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) ||
-        call->in[1]->dtype != dt)
+    bool cmp = p->kind >= CT_BIN_EQ;
+    if (call->in[1]->dtype != dt || (unsigned)p->kind > CT_BIN_GE ||
+        call->out[0]->dtype != (cmp ? CT_BOOL : dt))
         return false;
-    if ((unsigned)p->kind > CT_BIN_GE) return false;
-    return call->out[0]->dtype == (p->kind >= CT_BIN_EQ ? CT_BOOL : dt);
+    switch (dt) {
+    case CT_F32:
+    case CT_F64:
+    case CT_BF16:
+    case CT_F16: return true;
+    case CT_I64:
+    case CT_I32: return p->kind != CT_BIN_DIV;
+    case CT_U8:
+    case CT_BOOL: return cmp;
+    default: return false;
+    }
 }
 
 template <typename W>

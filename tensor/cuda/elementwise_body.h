@@ -3,7 +3,10 @@
  * tensor/cpu/elementwise.c: max/min propagate a NaN in the first operand;
  * f32 pow is powf. bf16 and f16 compute in f32 and round the result to
  * nearest even once (dtype_hd.h), as the CPU does: an f32 operation
- * rounded, as PyTorch's kernels give. */
+ * rounded, as PyTorch's kernels give. i64 and i32 wrap around on overflow
+ * (the arithmetic is unsigned), a negative power is 0, and they never
+ * divide (the front end divides integers as f32); u8 and bool only
+ * compare. */
 #ifndef CTRAINER_TENSOR_CUDA_ELEMENTWISE_BODY_H
 #define CTRAINER_TENSOR_CUDA_ELEMENTWISE_BODY_H
 
@@ -31,6 +34,46 @@ template <typename T, int K> CT_HD T ct_arith(T x, T y)
         return x + y < 0 ? (T)0 : x + y;
     else
         return (x != x || x <= y) ? x : y; /* CT_BIN_MIN */
+}
+
+/* ct_arith for i64 and i32 (T), computed in their unsigned type U. */
+template <typename T, typename U, int K> CT_HD T ct_int_arith(T x, T y)
+{
+    static_assert(K != CT_BIN_DIV, "integers divide as f32");
+    if constexpr (K == CT_BIN_ADD)
+        return (T)((U)x + (U)y);
+    else if constexpr (K == CT_BIN_SUB)
+        return (T)((U)x - (U)y);
+    else if constexpr (K == CT_BIN_MUL)
+        return (T)((U)x * (U)y);
+    else if constexpr (K == CT_BIN_POW) {
+        U r = 1, b = (U)x;
+        if (y < 0) return 0;
+        for (T e = y; e > 0; e >>= 1, b *= b)
+            if (e & 1) r *= b;
+        return (T)r;
+    } else if constexpr (K == CT_BIN_MAX)
+        return x >= y ? x : y;
+    else if constexpr (K == CT_BIN_ADD_RELU)
+        return (T)((U)x + (U)y) < 0 ? (T)0 : (T)((U)x + (U)y);
+    else
+        return x <= y ? x : y; /* CT_BIN_MIN */
+}
+
+/* Whether DT is i64 or i32 (ct_int_arith). */
+template <int DT> CT_HD constexpr bool ct_hd_is_int()
+{
+    return DT == CT_I64 || DT == CT_I32;
+}
+
+/* x (kind K) y in DT's compute type. */
+template <int DT, int K, typename C = typename CtHdType<DT>::C>
+CT_HD C ct_arith_dt(C x, C y)
+{
+    if constexpr (ct_hd_is_int<DT>())
+        return ct_int_arith<C, typename CtHdType<DT>::U, K>(x, y);
+    else
+        return ct_arith<C, K>(x, y);
 }
 
 template <typename T, int K> CT_HD bool ct_compare(T x, T y)
@@ -61,7 +104,7 @@ CT_HD void ct_arith_thread(CtThread t, S *out, const S *a, const S *b,
         int64_t off[3];
         ct_cuda_offsets<3>(ix, i, off);
         out[off[0]] =
-            V::store(ct_arith<typename V::C, K>(V::load(a[off[1]]), V::load(b[off[2]])));
+            V::store(ct_arith_dt<DT, K>(V::load(a[off[1]]), V::load(b[off[2]])));
     }
 }
 
@@ -98,7 +141,7 @@ template <int DT, int K, typename S = typename CtHdType<DT>::S>
 CT_HD S ct_arith_one(S x, S y)
 {
     typedef CtHdType<DT> V;
-    return V::store(ct_arith<typename V::C, K>(V::load(x), V::load(y)));
+    return V::store(ct_arith_dt<DT, K>(V::load(x), V::load(y)));
 }
 
 /* ct_arith_thread over contiguous, 16-byte aligned operands of one shape

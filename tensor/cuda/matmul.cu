@@ -245,11 +245,28 @@ static CtStatus blas_run(CtCudaCtx *c, const CtGemmDesc *g, const MatmulArgs *a)
     return CT_OK;
 }
 
+/* k == 0: C = beta * C, as the CPU does, and neither cuBLASLt nor cuBLAS
+ * promise (cuda_matmul_supports takes beta 0 or 1 and no epilogue): zeros
+ * for beta 0, C as it is for beta 1. */
+static CtStatus empty_product(const CtOpCall *call)
+{
+    const CtMatmulParams *p = (const CtMatmulParams *)call->params;
+    if (p->beta == 1) return CT_OK;
+    CtCudaCtx *c;
+    CT_RETURN_IF_ERROR(ct_cuda_call_ctx(call, &c));
+    size_t es = ct_dtype_size(call->out[0]->dtype);
+    for (int64_t i = 0; i < p->batch; i++)
+        CT_CUDA_CHECK(cudaMemsetAsync((char *)ct_ptr(call->out[0]) + i * p->stride_c * es,
+                                      0, (size_t)(p->m * p->n) * es, c->stream));
+    return CT_OK;
+}
+
 static CtStatus cuda_matmul(const CtOpCall *call)
 {
     const CtMatmulParams *p = (const CtMatmulParams *)call->params;
     Tensor *out = call->out[0];
     if (p->batch == 0 || p->m == 0 || p->n == 0) return CT_OK;
+    if (p->k == 0) return empty_product(call);
     CtLtDesc d = {};
     CT_RETURN_IF_ERROR(
         ct_lt_desc(p, out->dtype, ct_allow_tf32(), ct_deterministic(), &d));
@@ -321,6 +338,9 @@ static bool cuda_matmul_supports(const CtOpCall *call)
     if (dt != CT_F32 && dt != CT_F64 && dt != CT_BF16 && dt != CT_F16) return false;
     bool epilogue = p->bias || p->act != CT_MATMUL_ACT_NONE;
     if (epilogue && (dt == CT_F64 || p->autocast != CT_F32)) return false;
+    if (p->k == 0 &&
+        (epilogue || p->aux || p->bias_grad || (p->beta != 0 && p->beta != 1)))
+        return false; /* empty_product */
     if (p->bias &&
         (!call->in[2] || call->in[2]->dtype != dt || tensor_numel(call->in[2]) != p->n ||
          !tensor_is_contiguous(call->in[2]) || !epilogue_aligned(call->in[2])))

@@ -1,8 +1,9 @@
 /* cuda_host_elementwise: the BINARY thread bodies
  * (tensor/cuda/elementwise_body.h) against the CPU's tensor_add ... tensor_ge,
- * for f32, f64, bf16 and f16 (the dtypes the CUDA kernel supports), every
- * kind, inputs in every layout (broadcast included), contiguous and strided
- * outputs. */
+ * for every dtype and kind the CUDA kernel supports (f32, f64, bf16, f16
+ * every kind; i64 and i32 all but division; u8 and bool the comparisons),
+ * inputs in every layout (broadcast included), contiguous and strided
+ * outputs; integers wrapping around at their limits. */
 #include "tensor/cuda/elementwise_body.h"
 #include "layouts.h"
 
@@ -37,17 +38,37 @@ typedef void (*Body)(CtThread, Tensor *, const Tensor *, const Tensor *,
             body<T, CT_BIN_NE>, body<T, CT_BIN_LT>, body<T, CT_BIN_LE>,                  \
             body<T, CT_BIN_GT>, body<T, CT_BIN_GE>                                       \
     }
-#define NDTYPES 4
-static const CtDType dtypes[NDTYPES] = {CT_F32, CT_F64, CT_BF16, CT_F16};
-static const Body bodies[NDTYPES][NKINDS] = {ROW(CT_F32), ROW(CT_F64), ROW(CT_BF16),
-                                             ROW(CT_F16)};
+#define ROW_INT(T)                                                                       \
+    {                                                                                    \
+        body<T, CT_BIN_ADD>, body<T, CT_BIN_SUB>, body<T, CT_BIN_MUL>, NULL,             \
+            body<T, CT_BIN_POW>, body<T, CT_BIN_MAX>, body<T, CT_BIN_MIN>,               \
+            body<T, CT_BIN_ADD_RELU>, body<T, CT_BIN_EQ>, body<T, CT_BIN_NE>,            \
+            body<T, CT_BIN_LT>, body<T, CT_BIN_LE>, body<T, CT_BIN_GT>,                  \
+            body<T, CT_BIN_GE>                                                           \
+    }
+#define ROW_CMP(T)                                                                       \
+    {                                                                                    \
+        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, body<T, CT_BIN_EQ>,              \
+            body<T, CT_BIN_NE>, body<T, CT_BIN_LT>, body<T, CT_BIN_LE>,                  \
+            body<T, CT_BIN_GT>, body<T, CT_BIN_GE>                                       \
+    }
+#define NDTYPES 8
+static const CtDType dtypes[NDTYPES] = {CT_F32, CT_F64, CT_BF16, CT_F16,
+                                        CT_I64, CT_I32, CT_U8,   CT_BOOL};
+static const Body bodies[NDTYPES][NKINDS] = {
+    ROW(CT_F32),     ROW(CT_F64),     ROW(CT_BF16),   ROW(CT_F16),
+    ROW_INT(CT_I64), ROW_INT(CT_I32), ROW_CMP(CT_U8), ROW_CMP(CT_BOOL)};
 #undef ROW
+#undef ROW_INT
+#undef ROW_CMP
 
 /* Rounds the buffer's values to multiples of 1/4 so comparisons see equal
- * pairs too; pow needs a positive base: the first input is made so. */
+ * pairs too; pow needs a positive base: the first input is made so. u8 and
+ * bool take 0..3 and 0..1 (conversions of the values). */
 static Tensor *input_buffer(int64_t n, CtDType dt, unsigned seed, bool positive)
 {
-    Tensor *r = tu_rand64(1, &n, positive ? 0.25 : -3, 3, seed, false);
+    bool unsig = dt == CT_U8 || dt == CT_BOOL;
+    Tensor *r = tu_rand64(1, &n, positive || unsig ? 0.25 : -3, 3, seed, false);
     Tensor *buf = ch_buffer(n, dt);
     double *v = (double *)ct_ptr(r);
     for (int64_t i = 0; i < n; i++) v[i] = (double)(int64_t)(v[i] * 4) / 4;
@@ -67,6 +88,7 @@ START_TEST(test_binary_every_kind_and_layout)
             Tensor *abuf = input_buffer(nb, dt, 3 + c, true);
             Tensor *bbuf = input_buffer(nb, dt, 5 + c, false);
             for (int kind = 0; kind < NKINDS; kind++) {
+                if (!bodies[di][kind]) continue;
                 CtDType odt = kind >= CT_BIN_EQ ? CT_BOOL : dt;
                 for (int la = 0; la < CH_LAYOUTS; la++) {
                     for (int lb = 0; lb < CH_LAYOUTS; lb++) {
@@ -109,7 +131,7 @@ START_TEST(test_binary_every_kind_and_layout)
             tensor_free(bbuf);
         }
     }
-    ck_assert_int_gt(checked, 4000);
+    ck_assert_int_gt(checked, 8000);
 }
 END_TEST
 
@@ -126,6 +148,38 @@ START_TEST(test_max_min_nan)
 }
 END_TEST
 
+/* i64 and i32 at their limits: add, sub, mul and pow wrap around, as the
+ * CPU's, a negative power is 0; ADD_RELU clamps the wrapped sum. */
+static void check_int_limits(CtDType dt, int row)
+{
+    const double lo = dt == CT_I64 ? -9223372036854775808.0 : -2147483648.0;
+    const double v[8] = {lo, -lo - 1, -1, 0, 1, 3, 63, -2},
+                 w[8] = {-2, 63, 3, 1, 0, -1, -lo - 1, lo};
+    CtScope *s = ct_scope_open();
+    Tensor *a = tensor_cast(tu_tensor(CT_F64, 1, (const int64_t[]){8}, v), dt);
+    Tensor *b = tensor_cast(tu_tensor(CT_F64, 1, (const int64_t[]){8}, w), dt);
+    const int kinds[] = {CT_BIN_ADD, CT_BIN_SUB, CT_BIN_MUL, CT_BIN_POW, CT_BIN_ADD_RELU};
+    for (int k : kinds) {
+        Tensor *want = cpu_ops[k](a, b), *got = tensor_empty_like(want);
+        ck_assert_ptr_nonnull(got);
+        CtCudaIndex ix;
+        const Tensor *ops[3] = {got, a, b};
+        int64_t n = ct_cuda_index_init(&ix, 1, tensor_shape(got), 3, ops);
+        ch_launch(1, 32, [&](CtThread t) { bodies[row][k](t, got, a, b, ix, n); });
+        char what[48];
+        snprintf(what, sizeof what, "%s kind %d at the limits", ct_dtype_name(dt), k);
+        ch_assert_same_bytes(want, got, what);
+    }
+    ct_scope_close(s);
+}
+
+START_TEST(test_int_limits)
+{
+    check_int_limits(CT_I64, 4);
+    check_int_limits(CT_I32, 5);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cuda_host_elementwise");
@@ -133,6 +187,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_binary_every_kind_and_layout);
     tcase_add_test(tc, test_max_min_nan);
+    tcase_add_test(tc, test_int_limits);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

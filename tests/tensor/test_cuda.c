@@ -210,6 +210,44 @@ START_TEST(test_binary_broadcast)
 }
 END_TEST
 
+/* Integer arithmetic (division aside) and comparisons, and u8/bool
+ * comparisons, as on the CPU; the accuracy pattern argmax == labels. */
+START_TEST(test_binary_integers)
+{
+    GPU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const BinFn ops[] = {tensor_add,     tensor_sub, tensor_mul, tensor_maximum,
+                         tensor_minimum, tensor_eq,  tensor_ne,  tensor_lt,
+                         tensor_le,      tensor_gt,  tensor_ge};
+    const CtDType dts[] = {CT_I64, CT_I32, CT_U8, CT_BOOL};
+    for (int d = 0; d < 4; d++) {
+        Tensor *x = tu_rand64(2, (const int64_t[]){3, 4}, 0, 3, 6, false);
+        Tensor *y = tu_rand64(1, (const int64_t[]){4}, 0, 3, 7, false);
+        Tensor *a = tensor_cast(x, dts[d]), *b = tensor_cast(y, dts[d]);
+        tensor_free(x);
+        tensor_free(y);
+        Tensor *ga = tensor_to_device(a, gpu()), *gb = tensor_to_device(b, gpu());
+        for (size_t i = d < 2 ? 0 : 5; i < sizeof ops / sizeof *ops; i++)
+            assert_same(ops[i](a, b), ops[i](ga, gb), 0, 0);
+    }
+    Tensor *logits =
+        tensor_to_device(rand_cpu(CT_F32, 2, (const int64_t[]){6, 3}, 8), gpu());
+    Tensor *l = tu_rand64(1, (const int64_t[]){6}, 0, 2.9, 9, false);
+    Tensor *labels = tensor_to_device(tensor_cast(l, CT_I64), gpu());
+    tensor_free(l);
+    Tensor *hits = tensor_sum_all(
+        tensor_cast(tensor_eq(tensor_argmax(logits, 1, false), labels), CT_F32));
+    Tensor *want = tensor_sum_all(
+        tensor_cast(tensor_eq(tensor_argmax(tensor_to_device(logits, ct_cpu()), 1, false),
+                              tensor_to_device(labels, ct_cpu())),
+                    CT_F32));
+    ck_assert_ptr_nonnull(hits);
+    ck_assert_double_eq(tensor_item(hits), tensor_item(want));
+    ct_scope_close(s);
+    GPU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------------------------ matmul */
 
 /* Row-major reference of CtMatmulParams on host doubles. */
@@ -276,6 +314,21 @@ START_TEST(test_matmul_f32)
     /* through the front-end-sized path: (64, 128) @ (128, 96) */
     CtMatmulParams p = {.batch = 1, .m = 64, .n = 96, .k = 128, .alpha = 1};
     check_matmul(CT_F32, &p, 1e-4);
+    /* k == 0: zeros, and a linear layer without inputs gives its bias */
+    Tensor *a = tensor_zeros(2, (const int64_t[]){3, 0}, CT_F32, gpu());
+    Tensor *b = tensor_zeros(2, (const int64_t[]){0, 4}, CT_F32, gpu());
+    Tensor *bias = tensor_to_device(rand_cpu(CT_F32, 1, (const int64_t[]){4}, 11), gpu());
+    Tensor *w = tensor_transpose(b, 0, 1);
+    assert_same(tensor_zeros(2, (const int64_t[]){3, 4}, CT_F32, ct_cpu()),
+                tensor_matmul(a, b), 0, 0);
+    assert_same(tensor_linear(tensor_to_device(a, ct_cpu()),
+                              tensor_to_device(w, ct_cpu()),
+                              tensor_to_device(bias, ct_cpu())),
+                tensor_linear(a, w, bias), 0, 0);
+    assert_same(tensor_relu(tensor_linear(tensor_to_device(a, ct_cpu()),
+                                          tensor_to_device(w, ct_cpu()),
+                                          tensor_to_device(bias, ct_cpu()))),
+                tensor_linear_relu(a, w, bias), 0, 0);
     ct_scope_close(s);
     GPU_MEM_END;
 }
@@ -706,6 +759,7 @@ Suite *cuda_suite(void)
         test_cast_round_trips,
         test_host_device_transfer,
         test_binary_broadcast,
+        test_binary_integers,
         test_matmul_f32,
         test_matmul_half,
         test_matmul_batched_broadcast,
