@@ -464,7 +464,9 @@ void ct_op_profile_print(FILE *f);
 /* Binary ops broadcast as in NumPy/PyTorch; both inputs must have the same
  * dtype and device, except that an f32 input with a bf16 or f16 one (what
  * autocast's convolutions return on CUDA) promotes the other to f32, as
- * PyTorch does. Results are contiguous, or channels last where every
+ * PyTorch does for two tensors with dims. Unlike PyTorch, a 0-d f32 tensor
+ * promotes a bf16 or f16 one too (PyTorch keeps the low precision then:
+ * cast the 0-d tensor for its result). Results are contiguous, or channels last where every
  * operand of the result's size is. */
 
 Tensor *tensor_add(Tensor *a, Tensor *b);
