@@ -24,7 +24,7 @@ static Tensor *rand_t(CtDType dt, int64_t n, double lo, double hi, unsigned seed
     Tensor *d = tu_rand64(1, &n, lo, hi, seed, false);
     Tensor *t = ct_tensor_new_persistent(1, &n, dt, ct_cpu());
     ck_assert_ptr_nonnull(t);
-    CtOpCall cp = {CT_OP_COPY, {t}, {d}, NULL, NULL};
+    CtOpCall cp = {CT_OP_COPY, {t}, {d}, NULL, NULL, NULL};
     ck_assert_int_eq(ct_dispatch(&cp), CT_OK);
     tensor_free(d);
     return t;
@@ -57,10 +57,10 @@ static void check_case(const BnCase &bc, CtDType dt, bool affine, unsigned seed)
     Tensor *rm = rand_t(dt, C, -0.3, 0.3, seed + 4),
            *rv = rand_t(dt, C, 0.2, 2, seed + 5);
     Tensor *y = ch_buffer(numel, dt), *stats = ch_buffer(2 * C, dt);
-    CtOpCall fwd = {CT_OP_BATCH_NORM, {y, stats, rm, rv}, {x, w, b}, &p, NULL};
+    CtOpCall fwd = {CT_OP_BATCH_NORM, {y, stats, rm, rv}, {x, w, b}, &p, NULL, NULL};
     ck_assert_int_eq(ct_dispatch(&fwd), CT_OK);
     Tensor *dx = ch_buffer(numel, dt), *dw = ch_buffer(C, dt), *db = ch_buffer(C, dt);
-    CtOpCall bwd = {CT_OP_BATCH_NORM_BWD, {dx, dw, db}, {g, x, w, stats}, &p, NULL};
+    CtOpCall bwd = {CT_OP_BATCH_NORM_BWD, {dx, dw, db}, {g, x, w, stats}, &p, NULL, NULL};
     ck_assert_int_eq(ct_dispatch(&bwd), CT_OK);
     const T *W = w ? (const T *)ct_ptr(w) : NULL, *B = b ? (const T *)ct_ptr(b) : NULL;
     ChShape shapes[2];

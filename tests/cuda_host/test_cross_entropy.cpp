@@ -67,8 +67,8 @@ static void check_case(const int64_t *c, const Variant &v, CtDType dt, int *chec
     Tensor *go = ch_rand(2, pos, dt, -1, 1, 17);
     Tensor *loss = ch_out(2, pos, dt), *wout = v.weight ? ch_out(2, pos, dt) : NULL;
     Tensor *gx = ch_out(3, c, dt);
-    CtOpCall fwd = {CT_OP_CROSS_ENTROPY, {loss, wout}, {x, tg, w}, &p, NULL};
-    CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {gx}, {x, tg, w, go}, &p, NULL};
+    CtOpCall fwd = {CT_OP_CROSS_ENTROPY, {loss, wout}, {x, tg, w}, &p, NULL, NULL};
+    CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {gx}, {x, tg, w, go}, &p, NULL, NULL};
     ch_cpu(fwd);
     ch_cpu(bwd);
     ChShape shapes[2];
@@ -127,7 +127,7 @@ START_TEST(test_bad_target_position)
     t[5] = 5;
     CtCrossEntropyParams p = {3, 5, 2, -100, true, false, 0, false, false};
     Tensor *loss = ch_out(2, ts, CT_F32);
-    CtOpCall call = {CT_OP_CROSS_ENTROPY, {loss}, {x, tg}, &p, NULL};
+    CtOpCall call = {CT_OP_CROSS_ENTROPY, {loss}, {x, tg}, &p, NULL, NULL};
     ck_assert_int_eq(ct_dispatch(&call), CT_ERR_INVALID);
     ck_assert_str_eq(ct_last_error(),
                      "cross_entropy: target -1 at index [1, 1] is out of range for 5 "
@@ -189,7 +189,7 @@ static void check_scalar(const int64_t *sh, const Variant &va, CtDType d, bool w
     Tensor *div = with_div ? ch_rand(1, &one, d, 3, 9, 19) : NULL;
     Tensor *want = ch_out(3, sh, d), *spread_gx = ch_out(3, sh, d),
            *spread = ch_out(2, pos, d);
-    CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {want}, {x, tg, w, g, div}, &p, NULL};
+    CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {want}, {x, tg, w, g, div}, &p, NULL, NULL};
     ch_cpu(bwd);
     if (d == CT_F32)
         spread_gradient<float>(g, div, spread);
@@ -197,7 +197,8 @@ static void check_scalar(const int64_t *sh, const Variant &va, CtDType d, bool w
         spread_gradient<double>(g, div, spread);
     CtCrossEntropyParams ps = p;
     ps.go_scalar = false;
-    CtOpCall each = {CT_OP_CROSS_ENTROPY_BWD, {spread_gx}, {x, tg, w, spread}, &ps, NULL};
+    CtOpCall each = {
+        CT_OP_CROSS_ENTROPY_BWD, {spread_gx}, {x, tg, w, spread}, &ps, NULL, NULL};
     ch_cpu(each);
     ch_assert_same_bytes(want, spread_gx, "scalar against spread");
     ChShape shapes[2];
@@ -251,8 +252,8 @@ START_TEST(test_backward_bad_target_zero_row)
     Tensor *want = ch_out(3, shape, CT_F32), *got = ch_out(3, shape, CT_F32);
     Tensor *loss = ch_out(2, pos, CT_F32), *wout = ch_out(2, pos, CT_F32);
     Tensor *gl = ch_out(2, pos, CT_F32), *gw = ch_out(2, pos, CT_F32);
-    CtOpCall fwd = {CT_OP_CROSS_ENTROPY, {loss, wout}, {x, ignored, w}, &p, NULL};
-    CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {want}, {x, ignored, w, go}, &p, NULL};
+    CtOpCall fwd = {CT_OP_CROSS_ENTROPY, {loss, wout}, {x, ignored, w}, &p, NULL, NULL};
+    CtOpCall bwd = {CT_OP_CROSS_ENTROPY_BWD, {want}, {x, ignored, w, go}, &p, NULL, NULL};
     ch_cpu(fwd);
     ch_cpu(bwd);
     ChShape shapes[2];
@@ -329,7 +330,7 @@ static void check_fold(const int64_t *c, const Variant &v, bool mean, int *check
     Tensor *loss = ch_out(2, pos, dt), *wout = mean ? ch_out(2, pos, dt) : NULL;
     CtCrossEntropyParams pn = p;
     pn.fold = false;
-    CtOpCall fwd = {CT_OP_CROSS_ENTROPY, {loss, wout}, {x, tg, w}, &pn, NULL};
+    CtOpCall fwd = {CT_OP_CROSS_ENTROPY, {loss, wout}, {x, tg, w}, &pn, NULL, NULL};
     ch_cpu(fwd);
     Tensor *want = ch_out(0, NULL, dt), *wden = ch_out(0, NULL, dt);
     reduce_sum<T>(loss, want);

@@ -79,7 +79,7 @@ static Tensor *cpu_mask(CtGenerator *gen, int64_t n, CtDType dt, double p)
     }
     CtRngParams rp = mask_params(*gen, p);
     Tensor *m = tensor_empty(1, &n, dt, ct_cpu());
-    CtOpCall call = {CT_OP_RNG, {m}, {}, &rp, NULL};
+    CtOpCall call = {CT_OP_RNG, {m}, {}, &rp, NULL, NULL};
     ch_cpu(call);
     return m;
 }
@@ -142,7 +142,7 @@ START_TEST(test_dropout_output_matches_cpu)
             ck_assert_msg(want, "%s", ct_last_error());
             ck_assert_int_eq(gen.offset, 3 + (dt == CT_F64 ? 105 : 53));
             Tensor *m = tensor_empty(2, shape, (CtDType)dt, ct_cpu());
-            CtOpCall call = {CT_OP_RNG, {m}, {}, &rp, NULL};
+            CtOpCall call = {CT_OP_RNG, {m}, {}, &rp, NULL, NULL};
             ch_cpu(call); /* the mask alone, from the same state */
             ch_assert_same_bytes(want, tensor_mul(x, m), "dropout = x * mask (cpu)");
             ChShape sh[2];

@@ -99,7 +99,7 @@ START_TEST(test_index_select_and_add)
         ch_shapes(c.outer * c.inner, add);
         for (CtDType dt : copy_dtypes) {
             Tensor *src = copy_src(3, big, dt, 5), *want = ch_out(3, small, dt);
-            CtOpCall call = {CT_OP_INDEX_SELECT, {want}, {src, ix}, &p, NULL};
+            CtOpCall call = {CT_OP_INDEX_SELECT, {want}, {src, ix}, &p, NULL, NULL};
             ch_cpu(call);
             for (int s = 0; s < 2; s++) {
                 Tensor *got = ch_out(3, small, dt);
@@ -116,7 +116,7 @@ START_TEST(test_index_select_and_add)
             Tensor *orig = ch_rand(3, big, (CtDType)dt, -1, 1, 9), *want = ch_clone(orig);
             CtIndexParams pa = p;
             pa.name = "index_add";
-            CtOpCall call = {CT_OP_INDEX_ADD, {want}, {src, ix}, &pa, NULL};
+            CtOpCall call = {CT_OP_INDEX_ADD, {want}, {src, ix}, &pa, NULL, NULL};
             ch_cpu(call);
             check_accumulate(add, 2, orig, want, "index_add", &checked,
                              [&](const ChShape &sh, Tensor *got) {
@@ -188,7 +188,7 @@ static void check_gather_case(const GatherCase &c, int dim, int *checked)
     ch_shapes(n, gs);
     for (CtDType dt : copy_dtypes) {
         Tensor *src = copy_src(c.ndim, c.big, dt, 13), *want = ch_out(c.ndim, ind, dt);
-        CtOpCall call = {CT_OP_GATHER, {want}, {src, ix}, &p, NULL};
+        CtOpCall call = {CT_OP_GATHER, {want}, {src, ix}, &p, NULL, NULL};
         ch_cpu(call);
         ct_gather_geom_init(&g, ix, src, dim);
         for (int s = 0; s < 2 && n > 0; s++) {
@@ -206,7 +206,7 @@ static void check_gather_case(const GatherCase &c, int dim, int *checked)
         Tensor *src = ch_rand(c.ndim, ind, (CtDType)dt, -1, 1, 17);
         Tensor *want = ch_rand(c.ndim, c.big, (CtDType)dt, -1, 1, 19);
         Tensor *base = ch_clone(want);
-        CtOpCall call = {CT_OP_SCATTER_ADD, {want}, {src, ix}, &ps, NULL};
+        CtOpCall call = {CT_OP_SCATTER_ADD, {want}, {src, ix}, &ps, NULL, NULL};
         ch_cpu(call);
         ct_gather_geom_init(&g, ix, want, dim);
         ch_shapes(n > 0 ? n / (g.j * g.inner) * g.inner : 0, ss);
@@ -261,7 +261,7 @@ START_TEST(test_one_hot_every_dtype)
         for (int dt = 0; dt < CT_DTYPE_COUNT; dt++) {
             Tensor *want = ch_out(3, oshape, (CtDType)dt);
             CtOneHotParams p = {nc};
-            CtOpCall call = {CT_OP_ONE_HOT, {want}, {ix}, &p, NULL};
+            CtOpCall call = {CT_OP_ONE_HOT, {want}, {ix}, &p, NULL, NULL};
             ch_cpu(call);
             /* the dtype's 1, as index.cu passes it */
             Tensor *one = ch_out(1, &one_shape, (CtDType)dt);
@@ -296,7 +296,7 @@ START_TEST(test_bad_index_position)
     Tensor *src = ch_rand(2, big, CT_F32, -1, 1, 31), *out = ch_out(2, small, CT_F32);
     Tensor *before = ch_clone(out);
     CtIndexParams p = {"embedding", 0, 1, 5, 2, 9};
-    CtOpCall call = {CT_OP_INDEX_SELECT, {out}, {src, ix}, &p, NULL};
+    CtOpCall call = {CT_OP_INDEX_SELECT, {out}, {src, ix}, &p, NULL, NULL};
     ck_assert_int_eq(ct_dispatch(&call), CT_ERR_INVALID);
     ck_assert_str_eq(ct_last_error(), "embedding: index 5 at position [1, 1] is out of "
                                       "range for dim 0 of size 5");

@@ -75,13 +75,15 @@ static void check_case(const int64_t *c, CtDType dt, int affine, int grads, int 
     in.w = affine & 1 ? ch_rand(1, c + 1, dt, 0.5, 1.5, 7) : NULL;
     in.b = affine & 2 ? ch_rand(1, c + 1, dt, -1, 1, 9) : NULL;
     LnTensors want = outputs(c, dt, grads);
-    CtOpCall fwd = {CT_OP_LAYER_NORM, {want.y, want.stats}, {in.x, in.w, in.b}, &p, NULL};
+    CtOpCall fwd = {
+        CT_OP_LAYER_NORM, {want.y, want.stats}, {in.x, in.w, in.b}, &p, NULL, NULL};
     ch_cpu(fwd);
     in.stats = want.stats;
     CtOpCall bwd = {CT_OP_LAYER_NORM_BWD,
                     {want.dx, want.dw, want.db},
                     {in.g, in.x, in.w, in.stats},
                     &p,
+                    NULL,
                     NULL};
     ch_cpu(bwd);
     ChShape rs[2], cs[2];

@@ -87,9 +87,8 @@ static void sgd_case(CtDType dt, int64_t n, unsigned seed, bool zero)
                              CT_OK);
         },
         [&](CtThread t, Set &g) {
-            ct_sgd_thread<T, MOM, FIRST, NES>(t, P<T>(g, 0), P<T>(g, 1),
-                                              MOM ? P<T>(g, 2) : NULL, gz<T>(g, zero), q,
-                                              n);
+            ct_sgd_thread<T, MOM, FIRST, NES>(
+                t, P<T>(g, 0), P<T>(g, 1), MOM ? P<T>(g, 2) : NULL, gz<T>(g, zero), q, n);
         });
 }
 

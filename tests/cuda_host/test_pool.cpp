@@ -121,9 +121,9 @@ template <int DT> static void check_case(const PoolCase &pc, CtDType dt)
     Tensor *x = input<T>(nx, dt, max, 1), *gy = input<T>(ny, dt, false, 2);
     Tensor *y = ch_buffer(ny, dt), *idx = max ? ch_buffer(ny, CT_I64) : NULL;
     Tensor *gx = ch_buffer(nx, dt);
-    CtOpCall fwd = {CT_OP_POOL2D, {y, idx}, {x}, &p, NULL};
+    CtOpCall fwd = {CT_OP_POOL2D, {y, idx}, {x}, &p, NULL, NULL};
     ck_assert_int_eq(ct_dispatch(&fwd), CT_OK);
-    CtOpCall bwd = {CT_OP_POOL2D_BWD, {gx}, {gy, idx}, &p, NULL};
+    CtOpCall bwd = {CT_OP_POOL2D_BWD, {gx}, {gy, idx}, &p, NULL, NULL};
     ck_assert_int_eq(ct_dispatch(&bwd), CT_OK);
     ChShape fs[2], bs[2];
     int nf = ch_shapes(ny, fs);
@@ -176,9 +176,9 @@ template <int DT> static void check_case_low(const PoolCase &pc, CtDType dt)
            *gyf = input<float>(ny, CT_F32, false, 2);
     Tensor *yf = ch_buffer(ny, CT_F32), *idx = max ? ch_buffer(ny, CT_I64) : NULL;
     Tensor *gxf = ch_buffer(nx, CT_F32);
-    CtOpCall fwd = {CT_OP_POOL2D, {yf, idx}, {xf}, &p, NULL};
+    CtOpCall fwd = {CT_OP_POOL2D, {yf, idx}, {xf}, &p, NULL, NULL};
     ck_assert_int_eq(ct_dispatch(&fwd), CT_OK);
-    CtOpCall bwd = {CT_OP_POOL2D_BWD, {gxf}, {gyf, idx}, &p, NULL};
+    CtOpCall bwd = {CT_OP_POOL2D_BWD, {gxf}, {gyf, idx}, &p, NULL, NULL};
     ck_assert_int_eq(ct_dispatch(&bwd), CT_OK);
     Tensor *x = ch_convert(xf, dt), *gy = ch_convert(gyf, dt);
     Tensor *y = ch_convert(yf, dt), *gx = ch_convert(gxf, dt);

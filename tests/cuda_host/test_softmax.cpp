@@ -29,8 +29,8 @@ static void check_case(const int64_t *c, CtDType dt, bool log_out, int *checked)
     Tensor *x = ch_rand(3, c, dt, -4, 4, 7 + (unsigned)c[1]);
     Tensor *g = ch_rand(3, c, dt, -1, 1, 9 + (unsigned)c[2]);
     Tensor *y = ch_out(3, c, dt), *gx = ch_out(3, c, dt);
-    CtOpCall fwd = {CT_OP_SOFTMAX, {y}, {x}, &p, NULL};
-    CtOpCall bwd = {CT_OP_SOFTMAX_BWD, {gx}, {y, g}, &p, NULL};
+    CtOpCall fwd = {CT_OP_SOFTMAX, {y}, {x}, &p, NULL, NULL};
+    CtOpCall bwd = {CT_OP_SOFTMAX_BWD, {gx}, {y, g}, &p, NULL, NULL};
     ch_cpu(fwd);
     ch_cpu(bwd);
     ChShape shapes[2];
@@ -82,7 +82,7 @@ START_TEST(test_softmax_extremes)
     for (int lg = 0; lg < 2; lg++) {
         CtSoftmaxParams p = {2, 20, 1, lg == 1};
         Tensor *want = ch_out(3, shape, CT_F32), *got = ch_out(3, shape, CT_F32);
-        CtOpCall call = {CT_OP_SOFTMAX, {want}, {x}, &p, NULL};
+        CtOpCall call = {CT_OP_SOFTMAX, {want}, {x}, &p, NULL, NULL};
         ch_cpu(call);
         run_body<float>(p, x, NULL, got, ChShape{1, 32});
         ch_assert_same_bytes(want, got, lg ? "log_softmax extremes" : "softmax extremes");
