@@ -380,11 +380,23 @@ static CtStatus parse_entry(const StFile *f, const char *name, json_t *v, StEntr
             "buffer of %llu bytes (truncated file?)",
             path, name, (unsigned long long)e->begin, (unsigned long long)e->end,
             (unsigned long long)f->data_len);
-    /* numel * size, refusing anything that overflows */
+    /* numel * size, refusing anything that overflows. An empty tensor's
+     * strides count its size-0 dims as 1, so its other dims must still be
+     * addressable (an empty [0, 2^62, 2^62] is not). */
     uint64_t bytes = ct_dtype_size(e->dt);
-    bool overflow = false;
-    for (int i = 0; i < e->ndim; i++)
-        overflow |= __builtin_mul_overflow(bytes, (uint64_t)e->shape[i], &bytes);
+    bool overflow = false, empty = false;
+    for (int i = 0; i < e->ndim; i++) {
+        empty |= e->shape[i] == 0;
+        if (e->shape[i] > 0)
+            overflow |= __builtin_mul_overflow(bytes, (uint64_t)e->shape[i], &bytes);
+    }
+    if (empty && (overflow || bytes > INT64_MAX)) {
+        char s[160];
+        return ct_error(
+            CT_ERR_FORMAT, "%s: tensor \"%s\": shape %s of %s is too large to address",
+            path, name, shape_str(e->ndim, e->shape, s, sizeof s), st_dtypes[k].name);
+    }
+    if (empty) bytes = 0;
     if (overflow || e->end - e->begin != bytes) {
         char s[160], b[32] = "overflow";
         if (!overflow) snprintf(b, sizeof b, "%llu", (unsigned long long)bytes);

@@ -255,6 +255,14 @@ static CtStatus check_entry(const Optimizer *o, const char *name, const Tensor *
             return ct_error(CT_ERR_INVALID,
                             "optim_state_load: \"%s\" is %s, expected a scalar", name,
                             tensor_describe(t, tb, sizeof tb));
+        /* step counts are whole numbers in [0, 2^53]: load rounds them to
+         * int64_t and steps count on from there */
+        double v = e.kind == 'G' ? 0 : tensor_item(t);
+        if (!(v >= 0 && v <= 0x1p53 && v == floor(v)))
+            return ct_error(CT_ERR_INVALID,
+                            "optim_state_load: \"%s\" is %g, not a step count (a whole "
+                            "number in [0, 2^53])",
+                            name, v);
         if (e.kind == 'S') seen[0] = 1;
         if (e.kind == 'G') seen[1 + e.index * (NHP + 1) + e.k] = 1;
         return CT_OK;

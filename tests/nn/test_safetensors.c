@@ -336,6 +336,39 @@ START_TEST(test_malformed_files)
 }
 END_TEST
 
+/* Found by fuzz_safetensors: an empty tensor whose other dims cannot be
+ * addressed (strides count the size-0 dim as 1) is a format error naming
+ * the file, in any dim order; empty tensors of addressable shapes load. */
+START_TEST(test_empty_beside_huge_dims)
+{
+    TU_MEM_BEGIN;
+    make_dir();
+    const char *p = in_dir("model.safetensors");
+    write_file(p,
+               "{\"w\":{\"dtype\":\"F32\",\"shape\":[0,9223372036854775807,"
+               "9223372036854775807],\"data_offsets\":[0,0]}}",
+               0);
+    assert_rejected(p, "tensor \"w\": shape [0, 9223372036854775807, "
+                       "9223372036854775807] of F32 is too large to address");
+    write_file(p,
+               "{\"w\":{\"dtype\":\"BF16\",\"shape\":[4611686018427387904,0],"
+               "\"data_offsets\":[0,0]}}",
+               0);
+    assert_rejected(p, "tensor \"w\": shape [4611686018427387904, 0] of BF16 is too "
+                       "large to address");
+    write_file(p,
+               "{\"w\":{\"dtype\":\"F64\",\"shape\":[1099511627776,0,4],"
+               "\"data_offsets\":[0,0]}}",
+               0);
+    CtStateDict *d = nn_safetensors_load(p, ct_cpu());
+    ck_assert_msg(d != NULL, "%s", ct_last_error());
+    tu_assert_shape(ct_state_dict_get(d, "w"), 3, 1099511627776, 0, 4);
+    ct_state_dict_free(d);
+    remove_dir();
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------------------------ failed saves */
 
 START_TEST(test_failed_saves)
@@ -439,6 +472,7 @@ int main(void)
     tcase_add_test(tc, test_round_trip);
     tcase_add_test(tc, test_python_fixture);
     tcase_add_test(tc, test_malformed_files);
+    tcase_add_test(tc, test_empty_beside_huge_dims);
     tcase_add_test(tc, test_failed_saves);
     tcase_add_test(tc, test_cuda_round_trip);
     suite_add_tcase(s, tc);

@@ -753,6 +753,50 @@ START_TEST(test_load_other_optimizer_type)
 }
 END_TEST
 
+/* d with entry `name` replaced by the 0-d f64 `v`. */
+static CtStateDict *with_scalar(const CtStateDict *d, const char *name, double v)
+{
+    CtStateDict *e = edited(d, name, NULL, NULL);
+    CtScope *s = ct_scope_open();
+    ck_assert_int_eq(ct_state_dict_add(e, name, tensor_scalar(v, CT_F64, ct_cpu())),
+                     CT_OK);
+    ct_scope_close(s);
+    return e;
+}
+
+/* Step counts that are no counts (negative, fractional, NaN, past 2^53,
+ * where rounding to int64_t and counting on could overflow) are refused,
+ * changing nothing. */
+START_TEST(test_load_bad_step_counts)
+{
+    TU_MEM_BEGIN;
+    Fixture f;
+    fx_init(&f, CT_F64);
+    CtStateDict *adamw = state_of(&CASES[6], &f);
+    const char *names[2] = {"step", "state.1.step"};
+    const double bad[5] = {-1, 2.5, NAN, 0x1p53 + 2, 1e300};
+    for (int n = 0; n < 2; n++)
+        for (int i = 0; i < 5; i++) {
+            CtStateDict *d = with_scalar(adamw, names[n], bad[i]);
+            char msg[128];
+            snprintf(msg, sizeof msg, "optim_state_load: \"%s\" is %g, not a step count",
+                     names[n], bad[i]);
+            assert_refused(d, &CASES[6], &f, msg);
+            ct_state_dict_free(d);
+        }
+    /* the largest count loads */
+    CtStateDict *d = with_scalar(adamw, "step", 0x1p53);
+    Optimizer *o = make(&CASES[6], &f);
+    ck_assert_int_eq(optim_state_load(o, d), CT_OK);
+    ck_assert_int_eq(optim_step_count(o), (int64_t)1 << 53);
+    optim_free(o);
+    ct_state_dict_free(d);
+    ct_state_dict_free(adamw);
+    fx_free(&f);
+    TU_MEM_END;
+}
+END_TEST
+
 /* Indices are canonical decimals: "param_groups.00.lr" or "state.+0.*"
  * would pass a numeric check, then not be the name looked up (a NaN LR, a
  * dropped buffer). */
@@ -893,6 +937,43 @@ START_TEST(test_module_frozen_parameter)
 }
 END_TEST
 
+/* An optimizer step between a loss's forward and its backward (the GAN
+ * pitfall) makes that backward fail rather than differentiate through the
+ * updated weights; stepping after backward, or a forward after the step,
+ * trains on. */
+START_TEST(test_step_between_forward_and_backward)
+{
+    TU_MEM_BEGIN;
+    CtGenerator gen = ct_generator(3, 0);
+    Module *m = nn_sequential(3, (Module *[]){nn_linear(4, 8, true, &gen), nn_relu(),
+                                              nn_linear(8, 2, true, &gen)});
+    ck_assert_ptr_nonnull(m);
+    Optimizer *o = optim_adam_create(m, &CASES[4].adam);
+    ck_assert_ptr_nonnull(o);
+    Tensor *x = tu_rand64(2, (const int64_t[]){3, 4}, -1, 1, 4, false);
+    Tensor *xf = tensor_cast(x, CT_F32);
+    for (int k = 0; k < 3; k++) {
+        CtScope *s = ct_scope_open();
+        Tensor *loss = tensor_sum_all(nn_forward(m, xf));
+        ck_assert_ptr_nonnull(loss);
+        if (k == 1) {
+            ck_assert_int_eq(optim_step(o), CT_OK);
+            ck_assert_int_eq(tensor_backward(loss, NULL), CT_ERR_STATE);
+            tu_assert_error(CT_ERR_STATE, "changed in place since (by an optimizer step");
+        } else {
+            ck_assert_int_eq(tensor_backward(loss, NULL), CT_OK);
+            ck_assert_int_eq(optim_step_zero_grad(o), CT_OK);
+        }
+        ct_scope_close(s);
+    }
+    tensor_free(xf);
+    tensor_free(x);
+    optim_free(o);
+    nn_module_free(m);
+    TU_MEM_END;
+}
+END_TEST
+
 Suite *optim_suite(void)
 {
     Suite *s = suite_create("optim");
@@ -909,9 +990,11 @@ Suite *optim_suite(void)
     tcase_add_test(tc, test_load_mismatched_state);
     tcase_add_test(tc, test_load_other_optimizer_type);
     tcase_add_test(tc, test_load_noncanonical_indices);
+    tcase_add_test(tc, test_load_bad_step_counts);
     tcase_add_test(tc, test_large_parameter);
     tcase_add_test(tc, test_module_constructors);
     tcase_add_test(tc, test_module_frozen_parameter);
+    tcase_add_test(tc, test_step_between_forward_and_backward);
     suite_add_tcase(s, tc);
     return s;
 }
