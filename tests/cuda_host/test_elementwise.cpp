@@ -155,9 +155,10 @@ static void check_int_limits(CtDType dt, int row)
     const double lo = dt == CT_I64 ? -9223372036854775808.0 : -2147483648.0;
     const double v[8] = {lo, -lo - 1, -1, 0, 1, 3, 63, -2},
                  w[8] = {-2, 63, 3, 1, 0, -1, -lo - 1, lo};
+    Tensor *va = tu_tensor(CT_F64, 1, (const int64_t[]){8}, v); /* caller-owned */
+    Tensor *vb = tu_tensor(CT_F64, 1, (const int64_t[]){8}, w);
     CtScope *s = ct_scope_open();
-    Tensor *a = tensor_cast(tu_tensor(CT_F64, 1, (const int64_t[]){8}, v), dt);
-    Tensor *b = tensor_cast(tu_tensor(CT_F64, 1, (const int64_t[]){8}, w), dt);
+    Tensor *a = tensor_cast(va, dt), *b = tensor_cast(vb, dt);
     const int kinds[] = {CT_BIN_ADD, CT_BIN_SUB, CT_BIN_MUL, CT_BIN_POW, CT_BIN_ADD_RELU};
     for (int k : kinds) {
         Tensor *want = cpu_ops[k](a, b), *got = tensor_empty_like(want);
@@ -171,6 +172,8 @@ static void check_int_limits(CtDType dt, int row)
         ch_assert_same_bytes(want, got, what);
     }
     ct_scope_close(s);
+    tensor_free(va);
+    tensor_free(vb);
 }
 
 START_TEST(test_int_limits)
