@@ -305,12 +305,30 @@ static CtStatus route_grad(CtNode *n, int i, Tensor *g)
     return x->requires_grad ? accumulate_leaf(x, g) : CT_OK;
 }
 
-/* Fails when t, which n's backward reads as `which`, was changed in place
- * since the forward (op_version moved on from `version`). */
-static CtStatus changed_since(const CtNode *n, const Tensor *t, uint64_t version,
-                              const char *which)
+static bool changed(const Tensor *t, uint64_t version)
 {
-    if (!t || op_version(t) == version) return CT_OK;
+    return t && op_version(t) != version;
+}
+
+/* Refuses n's backward when something it reads changed in place since the
+ * forward, as PyTorch's version counters do. The message is made only
+ * then: this runs for every node of every backward. */
+static CtStatus check_unchanged(const CtNode *n)
+{
+    const Tensor *t = NULL;
+    char which[32] = "activation input";
+    for (int i = 0; !t && i < n->n_in; i++)
+        if ((n->reads & 1u << i) && changed(n->in[i], n->in_version[i])) {
+            t = n->in[i];
+            snprintf(which, sizeof which, "input %d", i);
+        }
+    for (int i = 0; !t && i < CT_NODE_MAX_SAVED; i++)
+        if (changed(n->saved[i], n->saved_version[i])) {
+            t = n->saved[i];
+            snprintf(which, sizeof which, "saved tensor %d", i);
+        }
+    if (!t && changed(n->act_x, n->act_version)) t = n->act_x;
+    if (!t) return CT_OK;
     char d[96];
     return ct_error(CT_ERR_STATE,
                     "tensor_backward: %s's backward needs the values its %s (%s) "
@@ -318,25 +336,6 @@ static CtStatus changed_since(const CtNode *n, const Tensor *t, uint64_t version
                     "optimizer step, tensor_copy_, tensor_fill_ or another in-place "
                     "op); call backward before changing them, or run the forward again",
                     n->op, which, tensor_describe(t, d, sizeof d));
-}
-
-/* Refuses n's backward when something it reads changed in place since the
- * forward, as PyTorch's version counters do. */
-static CtStatus check_unchanged(const CtNode *n)
-{
-    char which[32];
-    for (int i = 0; i < n->n_in; i++) {
-        snprintf(which, sizeof which, "input %d", i);
-        if ((n->reads & 1u << i) &&
-            changed_since(n, n->in[i], n->in_version[i], which) != CT_OK)
-            return ct_last_status();
-    }
-    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
-        snprintf(which, sizeof which, "saved tensor %d", i);
-        if (changed_since(n, n->saved[i], n->saved_version[i], which) != CT_OK)
-            return ct_last_status();
-    }
-    return changed_since(n, n->act_x, n->act_version, "activation input");
 }
 
 static CtStatus run_nodes(NodeList *order)

@@ -339,18 +339,6 @@ CtDevice tensor_device(const Tensor *t)
 {
     return t ? t->storage->device : ct_cpu();
 }
-void *tensor_data(const Tensor *t)
-{
-    if (!t) return NULL;
-    /* the caller may write through it; atomic: loader workers read samples
-     * of one dataset storage through tensor_data at once */
-    if (ct_in_backward())
-        ct_storage_written(t);
-    else
-        __atomic_add_fetch(&t->storage->version, 1, __ATOMIC_RELAXED);
-    return ct_ptr(t);
-}
-
 void ct_byte_span(const Tensor *t, size_t *lo, size_t *hi)
 {
     int64_t first = t->offset, last = t->offset;
@@ -401,16 +389,32 @@ static void cut_zero_ranges(CtStorage *s, size_t lo, size_t hi)
     set_zero_ranges(s, keep, n);
 }
 
-void ct_storage_written(const Tensor *t)
+/* A write through t, by an op or (by_op false) through tensor_data's
+ * pointer: counted (atomically: loader workers read samples of one dataset
+ * storage through tensor_data at once), or while backward runs, cut out of
+ * the zeroed ranges. */
+static void count_write(const Tensor *t, bool by_op)
 {
     if (!ct_in_backward()) {
         __atomic_add_fetch(&t->storage->version, 1, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&t->storage->op_version, 1, __ATOMIC_RELAXED);
+        if (by_op) __atomic_add_fetch(&t->storage->op_version, 1, __ATOMIC_RELAXED);
         return;
     }
     size_t lo, hi;
     ct_byte_span(t, &lo, &hi);
     if (lo < hi) cut_zero_ranges(t->storage, lo, hi);
+}
+
+void ct_storage_written(const Tensor *t)
+{
+    count_write(t, true);
+}
+
+void *tensor_data(const Tensor *t)
+{
+    if (!t) return NULL;
+    count_write(t, false); /* the caller may write through it */
+    return ct_ptr(t);
 }
 
 void ct_storage_zeroed(const Tensor *t)

@@ -466,8 +466,8 @@ void ct_op_profile_print(FILE *f);
  * autocast's convolutions return on CUDA) promotes the other to f32, as
  * PyTorch does for two tensors with dims. Unlike PyTorch, a 0-d f32 tensor
  * promotes a bf16 or f16 one too (PyTorch keeps the low precision then:
- * cast the 0-d tensor for its result). Results are contiguous, or channels last where every
- * operand of the result's size is. */
+ * cast the 0-d tensor for its result). Results are contiguous, or channels last where
+ * every operand of the result's size is. */
 
 Tensor *tensor_add(Tensor *a, Tensor *b);
 Tensor *tensor_sub(Tensor *a, Tensor *b);

@@ -54,9 +54,10 @@ template <typename T, typename U, int K> CT_HD T ct_int_arith(T x, T y)
         return (T)r;
     } else if constexpr (K == CT_BIN_MAX)
         return x >= y ? x : y;
-    else if constexpr (K == CT_BIN_ADD_RELU)
-        return (T)((U)x + (U)y) < 0 ? (T)0 : (T)((U)x + (U)y);
-    else
+    else if constexpr (K == CT_BIN_ADD_RELU) {
+        T s = (T)((U)x + (U)y);
+        return s < 0 ? (T)0 : s;
+    } else
         return x <= y ? x : y; /* CT_BIN_MIN */
 }
 
