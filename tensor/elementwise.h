@@ -16,8 +16,9 @@
  *   the op's input x   every other kind. NEG, ADD_SCALAR, MUL_SCALAR and
  *                      RSUB_SCALAR do not read it (-g, g, a g, -g).
  * Conventions at kinks follow PyTorch: ABS has derivative sign(x) (0 at 0);
- * CLAMP 1 for lo <= x <= hi, else 0; RELU 0 at 0; LEAKY_RELU the slope for
- * x <= 0; POW_SCALAR with exponent 0 has derivative 0 everywhere.
+ * CLAMP 1 for lo <= x <= hi, else 0; RELU 0 for x <= 0 (1 at NaN: the
+ * gradient passes); LEAKY_RELU the slope for x <= 0 and at NaN; POW_SCALAR
+ * with exponent 0 has derivative 0 everywhere.
  */
 #ifndef CTRAINER_TENSOR_ELEMENTWISE_H
 #define CTRAINER_TENSOR_ELEMENTWISE_H

@@ -1,5 +1,6 @@
 /* Losses with PyTorch's semantics: cross_entropy and nll_loss (fused
- * kernels), mse, l1 and bce_with_logits (composed from other ops).
+ * kernels; cross_entropy against class probabilities composed), mse, l1 and
+ * bce_with_logits (composed from other ops).
  *
  * Each loss runs in a scope of its own so that intermediates are released
  * even when no scope is open; what backward needs stays alive through the
@@ -34,14 +35,41 @@ static bool check_reduction(const char *op, CtReduction r)
     return false;
 }
 
+/* Non-NULL operands, floating logits of 2 dims or more, a known reduction. */
+static bool check_operands(const char *op, const Tensor *x, const Tensor *target,
+                           const CtCrossEntropyArgs *a)
+{
+    const Tensor *w = a->weight;
+    return ct_check_inputs(op, w ? 3 : 2, (const Tensor *[]){x, target, w}) &&
+           ct_check_float(op, x) && ct_check_ndim(op, x, 2, CT_MAX_DIMS) &&
+           check_reduction(op, a->reduction);
+}
+
+/* The class weights (C) of x's dtype, and label_smoothing in [0, 1]. */
+static bool check_weight_smoothing(const char *op, const Tensor *x,
+                                   const CtCrossEntropyArgs *a)
+{
+    const Tensor *w = a->weight;
+    char d[96];
+    if (w && (w->dtype != x->dtype || w->ndim != 1 || w->shape[0] != x->shape[1])) {
+        ct_error(CT_ERR_SHAPE,
+                 "%s: weight %s must be a (%lld) tensor of the input's dtype %s", op,
+                 tensor_describe(w, d, sizeof d), (long long)x->shape[1],
+                 ct_dtype_name(x->dtype));
+        return false;
+    }
+    if (!(a->label_smoothing >= 0 && a->label_smoothing <= 1)) {
+        ct_error(CT_ERR_INVALID, "%s: label_smoothing %g is not in [0, 1]", op,
+                 a->label_smoothing);
+        return false;
+    }
+    return true;
+}
+
 static bool check_ce_args(const char *op, const Tensor *x, const Tensor *target,
                           const CtCrossEntropyArgs *a)
 {
-    const Tensor *w = a->weight;
-    if (!ct_check_inputs(op, w ? 3 : 2, (const Tensor *[]){x, target, w}) ||
-        !ct_check_float(op, x) || !ct_check_ndim(op, x, 2, CT_MAX_DIMS) ||
-        !check_reduction(op, a->reduction))
-        return false;
+    if (!check_operands(op, x, target, a)) return false;
     char d1[96], d2[96];
     if (target->dtype != CT_I64) {
         ct_error(CT_ERR_DTYPE, "%s: target must hold i64 class indices, got %s", op,
@@ -59,19 +87,7 @@ static bool check_ce_args(const char *op, const Tensor *x, const Tensor *target,
                  tensor_describe(x, d2, sizeof d2));
         return false;
     }
-    if (w && (w->dtype != x->dtype || w->ndim != 1 || w->shape[0] != x->shape[1])) {
-        ct_error(CT_ERR_SHAPE,
-                 "%s: weight %s must be a (%lld) tensor of the input's dtype %s", op,
-                 tensor_describe(w, d1, sizeof d1), (long long)x->shape[1],
-                 ct_dtype_name(x->dtype));
-        return false;
-    }
-    if (!(a->label_smoothing >= 0 && a->label_smoothing <= 1)) {
-        ct_error(CT_ERR_INVALID, "%s: label_smoothing %g is not in [0, 1]", op,
-                 a->label_smoothing);
-        return false;
-    }
-    return true;
+    return check_weight_smoothing(op, x, a);
 }
 
 static Tensor *reduce_loss(Tensor *loss, CtReduction r)
@@ -159,6 +175,60 @@ static Tensor *loss_operand(Tensor *t)
     return t && ct_autocast_widens(t) ? tensor_cast(t, CT_F32) : t;
 }
 
+/* True when target holds class probabilities (a floating tensor, checked
+ * against logits by check_soft_args), not class indices. */
+static bool soft_target(const Tensor *target)
+{
+    return target && ct_dtype_is_float(target->dtype);
+}
+
+static bool check_soft_args(const char *op, const Tensor *x, const Tensor *target,
+                            const CtCrossEntropyArgs *a)
+{
+    if (!check_operands(op, x, target, a)) return false;
+    char d[96], d2[96];
+    bool shape = x->ndim == target->ndim &&
+                 !memcmp(x->shape, target->shape, (size_t)x->ndim * sizeof *x->shape);
+    if (!shape || target->dtype != x->dtype) {
+        ct_error(shape ? CT_ERR_DTYPE : CT_ERR_SHAPE,
+                 "%s: a floating-point target holds class probabilities and must have "
+                 "the input's shape and dtype (%s), got %s; class indices must be i64",
+                 op, tensor_describe(x, d, sizeof d),
+                 tensor_describe(target, d2, sizeof d2));
+        return false;
+    }
+    if (a->use_ignore_index && a->ignore_index >= 0) {
+        ct_error(CT_ERR_INVALID,
+                 "%s: ignore_index %lld is not supported with class-probability "
+                 "targets (a floating-point target)",
+                 op, (long long)a->ignore_index);
+        return false;
+    }
+    return check_weight_smoothing(op, x, a);
+}
+
+/* Cross-entropy against class probabilities, PyTorch's formula:
+ * loss = -sum_c w_c t'_c log_softmax(x)_c with t' = (1 - ls) t + ls / C,
+ * and the mean divides by the number of samples, not by the weights. Built
+ * from ops, so it runs on every backend and target gets a gradient too.
+ * Runs inside the caller's private scope. */
+static Tensor *soft_ce_body(Tensor *logits, Tensor *target, const CtCrossEntropyArgs *a)
+{
+    const int64_t c = logits->shape[1];
+    Tensor *t = target;
+    if (a->label_smoothing > 0)
+        t = tensor_add_scalar(tensor_mul_scalar(t, 1 - a->label_smoothing),
+                              a->label_smoothing / (double)c);
+    Tensor *prod = tensor_mul(tensor_log_softmax(logits, 1), t);
+    if (a->weight) {
+        int64_t shape[CT_MAX_DIMS] = {1, c};
+        for (int d = 2; d < logits->ndim; d++) shape[d] = 1;
+        prod = tensor_mul(prod, tensor_reshape((Tensor *)a->weight, logits->ndim, shape));
+    }
+    Tensor *loss = tensor_neg(tensor_sum(prod, 1, (const int[]){1}, false));
+    return loss ? reduce_loss(loss, a->reduction) : NULL;
+}
+
 static Tensor *ce_op(const char *op, Tensor *logits, Tensor *target,
                      const CtCrossEntropyArgs *args, bool log_input)
 {
@@ -173,9 +243,14 @@ static Tensor *ce_op(const char *op, Tensor *logits, Tensor *target,
     logits = loss_operand(logits);
     if (wa.weight && ct_autocast_widens(wa.weight))
         wa.weight = tensor_cast((Tensor *)wa.weight, CT_F32);
-    Tensor *r = check_ce_args(op, logits, target, &wa)
-                    ? tensor_retain(ce_body(op, logits, target, &wa, log_input))
-                    : NULL;
+    Tensor *r = NULL;
+    if (!log_input && soft_target(target)) {
+        target = loss_operand(target);
+        if (check_soft_args(op, logits, target, &wa))
+            r = tensor_retain(soft_ce_body(logits, target, &wa));
+    } else if (check_ce_args(op, logits, target, &wa)) {
+        r = tensor_retain(ce_body(op, logits, target, &wa, log_input));
+    }
     ct_scope_close(sc);
     return r ? ct_scope_adopt(r) : NULL;
 }

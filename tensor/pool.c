@@ -76,15 +76,15 @@ static bool check_input(const char *op, const Tensor *x)
     return true;
 }
 
-/* Output length of one dim, PyTorch's rule: with ceil_mode the last window
- * must start inside the input or the left padding. -1 when the window does
- * not fit the padded input. */
+/* Output length of one dim, PyTorch's rule: floor((in + 2 pad - k) / s) + 1,
+ * rounded up with ceil_mode, where the last window must start inside the
+ * input or the left padding (so with a stride above 1 a window may be
+ * larger than the padded input). Below 1 when no window fits. */
 static int64_t pool_out_len(int64_t in, int k, int s, int pad, bool ceil_mode)
 {
-    int64_t span = in + 2 * (int64_t)pad - k;
-    if (span < 0) return -1;
-    int64_t o = (ceil_mode ? span + s - 1 : span) / s + 1;
-    if (ceil_mode && (o - 1) * s >= in + pad) o--;
+    int64_t span = in + 2 * (int64_t)pad - k + (ceil_mode ? s - 1 : 0);
+    int64_t o = (span >= 0 ? span / s : -((-span + s - 1) / s)) + 1;
+    if (ceil_mode && o > 0 && (o - 1) * s >= in + pad) o--;
     return o;
 }
 

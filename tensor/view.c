@@ -158,9 +158,24 @@ Tensor *tensor_flatten(Tensor *t, int start_dim, int end_dim)
     return tensor_reshape(t, nd, sh);
 }
 
+/* True for the dims a 0-d tensor takes, 0 and -1 as in PyTorch. */
+static bool scalar_dim(const char *op, int dim)
+{
+    if (dim == 0 || dim == -1) return true;
+    ct_error(CT_ERR_SHAPE, "%s: dim %d out of range for a 0-d tensor (0 or -1)", op, dim);
+    return false;
+}
+
+/* The op of a 0-d tensor over dims that scalar_dim takes: a view of it. */
+static Tensor *scalar_view(Tensor *t)
+{
+    return tensor_reshape(t, 0, t->shape);
+}
+
 Tensor *tensor_squeeze(Tensor *t, int dim)
 {
     if (!t) return NULL;
+    if (t->ndim == 0) return scalar_dim("squeeze", dim) ? scalar_view(t) : NULL;
     int d = ct_norm_dim("squeeze", dim, t->ndim);
     if (d < 0) return NULL;
     if (t->shape[d] != 1) return tensor_reshape(t, t->ndim, t->shape);
@@ -326,6 +341,10 @@ Tensor *tensor_permute(Tensor *t, const int *dims)
 Tensor *tensor_transpose(Tensor *t, int dim0, int dim1)
 {
     if (!t) return NULL;
+    if (t->ndim == 0)
+        return scalar_dim("transpose", dim0) && scalar_dim("transpose", dim1)
+                   ? scalar_view(t)
+                   : NULL;
     int a = ct_norm_dim("transpose", dim0, t->ndim);
     int b = a < 0 ? -1 : ct_norm_dim("transpose", dim1, t->ndim);
     if (a < 0 || b < 0) return NULL;

@@ -364,6 +364,8 @@ Tensor *tensor_reshape(Tensor *t, int ndim,
 Tensor *tensor_view(Tensor *t, int ndim,
                     const int64_t *shape); /* errors if not viewable */
 Tensor *tensor_flatten(Tensor *t, int start_dim, int end_dim);
+/* Removes dim when its size is 1, else a view of t as it is. squeeze and
+ * transpose take dim 0 or -1 of a 0-d tensor, as PyTorch does (a view). */
 Tensor *tensor_squeeze(Tensor *t, int dim);
 Tensor *tensor_unsqueeze(Tensor *t, int dim);
 /* Elements start..end-1 (by step > 0) along dim, as a Python slice: a
@@ -618,7 +620,12 @@ typedef struct CtCrossEntropyArgs {
 
 /* logits: (N, C) or (N, C, d1...), target: (N) or (N, d1...) CT_I64 class
  * indices. Fused log-softmax + NLL with PyTorch's semantics (weighted mean
- * divides by the sum of target weights). args NULL means defaults. */
+ * divides by the sum of target weights). args NULL means defaults.
+ * target may instead hold class probabilities (soft labels, e.g. mixup):
+ * logits' shape and dtype; then loss = -sum_c weight_c t'_c log_softmax_c
+ * with t' = (1 - label_smoothing) t + label_smoothing / C, the mean divides
+ * by the number of samples (N d1...), an ignore_index >= 0 is an error, and
+ * target gets a gradient when it requires one, all as in PyTorch. */
 Tensor *tensor_cross_entropy(Tensor *logits, Tensor *target,
                              const CtCrossEntropyArgs *args);
 /* logp: log-probabilities, same layout as cross_entropy's logits; label

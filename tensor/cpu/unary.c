@@ -105,7 +105,7 @@
         case CT_UN_SQRT: LOOP_2(g / (x + x)); break; /* x = y */                         \
         case CT_UN_ABS: LOOP_2(x > 0 ? g : (x < 0 ? -g : zero)); break;                  \
         case CT_UN_CLAMP: LOOP_2((x >= a && x <= b) ? g : zero); break;                  \
-        case CT_UN_RELU: LOOP_2(x > 0 ? g : zero); break;                                \
+        case CT_UN_RELU: LOOP_2(x <= 0 ? zero : g); break;                               \
         case CT_UN_LEAKY_RELU: LOOP_2(x > 0 ? g : g * a); break;                         \
         case CT_UN_GELU_ERF:                                                             \
             /* Phi(x) + x phi(x) */                                                      \

@@ -219,8 +219,8 @@ template <typename C, int K> CT_HD C ct_unary_grad(C x, C g, C a, C b)
         return x > 0 ? g : (x < 0 ? -g : zero);
     else if constexpr (K == CT_UN_CLAMP)
         return (x >= a && x <= b) ? g : zero;
-    else if constexpr (K == CT_UN_RELU)
-        return x > 0 ? g : zero;
+    else if constexpr (K == CT_UN_RELU) /* NaN passes g, as in PyTorch */
+        return x <= 0 ? zero : g;
     else if constexpr (K == CT_UN_LEAKY_RELU)
         return x > 0 ? g : g * a;
     else if constexpr (K == CT_UN_GELU_ERF) /* Phi(x) + x phi(x) */

@@ -301,6 +301,57 @@ START_TEST(test_max_pool_windows_kernels_agree)
 }
 END_TEST
 
+/* With ceil_mode and a stride above 1, PyTorch lets a window be larger than
+ * the padded input (F.max_pool2d / F.avg_pool2d on arange(4) as 2x2), and
+ * refuses it at stride 1. */
+START_TEST(test_pool_ceil_window_past_input)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    static const struct {
+        int k, st, pad;
+        double avg_incl, avg_excl, gavg_incl;
+    } C[] = {{3, 2, 0, 1.5, 1.5, 0.25},
+             {3, 3, 1, 6.0 / 9, 1.5, 1.0 / 9},
+             {5, 4, 2, 0.24, 1.5, 0.04}};
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        CtPool2dArgs a = {.kernel = {C[i].k, C[i].k},
+                          .stride = {C[i].st, C[i].st},
+                          .padding = {C[i].pad, C[i].pad},
+                          .ceil_mode = true,
+                          .count_include_pad = true};
+        for (int d = 0; d < 2; d++) {
+            Tensor *x = tu_tensor(d ? CT_F32 : CT_F64, 4, (const int64_t[]){1, 1, 2, 2},
+                                  (const double[]){0, 1, 2, 3});
+            ck_assert_int_eq(tensor_set_requires_grad(x, true), CT_OK);
+            Tensor *m = tensor_max_pool2d(x, &a);
+            ck_assert_msg(m != NULL, "k%d s%d: %s", C[i].k, C[i].st, ct_last_error());
+            tu_assert_shape(m, 4, 1, 1, 1, 1);
+            tu_assert_values(m, (const double[]){3}, 1, 0, 0);
+            ck_assert_int_eq(tensor_backward(m, NULL), CT_OK);
+            tu_assert_values(tensor_grad(x), ((const double[]){0, 0, 0, 1}), 4, 0, 0);
+            ck_assert_int_eq(tensor_set_grad(x, NULL), CT_OK);
+            Tensor *v = tensor_avg_pool2d(x, &a);
+            tu_assert_values(v, &C[i].avg_incl, 1, 1e-6, 1e-6);
+            ck_assert_int_eq(tensor_backward(v, NULL), CT_OK);
+            const double g = C[i].gavg_incl;
+            tu_assert_values(tensor_grad(x), ((const double[]){g, g, g, g}), 4, 1e-7,
+                             1e-6);
+            a.count_include_pad = false;
+            tu_assert_values(tensor_avg_pool2d(x, &a), &C[i].avg_excl, 1, 1e-6, 1e-6);
+            a.count_include_pad = true;
+            tensor_free(x);
+        }
+    }
+    Tensor *x = tensor_zeros(4, (const int64_t[]){1, 1, 2, 2}, CT_F32, ct_cpu());
+    CtPool2dArgs s1 = {.kernel = {3, 3}, .stride = {1, 1}, .ceil_mode = true};
+    ck_assert_ptr_null(tensor_max_pool2d(x, &s1));
+    tu_assert_error(CT_ERR_SHAPE, "kernel 3x3 is larger than the padded input");
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_max_pool_ties_and_overlap)
 {
     TU_MEM_BEGIN;
@@ -417,6 +468,7 @@ Suite *pool_suite(void)
     tcase_add_test(tc, test_max_pool_2x2_kernels_agree);
     tcase_add_test(tc, test_max_pool_windows_kernels_agree);
     tcase_add_test(tc, test_pool_gradcheck);
+    tcase_add_test(tc, test_pool_ceil_window_past_input);
     tcase_add_test(tc, test_pool_bad_input);
     suite_add_tcase(s, tc);
     return s;

@@ -48,6 +48,158 @@ START_TEST(test_log_softmax_large_logits)
 }
 END_TEST
 
+/* torch's ReLU passes the gradient at a NaN input (its backward masks by
+ * result <= 0): relu, add_relu and linear_relu alike. */
+START_TEST(test_relu_grad_at_nan)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t n4[] = {4};
+    Tensor *x = f32(1, n4, (const double[]){NAN, 1, -1, 0}, true);
+    Tensor *z = f32(1, n4, (const double[]){0, 0, 0, 0}, false);
+    const double pass[] = {1, 1, 0, 0};
+    ck_assert_int_eq(tensor_backward(tensor_sum_all(tensor_relu(x)), NULL), CT_OK);
+    tu_assert_values(tensor_grad(x), pass, 4, 0, 0);
+    ck_assert_int_eq(tensor_set_grad(x, NULL), CT_OK);
+    ck_assert_int_eq(tensor_backward(tensor_sum_all(tensor_add_relu(x, z)), NULL), CT_OK);
+    tu_assert_values(tensor_grad(x), pass, 4, 0, 0);
+    Tensor *in = f32(2, (const int64_t[]){1, 1}, (const double[]){1}, false);
+    Tensor *w = f32(2, (const int64_t[]){2, 1}, (const double[]){NAN, 2}, false);
+    Tensor *b = f32(1, (const int64_t[]){2}, (const double[]){0, -3}, true);
+    ck_assert_int_eq(tensor_backward(tensor_sum_all(tensor_linear_relu(in, w, b)), NULL),
+                     CT_OK);
+    tu_assert_values(tensor_grad(b), ((const double[]){1, 0}), 2, 0, 0);
+    ct_scope_close(s);
+    tensor_free(x);
+    tensor_free(z);
+    tensor_free(in);
+    tensor_free(w);
+    tensor_free(b);
+    TU_MEM_END;
+}
+END_TEST
+
+/* torch.tensor(3.).squeeze(0), .squeeze(-1) and .transpose(0, -1) are 0-d
+ * views; dim 1 is out of range. */
+START_TEST(test_scalar_squeeze_transpose)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Tensor *x = tensor_full(0, (const int64_t[]){1}, 3.0, CT_F32, ct_cpu());
+    Tensor *v[] = {tensor_squeeze(x, 0), tensor_squeeze(x, -1),
+                   tensor_transpose(x, 0, -1)};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(v[i] != NULL, "%d: %s", i, ct_last_error());
+        ck_assert_int_eq(tensor_ndim(v[i]), 0);
+        tu_assert_values(v[i], ((const double[]){3}), 1, 0, 0);
+    }
+    ck_assert_ptr_null(tensor_squeeze(x, 1));
+    tu_assert_error(CT_ERR_SHAPE, "squeeze: dim 1 out of range for a 0-d tensor");
+    ck_assert_ptr_null(tensor_transpose(x, 0, -2));
+    tu_assert_error(CT_ERR_SHAPE, "transpose: dim -2 out of range for a 0-d tensor");
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
+/* F.cross_entropy(x, t, ...) with class probabilities t, f64, x and t of
+ * shape (2, 3, 2) requiring grad, backward of the summed loss:
+ * x = [[[.5, -1], [2, .25], [-.5, 1.5]], [[1, 0], [-2, 3], [.75, -.25]]],
+ * t = [[[.2, .5], [.3, .25], [.5, .25]], [[1, 0], [0, .6], [0, .4]]],
+ * weight [1, 2, .5]. */
+static const struct {
+    const char *name;
+    CtCrossEntropyArgs args;
+    int n;
+    double loss[4], gx[12], gt[12];
+} SOFT_CE[] = {
+    {"defaults",
+     {.reduction = CT_REDUCTION_MEAN},
+     1,
+     {1.420262415126},
+     {-0.007261804951, -0.110005551171, 0.116539301639, -0.010164231129, -0.109277496689,
+      0.120169782301, -0.113282477895, 0.01143414465, 0.00680676462, 0.079660934544,
+      0.106475713275, -0.091095079193},
+     {0.441591974952, 0.703445215834, 0.066591974952, 0.390945215834, 0.691591974952,
+      0.078445215834, 0.150886000771, 0.771214223568, 0.900886000771, 0.021214223568,
+      0.213386000771, 0.833714223568}},
+    {"weight, label_smoothing .1",
+     {.reduction = CT_REDUCTION_MEAN, .label_smoothing = 0.1},
+     1,
+     {1.272298551517},
+     {-0.007959616256, -0.103902101531, 0.05168422524, -0.070070860984, -0.043724608984,
+      0.173972962515, -0.09433718586, 0.007407672468, -0.00974645597, 0.029499886555,
+      0.10408364183, -0.036907559023},
+     {0.397432777457, 0.633100694251, 0.119865554913, 0.703701388502, 0.311216388728,
+      0.035300347125, 0.135797400694, 0.694092801212, 1.621594801389, 0.038185602423,
+      0.096023700347, 0.375171400606}},
+    {"weight, sum",
+     {.reduction = CT_REDUCTION_SUM},
+     1,
+     {4.805033421121},
+     {-0.020499580792, -0.43252498027, 0.204465066884, -0.264489040083, -0.183965486092,
+      0.697014020353, -0.45312991158, 0.064031210037, 0.02722705848, 0.086101233444,
+      0.4259028531, -0.150132443482},
+     {1.766367899807, 2.813780863337, 0.532735799614, 3.127561726675, 1.383183949904,
+      0.156890431669, 0.603544003086, 3.084856894274, 7.207088006172, 0.169713788548,
+      0.426772001543, 1.667428447137}},
+    {"label_smoothing .3, none",
+     {.reduction = CT_REDUCTION_NONE, .label_smoothing = 0.3},
+     4,
+     {1.751367899807, 1.782530863337, 0.928544003086, 1.619856894274},
+     {-0.069047219802, -0.390022204685, 0.456157206556, -0.065656924518, -0.387109986754,
+      0.455679129203, -0.25312991158, -0.054263421402, -0.07277294152, 0.398643738175,
+      0.3259028531, -0.344380316773},
+     {1.236457529865, 1.969646604336, 0.186457529865, 1.094646604336, 1.936457529865,
+      0.219646604336, 0.42248080216, 2.159399825992, 2.52248080216, 0.059399825992,
+      0.59748080216, 2.334399825992}},
+};
+
+START_TEST(test_cross_entropy_class_probabilities)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    const int64_t shape[] = {2, 3, 2};
+    const double xv[] = {.5, -1, 2, .25, -.5, 1.5, 1, 0, -2, 3, .75, -.25};
+    const double tv[] = {.2, .5, .3, .25, .5, .25, 1, 0, 0, .6, 0, .4};
+    Tensor *w = tu_tensor(CT_F64, 1, (const int64_t[]){3}, (const double[]){1, 2, .5});
+    for (size_t i = 0; i < sizeof SOFT_CE / sizeof SOFT_CE[0]; i++) {
+        Tensor *x = tu_tensor(CT_F64, 3, shape, xv), *t = tu_tensor(CT_F64, 3, shape, tv);
+        ck_assert_int_eq(tensor_set_requires_grad(x, true), CT_OK);
+        ck_assert_int_eq(tensor_set_requires_grad(t, true), CT_OK);
+        CtCrossEntropyArgs a = SOFT_CE[i].args;
+        if (strstr(SOFT_CE[i].name, "weight")) a.weight = w;
+        Tensor *l = tensor_cross_entropy(x, t, &a);
+        ck_assert_msg(l != NULL, "%s: %s", SOFT_CE[i].name, ct_last_error());
+        tu_assert_values(l, SOFT_CE[i].loss, SOFT_CE[i].n, 1e-11, 1e-11);
+        ck_assert_int_eq(tensor_backward(tensor_sum_all(l), NULL), CT_OK);
+        tu_assert_values(tensor_grad(x), SOFT_CE[i].gx, 12, 1e-11, 1e-11);
+        tu_assert_values(tensor_grad(t), SOFT_CE[i].gt, 12, 1e-11, 1e-11);
+        tensor_free(x);
+        tensor_free(t);
+    }
+    Tensor *x = tu_tensor(CT_F32, 2, (const int64_t[]){2, 3}, xv);
+    Tensor *t = tu_tensor(CT_F32, 2, (const int64_t[]){2, 3}, tv);
+    CtCrossEntropyArgs ii = {.use_ignore_index = true, .ignore_index = 0};
+    ck_assert_ptr_null(tensor_cross_entropy(x, t, &ii));
+    tu_assert_error(CT_ERR_INVALID,
+                    "ignore_index 0 is not supported with class-probability");
+    ii.ignore_index = -1;
+    ck_assert_ptr_nonnull(tensor_cross_entropy(x, t, &ii));
+    ck_assert_ptr_null(tensor_cross_entropy(x, tensor_cast(t, CT_F64), NULL));
+    tu_assert_error(CT_ERR_DTYPE, "cross_entropy");
+    ck_assert_ptr_null(tensor_cross_entropy(x, tensor_slice(t, 1, 0, 2, 1), NULL));
+    tu_assert_error(CT_ERR_SHAPE, "cross_entropy");
+    ck_assert_ptr_null(tensor_nll_loss(x, t, NULL));
+    tu_assert_error(CT_ERR_DTYPE, "nll_loss: target must hold i64 class indices");
+    ct_scope_close(s);
+    tensor_free(x);
+    tensor_free(t);
+    tensor_free(w);
+    TU_MEM_END;
+}
+END_TEST
+
 /* torch.zeros(2, 0, 3) is contiguous, and rand, dropout, max's backward
  * and a batched product's backward work on such tensors. */
 START_TEST(test_empty_tensors)
@@ -172,6 +324,9 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_log_softmax_large_logits);
     tcase_add_test(tc, test_empty_tensors);
+    tcase_add_test(tc, test_relu_grad_at_nan);
+    tcase_add_test(tc, test_scalar_squeeze_transpose);
+    tcase_add_test(tc, test_cross_entropy_class_probabilities);
     tcase_add_test(tc, test_integer_scalars_must_fit);
     tcase_add_test(tc, test_copy_into_expanded_and_slices);
     tcase_add_test(tc, test_error_messages);
