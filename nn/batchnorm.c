@@ -1,4 +1,5 @@
-/* BatchNorm1d / BatchNorm2d: affine, tracking running statistics. */
+/* BatchNorm1d / BatchNorm2d, with or without weight and bias (affine) and
+ * running statistics (track_running_stats). */
 #include <string.h>
 
 #include "nn_internal.h"
@@ -7,6 +8,8 @@ typedef struct BatchNorm {
     Module base;
     int64_t features;
     double eps, momentum;
+    bool affine, track;
+    /* NULL when !affine / !track */
     Tensor *weight, *bias, *running_mean, *running_var, *num_batches_tracked;
 } BatchNorm;
 
@@ -42,7 +45,10 @@ static Tensor *batch_norm_run(Module *m, Tensor *x, bool relu)
     Tensor *y = (relu ? tensor_batch_norm_relu : tensor_batch_norm)(
         x, bn->running_mean, bn->running_var, bn->weight, bn->bias, m->training,
         bn->momentum, bn->eps);
-    if (y && m->training && count_batch(bn->num_batches_tracked) != CT_OK) return NULL;
+    /* without running statistics, tensor_batch_norm uses batch statistics in
+     * eval mode too (PyTorch's track_running_stats=False) */
+    if (y && m->training && bn->track && count_batch(bn->num_batches_tracked) != CT_OK)
+        return NULL;
     return y;
 }
 
@@ -60,9 +66,10 @@ static void batch_norm_extra_repr(const Module *m, char *buf, size_t n)
 {
     const BatchNorm *bn = (const BatchNorm *)m;
     char e[32], mo[32];
-    snprintf(buf, n, "%lld, eps=%s, momentum=%s, affine=True, track_running_stats=True",
+    snprintf(buf, n, "%lld, eps=%s, momentum=%s, affine=%s, track_running_stats=%s",
              (long long)bn->features, nn_format_float(bn->eps, e, sizeof e),
-             nn_format_float(bn->momentum, mo, sizeof mo));
+             nn_format_float(bn->momentum, mo, sizeof mo), bn->affine ? "True" : "False",
+             bn->track ? "True" : "False");
 }
 
 static const ModuleVtable bn1d_vt = {.type = "BatchNorm1d",
@@ -74,7 +81,43 @@ static const ModuleVtable bn2d_vt = {.type = "BatchNorm2d",
                                      .extra_repr = batch_norm_extra_repr,
                                      .forward_relu = batch_norm_forward_relu};
 
-static Module *batch_norm(const ModuleVtable *vt, int64_t c, double eps, double momentum)
+bool nn_is_batch_norm(const Module *m)
+{
+    return m && (m->vt == &bn1d_vt || m->vt == &bn2d_vt);
+}
+
+/* Registers weight (ones) and bias (zeros) when affine, then running_mean
+ * (zeros), running_var (ones) and num_batches_tracked (0-d i64) when
+ * tracking, in PyTorch's order. */
+static CtStatus register_tensors(BatchNorm *bn)
+{
+    const int64_t c = bn->features;
+    Tensor *t[5] = {NULL};
+    CtScope *s = ct_scope_open();
+    if (s) {
+        if (bn->affine) {
+            t[0] = nn_keep(tensor_ones(1, &c, CT_F32, ct_cpu()));
+            t[1] = nn_keep(tensor_zeros(1, &c, CT_F32, ct_cpu()));
+        }
+        if (bn->track) {
+            t[2] = nn_keep(tensor_zeros(1, &c, CT_F32, ct_cpu()));
+            t[3] = nn_keep(tensor_ones(1, &c, CT_F32, ct_cpu()));
+            t[4] = nn_keep(tensor_zeros(0, NULL, CT_I64, ct_cpu()));
+        }
+        ct_scope_close(s);
+    }
+    const NnSlot all[5] = {{"weight", t[0], &bn->weight, false},
+                           {"bias", t[1], &bn->bias, false},
+                           {"running_mean", t[2], &bn->running_mean, true},
+                           {"running_var", t[3], &bn->running_var, true},
+                           {"num_batches_tracked", t[4], &bn->num_batches_tracked, true}};
+    const NnSlot *first = bn->affine ? all : all + 2;
+    int n = (bn->affine ? 2 : 0) + (bn->track ? 3 : 0);
+    return nn_register_slots(&bn->base, n, first);
+}
+
+static Module *batch_norm(const ModuleVtable *vt, int64_t c, double eps, double momentum,
+                          bool affine, bool track)
 {
     if (c <= 0 || !(eps > 0) || !(momentum >= 0 && momentum <= 1)) {
         ct_error(
@@ -88,23 +131,9 @@ static Module *batch_norm(const ModuleVtable *vt, int64_t c, double eps, double 
     bn->features = c;
     bn->eps = eps;
     bn->momentum = momentum;
-    Tensor *t[5] = {NULL};
-    CtScope *s = ct_scope_open();
-    if (s) {
-        t[0] = nn_keep(tensor_ones(1, &c, CT_F32, ct_cpu()));
-        t[1] = nn_keep(tensor_zeros(1, &c, CT_F32, ct_cpu()));
-        t[2] = nn_keep(tensor_zeros(1, &c, CT_F32, ct_cpu()));
-        t[3] = nn_keep(tensor_ones(1, &c, CT_F32, ct_cpu()));
-        t[4] = nn_keep(tensor_zeros(0, NULL, CT_I64, ct_cpu()));
-        ct_scope_close(s);
-    }
-    const NnSlot slots[5] = {
-        {"weight", t[0], &bn->weight, false},
-        {"bias", t[1], &bn->bias, false},
-        {"running_mean", t[2], &bn->running_mean, true},
-        {"running_var", t[3], &bn->running_var, true},
-        {"num_batches_tracked", t[4], &bn->num_batches_tracked, true}};
-    if (nn_register_slots(&bn->base, 5, slots) != CT_OK) {
+    bn->affine = affine;
+    bn->track = track;
+    if ((affine || track) && register_tensors(bn) != CT_OK) {
         nn_module_free(&bn->base);
         return NULL;
     }
@@ -113,10 +142,22 @@ static Module *batch_norm(const ModuleVtable *vt, int64_t c, double eps, double 
 
 Module *nn_batch_norm1d(int64_t num_features, double eps, double momentum)
 {
-    return batch_norm(&bn1d_vt, num_features, eps, momentum);
+    return batch_norm(&bn1d_vt, num_features, eps, momentum, true, true);
 }
 
 Module *nn_batch_norm2d(int64_t num_features, double eps, double momentum)
 {
-    return batch_norm(&bn2d_vt, num_features, eps, momentum);
+    return batch_norm(&bn2d_vt, num_features, eps, momentum, true, true);
+}
+
+Module *nn_batch_norm1d_ex(int64_t num_features, double eps, double momentum, bool affine,
+                           bool track_running_stats)
+{
+    return batch_norm(&bn1d_vt, num_features, eps, momentum, affine, track_running_stats);
+}
+
+Module *nn_batch_norm2d_ex(int64_t num_features, double eps, double momentum, bool affine,
+                           bool track_running_stats)
+{
+    return batch_norm(&bn2d_vt, num_features, eps, momentum, affine, track_running_stats);
 }

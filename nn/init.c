@@ -165,3 +165,82 @@ CtStatus nn_init_xavier_normal_(Tensor *t, double gain, CtGenerator *g)
     if (st != CT_OK) return st;
     return fill_random(t, true, 0.0, std, g);
 }
+
+/* erf⁻¹(y) for y in [-1, 1] (±inf at ±1, NaN outside): Giles' single-
+ * precision approximation ("Approximating the erfinv function", 2010)
+ * refined by two Newton steps, on erfc where |y| >= 0.5 so that the step
+ * keeps its precision near ±1. */
+static double erfinv(double y)
+{
+    if (!(y >= -1 && y <= 1)) return NAN;
+    if (y < 0) return -erfinv(-y);
+    if (y == 1) return INFINITY;
+    double w = -log((1 - y) * (1 + y)), p;
+    if (w < 5) {
+        w -= 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+    }
+    double x = p * y;
+    for (int i = 0; i < 2; i++) {
+        double f = y < 0.5 ? erf(x) - y : (1 - y) - erfc(x); /* 1 - y is exact */
+        x -= f / (M_2_SQRTPI * exp(-x * x));
+    }
+    return x;
+}
+
+/* Φ(x), the standard normal CDF. */
+static double norm_cdf(double x)
+{
+    return 0.5 * erfc(-x / M_SQRT2);
+}
+
+/* torch.nn.init.trunc_normal_'s inverse-CDF method, in f64: u ~ U(2Φ(α) - 1,
+ * 2Φ(β) - 1) with α = (a - mean)/std, β = (b - mean)/std, then
+ * clamp(mean + std·√2·erfinv(u), a, b). */
+CtStatus nn_init_trunc_normal_(Tensor *t, double mean, double std, double a, double b,
+                               CtGenerator *g)
+{
+    static const char op[] = "nn_init_trunc_normal_";
+    if (!check_tensor(op, t)) return ct_last_status();
+    if (!isfinite(mean) || !(std > 0) || !isfinite(std) || isnan(a) || isnan(b) ||
+        !(a < b))
+        return ct_error(
+            CT_ERR_INVALID,
+            "%s: need a finite mean, a finite std > 0 and a < b, got mean %g, "
+            "std %g, a %g, b %g",
+            op, mean, std, a, b);
+    double lo = 2 * norm_cdf((a - mean) / std) - 1,
+           hi = 2 * norm_cdf((b - mean) / std) - 1;
+    CtScope *sc = ct_scope_open();
+    if (!sc) return ct_error(CT_ERR_OOM, "%s: out of memory opening a scope", op);
+    Tensor *r =
+        tensor_uniform(g, tensor_ndim(t), tensor_shape(t), lo, hi, CT_F64, ct_cpu());
+    CtStatus st = r ? CT_OK : ct_last_status();
+    if (r) {
+        double *v = tensor_data(r);
+        for (int64_t i = 0; i < tensor_numel(r); i++)
+            v[i] = fmin(fmax(mean + std * M_SQRT2 * erfinv(v[i]), a), b);
+        st = tensor_copy_(t, r);
+    }
+    ct_scope_close(sc);
+    return st;
+}

@@ -1,5 +1,5 @@
 /* LayerNorm over the trailing dims `shape`, with weight and bias of that
- * shape (elementwise_affine=True). */
+ * shape (elementwise_affine=True) or without (False). */
 #include <string.h>
 
 #include "nn_internal.h"
@@ -9,7 +9,8 @@ typedef struct LayerNorm {
     int nnorm;
     int64_t shape[CT_MAX_DIMS];
     double eps;
-    Tensor *weight, *bias;
+    bool affine;
+    Tensor *weight, *bias; /* NULL unless affine */
 } LayerNorm;
 
 static void shape_str(const LayerNorm *ln, char *buf, size_t n)
@@ -43,15 +44,31 @@ static void layer_norm_extra_repr(const Module *m, char *buf, size_t n)
     const LayerNorm *ln = (const LayerNorm *)m;
     char s[128], e[32];
     shape_str(ln, s, sizeof s);
-    snprintf(buf, n, "%s, eps=%s, elementwise_affine=True", s,
-             nn_format_float(ln->eps, e, sizeof e));
+    snprintf(buf, n, "%s, eps=%s, elementwise_affine=%s", s,
+             nn_format_float(ln->eps, e, sizeof e), ln->affine ? "True" : "False");
 }
 
 static const ModuleVtable layer_norm_vt = {.type = "LayerNorm",
                                            .forward = layer_norm_forward,
                                            .extra_repr = layer_norm_extra_repr};
 
-Module *nn_layer_norm(int nnorm, const int64_t *shape, double eps)
+/* Registers weight (ones) and bias (zeros) of the normalized shape. */
+static CtStatus register_affine(LayerNorm *ln)
+{
+    Tensor *w = NULL, *b = NULL;
+    CtScope *s = ct_scope_open();
+    if (s) {
+        w = nn_keep(tensor_ones(ln->nnorm, ln->shape, CT_F32, ct_cpu()));
+        b = nn_keep(tensor_zeros(ln->nnorm, ln->shape, CT_F32, ct_cpu()));
+        ct_scope_close(s);
+    }
+    const NnSlot slots[2] = {{"weight", w, &ln->weight, false},
+                             {"bias", b, &ln->bias, false}};
+    return nn_register_slots(&ln->base, 2, slots);
+}
+
+Module *nn_layer_norm_ex(int nnorm, const int64_t *shape, double eps,
+                         bool elementwise_affine)
 {
     bool ok = nnorm >= 1 && nnorm <= CT_MAX_DIMS && shape && eps > 0;
     for (int i = 0; ok && i < nnorm; i++) ok = shape[i] > 0;
@@ -68,18 +85,15 @@ Module *nn_layer_norm(int nnorm, const int64_t *shape, double eps)
     ln->nnorm = nnorm;
     memcpy(ln->shape, shape, (size_t)nnorm * sizeof *shape);
     ln->eps = eps;
-    Tensor *w = NULL, *b = NULL;
-    CtScope *s = ct_scope_open();
-    if (s) {
-        w = nn_keep(tensor_ones(nnorm, shape, CT_F32, ct_cpu()));
-        b = nn_keep(tensor_zeros(nnorm, shape, CT_F32, ct_cpu()));
-        ct_scope_close(s);
-    }
-    const NnSlot slots[2] = {{"weight", w, &ln->weight, false},
-                             {"bias", b, &ln->bias, false}};
-    if (nn_register_slots(&ln->base, 2, slots) != CT_OK) {
+    ln->affine = elementwise_affine;
+    if (elementwise_affine && register_affine(ln) != CT_OK) {
         nn_module_free(&ln->base);
         return NULL;
     }
     return &ln->base;
+}
+
+Module *nn_layer_norm(int nnorm, const int64_t *shape, double eps)
+{
+    return nn_layer_norm_ex(nnorm, shape, eps, true);
 }

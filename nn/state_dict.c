@@ -47,15 +47,37 @@ static void appendf(char *buf, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
+/* True for the num_batches_tracked of a BatchNorm of m. PyTorch's
+ * BatchNorm loads a dict without it when the dict carries no version
+ * metadata (a plain dict, as every safetensors file is: torchvision's
+ * checkpoints from before PyTorch 0.4.1 have none) and sets the counter to
+ * 0 (_NormBase._load_from_state_dict); so do we, in strict mode too. */
+static bool optional_counter(const Module *m, const char *name)
+{
+    static const char key[] = "num_batches_tracked";
+    const size_t n = strlen(name), k = sizeof key - 1;
+    if (n < k || strcmp(name + n - k, key) != 0) return false;
+    if (n == k) return nn_is_batch_norm(m);
+    if (name[n - k - 1] != '.') return false;
+    char path[512];
+    const size_t len = n - k - 1;
+    if (len >= sizeof path) return false;
+    memcpy(path, name, len);
+    path[len] = '\0';
+    return nn_is_batch_norm(nn_module_find(m, path));
+}
+
 /* Classifies the keys of own (the module's state dict) against d, filling
  * r->counts and r->message. */
-static void classify(const CtStateDict *own, const CtStateDict *d, NnLoadReport *r)
+static void classify(const Module *m, const CtStateDict *own, const CtStateDict *d,
+                     NnLoadReport *r)
 {
     char missing[320] = "", unexpected[320] = "", mismatched[384] = "";
     for (int64_t i = 0; i < ct_state_dict_size(own); i++) {
         const char *name = ct_state_dict_name(own, i);
         const Tensor *src = ct_state_dict_get(d, name);
         if (!src) {
+            if (optional_counter(m, name)) continue;
             if (r->n_missing++ < REPORT_NAMES)
                 appendf(missing, sizeof missing, "%s%s", r->n_missing > 1 ? ", " : "",
                         name);
@@ -91,17 +113,23 @@ static void classify(const CtStateDict *own, const CtStateDict *d, NnLoadReport 
     }
 }
 
-/* Copies every entry of d whose name and shape match into own. */
+/* Copies every entry of d whose name and shape match into own, and zeroes
+ * the BatchNorm counters d lacks (optional_counter). */
 static CtStatus copy_matching(const Module *m, const CtStateDict *own,
                               const CtStateDict *d)
 {
     for (int64_t i = 0; i < ct_state_dict_size(own); i++) {
         Tensor *dst = ct_state_dict_tensor(own, i);
-        const Tensor *src = ct_state_dict_get(d, ct_state_dict_name(own, i));
-        if (!src || !same_shape(src, dst)) continue;
-        if (tensor_copy_(dst, src) != CT_OK)
+        const char *name = ct_state_dict_name(own, i);
+        const Tensor *src = ct_state_dict_get(d, name);
+        CtStatus st = CT_OK;
+        if (!src && optional_counter(m, name))
+            st = tensor_zero_(dst);
+        else if (src && same_shape(src, dst))
+            st = tensor_copy_(dst, src);
+        if (st != CT_OK)
             return nn_error_context(ct_last_status(), "load_state_dict (%s): \"%s\"",
-                                    m->vt->type, ct_state_dict_name(own, i));
+                                    m->vt->type, name);
     }
     return CT_OK;
 }
@@ -116,7 +144,7 @@ CtStatus nn_module_load_state_dict(Module *m, const CtStateDict *d, bool strict,
         return ct_error(CT_ERR_NULL, "nn_module_load_state_dict: NULL argument");
     CtStateDict *own = nn_module_state_dict(m);
     if (!own) return ct_last_status();
-    classify(own, d, r);
+    classify(m, own, d, r);
     CtStatus st = CT_OK;
     if (strict && (r->n_missing || r->n_unexpected || r->n_mismatched)) {
         CtStatus kind = r->n_missing || r->n_unexpected ? CT_ERR_INVALID : CT_ERR_SHAPE;

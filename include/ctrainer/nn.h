@@ -189,10 +189,43 @@ Module *nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size,
  * num_batches_tracked (i64). eps 1e-5, momentum 0.1 in PyTorch. */
 Module *nn_batch_norm1d(int64_t num_features, double eps, double momentum);
 Module *nn_batch_norm2d(int64_t num_features, double eps, double momentum);
+/* PyTorch's BatchNorm1d/2d(num_features, eps, momentum, affine,
+ * track_running_stats), arguments in its order. !affine: no weight or bias
+ * (y = (x - mean) / sqrt(var + eps)). !track_running_stats: no
+ * running_mean, running_var or num_batches_tracked buffers, and batch
+ * statistics in eval mode too (momentum is then unused, but printed). The
+ * state dict holds what exists, in the order above; the repr shows both
+ * flags, as PyTorch's. */
+Module *nn_batch_norm1d_ex(int64_t num_features, double eps, double momentum, bool affine,
+                           bool track_running_stats);
+Module *nn_batch_norm2d_ex(int64_t num_features, double eps, double momentum, bool affine,
+                           bool track_running_stats);
 /* Normalises over the trailing dims `shape` (nnorm of them); affine. */
 Module *nn_layer_norm(int nnorm, const int64_t *shape, double eps);
+/* PyTorch's LayerNorm(normalized_shape, eps, elementwise_affine): without
+ * elementwise_affine there are no weight or bias parameters (an empty state
+ * dict), and the output is the plain normalisation. */
+Module *nn_layer_norm_ex(int nnorm, const int64_t *shape, double eps,
+                         bool elementwise_affine);
 /* weight ~ N(0, 1) as in PyTorch. */
 Module *nn_embedding(int64_t num_embeddings, int64_t embedding_dim, CtGenerator *g);
+
+typedef struct NnEmbeddingArgs {
+    /* With use_padding_idx, row padding_idx (negative counts from the end:
+     * -1 is the last row; in [-num_embeddings, num_embeddings)) starts at
+     * zero and gets no gradient: lookups of it return the row's current
+     * values, but backward adds nothing to it, so optimizers leave it alone
+     * (weight decay aside, as in PyTorch). Default: no padding row. */
+    int64_t padding_idx;
+    bool use_padding_idx;
+} NnEmbeddingArgs;
+/* PyTorch's Embedding(num_embeddings, embedding_dim, padding_idx=...). args
+ * NULL: as nn_embedding. The weight is drawn as nn_embedding's (the same
+ * numbers from the same g), then the padding row is zeroed. The repr shows
+ * "padding_idx=p" with p counted from the start, as PyTorch's. Errors: a
+ * padding_idx out of range (CT_ERR_INVALID). */
+Module *nn_embedding_ex(int64_t num_embeddings, int64_t embedding_dim,
+                        const NnEmbeddingArgs *args, CtGenerator *g);
 /* g is borrowed (it must outlive the module) and advanced by each draw; it
  * may be NULL only when p == 0. */
 Module *nn_dropout(double p, CtGenerator *g);
@@ -268,6 +301,16 @@ CtStatus nn_init_kaiming_normal_(Tensor *t, double a, NnFanMode mode, NnNonlinea
                                  CtGenerator *g);
 CtStatus nn_init_xavier_uniform_(Tensor *t, double gain, CtGenerator *g);
 CtStatus nn_init_xavier_normal_(Tensor *t, double gain, CtGenerator *g);
+/* N(mean, std²) truncated to [a, b] (PyTorch's defaults: 0, 1, -2, 2), by
+ * torch.nn.init.trunc_normal_'s method: u uniform in (2Φ(α) - 1, 2Φ(β) - 1)
+ * for α = (a - mean)/std, β = (b - mean)/std, then mean + std·√2·erfinv(u)
+ * clamped to [a, b]. The same distribution as PyTorch's (not the same
+ * numbers); computed in f64 whatever t's dtype, so it stays accurate where
+ * PyTorch's f32 arithmetic warns ("mean is more than 2 std from [a, b]").
+ * Errors (CT_ERR_INVALID): std <= 0, a non-finite mean or std, a >= b
+ * (PyTorch does not check these); a and b may be infinite. */
+CtStatus nn_init_trunc_normal_(Tensor *t, double mean, double std, double a, double b,
+                               CtGenerator *g);
 
 /* ------------------------------------------------------------ safetensors */
 
@@ -299,6 +342,10 @@ typedef struct NnLoadReport {
  * packed blocks stay valid). strict: any missing, unexpected or mis-shaped
  * key is an error (CT_ERR_SHAPE when shapes are the only problem, else
  * CT_ERR_INVALID) and nothing is changed. Non-strict: loads what matches.
+ * A BatchNorm's num_batches_tracked may be absent from d (old torchvision
+ * checkpoints have none): it is set to 0 and not counted as missing, as
+ * PyTorch does for a dict without version metadata, e.g. a safetensors
+ * file.
  * Either way *report (may be NULL) gets the counts and, in message, up to
  * three names of each kind ("1 missing key: fc.bias; 1 mis-shaped key:
  * fc.weight (checkpoint [10, 64], model [5, 64])"). */
@@ -358,7 +405,8 @@ Module *nn_model_resnet50d(const NnResNetArgs *args, CtGenerator *g);
  * fine-tuning case), initialised as nn.Linear; the file's fc is then not
  * loaded; channels_last as for the constructors (the weights are the same
  * either way). Everything else must match exactly, batch
- * norms' running statistics and num_batches_tracked included. *arch (may
+ * norms' running statistics and num_batches_tracked included (a file
+ * without num_batches_tracked loads with them at 0, as in PyTorch). *arch (may
  * be NULL) gets "resnet18", "resnet34", "resnet50" or "resnet50d" (static
  * strings). g draws the initial values before loading. Errors (NULL, the
  * path in the message): unreadable or malformed files, an architecture

@@ -240,6 +240,108 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* Truncated normal N(mean, sd²) on [a, b]: its moments and CDF, as
+ * torch.nn.init.trunc_normal_ produces them. The closed forms (φ, Φ the
+ * standard normal pdf and cdf; α, β the standardised bounds; Z = Φ(β) -
+ * Φ(α)): mean + sd (φ(α) - φ(β)) / Z, and variance sd² (1 + (αφ(α) -
+ * βφ(β)) / Z - ((φ(α) - φ(β)) / Z)²), agree with PyTorch's samples; e.g.
+ *   t = torch.empty(2000000); torch.nn.init.trunc_normal_(t, 1, 2, 0, 5)
+ *   t.mean(), t.var() -> 1.8920, 1.5079 (formulas: 1.8915, 1.5064)
+ * and likewise for (0, 1, -2, 2) -> var 0.7736 (0.7737) and (0, 1, 3, 4),
+ * where PyTorch warns that mean is far from [a, b] -> mean 3.2606, var
+ * 0.04936 (3.2605, 0.04928). */
+typedef struct TruncCase {
+    double mean, sd, a, b;
+} TruncCase;
+
+static double pdf(double x)
+{
+    return exp(-x * x / 2) / sqrt(2 * M_PI);
+}
+
+static double cdf(double x)
+{
+    return 0.5 * erfc(-x / M_SQRT2);
+}
+
+static void assert_trunc_normal(const Tensor *t, TruncCase c)
+{
+    int64_t n = tensor_numel(t);
+    double al = (c.a - c.mean) / c.sd, be = (c.b - c.mean) / c.sd;
+    double z = cdf(be) - cdf(al), d = (pdf(al) - pdf(be)) / z;
+    double want_mean = c.mean + c.sd * d;
+    double want_var = c.sd * c.sd * (1 + (al * pdf(al) - be * pdf(be)) / z - d * d);
+    Moments m = moments(t);
+    ck_assert_msg(m.min >= c.a && m.max <= c.b, "range [%g, %g] outside [%g, %g]", m.min,
+                  m.max, c.a, c.b);
+    double w = c.b - c.a;
+    /* bounds within 2.5 sd of the mean are reached (to 2% of b - a) */
+    ck_assert_msg((al < -2.5 || m.min < c.a + 0.02 * w) &&
+                      (be > 2.5 || m.max > c.b - 0.02 * w),
+                  "range [%g, %g] does not reach near [%g, %g]", m.min, m.max, c.a, c.b);
+    ck_assert_msg(fabs(m.mean - want_mean) <= 5 * sqrt(want_var / (double)n),
+                  "mean %g, expected %g", m.mean, want_mean);
+    ck_assert_msg(fabs(m.var / want_var - 1) <= 0.03, "variance %g, expected %g", m.var,
+                  want_var);
+    /* the empirical CDF at 9 points within 5 standard errors */
+    double *v = malloc((size_t)n * sizeof *v);
+    ck_assert_int_eq(tensor_copy_to_host(t, v, CT_F64), CT_OK);
+    for (int k = 1; k < 10; k++) {
+        double q = c.a + w * k / 10.0;
+        double p = (cdf((q - c.mean) / c.sd) - cdf(al)) / z;
+        int64_t below = 0;
+        for (int64_t i = 0; i < n; i++) below += v[i] < q;
+        double f = (double)below / (double)n;
+        ck_assert_msg(fabs(f - p) <= 5 * sqrt(p * (1 - p) / (double)n) + 1e-9,
+                      "P(x < %g) = %g, expected %g", q, f, p);
+    }
+    free(v);
+}
+
+START_TEST(test_trunc_normal)
+{
+    TU_MEM_BEGIN;
+    const TruncCase cases[] = {
+        {0, 1, -2, 2}, {1, 2, 0, 5}, {0, 1, 3, 4}, {0.5, 0.1, -1, 1}, {0, 0.02, -2, 2}};
+    CtGenerator g = ct_generator(11, 0);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        TruncCase c = cases[k];
+        CtDType dt = k % 2 ? CT_F64 : CT_F32;
+        Tensor *t = tensor_empty(2, (const int64_t[]){400, 500}, dt, ct_cpu());
+        ck_assert_int_eq(nn_init_trunc_normal_(t, c.mean, c.sd, c.a, c.b, &g), CT_OK);
+        assert_trunc_normal(t, c);
+        tensor_free(t);
+    }
+    /* deterministic for a generator state; a parameter stays a leaf */
+    Tensor *a = tensor_empty(2, (const int64_t[]){8, 8}, CT_F32, ct_cpu()),
+           *b = tensor_empty(2, (const int64_t[]){8, 8}, CT_F32, ct_cpu());
+    ck_assert_int_eq(tensor_set_requires_grad(a, true), CT_OK);
+    CtGenerator g1 = ct_generator(3, 0), g2 = ct_generator(3, 0);
+    ck_assert_int_eq(nn_init_trunc_normal_(a, 0, 1, -2, 2, &g1), CT_OK);
+    ck_assert_int_eq(nn_init_trunc_normal_(b, 0, 1, -2, 2, &g2), CT_OK);
+    ck_assert_mem_eq(tensor_data(a), tensor_data(b), 64 * sizeof(float));
+    ck_assert(tensor_requires_grad(a) && !tensor_grad(a));
+    /* bad arguments leave t alone */
+    ck_assert_int_eq(nn_init_constant_(b, 7), CT_OK);
+    ck_assert_int_eq(nn_init_trunc_normal_(b, 0, 0, -2, 2, &g), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "nn_init_trunc_normal_: need a finite mean, a finite "
+                                    "std > 0 and a < b, got mean 0, std 0, a -2, b 2");
+    ck_assert_int_eq(nn_init_trunc_normal_(b, 0, 1, 2, 2, &g), CT_ERR_INVALID);
+    ck_assert_int_eq(nn_init_trunc_normal_(b, NAN, 1, -2, 2, &g), CT_ERR_INVALID);
+    ck_assert_int_eq(nn_init_trunc_normal_(b, 0, 1, -2, 2, NULL), CT_ERR_NULL);
+    Moments m = moments(b);
+    ck_assert(m.min == 7 && m.max == 7);
+    Tensor *i = tensor_zeros(1, (const int64_t[]){4}, CT_I64, ct_cpu());
+    ck_assert_int_eq(nn_init_trunc_normal_(i, 0, 1, -2, 2, &g), CT_ERR_DTYPE);
+    tu_assert_error(CT_ERR_DTYPE, "nn_init_trunc_normal_: needs a floating-point tensor");
+    ck_assert_int_eq(nn_init_trunc_normal_(NULL, 0, 1, -2, 2, &g), CT_ERR_NULL);
+    tensor_free(a);
+    tensor_free(b);
+    tensor_free(i);
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_cuda_matches_cpu)
 {
     /* Philox draws do not depend on the device */
@@ -273,6 +375,7 @@ int main(void)
     tcase_add_test(tc, test_xavier);
     tcase_add_test(tc, test_deterministic_and_not_recorded);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_trunc_normal);
     tcase_add_test(tc, test_cuda_matches_cpu);
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -305,6 +305,61 @@ START_TEST(test_dtype_conversion_and_errors)
 }
 END_TEST
 
+/* A dict without a BatchNorm's num_batches_tracked (a torchvision checkpoint
+ * saved before PyTorch 0.4.1, or one a tool stripped) loads strictly, the
+ * counter set to 0, as PyTorch's load_state_dict does for a dict without
+ * version metadata (every safetensors file). Other missing keys, and a
+ * num_batches_tracked of another module type, are still missing. */
+START_TEST(test_missing_num_batches_tracked)
+{
+    TU_MEM_BEGIN;
+    CtGenerator g = ct_generator(3, 0);
+    Module *mods[] = {nn_linear(4, 3, true, &g), nn_batch_norm1d(3, 1e-5, 0.1)};
+    Module *a = nn_sequential(2, mods);
+    Module *mods_b[] = {nn_linear(4, 3, true, &g), nn_batch_norm1d(3, 1e-5, 0.1)};
+    Module *b = nn_sequential(2, mods_b);
+    CtScope *s = ct_scope_open();
+    Tensor *x = tensor_uniform(&g, 2, (const int64_t[]){5, 4}, -1, 1, CT_F32, ct_cpu());
+    ck_assert_ptr_nonnull(nn_forward(a, x)); /* a's running stats move, nbt 1 */
+    for (int i = 0; i < 3; i++) ck_assert_ptr_nonnull(nn_forward(b, x)); /* nbt 3 */
+    ct_scope_close(s);
+    CtStateDict *d = nn_module_state_dict(a);
+    ck_assert(ct_state_dict_remove(d, "1.num_batches_tracked"));
+    NnLoadReport rep;
+    ck_assert_msg(nn_module_load_state_dict(b, d, true, &rep) == CT_OK, "%s",
+                  ct_last_error());
+    ck_assert(rep.n_missing == 0 && rep.n_unexpected == 0 && rep.n_mismatched == 0);
+    ck_assert_str_eq(rep.message, "");
+    ck_assert_int_eq((int)tensor_item(nn_module_get(b, "1.num_batches_tracked")), 0);
+    tensor_equal(nn_module_get(b, "1.running_var"), nn_module_get(a, "1.running_var"),
+                 true);
+    tensor_equal(nn_module_get(b, "0.weight"), nn_module_get(a, "0.weight"), true);
+    /* non-strict too */
+    ck_assert_int_eq(nn_module_load_state_dict(a, d, false, &rep), CT_OK);
+    ck_assert_int_eq(rep.n_missing, 0);
+    ck_assert_int_eq((int)tensor_item(nn_module_get(a, "1.num_batches_tracked")), 0);
+    /* another missing key still fails, and nothing changes */
+    ck_assert(ct_state_dict_remove(d, "1.running_mean"));
+    ck_assert_int_eq(nn_module_load_state_dict(b, d, true, &rep), CT_ERR_INVALID);
+    ck_assert_str_eq(rep.message, "1 missing key: 1.running_mean");
+    ct_state_dict_free(d);
+
+    /* a buffer of that name on a module that is no BatchNorm is required */
+    Module *n = net(4);
+    ck_assert_ptr_nonnull(nn_module_register_buffer(n, "num_batches_tracked",
+                                                    tensor_scalar(2, CT_I64, ct_cpu())));
+    CtStateDict *dn = nn_module_state_dict(n);
+    ck_assert(ct_state_dict_remove(dn, "num_batches_tracked"));
+    ck_assert_int_eq(nn_module_load_state_dict(n, dn, true, &rep), CT_ERR_INVALID);
+    ck_assert_str_eq(rep.message, "1 missing key: num_batches_tracked");
+    ct_state_dict_free(dn);
+    nn_module_free(n);
+    nn_module_free(a);
+    nn_module_free(b);
+    TU_MEM_END;
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nn_module_io");
@@ -314,6 +369,7 @@ int main(void)
     tcase_add_test(tc, test_strict_failure_changes_nothing);
     tcase_add_test(tc, test_non_strict_report);
     tcase_add_test(tc, test_dtype_conversion_and_errors);
+    tcase_add_test(tc, test_missing_num_batches_tracked);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -744,6 +744,21 @@ START_TEST(test_resnet_load)
         nn_model_resnet_load(bad, &(NnResNetArgs){.num_classes = 4}, &g, NULL));
     tu_assert_error(CT_ERR_INVALID,
                     "new head: 3 missing keys: layer2.0.bn1.running_mean, fc.weight");
+    /* without num_batches_tracked (torchvision's old checkpoints): loads, the
+     * counters at 0, as in PyTorch */
+    d = nn_module_state_dict(src);
+    for (int64_t i = ct_state_dict_size(d) - 1; i >= 0; i--)
+        if (strstr(ct_state_dict_name(d, i), "num_batches_tracked"))
+            ck_assert(ct_state_dict_remove(d, ct_state_dict_name(d, i)));
+    ck_assert_int_eq(nn_safetensors_save(bad, d, 0, NULL, NULL), CT_OK);
+    ct_state_dict_free(d);
+    m = nn_model_resnet_load(bad, NULL, &g, NULL);
+    ck_assert_msg(m != NULL, "%s", ct_last_error());
+    ck_assert_double_eq(tensor_item(nn_module_get(m, "layer3.1.bn2.num_batches_tracked")),
+                        0);
+    assert_same(nn_module_get(m, "layer3.1.bn2.running_var"),
+                nn_module_get(src, "layer3.1.bn2.running_var"));
+    nn_module_free(m);
     /* not a ResNet of the four */
     Module *mlp = nn_model_mlp(4, 0, NULL, 2, &g);
     ck_assert_int_eq(nn_module_save(mlp, bad), CT_OK);
