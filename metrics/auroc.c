@@ -40,7 +40,7 @@ static CtStatus au_check(void *self, MetricBatch *b)
                         ct_dtype_name(tensor_dtype(p)));
     if (!metric_dtype_is_index(tensor_dtype(t)))
         return ct_error(CT_ERR_DTYPE,
-                        "auroc: target must be 0/1 (i64, i32 or u8), got %s",
+                        "auroc: target must be 0/1 (" METRIC_INDEX_DTYPES "), got %s",
                         ct_dtype_name(tensor_dtype(t)));
     const double *s = metric_batch_preds_f64(b);
     const int64_t *y = metric_batch_target_i64(b);
@@ -144,8 +144,24 @@ static CtStatus au_merge(void *self, const double *other)
                         "auroc: other_state[0] = %g is not a pair count (an even integer "
                         ">= 0): not an auroc state",
                         k);
-    if (reserve(a, (int64_t)k) != CT_OK) return ct_last_status();
-    memcpy(a->buf + used(a), other + 1, (size_t)k * sizeof *other);
+    /* other may be this metric's own state (metric_merge(m, metric_state(m)));
+     * a growing buffer is copied, not realloc'd, so other stays readable */
+    int64_t n = used(a), need = n + (int64_t)k, cap = a->cap;
+    double *buf = a->buf;
+    if (need > cap) {
+        cap = cap * 2 > need ? cap * 2 : need;
+        buf = malloc((size_t)cap * sizeof *buf);
+        if (!buf)
+            return ct_error(CT_ERR_OOM, "auroc: out of memory for %lld scores",
+                            (long long)(need / 2));
+        memcpy(buf, a->buf, (size_t)n * sizeof *buf);
+    }
+    memmove(buf + n, other + 1, (size_t)k * sizeof *other);
+    if (buf != a->buf) {
+        free(a->buf);
+        a->buf = buf;
+        a->cap = cap;
+    }
     a->buf[0] += k;
     return CT_OK;
 }

@@ -34,8 +34,9 @@ static CtStatus check_dtypes(const char *name, const Tensor *p, const Tensor *t,
 {
     if (!metric_dtype_is_index(tensor_dtype(t)))
         return ct_error(CT_ERR_DTYPE,
-                        "%s: target must be class indices (i64, i32 or u8), got %s", name,
-                        ct_dtype_name(tensor_dtype(t)));
+                        "%s: target must be class indices (" METRIC_INDEX_DTYPES
+                        "), got %s",
+                        name, ct_dtype_name(tensor_dtype(t)));
     if (tensor_ndim(p) == 2) {
         if (!ct_dtype_is_float(tensor_dtype(p)))
             return ct_error(CT_ERR_DTYPE,
@@ -45,10 +46,10 @@ static CtStatus check_dtypes(const char *name, const Tensor *p, const Tensor *t,
         return CT_OK;
     }
     if (!metric_dtype_is_index(tensor_dtype(p)))
-        return ct_error(
-            CT_ERR_DTYPE,
-            "%s: preds of shape (N) are class indices (i64, i32 or u8), got %s", name,
-            ct_dtype_name(tensor_dtype(p)));
+        return ct_error(CT_ERR_DTYPE,
+                        "%s: preds of shape (N) are class indices (" METRIC_INDEX_DTYPES
+                        "), got %s",
+                        name, ct_dtype_name(tensor_dtype(p)));
     if (top_k > 1)
         return ct_error(CT_ERR_INVALID,
                         "%s: top_k = %d needs (N, C) scores, got class indices", name,

@@ -1,6 +1,6 @@
 /* Multiclass confusion matrix: counts (C, C), row = target, column = the
- * argmax (or index) prediction, like torchmetrics' MulticlassConfusionMatrix
- * with normalize=None. */
+ * argmax (or index) prediction, like torchmetrics' MulticlassConfusionMatrix;
+ * normalized by row, column or total as its normalize= does. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +8,7 @@
 
 typedef struct ConfMat {
     int64_t c;
+    MetricNormalize normalize;
     double *counts; /* (C, C) */
 } ConfMat;
 
@@ -30,9 +31,8 @@ static CtStatus cm_update(void *self, MetricBatch *b)
     return CT_OK;
 }
 
-static Tensor *cm_compute_tensor(void *self)
+static Tensor *counts_tensor(const ConfMat *m)
 {
-    ConfMat *m = self;
     int64_t c = m->c, shape[2] = {c, c};
     int64_t *v = malloc((size_t)(c * c) * sizeof *v);
     if (!v) {
@@ -43,6 +43,52 @@ static Tensor *cm_compute_tensor(void *self)
     Tensor *r = tensor_from_data(v, 2, shape, CT_I64, ct_cpu());
     free(v);
     return r;
+}
+
+/* The sum that divides counts[i * c + j]: its row's, column's or all. */
+static void divisors(const ConfMat *m, double *row, double *col, double *all)
+{
+    int64_t c = m->c;
+    *all = 0;
+    for (int64_t i = 0; i < c; i++) row[i] = col[i] = 0;
+    for (int64_t i = 0; i < c; i++)
+        for (int64_t j = 0; j < c; j++) {
+            double v = m->counts[i * c + j];
+            row[i] += v;
+            col[j] += v;
+            *all += v;
+        }
+}
+
+/* f64 (C, C); an empty row, column or matrix gives 0s (torchmetrics turns
+ * the NaNs of 0 / 0 into 0). */
+static Tensor *normalized_tensor(const ConfMat *m)
+{
+    int64_t c = m->c, shape[2] = {c, c};
+    double *v = malloc((size_t)(c * c + 2 * c) * sizeof *v);
+    if (!v) {
+        ct_error(CT_ERR_OOM, "confusion_matrix: out of memory");
+        return NULL;
+    }
+    double *row = v + c * c, *col = row + c, all;
+    divisors(m, row, col, &all);
+    for (int64_t i = 0; i < c; i++)
+        for (int64_t j = 0; j < c; j++) {
+            double d = m->normalize == METRIC_NORMALIZE_TRUE   ? row[i]
+                       : m->normalize == METRIC_NORMALIZE_PRED ? col[j]
+                                                               : all;
+            v[i * c + j] = d == 0 ? 0.0 : m->counts[i * c + j] / d;
+        }
+    Tensor *r = tensor_from_data(v, 2, shape, CT_F64, ct_cpu());
+    free(v);
+    return r;
+}
+
+static Tensor *cm_compute_tensor(void *self)
+{
+    ConfMat *m = self;
+    return m->normalize == METRIC_NORMALIZE_NONE ? counts_tensor(m)
+                                                 : normalized_tensor(m);
 }
 
 static void cm_reset(void *self)
@@ -84,9 +130,15 @@ static const MetricVtable cm_vt = {
     .merge_rule = METRIC_MERGE_SUM,
 };
 
-Metric *metric_confusion_matrix_create(int64_t num_classes)
+Metric *metric_confusion_matrix_normalized_create(int64_t num_classes,
+                                                  MetricNormalize normalize)
 {
     if (metric_check_num_classes("confusion_matrix", num_classes) != CT_OK) return NULL;
+    if ((unsigned)normalize > METRIC_NORMALIZE_ALL) {
+        ct_error(CT_ERR_INVALID, "confusion_matrix: unknown normalize %d",
+                 (int)normalize);
+        return NULL;
+    }
     ConfMat *m = calloc(1, sizeof *m);
     if (m) m->counts = calloc((size_t)(num_classes * num_classes), sizeof *m->counts);
     if (!m || !m->counts) {
@@ -95,5 +147,11 @@ Metric *metric_confusion_matrix_create(int64_t num_classes)
         return NULL;
     }
     m->c = num_classes;
+    m->normalize = normalize;
     return metric_create("confusion_matrix", &cm_vt, m);
+}
+
+Metric *metric_confusion_matrix_create(int64_t num_classes)
+{
+    return metric_confusion_matrix_normalized_create(num_classes, METRIC_NORMALIZE_NONE);
 }

@@ -33,7 +33,7 @@ const char *metric_shape_str(const Tensor *t, char *buf)
 
 bool metric_dtype_is_index(CtDType dt)
 {
-    return dt == CT_I64 || dt == CT_I32 || dt == CT_U8;
+    return dt == CT_I64 || dt == CT_I32 || dt == CT_U8 || dt == CT_BOOL;
 }
 
 Metric *metric_create(const char *name, const MetricVtable *vt, void *self)

@@ -1,46 +1,74 @@
-/* Accuracy, precision, recall and F1 for multiclass inputs: per-class
- * true-positive, false-positive and false-negative counts, reduced the way
- * torchmetrics' _adjust_weights_safe_divide does. */
+/* Accuracy, precision, recall, specificity and F-beta (F1 is beta 1) for
+ * multiclass and binary inputs: per-class true-positive, false-positive and
+ * false-negative counts and the number of samples (tn is what remains),
+ * reduced the way torchmetrics' _adjust_weights_safe_divide does. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "metrics_internal.h"
 
-typedef enum StatKind { STAT_ACCURACY, STAT_PRECISION, STAT_RECALL, STAT_F1 } StatKind;
+typedef enum StatKind {
+    STAT_ACCURACY,
+    STAT_PRECISION,
+    STAT_RECALL,
+    STAT_SPECIFICITY,
+    STAT_FBETA
+} StatKind;
 
 typedef struct StatScores {
     const char *name;
     StatKind kind;
-    int64_t c;
+    bool binary;
+    int64_t c; /* classes; 1 (the positive class) for binary */
     int top_k;
     MetricAverage average;
-    double *state;       /* (3, C): tp, fp, fn per class */
+    double beta2;        /* FBETA: beta^2 */
+    double threshold;    /* binary */
+    double *state;       /* 3 C + 1: tp[C], fp[C], fn[C], samples */
     unsigned char *mask; /* (C) scratch for top-k */
 } StatScores;
+
+typedef struct Counts {
+    double tp, fp, tn, fn;
+} Counts;
 
 static double safe_div(double num, double den)
 {
     return den == 0 ? 0.0 : num / den;
 }
 
-static double score(StatKind kind, double tp, double fp, double fn)
+static double score(const StatScores *s, Counts k)
 {
-    switch (kind) {
-    case STAT_PRECISION: return safe_div(tp, tp + fp);
-    case STAT_F1: return safe_div(2 * tp, 2 * tp + fp + fn);
-    default: return safe_div(tp, tp + fn); /* accuracy, recall */
+    double b2 = s->beta2;
+    switch (s->kind) {
+    case STAT_ACCURACY:
+        return s->binary ? safe_div(k.tp + k.tn, k.tp + k.tn + k.fp + k.fn)
+                         : safe_div(k.tp, k.tp + k.fn);
+    case STAT_PRECISION: return safe_div(k.tp, k.tp + k.fp);
+    case STAT_SPECIFICITY: return safe_div(k.tn, k.tn + k.fp);
+    case STAT_FBETA: return safe_div((1 + b2) * k.tp, (1 + b2) * k.tp + b2 * k.fn + k.fp);
+    default: return safe_div(k.tp, k.tp + k.fn); /* recall */
     }
+}
+
+/* The counts of class j. */
+static Counts class_counts(const StatScores *s, int64_t j)
+{
+    const double *tp = s->state, *fp = tp + s->c, *fn = fp + s->c;
+    double samples = s->state[3 * s->c];
+    return (Counts){tp[j], fp[j], samples - tp[j] - fp[j] - fn[j], fn[j]};
 }
 
 static CtStatus ss_check(void *self, MetricBatch *b)
 {
     StatScores *s = self;
+    if (s->binary) return metric_binary_check(s->name, b);
     return metric_class_check(s->name, b, s->c, s->top_k);
 }
 
-static CtStatus ss_update(void *self, MetricBatch *b)
+static void multiclass_update(StatScores *s, MetricBatch *b)
 {
-    StatScores *s = self;
     const double *p = metric_batch_preds_f64(b);
     const int64_t *t = metric_batch_target_i64(b);
     int64_t n = tensor_numel(b->target), c = s->c;
@@ -63,26 +91,42 @@ static CtStatus ss_update(void *self, MetricBatch *b)
             fn[y] += 1;
         }
     }
+    s->state[3 * c] += (double)n;
+}
+
+static CtStatus ss_update(void *self, MetricBatch *b)
+{
+    StatScores *s = self;
+    if (!s->binary) {
+        multiclass_update(s, b);
+        return CT_OK;
+    }
+    double k[3] = {0, 0, 0};
+    metric_binary_count(b, s->threshold, k);
+    for (int i = 0; i < 3; i++) s->state[i] += k[i];
+    s->state[3] += (double)tensor_numel(b->target);
     return CT_OK;
 }
 
 static CtStatus ss_compute(void *self, double *out)
 {
     StatScores *s = self;
-    int64_t c = s->c;
-    const double *tp = s->state, *fp = tp + c, *fn = fp + c;
     if (s->average == METRIC_AVG_MICRO) {
-        double stp = 0, sfp = 0, sfn = 0;
-        for (int64_t j = 0; j < c; j++) stp += tp[j], sfp += fp[j], sfn += fn[j];
-        *out = score(s->kind, stp, sfp, sfn);
+        Counts sum = {0, 0, 0, 0};
+        for (int64_t j = 0; j < s->c; j++) {
+            Counts k = class_counts(s, j);
+            sum = (Counts){sum.tp + k.tp, sum.fp + k.fp, sum.tn + k.tn, sum.fn + k.fn};
+        }
+        *out = score(s, sum);
         return CT_OK;
     }
     double num = 0, den = 0;
-    for (int64_t j = 0; j < c; j++) {
+    for (int64_t j = 0; j < s->c; j++) {
+        Counts k = class_counts(s, j);
         /* macro leaves out classes never predicted and never present */
-        double w = s->average == METRIC_AVG_WEIGHTED ? tp[j] + fn[j]
-                                                     : (tp[j] + fp[j] + fn[j] > 0);
-        num += w * score(s->kind, tp[j], fp[j], fn[j]);
+        double w =
+            s->average == METRIC_AVG_WEIGHTED ? k.tp + k.fn : (k.tp + k.fp + k.fn > 0);
+        num += w * score(s, k);
         den += w;
     }
     *out = safe_div(num, den);
@@ -94,13 +138,12 @@ static Tensor *ss_compute_per_class(void *self)
 {
     StatScores *s = self;
     int64_t c = s->c;
-    const double *tp = s->state, *fp = tp + c, *fn = fp + c;
     double *v = malloc((size_t)c * sizeof *v);
     if (!v) {
         ct_error(CT_ERR_OOM, "%s: out of memory", s->name);
         return NULL;
     }
-    for (int64_t j = 0; j < c; j++) v[j] = score(s->kind, tp[j], fp[j], fn[j]);
+    for (int64_t j = 0; j < c; j++) v[j] = score(s, class_counts(s, j));
     Tensor *r = tensor_from_data(v, 1, &c, CT_F64, ct_cpu());
     free(v);
     return r;
@@ -109,20 +152,20 @@ static Tensor *ss_compute_per_class(void *self)
 static void ss_reset(void *self)
 {
     StatScores *s = self;
-    memset(s->state, 0, (size_t)(3 * s->c) * sizeof *s->state);
+    memset(s->state, 0, (size_t)(3 * s->c + 1) * sizeof *s->state);
 }
 
 static const double *ss_state(void *self, int64_t *n)
 {
     StatScores *s = self;
-    *n = 3 * s->c;
+    *n = 3 * s->c + 1;
     return s->state;
 }
 
 static CtStatus ss_merge(void *self, const double *other)
 {
     StatScores *s = self;
-    for (int64_t i = 0; i < 3 * s->c; i++) s->state[i] += other[i];
+    for (int64_t i = 0; i < 3 * s->c + 1; i++) s->state[i] += other[i];
     return CT_OK;
 }
 
@@ -157,9 +200,32 @@ static const MetricVtable ss_per_class_vt = {
     .merge_rule = METRIC_MERGE_SUM,
 };
 
+static CtStatus check_binary_args(const char *name, const MetricClassArgs *a)
+{
+    if (a->num_classes != 0 && a->num_classes != 2)
+        return ct_error(CT_ERR_INVALID,
+                        "%s: task binary takes num_classes 0 (or 2), got %lld", name,
+                        (long long)a->num_classes);
+    if (a->top_k > 1)
+        return ct_error(CT_ERR_INVALID, "%s: task binary takes no top_k, got %d", name,
+                        a->top_k);
+    if (a->average != METRIC_AVG_MICRO)
+        return ct_error(CT_ERR_INVALID,
+                        "%s: task binary takes no average (it scores the positive "
+                        "class), got %d",
+                        name, (int)a->average);
+    if (!(a->threshold >= 0 && a->threshold <= 1))
+        return ct_error(CT_ERR_INVALID, "%s: threshold = %g must be in [0, 1]", name,
+                        a->threshold);
+    return CT_OK;
+}
+
 static CtStatus check_args(const char *name, const MetricClassArgs *a)
 {
     if (!a) return ct_error(CT_ERR_NULL, "%s: args is NULL", name);
+    if (a->task == METRIC_TASK_BINARY) return check_binary_args(name, a);
+    if (a->task != METRIC_TASK_MULTICLASS)
+        return ct_error(CT_ERR_INVALID, "%s: unknown task %d", name, (int)a->task);
     CtStatus st = metric_check_num_classes(name, a->num_classes);
     if (st != CT_OK) return st;
     int top_k = a->top_k ? a->top_k : 1;
@@ -173,39 +239,63 @@ static CtStatus check_args(const char *name, const MetricClassArgs *a)
 }
 
 static Metric *stat_scores_create(const char *name, StatKind kind,
-                                  const MetricClassArgs *a)
+                                  const MetricClassArgs *a, double beta)
 {
     if (check_args(name, a) != CT_OK) return NULL;
-    int top_k = a->top_k ? a->top_k : 1;
+    if (!(beta > 0 && isfinite(beta))) {
+        ct_error(CT_ERR_INVALID, "%s: beta = %g must be finite and > 0", name, beta);
+        return NULL;
+    }
+    bool binary = a->task == METRIC_TASK_BINARY;
+    int64_t c = binary ? 1 : a->num_classes;
     StatScores *s = calloc(1, sizeof *s);
-    if (s) s->state = calloc((size_t)(3 * a->num_classes), sizeof *s->state);
-    if (s) s->mask = calloc((size_t)a->num_classes, 1);
+    if (s) s->state = calloc((size_t)(3 * c + 1), sizeof *s->state);
+    if (s) s->mask = calloc((size_t)c, 1);
     if (!s || !s->state || !s->mask) {
         ss_free(s);
         ct_error(CT_ERR_OOM, "%s: out of memory", name);
         return NULL;
     }
-    *s = (StatScores){name, kind, a->num_classes, top_k, a->average, s->state, s->mask};
+    *s = (StatScores){.name = name,
+                      .kind = kind,
+                      .binary = binary,
+                      .c = c,
+                      .top_k = a->top_k ? a->top_k : 1,
+                      .average = a->average,
+                      .beta2 = beta * beta,
+                      .threshold = binary && a->threshold == 0 ? 0.5 : a->threshold,
+                      .state = s->state,
+                      .mask = s->mask};
     return metric_create(
         name, a->average == METRIC_AVG_NONE ? &ss_per_class_vt : &ss_scalar_vt, s);
 }
 
 Metric *metric_accuracy_create(const MetricClassArgs *args)
 {
-    return stat_scores_create("accuracy", STAT_ACCURACY, args);
+    return stat_scores_create("accuracy", STAT_ACCURACY, args, 1);
 }
 
 Metric *metric_precision_create(const MetricClassArgs *args)
 {
-    return stat_scores_create("precision", STAT_PRECISION, args);
+    return stat_scores_create("precision", STAT_PRECISION, args, 1);
 }
 
 Metric *metric_recall_create(const MetricClassArgs *args)
 {
-    return stat_scores_create("recall", STAT_RECALL, args);
+    return stat_scores_create("recall", STAT_RECALL, args, 1);
+}
+
+Metric *metric_specificity_create(const MetricClassArgs *args)
+{
+    return stat_scores_create("specificity", STAT_SPECIFICITY, args, 1);
+}
+
+Metric *metric_fbeta_create(const MetricClassArgs *args, double beta)
+{
+    return stat_scores_create("fbeta", STAT_FBETA, args, beta);
 }
 
 Metric *metric_f1_create(const MetricClassArgs *args)
 {
-    return stat_scores_create("f1", STAT_F1, args);
+    return stat_scores_create("f1", STAT_FBETA, args, 1);
 }

@@ -2,7 +2,7 @@
  *
  * A Metric is fed batches with metric_update(m, preds, target) and answers
  * metric_compute(m, &value) at any point (usually once per epoch); reset
- * starts over. Values follow torchmetrics 1.x (task="multiclass"/"binary",
+ * starts over. Values follow torchmetrics 1.2 (task="multiclass"/"binary",
  * multidim_average="global", no ignore_index): the same formulas, the same
  * zero-division rule (a 0/0 score is 0) and the same classes left out of
  * macro averages. Inputs may live on any device and in any layout: each
@@ -100,8 +100,8 @@ CtStatus metric_update_scalar(Metric *m, double value, double weight);
  * Error: a matrix-valued metric (use metric_compute_tensor). */
 CtStatus metric_compute(Metric *m, double *value);
 /* The value as a new tensor (0-d f64 for scalars; (C, C) i64 for the
- * confusion matrix; (C) f64 for average NONE). Owned by the open scope, or by
- * the caller when none is open. */
+ * confusion matrix, f64 when normalized; (C) f64 for average NONE). Owned by the open
+ * scope, or by the caller when none is open. */
 Tensor *metric_compute_tensor(Metric *m);
 /* True when metric_compute gives the value. */
 bool metric_is_scalar(const Metric *m);
@@ -130,38 +130,91 @@ typedef enum MetricAverage {
     METRIC_AVG_NONE,      /* one value per class: metric_compute_tensor */
 } MetricAverage;
 
+typedef enum MetricTask {
+    METRIC_TASK_MULTICLASS = 0, /* one class in [0, C) per sample (the default) */
+    METRIC_TASK_BINARY,         /* one 0/1 label per element, thresholded scores */
+} MetricTask;
+
 typedef struct MetricClassArgs {
-    int64_t num_classes; /* C >= 2 */
-    int top_k;           /* 0 means 1; a sample counts as predicting each of
-                            its top_k highest-scoring classes */
-    MetricAverage average;
+    int64_t num_classes;   /* multiclass: C >= 2; binary: 0 (or 2) */
+    int top_k;             /* 0 means 1; a sample counts as predicting each of
+                              its top_k highest-scoring classes (multiclass) */
+    MetricAverage average; /* multiclass; binary: MICRO (0) only */
+    MetricTask task;
+    double threshold; /* binary: a score > threshold is positive; in [0, 1];
+                         0 means 0.5 (torchmetrics' default), so threshold 0
+                         itself is not available */
 } MetricClassArgs;
 
-/* Multiclass classification metrics.
+/* Classification metrics (stat scores): per class c, the counts tp, fp, fn
+ * and tn = samples - tp - fp - fn give
+ *   accuracy (multiclass), recall   tp / (tp + fn)
+ *   accuracy (binary)               (tp + tn) / (tp + tn + fp + fn)
+ *   precision                       tp / (tp + fp)
+ *   specificity                     tn / (tn + fp)
+ *   fbeta                           (1 + b^2) tp / ((1 + b^2) tp + b^2 fn + fp)
+ *   f1                              fbeta with b = 1: 2 tp / (2 tp + fp + fn)
+ * micro pools the counts of all classes first; macro and weighted average
+ * the per-class values (torchmetrics' _adjust_weights_safe_divide).
+ *
+ * task MULTICLASS, like torchmetrics' Multiclass* (multidim_average="global",
+ * no ignore_index):
  * preds: (N, C) scores (logits or probabilities, any float dtype: argmax, or
  *        the top_k classes; ties go to the lower class index) or (N) class
- *        indices (integer dtype, top_k 1 only);
- * target: (N) class indices (i64, i32 or u8) in [0, C).
- * Per class c with counts tp, fp, fn:
- *   accuracy, recall  tp / (tp + fn)      precision  tp / (tp + fp)
- *   f1                2 tp / (2 tp + fp + fn)
- * micro pools the counts first. Errors at creation (CT_ERR_INVALID):
- * num_classes < 2, top_k outside [1, C], unknown average; at update: shapes
- * that do not fit (CT_ERR_SHAPE, naming both), wrong dtypes (CT_ERR_DTYPE),
- * targets or index preds outside [0, C) (CT_ERR_INVALID, naming the value
- * and position). */
+ *        indices (i64, i32, u8 or bool; top_k 1 only);
+ * target: (N) class indices (i64, i32, u8 or bool) in [0, C).
+ *
+ * task BINARY, like torchmetrics' Binary* (num_classes, top_k and average do
+ * not apply; the value is about the positive class):
+ * preds: (N, ...) float scores, or 0/1 labels (i64, i32, u8 or bool). Float
+ *        scores are probabilities, or logits: a batch with a score outside
+ *        [0, 1] (or NaN) goes through the sigmoid first, as torchmetrics
+ *        does. A score counts as 1 when > threshold; the sigmoid and the
+ *        comparison run in the scores' dtype, as in torch (an f32 0.3 is not
+ *        above threshold 0.3).
+ * target: the shape of preds, 0/1 (i64, i32, u8, bool, or float as
+ *        torchmetrics accepts).
+ *
+ * State: 3 C + 1 doubles {tp[C], fp[C], fn[C], samples} (C = 1 for binary),
+ * merge rule SUM. Errors at creation (CT_ERR_INVALID): num_classes < 2
+ * (multiclass), top_k outside [1, C], unknown average or task, binary with
+ * num_classes other than 0 or 2, top_k > 1 or an average other than MICRO,
+ * threshold outside [0, 1], beta not a finite number > 0; at update: shapes that
+ * do not fit (CT_ERR_SHAPE, naming both), wrong dtypes (CT_ERR_DTYPE),
+ * targets or index preds outside [0, C) or {0, 1} (CT_ERR_INVALID, naming
+ * the value and position). */
 Metric *metric_accuracy_create(const MetricClassArgs *args);
 Metric *metric_precision_create(const MetricClassArgs *args);
 Metric *metric_recall_create(const MetricClassArgs *args);
+Metric *metric_specificity_create(const MetricClassArgs *args);
+/* torchmetrics' FBetaScore(beta=beta); metric_f1_create is beta 1. */
+Metric *metric_fbeta_create(const MetricClassArgs *args, double beta);
 Metric *metric_f1_create(const MetricClassArgs *args);
+
 /* Counts (C, C): row = target class, column = predicted class (argmax).
  * Matrix-valued: metric_compute_tensor gives an i64 (C, C) tensor. Inputs
- * and errors as for accuracy (top_k 1). */
+ * and errors as for multiclass accuracy (top_k 1). State: the C * C counts,
+ * row-major, merge rule SUM. */
 Metric *metric_confusion_matrix_create(int64_t num_classes);
 
+typedef enum MetricNormalize {
+    METRIC_NORMALIZE_NONE = 0, /* counts */
+    METRIC_NORMALIZE_TRUE,     /* each row (target class) sums to 1 */
+    METRIC_NORMALIZE_PRED,     /* each column (predicted class) sums to 1 */
+    METRIC_NORMALIZE_ALL,      /* the whole matrix sums to 1 */
+} MetricNormalize;
+
+/* ConfusionMatrix(task="multiclass", normalize=...): the counts divided by
+ * their row, column or total sums, as an f64 (C, C) tensor (i64 counts for
+ * NONE); an empty row or column gives 0s, not NaN, as torchmetrics (which
+ * warns). Same state and errors as metric_confusion_matrix_create, plus
+ * CT_ERR_INVALID for an unknown normalize. */
+Metric *metric_confusion_matrix_normalized_create(int64_t num_classes,
+                                                  MetricNormalize normalize);
+
 /* Aggregators. preds: values of any shape and numeric dtype; target: NULL,
- * or for Mean only, weights with the values' numel or one element. NaN
- * values are skipped (with their weights), like torchmetrics'
+ * or for Mean only, weights with the values' numel or one element. A NaN
+ * value or weight is skipped with its pair, like torchmetrics'
  * nan_strategy="ignore". Mean = sum(w v) / sum(w) (NaN when nothing was
  * seen); Sum = 0, Min = +inf, Max = -inf when nothing was seen. */
 Metric *metric_mean_create(void);
@@ -173,8 +226,9 @@ Metric *metric_max_create(void);
  * scores form one point), like torchmetrics' BinaryAUROC(thresholds=None)
  * and sklearn. preds: (N) float scores; a batch with a score outside [0, 1]
  * is mapped through the sigmoid first (as torchmetrics does). target: (N)
- * integer 0/1. 0 when only one class has been seen. Keeps every (score,
- * target) pair: the state grows with the data (merge rule CONCAT). */
+ * 0/1 (i64, i32, u8 or bool). 0 when only one class has been seen, or
+ * nothing (torchmetrics raises then). Keeps every (score, target) pair: the
+ * state grows with the data (state {k, k doubles}, merge rule CONCAT). */
 Metric *metric_auroc_create(void);
 
 /* ------------------------------------------------------------ collection */

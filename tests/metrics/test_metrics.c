@@ -172,6 +172,14 @@ START_TEST(test_aggregators_scalar_updates)
     Tensor *w = tu_tensor(CT_F32, 1, (const int64_t[]){1}, (double[]){2});
     ck_assert_int_eq(metric_update(mean, v, w), CT_OK);
     ck_assert_double_eq(value_of(mean), 2.0);
+    /* a NaN weight drops its value too (torchmetrics: 3.25) */
+    metric_reset(mean);
+    Tensor *v3 = tu_tensor(CT_F64, 1, (const int64_t[]){3}, (double[]){1, 2, 4});
+    Tensor *w3 = tu_tensor(CT_F64, 1, (const int64_t[]){3}, (double[]){1, NAN, 3});
+    ck_assert_int_eq(metric_update(mean, v3, w3), CT_OK);
+    ck_assert_double_eq(value_of(mean), 3.25);
+    tensor_free(v3);
+    tensor_free(w3);
     /* nothing seen */
     metric_reset(mean);
     metric_reset(sum);
@@ -230,6 +238,279 @@ START_TEST(test_auroc)
 }
 END_TEST
 
+/* Merging a metric's own state doubles every pair: the value stays, and the
+ * state read while the pair buffer grows must not be freed under it. */
+START_TEST(test_auroc_merge_own_state)
+{
+    TU_MEM_BEGIN;
+    /* 20 pairs fit the first buffer (64 doubles), 40 do not: merging grows it */
+    enum { K = 20 };
+    Tensor *s = tu_tensor(CT_F64, 1, (const int64_t[]){K}, fx_scores);
+    Tensor *t = i64_tensor(fx_btarget, K);
+    Metric *a = metric_auroc_create();
+    ck_assert_int_eq(metric_update(a, s, t), CT_OK);
+    double before = value_of(a);
+    int64_t n;
+    const double *st = metric_state(a, &n);
+    ck_assert_int_eq(n, 1 + 2 * K);
+    ck_assert_int_eq(metric_merge(a, st), CT_OK);
+    st = metric_state(a, &n);
+    ck_assert_int_eq(n, 1 + 4 * K);
+    for (int i = 0; i < 2 * K; i++) {
+        ck_assert_double_eq(st[1 + 2 * i], fx_scores[i % K]);
+        ck_assert_double_eq(st[2 + 2 * i], (double)fx_btarget[i % K]);
+    }
+    ck_assert_double_eq_tol(value_of(a), before, 1e-15);
+    metric_free(a);
+    tensor_free(s);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* ------------------------------------------------ binary, F-beta, bool */
+
+/* accuracy, precision, recall, specificity, f1, fbeta 2, fbeta 0.5 (the
+ * order of fx_binary and fx_class_ext_*). */
+static Metric *make_kind(int kind, const MetricClassArgs *a)
+{
+    switch (kind) {
+    case 0: return metric_accuracy_create(a);
+    case 1: return metric_precision_create(a);
+    case 2: return metric_recall_create(a);
+    case 3: return metric_specificity_create(a);
+    case 4: return metric_f1_create(a);
+    case 5: return metric_fbeta_create(a, 2.0);
+    default: return metric_fbeta_create(a, 0.5);
+    }
+}
+
+static Metric *make_binary(int kind, double threshold)
+{
+    return make_kind(
+        kind, &(MetricClassArgs){.task = METRIC_TASK_BINARY, .threshold = threshold});
+}
+
+/* Scores and logits, f64 and f32: the f32 scores at threshold 0.3 count the
+ * f32 0.3 (0.300000012) as not above it, as torch compares in f32. */
+START_TEST(test_binary_match_torchmetrics)
+{
+    TU_MEM_BEGIN;
+    Tensor *in[4] = {tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_scores),
+                     tu_tensor(CT_F32, 1, (const int64_t[]){N}, fx_scores),
+                     tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_blogits),
+                     tu_tensor(CT_F32, 1, (const int64_t[]){N}, fx_blogits)};
+    const double thr[4] = {0 /* 0.5 */, 0.3, 0.5, 0.7};
+    Tensor *t = i64_tensor(fx_btarget, N);
+    for (int kind = 0; kind < 7; kind++)
+        for (int i = 0; i < 4; i++) {
+            Metric *m = make_binary(kind, thr[i]);
+            ck_assert_msg(m != NULL, "%s", ct_last_error());
+            feed(m, in[i], t);
+            double want = fx_binary[kind * 4 + i];
+            ck_assert_msg(fabs(value_of(m) - want) < TOL_F32, "%s input %d: %.9g vs %.9g",
+                          metric_name(m), i, value_of(m), want);
+            int64_t n;
+            metric_state(m, &n);
+            ck_assert_int_eq(n, 4);
+            metric_free(m);
+        }
+    for (int i = 0; i < 4; i++) tensor_free(in[i]);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* 0/1 labels (i64 and bool from a comparison), bool and float targets and a
+ * (20, 2) layout give the value of the f64 scores (torchmetrics agrees). */
+START_TEST(test_binary_labels_bool_and_2d)
+{
+    TU_MEM_BEGIN;
+    CtScope *sc = ct_scope_open();
+    Tensor *s = tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_scores);
+    Tensor *t = i64_tensor(fx_btarget, N);
+    Tensor *half = tensor_scalar(0.5, CT_F64, ct_cpu());
+    Tensor *pb = tensor_gt(s, half); /* bool labels */
+    ck_assert_int_eq(tensor_dtype(pb), CT_BOOL);
+    Tensor *tb = tensor_gt(t, tensor_scalar(0, CT_I64, ct_cpu()));
+    Tensor *pairs[4][2] = {{tensor_cast(pb, CT_I64), t},
+                           {pb, tb},
+                           {s, tensor_cast(t, CT_F32)},
+                           {tensor_reshape(s, 2, (const int64_t[]){20, 2}),
+                            tensor_reshape(tb, 2, (const int64_t[]){20, 2})}};
+    for (int kind = 0; kind < 7; kind++)
+        for (int i = 0; i < 4; i++) {
+            Metric *m = make_binary(kind, 0);
+            if (i < 3)
+                feed(m, pairs[i][0], pairs[i][1]);
+            else
+                ck_assert_int_eq(metric_update(m, pairs[i][0], pairs[i][1]), CT_OK);
+            ck_assert_msg(fabs(value_of(m) - fx_binary[kind * 4]) < TOL_F32,
+                          "%s pair %d: %.9g vs %.9g", metric_name(m), i, value_of(m),
+                          fx_binary[kind * 4]);
+            metric_free(m);
+        }
+    ct_scope_close(sc);
+    tensor_free(s); /* tu_tensor's are persistent */
+    TU_MEM_END;
+}
+END_TEST
+
+/* The sigmoid runs in the logits' dtype: in f32 sigmoid(1e-8) is 0.5, not
+ * above 0.5; a NaN score is never positive (torchmetrics 1.2.1: accuracy
+ * 0.4 for f32 logits, 0.8 for f64). */
+START_TEST(test_binary_sigmoid_in_dtype)
+{
+    TU_MEM_BEGIN;
+    const double v[5] = {1e-8, -1e-8, NAN, 2.0, 3e-8};
+    Tensor *t = i64_tensor((const int64_t[]){1, 0, 1, 1, 1}, 5);
+    const CtDType dt[2] = {CT_F32, CT_F64};
+    const double want[2] = {0.4, 0.8};
+    for (int i = 0; i < 2; i++) {
+        Tensor *p = tu_tensor(dt[i], 1, (const int64_t[]){5}, v);
+        Metric *m =
+            metric_accuracy_create(&(MetricClassArgs){.task = METRIC_TASK_BINARY});
+        ck_assert_int_eq(metric_update(m, p, t), CT_OK);
+        ck_assert_double_eq_tol(value_of(m), want[i], 1e-15);
+        metric_free(m);
+        tensor_free(p);
+    }
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_class_specificity_fbeta_match_torchmetrics)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = logits_tensor(), *t = i64_tensor(fx_target, N),
+           *p = i64_tensor(fx_pred_idx, N);
+    for (int e = 0; e < 3; e++) {
+        for (int avg = 0; avg < 3; avg++) {
+            for (int k = 1; k <= 2; k++) {
+                Metric *m = make_kind(
+                    3 + 2 * (e > 0) + (e == 2),
+                    &(MetricClassArgs){.num_classes = C, .top_k = k, .average = avg});
+                feed(m, x, t);
+                double want = fx_class_ext_scalar[e * 6 + avg * 2 + (k - 1)];
+                ck_assert_msg(fabs(value_of(m) - want) < TOL_F32,
+                              "%s avg %d top_k %d: %.9g vs %.9g", metric_name(m), avg, k,
+                              value_of(m), want);
+                metric_free(m);
+            }
+            Metric *m5 = make_kind(3 + 2 * (e > 0) + (e == 2),
+                                   &(MetricClassArgs){.num_classes = 5, .average = avg});
+            feed(m5, p, t);
+            ck_assert_double_eq_tol(value_of(m5), fx_class5_ext[e * 3 + avg], TOL_F32);
+            metric_free(m5);
+        }
+        Metric *m =
+            make_kind(3 + 2 * (e > 0) + (e == 2),
+                      &(MetricClassArgs){.num_classes = C, .average = METRIC_AVG_NONE});
+        feed(m, x, t);
+        Tensor *r = metric_compute_tensor(m);
+        tu_assert_values(r, fx_class_ext_none + 4 * e, C, TOL_F32, 0);
+        tensor_free(r);
+        metric_free(m);
+    }
+    tensor_free(x);
+    tensor_free(t);
+    tensor_free(p);
+    TU_MEM_END;
+}
+END_TEST
+
+/* F1 is F-beta with beta 1: the same state and, bit for bit, the same value. */
+START_TEST(test_f1_is_fbeta_1)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = logits_tensor(), *t = i64_tensor(fx_target, N);
+    for (int avg = 0; avg < 3; avg++) {
+        MetricClassArgs a = {.num_classes = C, .average = avg};
+        Metric *f1 = metric_f1_create(&a), *fb = metric_fbeta_create(&a, 1.0);
+        feed(f1, x, t);
+        feed(fb, x, t);
+        ck_assert_str_eq(metric_name(fb), "fbeta");
+        ck_assert_double_eq(value_of(f1), value_of(fb));
+        ck_assert_double_eq_tol(value_of(fb), fx_class_scalar[3 * 6 + avg * 2], TOL_F32);
+        metric_free(f1);
+        metric_free(fb);
+    }
+    tensor_free(x);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Bool class indices and bool targets (what comparisons give), two classes;
+ * the confusion matrix and AUROC take bool targets too. */
+START_TEST(test_bool_class_inputs)
+{
+    TU_MEM_BEGIN;
+    CtScope *sc = ct_scope_open();
+    Tensor *s = tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_scores);
+    Tensor *t = i64_tensor(fx_btarget, N);
+    Tensor *pb = tensor_gt(s, tensor_scalar(0.5, CT_F64, ct_cpu()));
+    Tensor *tb = tensor_gt(t, tensor_scalar(0, CT_I64, ct_cpu()));
+    for (int kind = 0; kind < 5; kind++) {
+        Metric *m = make_kind(
+            kind, &(MetricClassArgs){.num_classes = 2, .average = METRIC_AVG_MACRO});
+        feed(m, pb, tb);
+        ck_assert_double_eq_tol(value_of(m), fx_bool_class[kind], TOL_F32);
+        metric_free(m);
+    }
+    Metric *cm = metric_confusion_matrix_create(2),
+           *ci = metric_confusion_matrix_create(2);
+    feed(cm, pb, tb);
+    feed(ci, tensor_cast(pb, CT_I64), t);
+    const int64_t *a = tensor_data(metric_compute_tensor(cm)),
+                  *b = tensor_data(metric_compute_tensor(ci));
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(a[i], b[i]);
+    Metric *au = metric_auroc_create();
+    feed(au, s, tb);
+    ck_assert_double_eq_tol(value_of(au), fx_auroc[0], TOL_F32);
+    metric_free(au);
+    metric_free(cm);
+    metric_free(ci);
+    ct_scope_close(sc);
+    tensor_free(s);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Normalized by rows, columns, total; class 2 is never a target (row of 0 /
+ * 0) and class 3 never predicted (column of 0 / 0): 0s, as torchmetrics. */
+START_TEST(test_confusion_matrix_normalized)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = logits_tensor(), *t = i64_tensor(fx_target, N);
+    for (int k = 0; k < 3; k++) {
+        Metric *m =
+            metric_confusion_matrix_normalized_create(C, METRIC_NORMALIZE_TRUE + k);
+        ck_assert_ptr_nonnull(m);
+        feed(m, x, t);
+        Tensor *r = metric_compute_tensor(m);
+        tu_assert_shape(r, 2, C, C);
+        ck_assert_int_eq(tensor_dtype(r), CT_F64);
+        tu_assert_values(r, fx_confmat_norm + 16 * k, C * C, TOL_F32, 0);
+        tensor_free(r);
+        /* the state is the counts, whatever the normalization */
+        const double *st = metric_state(m, NULL);
+        for (int i = 0; i < C * C; i++) ck_assert_double_eq(st[i], (double)fx_confmat[i]);
+        metric_free(m);
+    }
+    /* nothing seen: all 0 */
+    Metric *m = metric_confusion_matrix_normalized_create(C, METRIC_NORMALIZE_ALL);
+    Tensor *r = metric_compute_tensor(m);
+    tu_assert_values(r, (const double[16]){0}, C * C, 0, 0);
+    tensor_free(r);
+    metric_free(m);
+    tensor_free(x);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------- accumulation, reset, merge */
 
 static Metric *mk_acc_top2(void)
@@ -255,8 +536,31 @@ static Metric *mk_confmat(void)
 {
     return metric_confusion_matrix_create(C);
 }
+static Metric *mk_confmat_true(void)
+{
+    return metric_confusion_matrix_normalized_create(C, METRIC_NORMALIZE_TRUE);
+}
+static Metric *mk_spec_macro_top2(void)
+{
+    return metric_specificity_create(
+        &(MetricClassArgs){.num_classes = C, .top_k = 2, .average = METRIC_AVG_MACRO});
+}
+static Metric *mk_fbeta_none(void)
+{
+    return metric_fbeta_create(
+        &(MetricClassArgs){.num_classes = C, .average = METRIC_AVG_NONE}, 2.0);
+}
+static Metric *mk_binary_acc(void)
+{
+    return metric_accuracy_create(&(MetricClassArgs){.task = METRIC_TASK_BINARY});
+}
+static Metric *mk_binary_fbeta(void)
+{
+    return metric_fbeta_create(
+        &(MetricClassArgs){.task = METRIC_TASK_BINARY, .threshold = 0.3}, 0.5);
+}
 
-enum { IN_CLASS, IN_WEIGHTED, IN_VALUES, IN_BINARY };
+enum { IN_CLASS, IN_WEIGHTED, IN_VALUES, IN_BINARY, IN_LOGITS01 };
 static const struct {
     Metric *(*make)(void);
     int input;
@@ -266,11 +570,14 @@ static const struct {
     {mk_confmat, IN_CLASS},         {metric_mean_create, IN_WEIGHTED},
     {metric_sum_create, IN_VALUES}, {metric_min_create, IN_VALUES},
     {metric_max_create, IN_VALUES}, {metric_auroc_create, IN_BINARY},
+    {mk_confmat_true, IN_CLASS},    {mk_spec_macro_top2, IN_CLASS},
+    {mk_fbeta_none, IN_CLASS},      {mk_binary_acc, IN_BINARY},
+    {mk_binary_fbeta, IN_BINARY},   {mk_binary_acc, IN_LOGITS01},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
 typedef struct Inputs {
-    Tensor *logits, *target, *values, *weights, *scores, *btarget;
+    Tensor *logits, *target, *values, *weights, *scores, *btarget, *blogits;
 } Inputs;
 
 static Inputs inputs_make(void)
@@ -280,14 +587,15 @@ static Inputs inputs_make(void)
                     tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_values),
                     tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_weights),
                     tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_scores),
-                    i64_tensor(fx_btarget, N)};
+                    i64_tensor(fx_btarget, N),
+                    tu_tensor(CT_F32, 1, (const int64_t[]){N}, fx_blogits)};
 }
 
 static void inputs_free(Inputs *in)
 {
-    Tensor *all[6] = {in->logits,  in->target, in->values,
-                      in->weights, in->scores, in->btarget};
-    for (int i = 0; i < 6; i++) tensor_free(all[i]);
+    Tensor *all[7] = {in->logits, in->target,  in->values, in->weights,
+                      in->scores, in->btarget, in->blogits};
+    for (int i = 0; i < 7; i++) tensor_free(all[i]);
 }
 
 /* Batches k0 .. k1-1 of the case's inputs. */
@@ -297,6 +605,7 @@ static void feed_case(Metric *m, int input, const Inputs *in, int k0, int k1)
     case IN_CLASS: feed_range(m, in->logits, in->target, k0, k1); break;
     case IN_WEIGHTED: feed_range(m, in->values, in->weights, k0, k1); break;
     case IN_VALUES: feed_range(m, in->values, NULL, k0, k1); break;
+    case IN_LOGITS01: feed_range(m, in->blogits, in->btarget, k0, k1); break;
     default: feed_range(m, in->scores, in->btarget, k0, k1); break;
     }
 }
@@ -329,13 +638,15 @@ START_TEST(test_accumulation_equals_one_update)
     for (int c = 0; c < NCASES; c++) {
         Metric *a = cases[c].make(), *b = cases[c].make();
         feed_case(a, cases[c].input, &in, 0, 3);
-        const Tensor *p = cases[c].input == IN_CLASS    ? in.logits
-                          : cases[c].input == IN_BINARY ? in.scores
-                                                        : in.values;
-        Tensor *t = cases[c].input == IN_CLASS      ? in.target
-                    : cases[c].input == IN_BINARY   ? in.btarget
-                    : cases[c].input == IN_WEIGHTED ? in.weights
-                                                    : NULL;
+        int input = cases[c].input;
+        const Tensor *p = input == IN_CLASS      ? in.logits
+                          : input == IN_BINARY   ? in.scores
+                          : input == IN_LOGITS01 ? in.blogits
+                                                 : in.values;
+        Tensor *t = input == IN_CLASS                            ? in.target
+                    : input == IN_BINARY || input == IN_LOGITS01 ? in.btarget
+                    : input == IN_WEIGHTED                       ? in.weights
+                                                                 : NULL;
         ck_assert_int_eq(metric_update(b, (Tensor *)p, t), CT_OK);
         assert_same(a, b, 1e-12);
         metric_free(a);
@@ -396,7 +707,8 @@ START_TEST(test_allreduce_recipe)
     TU_MEM_BEGIN;
     Inputs in = inputs_make();
     for (int c = 0; c < NCASES; c++) {
-        if (cases[c].input == IN_BINARY) continue; /* CONCAT: gathered, tested above */
+        /* CONCAT: gathered, tested above */
+        if (cases[c].make == metric_auroc_create) continue;
         Metric *r0 = cases[c].make(), *r1 = cases[c].make(), *all = cases[c].make();
         feed_case(r0, cases[c].input, &in, 0, 2);
         feed_case(r1, cases[c].input, &in, 2, 3);
@@ -439,6 +751,14 @@ Suite *metrics_suite(void)
     tcase_add_test(tc, test_aggregators);
     tcase_add_test(tc, test_aggregators_scalar_updates);
     tcase_add_test(tc, test_auroc);
+    tcase_add_test(tc, test_auroc_merge_own_state);
+    tcase_add_test(tc, test_binary_match_torchmetrics);
+    tcase_add_test(tc, test_binary_labels_bool_and_2d);
+    tcase_add_test(tc, test_binary_sigmoid_in_dtype);
+    tcase_add_test(tc, test_class_specificity_fbeta_match_torchmetrics);
+    tcase_add_test(tc, test_f1_is_fbeta_1);
+    tcase_add_test(tc, test_bool_class_inputs);
+    tcase_add_test(tc, test_confusion_matrix_normalized);
     suite_add_tcase(s, tc);
     tc = tcase_create("state");
     tcase_add_test(tc, test_accumulation_equals_one_update);

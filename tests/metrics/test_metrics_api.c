@@ -221,15 +221,16 @@ START_TEST(test_class_bad_input)
     Tensor *x3 = tensor_slice(x, 1, 0, 3, 1);
     assert_rejected(m, x3, t, CT_ERR_SHAPE,
                     "accuracy: preds [40, 3] and target [40] do not fit");
-    assert_rejected(m, x, tensor_cast(t, CT_F32), CT_ERR_DTYPE,
-                    "accuracy: target must be class indices (i64, i32 or u8), got f32");
+    assert_rejected(
+        m, x, tensor_cast(t, CT_F32), CT_ERR_DTYPE,
+        "accuracy: target must be class indices (i64, i32, u8 or bool), got f32");
     assert_rejected(
         m, tensor_cast(x, CT_I64), t, CT_ERR_DTYPE,
         "accuracy: preds of shape (N, C) are scores and must be floating point, "
         "got i64");
     assert_rejected(
         m, tensor_cast(t, CT_F32), t, CT_ERR_DTYPE,
-        "accuracy: preds of shape (N) are class indices (i64, i32 or u8), got f32");
+        "accuracy: preds of shape (N) are class indices (i64, i32, u8 or bool), got f32");
     int64_t bad[N];
     for (int i = 0; i < N; i++) bad[i] = fx_target[i];
     bad[17] = 4;
@@ -277,6 +278,74 @@ START_TEST(test_class_bad_input)
     tensor_free(pi);
     tensor_free(x);
     tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Binary task: bad shapes, dtypes and values, and bad arguments. */
+START_TEST(test_binary_bad_input)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Metric *m = metric_precision_create(&(MetricClassArgs){.task = METRIC_TASK_BINARY});
+    Tensor *p = tu_tensor(CT_F32, 1, (const int64_t[]){4}, (double[]){.1, .9, .4, .6});
+    Tensor *t = i64_tensor((const int64_t[]){0, 1, 1, 0}, 4);
+    assert_rejected(m, p, tensor_reshape(t, 2, (const int64_t[]){2, 2}), CT_ERR_SHAPE,
+                    "precision: preds [4] and target [2, 2] do not fit: task binary "
+                    "expects preds and target of one shape (N, ...)");
+    assert_rejected(m, tensor_scalar(0.5, CT_F32, ct_cpu()),
+                    tensor_scalar(1, CT_I64, ct_cpu()), CT_ERR_SHAPE,
+                    "precision: preds [] and target [] do not fit");
+    assert_rejected(m, p, i64_tensor((const int64_t[]){0, 1, 2, 0}, 4), CT_ERR_INVALID,
+                    "precision: target value 2 at position 2 is not 0 or 1");
+    assert_rejected(m, p,
+                    tensor_from_data((const float[]){0, 1, .5f, 0}, 1,
+                                     (const int64_t[]){4}, CT_F32, ct_cpu()),
+                    CT_ERR_INVALID,
+                    "precision: target value 0.5 at position 2 is not 0 or 1");
+    assert_rejected(
+        m, i64_tensor((const int64_t[]){0, 1, 1, 3}, 4), t, CT_ERR_INVALID,
+        "precision: pred value 3 at position 3 is not 0 or 1 (integer preds are "
+        "labels)");
+    assert_rejected(m, p, NULL, CT_ERR_NULL, "precision: target is NULL");
+    ck_assert_int_eq(metric_update(m, p, t), CT_OK);
+    ck_assert_double_eq(metric_state(m, NULL)[3], 4.0);
+    ct_scope_close(s);
+    tensor_free(p);
+    metric_free(m);
+    /* creation */
+    struct {
+        MetricClassArgs a;
+        const char *msg;
+    } bad[] = {
+        {{.task = METRIC_TASK_BINARY, .threshold = 1.5},
+         "threshold = 1.5 must be in [0, 1]"},
+        {{.task = METRIC_TASK_BINARY, .threshold = NAN},
+         "threshold = nan must be in [0, 1]"},
+        {{.task = METRIC_TASK_BINARY, .num_classes = 3},
+         "task binary takes num_classes 0 (or 2), got 3"},
+        {{.task = METRIC_TASK_BINARY, .top_k = 2}, "task binary takes no top_k, got 2"},
+        {{.task = METRIC_TASK_BINARY, .average = METRIC_AVG_MACRO},
+         "task binary takes no average (it scores the positive class), got 1"},
+        {{.num_classes = 3, .task = 7}, "unknown task 7"},
+    };
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+        ck_assert_ptr_null(metric_accuracy_create(&bad[i].a));
+        tu_assert_error(CT_ERR_INVALID, bad[i].msg);
+    }
+    for (int i = 0; i < 3; i++) {
+        double beta = i == 0 ? 0 : i == 1 ? -1 : INFINITY;
+        ck_assert_ptr_null(
+            metric_fbeta_create(&(MetricClassArgs){.num_classes = 3}, beta));
+        tu_assert_error(CT_ERR_INVALID, "fbeta: beta = ");
+    }
+    ck_assert_ptr_null(metric_confusion_matrix_normalized_create(3, 4));
+    tu_assert_error(CT_ERR_INVALID, "confusion_matrix: unknown normalize 4");
+    /* num_classes 2 and a threshold of 1 are fine: nothing is above 1 */
+    m = metric_recall_create(
+        &(MetricClassArgs){.task = METRIC_TASK_BINARY, .num_classes = 2, .threshold = 1});
+    ck_assert_ptr_nonnull(m);
+    metric_free(m);
     TU_MEM_END;
 }
 END_TEST
@@ -365,6 +434,7 @@ Suite *metrics_api_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, test_class_bad_input);
+    tcase_add_test(tc, test_binary_bad_input);
     tcase_add_test(tc, test_other_bad_input);
     tcase_add_test(tc, test_cuda_inputs);
     suite_add_tcase(s, tc);

@@ -1,0 +1,112 @@
+/* Validation and thresholding of binary inputs (task BINARY), as
+ * torchmetrics' _binary_stat_scores_tensor_validation and
+ * _binary_stat_scores_format. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "metrics_internal.h"
+
+static CtStatus check_shapes(const char *name, const Tensor *p, const Tensor *t)
+{
+    int nd = tensor_ndim(p);
+    bool fits = nd >= 1 && nd == tensor_ndim(t);
+    for (int i = 0; fits && i < nd; i++) fits = tensor_size(p, i) == tensor_size(t, i);
+    if (fits) return CT_OK;
+    char ps[128], ts[128];
+    return ct_error(CT_ERR_SHAPE,
+                    "%s: preds %s and target %s do not fit: task binary expects preds "
+                    "and target of one shape (N, ...)",
+                    name, metric_shape_str(p, ps), metric_shape_str(t, ts));
+}
+
+static CtStatus check_dtypes(const char *name, const Tensor *p, const Tensor *t)
+{
+    CtDType pd = tensor_dtype(p), td = tensor_dtype(t);
+    if (!ct_dtype_is_float(pd) && !metric_dtype_is_index(pd))
+        return ct_error(CT_ERR_DTYPE,
+                        "%s: binary preds must be float scores or 0/1 labels "
+                        "(" METRIC_INDEX_DTYPES "), got %s",
+                        name, ct_dtype_name(pd));
+    if (!ct_dtype_is_float(td) && !metric_dtype_is_index(td))
+        return ct_error(CT_ERR_DTYPE,
+                        "%s: binary target must be 0/1 (" METRIC_INDEX_DTYPES
+                        " or float), got %s",
+                        name, ct_dtype_name(td));
+    return CT_OK;
+}
+
+/* First position of v[0 .. n) that is neither 0 nor 1, or -1. */
+static int64_t first_not_01(const double *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] != 0 && v[i] != 1) return i;
+    return -1;
+}
+
+CtStatus metric_binary_check(const char *name, MetricBatch *b)
+{
+    if (!b->target) return metric_null(name, "target");
+    CtStatus st = check_shapes(name, b->preds, b->target);
+    if (st == CT_OK) st = check_dtypes(name, b->preds, b->target);
+    if (st != CT_OK) return st;
+    int64_t n = tensor_numel(b->target);
+    const double *t = metric_batch_target_f64(b), *p = metric_batch_preds_f64(b);
+    if (!t || !p) return ct_last_status();
+    int64_t at = first_not_01(t, n);
+    if (at >= 0)
+        return ct_error(CT_ERR_INVALID,
+                        "%s: target value %g at position %lld is not 0 or 1", name, t[at],
+                        (long long)at);
+    if (!ct_dtype_is_float(tensor_dtype(b->preds)) && (at = first_not_01(p, n)) >= 0)
+        return ct_error(CT_ERR_INVALID,
+                        "%s: pred value %g at position %lld is not 0 or 1 (integer preds "
+                        "are labels)",
+                        name, p[at], (long long)at);
+    return CT_OK;
+}
+
+/* v rounded to dt, as torch stores a Python float compared with a tensor of
+ * that dtype (through f32 for the half types). */
+static double round_to(CtDType dt, double v)
+{
+    switch (dt) {
+    case CT_F32: return (float)v;
+    case CT_BF16: return ct_bf16_to_f32(ct_f32_to_bf16((float)v));
+    case CT_F16: return ct_f16_to_f32(ct_f32_to_f16((float)v));
+    default: return v;
+    }
+}
+
+/* torch's sigmoid in dt: f64 in f64, the others in f32 (then rounded). */
+static double sigmoid_in(CtDType dt, double x)
+{
+    if (dt == CT_F64) return 1.0 / (1.0 + exp(-x));
+    return round_to(dt, 1.0f / (1.0f + expf(-(float)x)));
+}
+
+static bool all_in_unit(const double *p, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!(p[i] >= 0 && p[i] <= 1)) return false;
+    return true;
+}
+
+void metric_binary_count(MetricBatch *b, double threshold, double *tp_fp_fn)
+{
+    const double *p = metric_batch_preds_f64(b), *t = metric_batch_target_f64(b);
+    int64_t n = tensor_numel(b->target);
+    CtDType dt = tensor_dtype(b->preds);
+    bool scores = ct_dtype_is_float(dt);
+    bool sigmoid = scores && !all_in_unit(p, n);
+    double thr = round_to(dt, threshold);
+    for (int64_t i = 0; i < n; i++) {
+        bool pred = scores ? (sigmoid ? sigmoid_in(dt, p[i]) : p[i]) > thr : p[i] == 1;
+        bool pos = t[i] == 1;
+        if (pred && pos)
+            tp_fp_fn[0] += 1;
+        else if (pred)
+            tp_fp_fn[1] += 1;
+        else if (pos)
+            tp_fp_fn[2] += 1;
+    }
+}
