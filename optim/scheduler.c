@@ -71,7 +71,7 @@ CtStatus scheduler_apply(Scheduler *s, int64_t step)
         if (st != CT_OK) return st;
     }
     for (int g = 0; g < s->ngroups; g++) {
-        double lr = ops->lr_at(s, step, g);
+        double lr = ops->lr_at ? ops->lr_at(s, step, g) : s->last_lrs[g];
         optim_set_lr(s->opt, g, lr);
         s->last_lrs[g] = lr;
         if (ops->momentum_at) {
@@ -89,9 +89,28 @@ CtStatus scheduler_step(Scheduler *s)
         return st != CT_OK ? st
                            : ct_error(CT_ERR_NULL, "scheduler_step: scheduler is NULL");
     }
+    if (!s->ops->lr_at) { /* ReduceLROnPlateau: moves on scheduler_step_metric */
+        s->step++;
+        return CT_OK;
+    }
     CtStatus st = scheduler_apply(s, s->step + 1);
     if (st == CT_OK) s->step++;
     return st;
+}
+
+CtStatus scheduler_step_metric(Scheduler *s, double metric)
+{
+    if (!s) {
+        CtStatus st = ct_last_status();
+        return st != CT_OK
+                   ? st
+                   : ct_error(CT_ERR_NULL, "scheduler_step_metric: scheduler is NULL");
+    }
+    if (!s->ops->step_metric)
+        return ct_error(CT_ERR_INVALID,
+                        "scheduler_step_metric: %s takes no metric (use scheduler_step)",
+                        s->ops->name);
+    return s->ops->step_metric(s, metric);
 }
 
 double scheduler_get_last_lr(const Scheduler *s, int group)
@@ -126,7 +145,8 @@ void scheduler_free(Scheduler *s)
 /* ------------------------------------------------------------ state dict */
 
 /* State: "step" (0-d i64) and "base_lrs.<g>" (0-d f64) for every group.
- * Everything else is a function of these. */
+ * Everything else is a function of these, except for ReduceLROnPlateau,
+ * whose extra entries follow (ops->n_extra). */
 
 static CtStatus add_scalar(CtStateDict *out, const char *name, double v, CtDType dt)
 {
@@ -138,6 +158,21 @@ static CtStatus add_scalar(CtStateDict *out, const char *name, double v, CtDType
     CtStatus st = t ? ct_state_dict_add(out, name, t) : ct_last_status();
     ct_scope_close(scope);
     return st;
+}
+
+/* The extra state entries (ops->n_extra) in a new array, *n of them; NULL
+ * when there are none, or with an OOM error. */
+static SchedulerExtra *get_extra(const Scheduler *s, int *n)
+{
+    *n = s->ops->n_extra ? s->ops->n_extra(s) : 0;
+    if (*n == 0) return NULL;
+    SchedulerExtra *x = calloc((size_t)*n, sizeof *x);
+    if (!x) {
+        ct_error(CT_ERR_OOM, "%s state: out of memory", s->ops->name);
+        return NULL;
+    }
+    s->ops->extra_get(s, x);
+    return x;
 }
 
 CtStatus scheduler_state_save(const Scheduler *s, CtStateDict *out)
@@ -159,11 +194,31 @@ CtStatus scheduler_state_save(const Scheduler *s, CtStateDict *out)
             return ct_error(CT_ERR_INVALID, "%s state save: \"%s\" already in the dict",
                             s->ops->name, name);
     }
-    CtStatus st = add_scalar(out, "step", (double)s->step, CT_I64);
+    int nx = 0;
+    SchedulerExtra *x = get_extra(s, &nx);
+    if (nx > 0 && !x) return ct_last_status();
+    CtStatus st = CT_OK;
+    for (int i = 0; i < nx && st == CT_OK; i++)
+        if (ct_state_dict_get(out, x[i].name))
+            st = ct_error(CT_ERR_INVALID, "%s state save: \"%s\" already in the dict",
+                          s->ops->name, x[i].name);
+    bool clashed = st != CT_OK; /* then nothing was added */
+    if (st == CT_OK) st = add_scalar(out, "step", (double)s->step, CT_I64);
     for (int g = 0; g < s->ngroups && st == CT_OK; g++) {
         snprintf(name, sizeof name, "base_lrs.%d", g);
         st = add_scalar(out, name, s->base_lrs[g], CT_F64);
     }
+    for (int i = 0; i < nx && st == CT_OK; i++)
+        st = add_scalar(out, x[i].name, x[i].value, x[i].is_count ? CT_I64 : CT_F64);
+    if (st != CT_OK && !clashed) { /* out of memory half-way: take ours back out */
+        ct_state_dict_remove(out, "step");
+        for (int g = 0; g < s->ngroups; g++) {
+            snprintf(name, sizeof name, "base_lrs.%d", g);
+            ct_state_dict_remove(out, name);
+        }
+        for (int i = 0; i < nx; i++) ct_state_dict_remove(out, x[i].name);
+    }
+    free(x);
     return st;
 }
 
@@ -185,6 +240,12 @@ static CtStatus get_scalar(const Scheduler *s, const CtStateDict *in, const char
                      : CT_OK;
 }
 
+/* A non-negative integer that a double holds exactly. */
+static bool is_count(double v)
+{
+    return v >= 0 && v == floor(v) && v <= 9007199254740992.0;
+}
+
 CtStatus scheduler_state_load(Scheduler *s, const CtStateDict *in)
 {
     if (!s || !in) {
@@ -194,21 +255,27 @@ CtStatus scheduler_state_load(Scheduler *s, const CtStateDict *in)
                                       s ? "state dict" : "scheduler");
     }
     const char *who = s->ops->name;
+    int nx = 0;
+    SchedulerExtra *x = get_extra(s, &nx);
+    if (nx > 0 && !x) return ct_last_status();
     int64_t n = ct_state_dict_size(in);
-    if (n != 1 + s->ngroups)
+    if (n != 1 + s->ngroups + nx) {
+        free(x);
+        char more[48] = "";
+        if (nx > 0) snprintf(more, sizeof more, " and %d of %s's own", nx, who);
         return ct_error(
             CT_ERR_FORMAT,
-            "%s state load: %lld entries, expected %d (step and %d base LRs); "
-            "saved with a different number of parameter groups?",
-            who, (long long)n, 1 + s->ngroups, s->ngroups);
+            "%s state load: %lld entries, expected %d (step and %d base LRs%s); "
+            "saved with a different number of parameter groups or scheduler?",
+            who, (long long)n, 1 + s->ngroups + nx, s->ngroups, more);
+    }
     double step;
     CtStatus st = get_scalar(s, in, "step", &step);
-    if (st != CT_OK) return st;
-    if (step < 0 || step != floor(step) || step > 9007199254740992.0)
-        return ct_error(CT_ERR_FORMAT, "%s state load: step %g is not a count", who,
-                        step);
-    double *base = malloc((size_t)s->ngroups * sizeof *base);
-    if (!base) return ct_error(CT_ERR_OOM, "%s state load: out of memory", who);
+    if (st == CT_OK && !is_count(step))
+        st = ct_error(CT_ERR_FORMAT, "%s state load: step %g is not a count", who, step);
+    double *base = st == CT_OK ? malloc((size_t)s->ngroups * sizeof *base) : NULL;
+    if (st == CT_OK && !base)
+        st = ct_error(CT_ERR_OOM, "%s state load: out of memory", who);
     char name[64];
     for (int g = 0; g < s->ngroups && st == CT_OK; g++) {
         snprintf(name, sizeof name, "base_lrs.%d", g);
@@ -217,7 +284,15 @@ CtStatus scheduler_state_load(Scheduler *s, const CtStateDict *in)
             st = ct_error(CT_ERR_FORMAT, "%s state load: \"%s\" = %g is not a valid LR",
                           who, name, base[g]);
     }
+    for (int i = 0; i < nx && st == CT_OK; i++) {
+        st = get_scalar(s, in, x[i].name, &x[i].value);
+        if (st == CT_OK && x[i].is_count && !is_count(x[i].value))
+            st = ct_error(CT_ERR_FORMAT, "%s state load: \"%s\" = %g is not a count", who,
+                          x[i].name, x[i].value);
+    }
     if (st == CT_OK && s->ops->check_step) st = s->ops->check_step(s, (int64_t)step);
+    if (st == CT_OK && nx > 0) st = s->ops->extra_set(s, x); /* commits when valid */
+    free(x);
     if (st != CT_OK) {
         free(base);
         return st;

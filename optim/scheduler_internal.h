@@ -10,6 +10,11 @@
  * tests/optim/test_scheduler.c). Unlike torch, an LR changed by hand in the
  * optimizer is overwritten at the next step instead of being chained from.
  *
+ * ReduceLROnPlateau is the exception: its LRs follow the metrics it is given
+ * (scheduler_step_metric), not the step count. It has no lr_at, so
+ * scheduler_step only counts, and its own state (best metric, counters,
+ * current LRs) travels as extra state entries.
+ *
  * A concrete scheduler embeds Scheduler as its first member:
  *     typedef struct { Scheduler base; double gamma; } ExpLR;
  */
@@ -18,9 +23,19 @@
 
 #include "ctrainer/optim.h"
 
+/* One extra state entry: a 0-d tensor, i64 when is_count (a non-negative
+ * integer, checked on load), else f64 (not NaN, checked on load). */
+typedef struct SchedulerExtra {
+    char name[48];
+    double value;
+    bool is_count;
+} SchedulerExtra;
+
 typedef struct SchedulerOps {
     const char *name; /* PyTorch's class name where there is one */
-    /* LR of group g after `step` updates (step >= 0). Pure. */
+    /* LR of group g after `step` updates (step >= 0). Pure. NULL: the LRs
+     * are not a function of the step (ReduceLROnPlateau): scheduler_step
+     * only counts, and scheduler_apply writes last_lrs. */
     double (*lr_at)(const Scheduler *s, int64_t step, int g);
     /* Momentum (beta1 for Adam) of group g after `step` updates, or NAN to
      * leave the optimizer's momentum alone. NULL: never touches momentum. */
@@ -31,6 +46,17 @@ typedef struct SchedulerOps {
     /* Called after scheduler_state_load replaced base_lrs (SequentialLR passes
      * them on to its children). NULL: nothing to do. */
     void (*rebase)(Scheduler *s);
+    /* Extra state beyond step and base LRs: n_extra entries, which
+     * extra_get fills (names and values) in save order. extra_set receives
+     * them back with the values loaded by those names, checks them and
+     * commits, or records an error and changes nothing; it runs after every
+     * other check of a load, before anything is committed. NULL n_extra:
+     * none. */
+    int (*n_extra)(const Scheduler *s);
+    void (*extra_get)(const Scheduler *s, SchedulerExtra *out);
+    CtStatus (*extra_set)(Scheduler *s, const SchedulerExtra *in);
+    /* scheduler_step_metric. NULL: the scheduler takes no metric. */
+    CtStatus (*step_metric)(Scheduler *s, double metric);
     /* Frees what the concrete scheduler owns, not s itself. NULL: nothing. */
     void (*destroy)(Scheduler *s);
     /* Its creation overwrites torch's initial_lr with its base LRs
@@ -59,7 +85,8 @@ Scheduler *scheduler_start(Scheduler *s);
 /* Frees a scheduler that scheduler_alloc returned (also a half-filled one). */
 void scheduler_destroy(Scheduler *s);
 /* Writes lr_at(step) (and momentum_at(step)) into the optimizer and
- * last_lrs; does not change s->step. Checks the step first. */
+ * last_lrs (without lr_at: last_lrs into the optimizer); does not change
+ * s->step. Checks the step first. */
 CtStatus scheduler_apply(Scheduler *s, int64_t step);
 
 /* Records a CT_ERR_INVALID error "<who>: <msg>" and returns NULL. */

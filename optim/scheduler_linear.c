@@ -1,5 +1,5 @@
-/* Linear schedules: PyTorch's LinearLR and transformers'
- * get_linear_schedule_with_warmup. */
+/* Factor schedules over total_iters: PyTorch's LinearLR, ConstantLR and
+ * PolynomialLR, and transformers' get_linear_schedule_with_warmup. */
 #include <math.h>
 
 #include "scheduler_internal.h"
@@ -45,6 +45,80 @@ Scheduler *scheduler_linear_lr(Optimizer *o, double start_factor, double end_fac
     p->start = start_factor;
     p->end = end_factor;
     p->total = total_iters;
+    return scheduler_start(&p->base);
+}
+
+/* ConstantLR: lr(t) = base * (t < total ? factor : 1), the closed form of
+ * torch's recurrence (lr * factor at 0, lr / factor at total). */
+typedef struct ConstantLR {
+    Scheduler base;
+    double factor;
+    int64_t total;
+} ConstantLR;
+
+static double constant_lr_at(const Scheduler *s, int64_t t, int g)
+{
+    const ConstantLR *p = (const ConstantLR *)s;
+    return t < p->total ? s->base_lrs[g] * p->factor : s->base_lrs[g];
+}
+
+static const SchedulerOps constant_ops = {.name = "ConstantLR", .lr_at = constant_lr_at};
+
+Scheduler *scheduler_constant_lr(Optimizer *o, double factor, int64_t total_iters)
+{
+    const char *who = "ConstantLR";
+    if (o) {
+        /* torch 1.13 accepts factor 0 and then divides by zero at
+         * total_iters, and total_iters 0 leaves the factor on for good
+         * (its recurrence never divides it out): both rejected here */
+        if (!(factor > 0 && factor <= 1))
+            return scheduler_fail(who, "factor must be in (0, 1], got %g", factor);
+        if (total_iters < 1)
+            return scheduler_fail(who, "total_iters must be >= 1, got %lld",
+                                  (long long)total_iters);
+    }
+    ConstantLR *p = (ConstantLR *)scheduler_alloc(sizeof *p, &constant_ops, o, who);
+    if (!p) return NULL;
+    p->factor = factor;
+    p->total = total_iters;
+    return scheduler_start(&p->base);
+}
+
+/* PolynomialLR: lr(t) = base * (1 - min(t, total) / total)^power, the closed
+ * form of torch's recurrence, which multiplies by
+ * ((1 - t/total) / (1 - (t-1)/total))^power for t <= total (so the LR is 0
+ * from total on when power > 0, and pow(0, 0) = 1 keeps base for power 0,
+ * as Python's 0.0 ** 0 does). */
+typedef struct PolyLR {
+    Scheduler base;
+    int64_t total;
+    double power;
+} PolyLR;
+
+static double poly_lr_at(const Scheduler *s, int64_t t, int g)
+{
+    const PolyLR *p = (const PolyLR *)s;
+    int64_t k = t < p->total ? t : p->total;
+    return s->base_lrs[g] * pow(1.0 - (double)k / (double)p->total, p->power);
+}
+
+static const SchedulerOps poly_ops = {.name = "PolynomialLR", .lr_at = poly_lr_at};
+
+Scheduler *scheduler_polynomial_lr(Optimizer *o, int64_t total_iters, double power)
+{
+    const char *who = "PolynomialLR";
+    if (o) {
+        if (total_iters < 1)
+            return scheduler_fail(who, "total_iters must be >= 1, got %lld",
+                                  (long long)total_iters);
+        /* torch does not check; a negative power divides by zero at total */
+        if (!(isfinite(power) && power >= 0))
+            return scheduler_fail(who, "power must be finite and >= 0, got %g", power);
+    }
+    PolyLR *p = (PolyLR *)scheduler_alloc(sizeof *p, &poly_ops, o, who);
+    if (!p) return NULL;
+    p->total = total_iters;
+    p->power = power;
     return scheduler_start(&p->base);
 }
 

@@ -107,6 +107,11 @@ static bool args_ok(Optimizer *o, int n, Scheduler *const *scheds,
                 ct_error(CT_ERR_NULL, "%s: scheduler %d is NULL", who, i);
             return false;
         }
+        if (!scheds[i]->ops->lr_at)
+            return scheduler_fail(who,
+                                  "scheduler %d (%s) follows a metric, not the step "
+                                  "count, and cannot be part of a SequentialLR",
+                                  i, scheds[i]->ops->name) != NULL;
         if (scheds[i]->opt != o)
             return scheduler_fail(who,
                                   "scheduler %d (%s) belongs to a different optimizer", i,

@@ -11,7 +11,8 @@
  * written.
  *
  * Schedulers step once per optimizer update and set each parameter group's
- * learning rate (and, for OneCycleLR, momentum) in the optimizer.
+ * learning rate (and, for OneCycleLR, momentum) in the optimizer; but
+ * ReduceLROnPlateau steps with a metric (scheduler_step_metric).
  */
 #ifndef CTRAINER_OPTIM_H
 #define CTRAINER_OPTIM_H
@@ -155,22 +156,36 @@ typedef struct Scheduler Scheduler;
  * is a closed-form lr(t, g) of the base LRs (PyTorch's chainable recurrences
  * give the same values up to rounding, see tests/optim/test_scheduler.c). We
  * differ from PyTorch in one way: an LR set by hand in the optimizer is
- * overwritten at the next step, not chained from.
+ * overwritten at the next step, not chained from. The exception is
+ * ReduceLROnPlateau, which follows a metric instead (see
+ * scheduler_reduce_on_plateau).
  *
  * Advances one optimizer update and writes the new learning rates (and
  * momenta) into the optimizer. The first LR (step 0) is written at
  * creation, as PyTorch does. Stepping past the end of a schedule that has
- * one (OneCycleLR: total_steps) is CT_ERR_STATE and changes nothing. */
+ * one (OneCycleLR: total_steps) is CT_ERR_STATE and changes nothing. For
+ * ReduceLROnPlateau it only counts the update and leaves the LRs alone, so
+ * the Trainer's automatic per-update step is harmless. */
 CtStatus scheduler_step(Scheduler *s);
+/* One ReduceLROnPlateau step with the epoch's metric (e.g. the eval loss),
+ * torch's scheduler.step(metric): may lower the optimizer's LRs. Any value is
+ * taken, NaN counting as no improvement (as in torch). CT_ERR_INVALID for any
+ * other scheduler (they step with scheduler_step only). */
+CtStatus scheduler_step_metric(Scheduler *s, double metric);
 /* The LR last written into group `group` (NAN and an error for a bad group). */
 double scheduler_get_last_lr(const Scheduler *s, int group);
 int64_t scheduler_step_count(const Scheduler *s);
 const char *scheduler_name(const Scheduler *s); /* "StepLR", "OneCycleLR", ... */
 /* State: "step" (0-d i64) and "base_lrs.<g>" (0-d f64) per group, appended to
- * `out` (a name already there is an error and adds nothing). load checks the
- * entry count, names, shapes and values (and the step against the schedule's
- * end) before changing anything, then writes the loaded step's LRs (and
- * momenta) into the optimizer. */
+ * `out` (all or, on error such as a name already there, none). A
+ * ReduceLROnPlateau adds torch's state: "best" (0-d f64, +-inf before any
+ * improvement), "num_bad_epochs", "cooldown_counter", "last_epoch" (metric
+ * steps taken; 0-d i64 each) and "last_lrs.<g>" (0-d f64, its current LRs).
+ * load checks the entry count, names, shapes and values (and the step
+ * against the schedule's end) before changing anything, then writes the
+ * loaded step's LRs (and momenta; ReduceLROnPlateau: last_lrs) into the
+ * optimizer, so a run resumed mid-schedule continues with the LRs an
+ * uninterrupted one has (the Trainer's checkpoints save and load it so). */
 CtStatus scheduler_state_save(const Scheduler *s, CtStateDict *out);
 CtStatus scheduler_state_load(Scheduler *s, const CtStateDict *in);
 void scheduler_free(Scheduler *s);
@@ -186,10 +201,24 @@ Scheduler *scheduler_multistep_lr(Optimizer *o, int n, const int64_t *milestones
                                   double gamma);
 Scheduler *scheduler_exponential_lr(Optimizer *o, double gamma);
 Scheduler *scheduler_cosine_annealing_lr(Optimizer *o, int64_t t_max, double eta_min);
+/* PyTorch's CosineAnnealingWarmRestarts (SGDR), stepped as its step()
+ * without an epoch: a cosine from the base LR towards eta_min over t_0
+ * steps, then restarting at the base LR with a period t_mult times longer
+ * each time (t_0, t_0 * t_mult, ...). t_0, t_mult >= 1, eta_min finite. */
+Scheduler *scheduler_cosine_warm_restarts(Optimizer *o, int64_t t_0, int64_t t_mult,
+                                          double eta_min);
 /* PyTorch's LinearLR: factor goes from start_factor to end_factor over
  * total_iters steps. start_factor in (0, 1], end_factor in [0, 1]. */
 Scheduler *scheduler_linear_lr(Optimizer *o, double start_factor, double end_factor,
                                int64_t total_iters);
+/* PyTorch's ConstantLR: base * factor for the first total_iters steps, then
+ * base. factor in (0, 1] (torch 1.13 takes 0 and then divides by zero),
+ * total_iters >= 1. */
+Scheduler *scheduler_constant_lr(Optimizer *o, double factor, int64_t total_iters);
+/* PyTorch's PolynomialLR: base * (1 - min(t, total_iters) / total_iters)^power,
+ * reaching 0 at total_iters (power > 0). total_iters >= 1, power finite and
+ * >= 0 (torch's defaults: 5 and 1). */
+Scheduler *scheduler_polynomial_lr(Optimizer *o, int64_t total_iters, double power);
 
 typedef struct OneCycleArgs {
     double max_lr; /* per group: the same for all (and base LRs are ignored) */
@@ -234,6 +263,54 @@ Scheduler *scheduler_cosine_warmup(Optimizer *o, const CosineWarmupArgs *args);
 /* LambdaLR: lr = base_lr * fn(step, ctx). ctx is borrowed. */
 Scheduler *scheduler_lambda_lr(Optimizer *o, double (*fn)(int64_t step, void *ctx),
                                void *ctx);
+/* PyTorch's ReduceLROnPlateau (torch 1.13). Start from
+ * scheduler_plateau_args(), which has torch's defaults, and change fields:
+ *     PlateauArgs pa = scheduler_plateau_args();
+ *     pa.patience = 2;
+ *     Scheduler *s = scheduler_reduce_on_plateau(opt, &pa);
+ * (a zeroed struct means patience 0, threshold 0, eps 0, not torch's
+ * defaults). */
+typedef struct PlateauArgs {
+    bool mode_max;         /* false: "min", a lower metric is better */
+    double factor;         /* 0.1; new lr = max(lr * factor, min_lr) */
+    int64_t patience;      /* 10: metric steps without improvement tolerated */
+    double threshold;      /* 1e-4 */
+    bool threshold_abs;    /* false: "rel" (best * (1 -+ threshold)) */
+    int64_t cooldown;      /* 0: metric steps after a reduction whose bad
+                              results are not counted */
+    double min_lr;         /* 0, for every group ... */
+    const double *min_lrs; /* ... or [ngroups] per group (read at creation) */
+    double eps;            /* 1e-8: smaller reductions are skipped */
+} PlateauArgs;
+PlateauArgs scheduler_plateau_args(void);
+/* Each scheduler_step_metric(s, m) does what torch's step(m) does: m
+ * improves on the best metric when (mode min) m < best * (1 - threshold),
+ * or m < best - threshold with threshold_abs (mode max: > and +); after
+ * more than `patience` metric steps without improvement every group's LR
+ * becomes max(lr * factor, min_lr) where that lowers it by more than eps,
+ * and the next `cooldown` metric steps ignore bad results. As in torch the
+ * LR reduced is the optimizer's current one (an LR set by hand is reduced
+ * from, not overwritten); creation writes nothing; scheduler_step only
+ * counts updates; scheduler_get_last_lr is the LRs after the last metric
+ * step (the base LRs before one). It cannot be a SequentialLR child.
+ * factor in [0, 1), patience, cooldown >= 0, threshold, eps, min_lr(s)
+ * finite and >= 0 (torch checks only factor < 1); NULL args is
+ * CT_ERR_NULL.
+ *
+ * With the Trainer, create it in TrainArgs.create_scheduler_fn and step it
+ * from a callback at the end of each evaluation epoch, when the eval loss
+ * has just been recorded in the run history:
+ *     static CtStatus plateau_on_eval_epoch_end(Callback *cb, Trainer *t,
+ *                                               bool is_intermediate) {
+ *         if (is_intermediate) return CT_OK;  // mid-epoch evaluations
+ *         double loss = run_history_latest(trainer_run_history(t),
+ *                                          "eval_loss_epoch");
+ *         return scheduler_step_metric(t->scheduler, loss);
+ *     }
+ * The Trainer's own per-update scheduler_step then only counts updates, and
+ * its checkpoints save and restore the whole state above. */
+Scheduler *scheduler_reduce_on_plateau(Optimizer *o, const PlateauArgs *args);
+
 /* SequentialLR: runs scheds[i] from milestones[i-1] on (n-1 milestones,
  * strictly increasing, >= 1), each restarted from its own step 0 at its
  * milestone, as torch 1.13 does. Every child uses torch's initial_lr,

@@ -298,6 +298,67 @@ START_TEST(test_matches_pytorch)
 END_TEST
 
 /* Save after 10 steps, continue in a new optimizer: same as uninterrupted. */
+/* Parameter p1 without a gradient every third step (grad None in torch: no
+ * update, and no state or step-count change for it), p1 in its own group;
+ * values after 15 steps from torch 1.13:
+ *     g = [{"params": [p0]}, {"params": [p1], "lr": lr1}]  (lr1 when given)
+ *     SGD(g, lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.1), lr1 0.2
+ *     Adam(g, lr=0.01, betas=(0.8, 0.99), weight_decay=0.05, amsgrad=True),
+ *         lr1 0.03
+ *     RMSprop(g, lr=0.01, alpha=0.9, eps=1e-6, weight_decay=0.02, momentum=0.8)
+ * with the gradients of fx_grads. */
+/* clang-format off */
+static const double sparse_sgd_nesterov_wd[16] = {-0.2384017949476121, 0.2545882900029373, 0.6255992617764521, 0.7361341367462975, 0.5762036772205507, 0.25874214564031545, -0.04274175055123407, -0.18169410813348982, -0.10860815498081018, 0.10957127485131861, 0.3289075495476093, 0.40628530508581095, -0.28915383005747913, 0.0436936032361617, 0.24529819182149498, 0.4988366708283974};
+static const double sparse_adam_amsgrad_wd[16] = {0.16718498945055926, 0.812974677327508, 1.1606653484463005, 1.0525926786014645, 0.5427673560678646, -0.11391502378262455, -0.6334944189415863, -0.7495358162579303, -0.4102001450805412, 0.21929268865309431, 0.8392506779756966, 1.1429140735168724, 0.6427797695445655, 0.1454434469096816, -0.7950992711049545, -1.1902969461657495};
+static const double sparse_rmsprop_momentum[16] = {0.015092633246859834, 0.7056946167996778, 1.0994529972114069, 1.0525867130757973, 0.5529019651457138, 0.11646465077014832, -0.46181634319114234, -0.6289745276935563, -0.34203058912303197, 0.22248345765096006, 0.8080648283679839, 0.8850361749499321, 0.621248842836315, 0.1192301999175884, -0.6692857542156361, -1.1002549454490573};
+/* clang-format on */
+
+START_TEST(test_sparse_gradients_and_groups)
+{
+    const double *want[3] = {sparse_sgd_nesterov_wd, sparse_adam_amsgrad_wd,
+                             sparse_rmsprop_momentum};
+    for (int c = 0; c < 3; c++) {
+        Fixture f;
+        fx_init(&f, CT_F64);
+        OptimGroup g[2] = {optim_group(f.p, 1), optim_group(f.p + 1, 1)};
+        Optimizer *o = NULL;
+        if (c == 0) {
+            g[1].lr = 0.2;
+            SgdArgs a = {
+                .lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 0.1};
+            o = optim_sgd_create_groups(2, g, &a);
+        } else if (c == 1) {
+            g[1].lr = 0.03;
+            AdamArgs a = {.lr = 0.01,
+                          .beta1 = 0.8,
+                          .beta2 = 0.99,
+                          .eps = 1e-8,
+                          .weight_decay = 0.05,
+                          .amsgrad = true};
+            o = optim_adam_create_groups(2, g, &a);
+        } else {
+            RmspropArgs a = {.lr = 0.01,
+                             .alpha = 0.9,
+                             .eps = 1e-6,
+                             .weight_decay = 0.02,
+                             .momentum = 0.8};
+            o = optim_rmsprop_create_groups(2, g, &a);
+        }
+        ck_assert_ptr_nonnull(o);
+        for (int t = 1; t <= 15; t++) {
+            ck_assert_int_eq(tensor_set_grad(f.p[1], f.g[1]), CT_OK);
+            fx_grads(&f, t);
+            if (t % 3 == 0) ck_assert_int_eq(tensor_set_grad(f.p[1], NULL), CT_OK);
+            ck_assert_msg(optim_step(o) == CT_OK, "case %d step %d: %s", c, t,
+                          ct_last_error());
+        }
+        fx_check(&f, want[c], 1e-12);
+        optim_free(o);
+        fx_free(&f);
+    }
+}
+END_TEST
+
 START_TEST(test_resume_from_state)
 {
     const Case *c = &CASES[_i];
@@ -980,6 +1041,7 @@ Suite *optim_suite(void)
     TCase *tc = tcase_create("optim");
     tcase_add_loop_test(tc, test_matches_pytorch, 0, NCASES);
     tcase_add_loop_test(tc, test_resume_from_state, 0, NCASES);
+    tcase_add_test(tc, test_sparse_gradients_and_groups);
     tcase_add_test(tc, test_f32_parameters);
     tcase_add_test(tc, test_frozen_and_gradless_parameters);
     tcase_add_test(tc, test_zero_grad);
