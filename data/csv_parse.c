@@ -234,6 +234,9 @@ CtStatus data_csv_parse(const char *buf, size_t len, const DataCsvArgs *a,
 {
     memset(out, 0, sizeof *out);
     const char *path = a->path ? a->path : "<csv>";
+    /* a UTF-8 byte order mark (spreadsheets export one) is not part of the
+     * first field: left in, it turned a numeric first row into a header */
+    if (len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) buf += 3, len -= 3;
     Parser ps = {buf, buf + len, buf,  path, a->delimiter ? a->delimiter : ',',
                  0,   NULL,      NULL, 0};
     if (a->skip_rows < 0)

@@ -111,9 +111,10 @@ Tensor *data_img_hflip(const DataImg *in)
 /* ---------------------------------------------------------------- resize */
 
 /* PyTorch's source index and weights for one output coordinate of a linear
- * resize with align_corners=False, rounding as its CPU kernel does: float
- * scale, the source index computed in double and stored as float, float
- * weights. (Exact ties in u8 results round the same way only so.) */
+ * resize with align_corners=False, rounding as its CPU kernel does: a float
+ * scale, the source index computed and kept in double, the weights rounded
+ * to float from it (l1 = src - i0, l0 = 1 - l1). (Exact ties in u8 results
+ * round the same way only so.) */
 typedef struct Tap {
     int64_t i0, i1;
     float w0, w1;
@@ -123,12 +124,16 @@ static void compute_taps(Tap *taps, int64_t out, int64_t in, int64_t start)
 {
     float scale = (float)in / (float)out;
     for (int64_t d = 0; d < out; d++) {
-        float src = (float)((double)scale * ((double)d + 0.5) - 0.5);
+        if (out == in) { /* PyTorch copies at scale 1 */
+            taps[d] = (Tap){start + d, start + d, 1.0f, 0.0f};
+            continue;
+        }
+        double src = (double)scale * ((double)d + 0.5) - 0.5;
         if (src < 0) src = 0;
-        int64_t i0 = (int64_t)floorf(src);
+        int64_t i0 = (int64_t)src;
         if (i0 > in - 1) i0 = in - 1;
-        float l1 = src - (float)i0;
-        l1 = l1 < 0 ? 0 : l1 > 1 ? 1 : l1;
+        double l = src - (double)i0;
+        float l1 = (float)(l < 0 ? 0 : l > 1 ? 1 : l);
         taps[d] = (Tap){start + i0, start + i0 + (i0 < in - 1), 1.0f - l1, l1};
     }
 }
@@ -147,6 +152,14 @@ static inline uint8_t round_u8(float v)
     return (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
 }
 
+/* a * w0 + b * w1 with one rounding of the product a * w0 fused in, the
+ * order PyTorch's CPU kernel (built with FMA) evaluates it, rows first and
+ * then between rows: bit for bit its float results. */
+static inline float lerp_f32(float a, float b, float w0, float w1)
+{
+    return fmaf(a, w0, b * w1);
+}
+
 /* Output row r (plane r / oh, row r % oh) for element type T; STORE turns
  * the float result into a T. PB is the elements per pixel: a constant for
  * the common layouts (RGB u8, planar f32) so the channel loop unrolls. */
@@ -162,9 +175,9 @@ static inline uint8_t round_u8(float v)
             const Tap tx = j->tx[x];                                                     \
             int64_t a = tx.i0 * pb, b = tx.i1 * pb;                                      \
             for (int64_t k = 0; k < pb; k++) {                                           \
-                float v =                                                                \
-                    ty.w0 * (tx.w0 * (float)r0[a + k] + tx.w1 * (float)r0[b + k]) +      \
-                    ty.w1 * (tx.w0 * (float)r1[a + k] + tx.w1 * (float)r1[b + k]);       \
+                float t0 = lerp_f32(r0[a + k], r0[b + k], tx.w0, tx.w1);                 \
+                float t1 = lerp_f32(r1[a + k], r1[b + k], tx.w0, tx.w1);                 \
+                float v = lerp_f32(t0, t1, ty.w0, ty.w1);                                \
                 d[x * pb + k] = STORE(v);                                                \
             }                                                                            \
         }                                                                                \

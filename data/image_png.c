@@ -53,7 +53,8 @@ static void png_set_transforms(PngJob *j, int color_type, int bit_depth)
     if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(j->png);
     if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8)
         png_set_expand_gray_1_2_4_to_8(j->png);
-    if (bit_depth == 16) png_set_scale_16(j->png);
+    /* the high byte, as PIL reads 16-bit RGB(A) and grey+alpha */
+    if (bit_depth == 16) png_set_strip_16(j->png);
     /* png_set_palette_to_rgb turns tRNS into alpha: drop it like real alpha */
     if ((color_type & PNG_COLOR_MASK_ALPHA) ||
         png_get_valid(j->png, j->info, PNG_INFO_tRNS))

@@ -170,7 +170,8 @@ Dataset *data_fashion_mnist_create(const DataFashionMnistArgs *args);
  * view into the dataset's memory; t[1] its label, i64 0-d (classification:
  * the value must be an integer) or f32 0-d (.regression). Fields are
  * separated by the delimiter, surrounding spaces are ignored, blank lines
- * are skipped, "\r\n" line ends are accepted; quoting is not supported.
+ * are skipped, "\r\n" line ends are accepted, a UTF-8 byte order mark at
+ * the start of the file is skipped; quoting is not supported.
  * A gzip'd file (e.g. "train.csv.gz") is decompressed while reading. The
  * first line read (after skip_rows) fixes the column count.
  * Errors name path:line:column (column = 1-based character position of
@@ -451,8 +452,10 @@ int64_t data_loader_batch_padding(const DataLoader *dl);
  * recognised by their signature, not their file name. Conversions to 8-bit
  * grey or RGB (`channels` 0: as stored):
  *   PNG: palette -> RGB; grey of 1/2/4 bits -> 8-bit grey; 16-bit samples ->
- *        8 bits rounded (v * 255 / 65535); alpha (RGBA, grey+alpha, tRNS) is
- *        dropped, not composited, as PIL's convert("RGB") does.
+ *        their high byte (v >> 8), as PIL decodes 16-bit RGB, RGBA and
+ *        grey+alpha (16-bit grey too, where PIL's convert("RGB") would clip
+ *        to 255); alpha (RGBA, grey+alpha, tRNS) is dropped, not
+ *        composited, as PIL's convert("RGB") does.
  *   JPEG: grey -> 1 channel; YCbCr/RGB -> 3; CMYK/YCCK -> RGB as Pillow
  *        does, bit for bit: the samples are taken as Adobe-inverted (with or
  *        without an Adobe marker), then with nk = 255 - K,
@@ -528,8 +531,9 @@ DataTransformer *data_transform_to_tensor(void);
 DataTransformer *data_transform_normalize(int n, const double *mean, const double *std);
 /* Bilinear resize to (h, w), as torch.nn.functional.interpolate(mode=
  * "bilinear", align_corners=False, antialias=False); u8 results are rounded
- * half to even and clamped. (torchvision's PIL path antialiases when
- * downscaling; we do not.) */
+ * half to even and clamped. Bit for bit torchvision's tensor Resize on a
+ * contiguous (C, H, W) image, with PyTorch's CPU kernel (u8 ties included).
+ * (torchvision's PIL path antialiases when downscaling; we do not.) */
 DataTransformer *data_transform_resize(int64_t h, int64_t w);
 /* Resizes so the shorter side is `size`, the longer int(size * long / short)
  * (torchvision's Resize(int)). */

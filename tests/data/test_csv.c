@@ -100,6 +100,36 @@ static void csv_fails(const char *text, DataCsvArgs a, CtStatus st, const char *
     tu_assert_error(st, want);
 }
 
+/* A UTF-8 byte order mark (Excel's "CSV UTF-8" writes one) is skipped, as
+ * pandas.read_csv and Python's csv with encoding="utf-8-sig" do: it neither
+ * turns a numeric first row into a header nor hides the first column name. */
+START_TEST(test_utf8_bom)
+{
+    TU_MEM_BEGIN;
+    const char *p = fixture("bom1.csv", "\xEF\xBB\xBF"
+                                        "1,2,3\n0,5,6\n");
+    Dataset *d = data_csv_dataset_create(&(DataCsvArgs){.path = p});
+    ck_assert_msg(d != NULL, "%s", ct_last_error());
+    ck_assert_int_eq(data_dataset_len(d), 2);
+    assert_sample(d, 0, (double[]){2, 3}, 2, 1, CT_I64);
+    data_dataset_free(d);
+    p = fixture("bom2.csv", "\xEF\xBB\xBF"
+                            "label,x\n1,2\n3,4\n");
+    d = data_csv_dataset_create(&(DataCsvArgs){.path = p, .label_name = "label"});
+    ck_assert_msg(d != NULL, "%s", ct_last_error());
+    ck_assert_int_eq(data_dataset_len(d), 2);
+    assert_sample(d, 1, (double[]){4}, 1, 3, CT_I64);
+    data_dataset_free(d);
+    p = fixture("bom3.csv", "\xEF\xBB\xBF"
+                            "1,2\n3,4\n");
+    d = data_csv_dataset_create(&(DataCsvArgs){.path = p, .header = DATA_CSV_HEADER_NO});
+    ck_assert_msg(d != NULL, "%s", ct_last_error());
+    assert_sample(d, 0, (double[]){2}, 1, 1, CT_I64);
+    data_dataset_free(d);
+    TU_MEM_END;
+}
+END_TEST
+
 START_TEST(test_errors)
 {
     TU_MEM_BEGIN;
@@ -200,6 +230,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_header_auto_label_by_name);
     tcase_add_test(tc, test_no_header_label_last_regression);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_utf8_bom);
     tcase_add_test(tc, test_skip_rows_and_gzip);
     tcase_add_test(tc, test_loader_over_csv);
     suite_add_tcase(s, tc);

@@ -104,6 +104,11 @@ START_TEST(test_png_alpha_palette_16bit_lowbit)
     png = ti_png(w, h, PNG_COLOR_TYPE_RGB, 16, 0, be, NULL, 0, NULL, 0, &n);
     assert_bytes(decode_ok(png, n, 0, h, w, 3), rgba, 36);
     free(png);
+    /* other 16-bit values: the high byte, as PIL (0x12FF -> 0x12, not 0x13) */
+    for (int i = 0; i < 36; i++) be[2 * i + 1] = (uint8_t)(0x80 + i * 3);
+    png = ti_png(w, h, PNG_COLOR_TYPE_RGB, 16, 0, be, NULL, 0, NULL, 0, &n);
+    assert_bytes(decode_ok(png, n, 0, h, w, 3), rgba, 36);
+    free(png);
     /* 1-bit grey -> 0 / 255 */
     uint8_t bits[3] = {0xA0, 0x50, 0xF0}, bw[12];
     for (int y = 0; y < 3; y++)
