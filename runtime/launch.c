@@ -233,7 +233,9 @@ CtStatus runtime_launch_command(const RuntimeSettings *s, const RuntimeHost *h,
         return ct_error(CT_ERR_INVALID, "launch: no program to run");
     if (!h->mpirun[0]) return ct_error(CT_ERR_INVALID, "launch: no mpirun path");
     int per_machine = s->num_processes / s->num_machines;
-    bool use_gpus = !s->use_cpu && h->gpu_count > 0;
+    /* MULTI_CPU means CPU ranks, as accelerate's use_cpu for it */
+    bool use_gpus = !s->use_cpu && s->distributed_type != RUNTIME_DISTRIBUTED_MULTI_CPU &&
+                    h->gpu_count > 0;
     CtStatus st = check_launch(s, h, use_gpus, per_machine);
     if (st != CT_OK) return st;
     Argv a = {0};

@@ -41,10 +41,11 @@ static void set_value(YamlKey *k, const yaml_event_t *ev)
 }
 
 /* Walks the event stream. depth counts open collections; at depth 1 (the
- * top mapping) scalars alternate key, value. */
+ * top mapping) scalars alternate key, value. A second document is an error:
+ * libcyaml would read the first one only and ignore the rest. */
 static CtStatus walk(yaml_parser_t *p, const char *path, YamlIndex *ix)
 {
-    int depth = 0, cap = 0;
+    int depth = 0, cap = 0, documents = 0;
     bool want_key = true;
     for (;;) {
         yaml_event_t ev;
@@ -57,8 +58,13 @@ static CtStatus walk(yaml_parser_t *p, const char *path, YamlIndex *ix)
             ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT;
         bool end =
             ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT;
-        if (depth == 0 &&
-            (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_SCALAR_EVENT))
+        if (ev.type == YAML_DOCUMENT_START_EVENT && ++documents > 1)
+            st = ct_error(CT_ERR_FORMAT,
+                          "%s:%d: a second YAML document ('---'): a config file holds "
+                          "one",
+                          path, (int)ev.start_mark.line + 1);
+        else if (depth == 0 &&
+                 (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_SCALAR_EVENT))
             st = ct_error(CT_ERR_FORMAT,
                           "%s:%d: expected a mapping of keys to values at the top level",
                           path, (int)ev.start_mark.line + 1);

@@ -67,9 +67,12 @@ static void ask_all(RuntimeSettings *s)
         ask(s, RUNTIME_OPT_NUM_PROCESSES, "How many processes in total (all machines)?");
     }
     /* MULTI_GPU runs on GPUs, also when written on a machine without any
-     * (its default use_cpu is true), as accelerate's questionnaire does */
+     * (its default use_cpu is true), and MULTI_CPU on CPUs, also on a
+     * machine with GPUs, as accelerate's questionnaire does */
     if (s->distributed_type == RUNTIME_DISTRIBUTED_MULTI_GPU)
         s->use_cpu = false;
+    else if (s->distributed_type == RUNTIME_DISTRIBUTED_MULTI_CPU)
+        s->use_cpu = true;
     else
         ask(s, RUNTIME_OPT_USE_CPU, "Train on the CPU only (true/false)?");
     if (!s->use_cpu)

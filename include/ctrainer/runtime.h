@@ -358,8 +358,9 @@ void runtime_vprint(const Runtime *rt, const char *fmt, va_list ap);
  *     gpu_ids: all                     # all, or a comma list: 0,1
  *     seed: 42                         # unsigned 64-bit
  *
- * Validation is strict: a syntax error, an unknown or repeated key, a
- * value of the wrong type and a value out of range are CT_ERR_FORMAT with
+ * Validation is strict: a syntax error, a second YAML document, an unknown
+ * or repeated key, a value of the wrong type and a value out of range are
+ * CT_ERR_FORMAT with
  * a message that starts with "FILE:LINE: ".
  *
  * Environment: each option is read from CTRAINER_<KEY in upper case>
@@ -526,7 +527,8 @@ typedef struct RuntimeCommand {
  * [--hostfile F] --bind-to none -x VAR=VALUE... PROGRAM ARGS...`, with the
  * worker environment described under "Settings". --oversubscribe is added
  * when one machine runs more ranks than it has cores. The ranks use GPUs
- * when use_cpu is false and the host has GPUs. Errors (CT_ERR_INVALID,
+ * when use_cpu is false, distributed_type is not MULTI_CPU and the host has
+ * GPUs. Errors (CT_ERR_INVALID,
  * clear, nothing allocated): several machines without a hostfile (mpirun
  * starts every machine's ranks from this one), MULTI_GPU without GPUs or
  * with use_cpu, more GPU ranks per machine than GPUs, no program. */

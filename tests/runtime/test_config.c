@@ -180,6 +180,10 @@ static const BadFile bad_files[] = {
     {"seed: [1\n", "2: YAML syntax error"},
     {"- num_processes\n", "1: expected a mapping of keys to values at the top level"},
     {"just a string\n", "1: expected a mapping of keys to values at the top level"},
+    /* a second document would be ignored (PyYAML's safe_load refuses it too) */
+    {"---\nnum_processes: 2\n---\nnum_processes: 3\n",
+     "3: a second YAML document ('---'): a config file holds one"},
+    {"num_processes: 2\n...\n--- {seed: 1}\n", "3: a second YAML document"},
 };
 
 START_TEST(load_errors_name_file_and_line)

@@ -114,6 +114,15 @@ START_TEST(command_gpus)
     ck_assert(strstr(joined(&c), "-x CTRAINER_USE_CPU=true "));
     ck_assert(!strstr(joined(&c), "CUDA_VISIBLE_DEVICES"));
     runtime_command_free(&c);
+    /* MULTI_CPU trains on CPUs on a GPU machine too (accelerate's
+     * questionnaire sets use_cpu for it): more ranks than GPUs are fine */
+    s = settings((const char *[]){"num_processes", "6", "distributed_type", "MULTI_CPU",
+                                  "gpu_ids", "0,1", NULL});
+    ck_assert_int_eq(runtime_launch_command(&s, &h, prog, 1, &c), CT_OK);
+    ck_assert(!c.use_gpus);
+    ck_assert(strstr(joined(&c), "-x CTRAINER_USE_CPU=true "));
+    ck_assert(!strstr(joined(&c), "CUDA_VISIBLE_DEVICES"));
+    runtime_command_free(&c);
 }
 END_TEST
 

@@ -22,11 +22,13 @@ check "config says why" has "already exists; pass --force to overwrite it"
 "$ctrainer" config --default --force --config_file "$cfg" >"$dir/out" 2>&1
 check "config --force overwrites" test $? -eq 0
 
-# the questions, answered through a pipe; a bad answer is asked again
-printf 'MULTI_TPU\nMULTI_CPU\n1\n4\ntrue\nbf16\n2\n\n' |
+# the questions, answered through a pipe; a bad answer is asked again;
+# MULTI_CPU sets use_cpu without asking
+printf 'MULTI_TPU\nMULTI_CPU\n1\n4\nbf16\n2\n\n' |
     "$ctrainer" config --config_file "$dir/asked.yaml" >"$dir/out" 2>&1
 check "config questions exit 0" test $? -eq 0
 check "a bad answer is explained" has "distributed_type: 'MULTI_TPU' is not valid"
+check "MULTI_CPU does not ask about the CPU" sh -c '! grep -q "CPU only" "$0"' "$dir/out"
 for line in "distributed_type: MULTI_CPU" "num_processes: 4" "use_cpu: true" \
     "mixed_precision: bf16" "gradient_accumulation_steps: 2" "seed: 42"; do
     check "answered $line" grep -qx "$line" "$dir/asked.yaml"

@@ -128,6 +128,132 @@ START_TEST(gather_padded_differing_sizes)
 }
 END_TEST
 
+/* Every dtype with arithmetic (f16 too), reduced on an empty tensor, and a
+ * non-contiguous view: the result has t's shape and dtype, row-major. */
+START_TEST(reduce_f16_empty_and_strided)
+{
+    Tensor *h =
+        tu_tensor(CT_F16, 1, (int64_t[]){3}, (double[]){val(R, 0), val(R, 1), val(R, 2)});
+    double sum[3] = {0}, mx[3] = {-1e9, -1e9, -1e9};
+    for (int r = 0; r < W; r++)
+        for (int i = 0; i < 3; i++) {
+            sum[i] += val(r, i);
+            mx[i] = val(r, i) > mx[i] ? val(r, i) : mx[i];
+        }
+    Tensor *s = runtime_reduce(rt, h, RUNTIME_REDUCE_SUM);
+    Tensor *m = runtime_reduce(rt, h, RUNTIME_REDUCE_MAX);
+    ck_assert_int_eq(tensor_dtype(s), CT_F16);
+    tu_assert_values(s, sum, 3, 0, 0);
+    tu_assert_values(m, mx, 3, 0, 0);
+    tensor_free(s);
+    tensor_free(m);
+    tensor_free(h);
+    const CtDType dts[] = {CT_F32, CT_F64, CT_BF16, CT_F16, CT_I64, CT_I32, CT_U8};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        Tensor *e = tensor_zeros(2, (int64_t[]){0, 3}, dts[d], ct_cpu());
+        for (int op = RUNTIME_REDUCE_SUM; op <= RUNTIME_REDUCE_MIN; op++) {
+            if (op == RUNTIME_REDUCE_MEAN && !ct_dtype_is_float(dts[d])) continue;
+            Tensor *r = runtime_reduce(rt, e, (RuntimeReduceOp)op);
+            ck_assert_msg(r, "%s op %d: %s", ct_dtype_name(dts[d]), op, ct_last_error());
+            tu_assert_shape(r, 2, 0, 3);
+            ck_assert_int_eq(tensor_dtype(r), dts[d]);
+            tensor_free(r);
+        }
+        tensor_free(e);
+    }
+    /* (2, 3) transposed to (3, 2): element [i][j] is 10 i' + j' + R */
+    double v[6];
+    for (int i = 0; i < 6; i++) v[i] = i + R;
+    Tensor *a = tu_tensor(CT_F32, 2, (int64_t[]){2, 3}, v);
+    CtScope *sc = ct_scope_open();
+    Tensor *tt = tensor_transpose(a, 0, 1);
+    ck_assert(!tensor_is_contiguous(tt));
+    Tensor *r = runtime_reduce(rt, tt, RUNTIME_REDUCE_SUM);
+    tu_assert_shape(r, 2, 3, 2);
+    double want[6], off = W * (W - 1) / 2.0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++) want[i * 2 + j] = W * (j * 3 + i) + off;
+    tu_assert_values(tensor_contiguous(r), want, 6, 0, 0);
+    Tensor *g = runtime_gather(rt, tt);
+    tu_assert_shape(g, 2, 3 * W, 2);
+    double gw[6 * 3];
+    for (int q = 0; q < W; q++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++) gw[q * 6 + i * 2 + j] = j * 3 + i + q;
+    tu_assert_values(tensor_contiguous(g), gw, 6 * W, 0, 0);
+    ct_scope_close(sc);
+    tensor_free(a);
+}
+END_TEST
+
+/* Broadcast of every dtype, of an empty tensor; a non-contiguous tensor is
+ * refused on every rank (it is overwritten in place). */
+START_TEST(broadcast_every_dtype_and_empty)
+{
+    const CtDType dts[] = {CT_F32, CT_F64, CT_BF16, CT_F16,
+                           CT_I64, CT_I32, CT_U8,   CT_BOOL};
+    int root = 1 % W;
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        double v[3], want[3];
+        for (int i = 0; i < 3; i++) {
+            v[i] = dts[d] == CT_BOOL ? (R + i) % 2 : 3 * R + i;
+            want[i] = dts[d] == CT_BOOL ? (root + i) % 2 : 3 * root + i;
+        }
+        Tensor *t = tu_tensor(dts[d], 1, (int64_t[]){3}, v);
+        ck_assert_int_eq(runtime_broadcast(rt, t, root), CT_OK);
+        tu_assert_values(t, want, 3, 0, 0);
+        tensor_free(t);
+        Tensor *e = tensor_zeros(2, (int64_t[]){2, 0}, dts[d], ct_cpu());
+        ck_assert_int_eq(runtime_broadcast(rt, e, root), CT_OK);
+        tu_assert_shape(e, 2, 2, 0);
+        tensor_free(e);
+    }
+    Tensor *a = tu_tensor(CT_F32, 2, (int64_t[]){2, 3}, (double[]){1, 2, 3, 4, 5, 6});
+    CtScope *sc = ct_scope_open();
+    ck_assert_int_eq(runtime_broadcast(rt, tensor_transpose(a, 0, 1), 0), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "not contiguous");
+    ct_scope_close(sc);
+    tensor_free(a);
+}
+END_TEST
+
+/* pad_across_processes semantics: rank r has r rows (rank 0 none), 3-d
+ * rows, every dtype; all ranks empty gives an empty result. */
+START_TEST(gather_padded_empty_ranks_every_dtype)
+{
+    const CtDType dts[] = {CT_F32, CT_F64, CT_BF16, CT_F16,
+                           CT_I64, CT_I32, CT_U8,   CT_BOOL};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        double v[2 * 2 * 2 * 3] = {0}, want[8 * 3] = {0};
+        int n = 0;
+        for (int r = 0; r < W; r++)
+            for (int i = 0; i < r * 4; i++) {
+                double x = dts[d] == CT_BOOL ? (i + r) % 2 : 10 * r + i;
+                want[n++] = x;
+                if (r == R) v[i] = x;
+            }
+        Tensor *t = tu_tensor(dts[d], 3, (int64_t[]){R, 2, 2}, v);
+        Tensor *g = runtime_gather_padded(rt, t, 0);
+        ck_assert_msg(g, "%s: %s", ct_dtype_name(dts[d]), ct_last_error());
+        tu_assert_shape(g, 3, W * (W - 1) / 2, 2, 2);
+        ck_assert_int_eq(tensor_dtype(g), dts[d]);
+        tu_assert_values(g, want, n, 0, 0);
+        Tensor *f = runtime_gather_for_metrics(rt, t, R > 0 ? 1 : 0);
+        tu_assert_shape(f, 3, W * (W - 1) / 2 - (W - 1), 2, 2);
+        tensor_free(f);
+        tensor_free(g);
+        tensor_free(t);
+        Tensor *e = tensor_zeros(2, (int64_t[]){0, 5}, dts[d], ct_cpu());
+        Tensor *ge = runtime_gather(rt, e), *gp = runtime_gather_padded(rt, e, -1);
+        tu_assert_shape(ge, 2, 0, 5);
+        tu_assert_shape(gp, 2, 0, 5);
+        tensor_free(ge);
+        tensor_free(gp);
+        tensor_free(e);
+    }
+}
+END_TEST
+
 /* Inside a scope (as in a trainer step) the results belong to the scope and
  * the inputs keep their references: nothing is freed twice. */
 START_TEST(collectives_inside_a_scope)
@@ -290,6 +416,9 @@ int main(void)
     tcase_add_test(tc, reduce_f64_ops);
     tcase_add_test(tc, gather_all_dtypes);
     tcase_add_test(tc, gather_padded_differing_sizes);
+    tcase_add_test(tc, reduce_f16_empty_and_strided);
+    tcase_add_test(tc, broadcast_every_dtype_and_empty);
+    tcase_add_test(tc, gather_padded_empty_ranks_every_dtype);
     tcase_add_test(tc, gather_unequal_dim0_is_an_error_everywhere);
     tcase_add_test(tc, reduce_shape_mismatch_is_an_error_everywhere);
     tcase_add_test(tc, broadcast_from_last_rank);

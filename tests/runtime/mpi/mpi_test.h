@@ -48,20 +48,24 @@ static inline Dataset *test_dataset(Tensor *x, Tensor *y)
     return ds;
 }
 
-/* One epoch of the single-process reference loop over dl: each batch's
- * loss divided by k, an optimizer step every k batches. Returns the sum of
- * batch loss x batch size. */
+/* One epoch of the single-process reference loop over dl: windows of k
+ * batches (the last one shorter when the epoch's batches are not a
+ * multiple of k), each batch's loss divided by its window's length, an
+ * optimizer step at the end of every window. Returns the sum of batch loss
+ * x batch size. */
 static inline double test_reference_epoch(Module *m, Optimizer *o, NnLoss *loss,
                                           DataLoader *dl, int64_t k)
 {
     double total = 0;
+    int64_t n = data_loader_len(dl);
     DataBatch b;
     for (int64_t step = 0; data_loader_next(dl, &b); step++) {
         CtScope *s = ct_scope_open();
         Tensor *l = nn_loss(loss, nn_forward(m, b.t[0]), b.t[1]);
         total += tensor_item(l) * (double)b.size;
-        tensor_backward(tensor_div_scalar(l, (double)k), NULL);
-        if ((step + 1) % k == 0) {
+        int64_t start = step / k * k, window = start + k <= n ? k : n - start;
+        tensor_backward(tensor_div_scalar(l, (double)window), NULL);
+        if ((step + 1) % k == 0 || step + 1 == n) {
             optim_step(o);
             optim_zero_grad(o);
         }
