@@ -1,4 +1,8 @@
-/* Conv2d: square kernel, weight (out, in/groups, k, k), bias (out). */
+/* Conv2d: weight (out, in/groups, kh, kw), bias (out); explicit, "valid" or
+ * "same" padding. "same" with an odd total padding in a dim pads one more
+ * on both sides and drops the first output row (column): PyTorch puts the
+ * extra zero at the end, and the window of output i then starts at the
+ * same input position as output i + 1 of the wider symmetric padding. */
 #include <math.h>
 #include <string.h>
 
@@ -7,7 +11,9 @@
 typedef struct Conv2d {
     Module base;
     int64_t in, out;
-    int k;
+    int kh, kw;
+    NnConvPadding mode;
+    bool cut[2];       /* "same": drop the first output row / column */
     CtConv2dArgs args; /* zero fields resolved to PyTorch's defaults */
     Tensor *weight, *bias;
 } Conv2d;
@@ -26,18 +32,25 @@ static bool input_ok(Module *m, const Tensor *x)
     return true;
 }
 
+static Tensor *run(Conv2d *c, Tensor *x, bool relu)
+{
+    if (!input_ok(&c->base, x)) return NULL;
+    CtConv2dArgs a = c->args;
+    a.relu = relu;
+    Tensor *y = tensor_conv2d(x, c->weight, c->bias, &a);
+    for (int i = 0; i < 2; i++)
+        if (y && c->cut[i]) y = tensor_slice(y, 2 + i, 1, tensor_size(y, 2 + i), 1);
+    return y;
+}
+
 static Tensor *conv2d_forward(Module *m, Tensor *x)
 {
-    Conv2d *c = (Conv2d *)m;
-    return input_ok(m, x) ? tensor_conv2d(x, c->weight, c->bias, &c->args) : NULL;
+    return run((Conv2d *)m, x, false);
 }
 
 static Tensor *conv2d_forward_relu(Module *m, Tensor *x)
 {
-    Conv2d *c = (Conv2d *)m;
-    CtConv2dArgs a = c->args;
-    a.relu = true;
-    return input_ok(m, x) ? tensor_conv2d(x, c->weight, c->bias, &a) : NULL;
+    return run((Conv2d *)m, x, true);
 }
 
 /* PyTorch's Conv2d repr: stride always, the rest only when not default. */
@@ -46,13 +59,16 @@ static void conv2d_extra_repr(const Module *m, char *buf, size_t n)
     const Conv2d *c = (const Conv2d *)m;
     const CtConv2dArgs *a = &c->args;
     int len = snprintf(buf, n, "%lld, %lld, kernel_size=(%d, %d), stride=(%d, %d)",
-                       (long long)c->in, (long long)c->out, c->k, c->k, a->stride[0],
+                       (long long)c->in, (long long)c->out, c->kh, c->kw, a->stride[0],
                        a->stride[1]);
 #define CONV_APPEND(...)                                                                 \
     if (len >= 0 && (size_t)len < n)                                                     \
     len += snprintf(buf + len, n - (size_t)len, __VA_ARGS__)
-    if (a->padding[0] || a->padding[1])
+    if (c->mode != NN_CONV_PADDING_EXPLICIT) {
+        CONV_APPEND(", padding=%s", c->mode == NN_CONV_PADDING_SAME ? "same" : "valid");
+    } else if (a->padding[0] || a->padding[1]) {
         CONV_APPEND(", padding=(%d, %d)", a->padding[0], a->padding[1]);
+    }
     if (a->dilation[0] != 1 || a->dilation[1] != 1)
         CONV_APPEND(", dilation=(%d, %d)", a->dilation[0], a->dilation[1]);
     if (a->groups != 1) CONV_APPEND(", groups=%d", a->groups);
@@ -78,14 +94,32 @@ static CtConv2dArgs resolve(const CtConv2dArgs *args)
     return a;
 }
 
-static bool valid(int64_t in, int64_t out, int k, const CtConv2dArgs *a)
+static bool valid(int64_t in, int64_t out, int kh, int kw, const CtConv2dArgs *a,
+                  NnConvPadding mode)
 {
-    if (in <= 0 || out <= 0 || k <= 0) {
+    if (in <= 0 || out <= 0 || kh <= 0 || kw <= 0) {
         ct_error(
             CT_ERR_INVALID,
             "Conv2d: channels and kernel size must be positive, got in=%lld, out=%lld, "
-            "kernel_size=%d",
-            (long long)in, (long long)out, k);
+            "kernel_size=(%d, %d)",
+            (long long)in, (long long)out, kh, kw);
+        return false;
+    }
+    if (mode < NN_CONV_PADDING_EXPLICIT || mode > NN_CONV_PADDING_SAME) {
+        ct_error(CT_ERR_INVALID, "Conv2d: unknown padding mode %d", (int)mode);
+        return false;
+    }
+    if (mode != NN_CONV_PADDING_EXPLICIT && (a->padding[0] || a->padding[1])) {
+        ct_error(CT_ERR_INVALID, "Conv2d: padding=%s with args->padding (%d, %d) set",
+                 mode == NN_CONV_PADDING_SAME ? "same" : "valid", a->padding[0],
+                 a->padding[1]);
+        return false;
+    }
+    if (mode == NN_CONV_PADDING_SAME && (a->stride[0] != 1 || a->stride[1] != 1)) {
+        ct_error(CT_ERR_INVALID,
+                 "Conv2d: padding=same is not supported for strided convolutions "
+                 "(stride (%d, %d))",
+                 a->stride[0], a->stride[1]);
         return false;
     }
     if (a->groups < 0 || in % a->groups || out % a->groups) {
@@ -108,11 +142,31 @@ static bool valid(int64_t in, int64_t out, int k, const CtConv2dArgs *a)
     return true;
 }
 
+/* "same": dilation * (k - 1) zeros in all, half before; an odd total pads
+ * one more on both sides and cuts the first output (see the top). */
+static void same_padding(Conv2d *c)
+{
+    const int k[2] = {c->kh, c->kw};
+    for (int i = 0; i < 2; i++) {
+        int total = c->args.dilation[i] * (k[i] - 1);
+        c->cut[i] = total % 2 != 0;
+        c->args.padding[i] = total / 2 + c->cut[i];
+    }
+}
+
 Module *nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size,
                   const CtConv2dArgs *args, bool bias, CtGenerator *g)
 {
+    return nn_conv2d_ex(in_channels, out_channels, kernel_size, kernel_size, args,
+                        NN_CONV_PADDING_EXPLICIT, bias, g);
+}
+
+Module *nn_conv2d_ex(int64_t in_channels, int64_t out_channels, int kernel_h,
+                     int kernel_w, const CtConv2dArgs *args, NnConvPadding padding,
+                     bool bias, CtGenerator *g)
+{
     CtConv2dArgs a = resolve(args);
-    if (!valid(in_channels, out_channels, kernel_size, &a)) return NULL;
+    if (!valid(in_channels, out_channels, kernel_h, kernel_w, &a, padding)) return NULL;
     if (!g) {
         ct_error(CT_ERR_NULL, "Conv2d: NULL generator");
         return NULL;
@@ -121,13 +175,16 @@ Module *nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size,
     if (!c) return NULL;
     c->in = in_channels;
     c->out = out_channels;
-    c->k = kernel_size;
+    c->kh = kernel_h;
+    c->kw = kernel_w;
+    c->mode = padding;
     c->args = a;
+    if (padding == NN_CONV_PADDING_SAME) same_padding(c);
     /* kaiming_uniform(a=sqrt(5)) and the bias both give U(-1/sqrt(fan_in), ..)
-     * with fan_in = in/groups * k * k */
+     * with fan_in = in/groups * kh * kw */
     int64_t cin = in_channels / a.groups;
-    double bound = 1.0 / sqrt((double)(cin * kernel_size * kernel_size));
-    const int64_t shape[4] = {out_channels, cin, kernel_size, kernel_size};
+    double bound = 1.0 / sqrt((double)(cin * kernel_h * kernel_w));
+    const int64_t shape[4] = {out_channels, cin, kernel_h, kernel_w};
     Tensor *w = NULL, *b = NULL;
     CtScope *s = ct_scope_open();
     if (s) {

@@ -185,6 +185,23 @@ Module *nn_linear(int64_t in_features, int64_t out_features, bool bias, CtGenera
  * without relu (fuse a following ReLU with nn_forward_relu or Sequential). */
 Module *nn_conv2d(int64_t in_channels, int64_t out_channels, int kernel_size,
                   const CtConv2dArgs *args, bool bias, CtGenerator *g);
+/* PyTorch's string paddings of Conv2d. */
+typedef enum NnConvPadding {
+    NN_CONV_PADDING_EXPLICIT = 0, /* args->padding, zeros on both sides */
+    NN_CONV_PADDING_VALID,        /* padding="valid": none (args->padding 0) */
+    /* padding="same": the output has the input's size (stride 1 only); a
+     * dim whose dilation * (kernel - 1) is odd gets the extra zero row or
+     * column at the end, as in PyTorch */
+    NN_CONV_PADDING_SAME,
+} NnConvPadding;
+/* Conv2d with a kernel_h x kernel_w kernel, weight (out, in/groups,
+ * kernel_h, kernel_w), and PyTorch's padding="valid" / "same" (args->padding
+ * must then be 0); otherwise as nn_conv2d. The repr is PyTorch's
+ * ("kernel_size=(3, 1)", "padding=same"). Errors (CT_ERR_INVALID): "same"
+ * with a stride other than 1, or with args->padding set. */
+Module *nn_conv2d_ex(int64_t in_channels, int64_t out_channels, int kernel_h, int kernel_w,
+                     const CtConv2dArgs *args, NnConvPadding padding, bool bias,
+                     CtGenerator *g);
 /* Affine, tracking running stats: weight, bias, running_mean, running_var,
  * num_batches_tracked (i64). eps 1e-5, momentum 0.1 in PyTorch. */
 Module *nn_batch_norm1d(int64_t num_features, double eps, double momentum);
