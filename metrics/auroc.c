@@ -12,9 +12,7 @@ typedef struct Auroc {
     int64_t cap; /* doubles allocated in buf */
 } Auroc;
 
-typedef struct Pair {
-    double score, target;
-} Pair;
+typedef MetricScorePair Pair;
 
 static int64_t used(const Auroc *a)
 {
@@ -57,28 +55,14 @@ static CtStatus au_check(void *self, MetricBatch *b)
     return CT_OK;
 }
 
-/* Room for `more` doubles; the state is untouched on failure. */
-static CtStatus reserve(Auroc *a, int64_t more)
-{
-    int64_t need = used(a) + more;
-    if (need <= a->cap) return CT_OK;
-    int64_t cap = a->cap * 2 > need ? a->cap * 2 : need;
-    double *buf = realloc(a->buf, (size_t)cap * sizeof *buf);
-    if (!buf)
-        return ct_error(CT_ERR_OOM, "auroc: out of memory for %lld scores",
-                        (long long)(need / 2));
-    a->buf = buf;
-    a->cap = cap;
-    return CT_OK;
-}
-
 static CtStatus au_update(void *self, MetricBatch *b)
 {
     Auroc *a = self;
     const double *s = metric_batch_preds_f64(b);
     const int64_t *y = metric_batch_target_i64(b);
     int64_t n = tensor_numel(b->target);
-    if (reserve(a, 2 * n) != CT_OK) return ct_last_status();
+    if (metric_concat_reserve(&a->buf, &a->cap, 2 * n, "auroc") != CT_OK)
+        return ct_last_status();
     /* like torchmetrics: a batch with a score outside [0, 1] holds logits */
     bool logits = false;
     for (int64_t i = 0; i < n; i++) logits |= s[i] < 0 || s[i] > 1;
@@ -97,15 +81,8 @@ static int by_score_desc(const void *x, const void *y)
     return (a < b) - (a > b);
 }
 
-static CtStatus au_compute(void *self, double *out)
+double metric_roc_auc(MetricScorePair *p, int64_t n)
 {
-    Auroc *a = self;
-    int64_t n = (used(a) - 1) / 2;
-    Pair *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    if (!p)
-        return ct_error(CT_ERR_OOM, "auroc: out of memory sorting %lld scores",
-                        (long long)n);
-    memcpy(p, a->buf + 1, (size_t)n * sizeof *p);
     qsort(p, (size_t)n, sizeof *p, by_score_desc);
     /* walk the thresholds from high to low; tied scores form one ROC point */
     double tp = 0, fp = 0, area = 0;
@@ -117,9 +94,21 @@ static CtStatus au_compute(void *self, double *out)
         area += (fp - fp0) * (tp + tp0) / 2;
         i = j;
     }
-    free(p);
     /* only one class seen: torchmetrics' zero fpr/tpr curve has no area */
-    *out = tp > 0 && fp > 0 ? area / (tp * fp) : 0.0;
+    return tp > 0 && fp > 0 ? area / (tp * fp) : 0.0;
+}
+
+static CtStatus au_compute(void *self, double *out)
+{
+    Auroc *a = self;
+    int64_t n = (used(a) - 1) / 2;
+    Pair *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    if (!p)
+        return ct_error(CT_ERR_OOM, "auroc: out of memory sorting %lld scores",
+                        (long long)n);
+    memcpy(p, a->buf + 1, (size_t)n * sizeof *p);
+    *out = metric_roc_auc(p, n);
+    free(p);
     return CT_OK;
 }
 
@@ -144,26 +133,7 @@ static CtStatus au_merge(void *self, const double *other)
                         "auroc: other_state[0] = %g is not a pair count (an even integer "
                         ">= 0): not an auroc state",
                         k);
-    /* other may be this metric's own state (metric_merge(m, metric_state(m)));
-     * a growing buffer is copied, not realloc'd, so other stays readable */
-    int64_t n = used(a), need = n + (int64_t)k, cap = a->cap;
-    double *buf = a->buf;
-    if (need > cap) {
-        cap = cap * 2 > need ? cap * 2 : need;
-        buf = malloc((size_t)cap * sizeof *buf);
-        if (!buf)
-            return ct_error(CT_ERR_OOM, "auroc: out of memory for %lld scores",
-                            (long long)(need / 2));
-        memcpy(buf, a->buf, (size_t)n * sizeof *buf);
-    }
-    memmove(buf + n, other + 1, (size_t)k * sizeof *other);
-    if (buf != a->buf) {
-        free(a->buf);
-        a->buf = buf;
-        a->cap = cap;
-    }
-    a->buf[0] += k;
-    return CT_OK;
+    return metric_concat_append(&a->buf, &a->cap, other, "auroc");
 }
 
 static void au_free(void *self)

@@ -35,15 +35,20 @@ static CtStatus check_dtypes(const char *name, const Tensor *p, const Tensor *t)
     return CT_OK;
 }
 
-/* First position of v[0 .. n) that is neither 0 nor 1, or -1. */
-static int64_t first_not_01(const double *v, int64_t n)
+static bool ignored_f64(MetricIgnore ig, double target)
+{
+    return ig.on && target == (double)ig.index;
+}
+
+/* First position of v[0 .. n) that is neither 0 nor 1 nor ignored, or -1. */
+static int64_t first_not_01(const double *v, int64_t n, MetricIgnore ig)
 {
     for (int64_t i = 0; i < n; i++)
-        if (v[i] != 0 && v[i] != 1) return i;
+        if (v[i] != 0 && v[i] != 1 && !ignored_f64(ig, v[i])) return i;
     return -1;
 }
 
-CtStatus metric_binary_check(const char *name, MetricBatch *b)
+CtStatus metric_binary_check(const char *name, MetricBatch *b, MetricIgnore ig)
 {
     if (!b->target) return metric_null(name, "target");
     CtStatus st = check_shapes(name, b->preds, b->target);
@@ -52,12 +57,15 @@ CtStatus metric_binary_check(const char *name, MetricBatch *b)
     int64_t n = tensor_numel(b->target);
     const double *t = metric_batch_target_f64(b), *p = metric_batch_preds_f64(b);
     if (!t || !p) return ct_last_status();
-    int64_t at = first_not_01(t, n);
+    int64_t at = first_not_01(t, n, ig);
     if (at >= 0)
         return ct_error(CT_ERR_INVALID,
                         "%s: target value %g at position %lld is not 0 or 1", name, t[at],
                         (long long)at);
-    if (!ct_dtype_is_float(tensor_dtype(b->preds)) && (at = first_not_01(p, n)) >= 0)
+    /* like torchmetrics, label preds are checked at ignored elements too */
+    MetricIgnore none = {false, 0};
+    if (!ct_dtype_is_float(tensor_dtype(b->preds)) &&
+        (at = first_not_01(p, n, none)) >= 0)
         return ct_error(CT_ERR_INVALID,
                         "%s: pred value %g at position %lld is not 0 or 1 (integer preds "
                         "are labels)",
@@ -67,7 +75,7 @@ CtStatus metric_binary_check(const char *name, MetricBatch *b)
 
 /* v rounded to dt, as torch stores a Python float compared with a tensor of
  * that dtype (through f32 for the half types). */
-static double round_to(CtDType dt, double v)
+double metric_round_to(CtDType dt, double v)
 {
     switch (dt) {
     case CT_F32: return (float)v;
@@ -81,7 +89,7 @@ static double round_to(CtDType dt, double v)
 static double sigmoid_in(CtDType dt, double x)
 {
     if (dt == CT_F64) return 1.0 / (1.0 + exp(-x));
-    return round_to(dt, 1.0f / (1.0f + expf(-(float)x)));
+    return metric_round_to(dt, 1.0f / (1.0f + expf(-(float)x)));
 }
 
 static bool all_in_unit(const double *p, int64_t n)
@@ -91,15 +99,19 @@ static bool all_in_unit(const double *p, int64_t n)
     return true;
 }
 
-void metric_binary_count(MetricBatch *b, double threshold, double *tp_fp_fn)
+int64_t metric_binary_count(MetricBatch *b, double threshold, MetricIgnore ig,
+                            double *tp_fp_fn)
 {
     const double *p = metric_batch_preds_f64(b), *t = metric_batch_target_f64(b);
     int64_t n = tensor_numel(b->target);
     CtDType dt = tensor_dtype(b->preds);
     bool scores = ct_dtype_is_float(dt);
     bool sigmoid = scores && !all_in_unit(p, n);
-    double thr = round_to(dt, threshold);
+    double thr = metric_round_to(dt, threshold);
+    int64_t kept = 0;
     for (int64_t i = 0; i < n; i++) {
+        if (ignored_f64(ig, t[i])) continue;
+        kept++;
         bool pred = scores ? (sigmoid ? sigmoid_in(dt, p[i]) : p[i]) > thr : p[i] == 1;
         bool pos = t[i] == 1;
         if (pred && pos)
@@ -109,4 +121,5 @@ void metric_binary_count(MetricBatch *b, double threshold, double *tp_fp_fn)
         else if (pos)
             tp_fp_fn[2] += 1;
     }
+    return kept;
 }

@@ -57,23 +57,26 @@ static CtStatus check_dtypes(const char *name, const Tensor *p, const Tensor *t,
     return CT_OK;
 }
 
-/* First position of v[0 .. n) outside [0, c), or -1. */
-static int64_t first_out_of_range_i64(const int64_t *v, int64_t n, int64_t c)
+/* First position of v[0 .. n) outside [0, c) and not ignored, or -1. */
+static int64_t first_out_of_range_i64(const int64_t *v, int64_t n, int64_t c,
+                                      MetricIgnore ig)
 {
     for (int64_t i = 0; i < n; i++)
-        if (v[i] < 0 || v[i] >= c) return i;
+        if ((v[i] < 0 || v[i] >= c) && !metric_ignored(ig, v[i])) return i;
     return -1;
 }
 
-static int64_t first_out_of_range_f64(const double *v, int64_t n, int64_t c)
+/* The same for index preds v of the samples whose target t is kept. */
+static int64_t first_out_of_range_f64(const double *v, const int64_t *t, int64_t n,
+                                      int64_t c, MetricIgnore ig)
 {
     for (int64_t i = 0; i < n; i++)
-        if (!(v[i] >= 0 && v[i] < (double)c)) return i;
+        if (!(v[i] >= 0 && v[i] < (double)c) && !metric_ignored(ig, t[i])) return i;
     return -1;
 }
 
 CtStatus metric_class_check(const char *name, MetricBatch *b, int64_t num_classes,
-                            int top_k)
+                            int top_k, MetricIgnore ig)
 {
     if (!b->target) return metric_null(name, "target");
     CtStatus st = check_shapes(name, b->preds, b->target, num_classes);
@@ -82,7 +85,7 @@ CtStatus metric_class_check(const char *name, MetricBatch *b, int64_t num_classe
     int64_t n = tensor_numel(b->target);
     const int64_t *t = metric_batch_target_i64(b);
     if (!t) return ct_last_status();
-    int64_t at = first_out_of_range_i64(t, n, num_classes);
+    int64_t at = first_out_of_range_i64(t, n, num_classes, ig);
     if (at >= 0)
         return ct_error(CT_ERR_INVALID,
                         "%s: target value %lld at position %lld is outside [0, %lld)",
@@ -90,7 +93,7 @@ CtStatus metric_class_check(const char *name, MetricBatch *b, int64_t num_classe
     const double *p = metric_batch_preds_f64(b);
     if (!p) return ct_last_status();
     if (tensor_ndim(b->preds) == 1 &&
-        (at = first_out_of_range_f64(p, n, num_classes)) >= 0)
+        (at = first_out_of_range_f64(p, t, n, num_classes, ig)) >= 0)
         return ct_error(CT_ERR_INVALID,
                         "%s: pred value %.0f at position %lld is outside [0, %lld)", name,
                         p[at], (long long)at, (long long)num_classes);

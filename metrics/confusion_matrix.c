@@ -9,12 +9,14 @@
 typedef struct ConfMat {
     int64_t c;
     MetricNormalize normalize;
-    double *counts; /* (C, C) */
+    MetricIgnore ignore; /* targets not counted */
+    double *counts;      /* (C, C) */
 } ConfMat;
 
 static CtStatus cm_check(void *self, MetricBatch *b)
 {
-    return metric_class_check("confusion_matrix", b, ((ConfMat *)self)->c, 1);
+    ConfMat *m = self;
+    return metric_class_check("confusion_matrix", b, m->c, 1, m->ignore);
 }
 
 static CtStatus cm_update(void *self, MetricBatch *b)
@@ -25,6 +27,7 @@ static CtStatus cm_update(void *self, MetricBatch *b)
     int64_t n = tensor_numel(b->target), c = m->c;
     bool scores = metric_class_has_scores(b);
     for (int64_t i = 0; i < n; i++) {
+        if (metric_ignored(m->ignore, t[i])) continue;
         int64_t k = scores ? metric_argmax(p + i * c, c) : (int64_t)p[i];
         m->counts[t[i] * c + k] += 1;
     }
@@ -130,8 +133,8 @@ static const MetricVtable cm_vt = {
     .merge_rule = METRIC_MERGE_SUM,
 };
 
-Metric *metric_confusion_matrix_normalized_create(int64_t num_classes,
-                                                  MetricNormalize normalize)
+static ConfMat *confmat_new(int64_t num_classes, MetricNormalize normalize,
+                            MetricIgnore ignore)
 {
     if (metric_check_num_classes("confusion_matrix", num_classes) != CT_OK) return NULL;
     if ((unsigned)normalize > METRIC_NORMALIZE_ALL) {
@@ -148,7 +151,47 @@ Metric *metric_confusion_matrix_normalized_create(int64_t num_classes,
     }
     m->c = num_classes;
     m->normalize = normalize;
-    return metric_create("confusion_matrix", &cm_vt, m);
+    m->ignore = ignore;
+    return m;
+}
+
+Metric *metric_confusion_matrix_normalized_create(int64_t num_classes,
+                                                  MetricNormalize normalize)
+{
+    ConfMat *m = confmat_new(num_classes, normalize, (MetricIgnore){false, 0});
+    return m ? metric_create("confusion_matrix", &cm_vt, m) : NULL;
+}
+
+/* The fields of args that the multiclass confusion matrix does not take are
+ * left at 0 (or top_k 1). */
+static CtStatus check_unused_args(const MetricClassArgs *a)
+{
+    if (a->task != METRIC_TASK_MULTICLASS)
+        return ct_error(CT_ERR_INVALID,
+                        "confusion_matrix: only task multiclass is implemented, got "
+                        "task %d",
+                        (int)a->task);
+    if (a->top_k > 1 || a->top_k < 0)
+        return ct_error(CT_ERR_INVALID, "confusion_matrix: takes no top_k, got %d",
+                        a->top_k);
+    if (a->average != METRIC_AVG_MICRO || a->threshold != 0)
+        return ct_error(CT_ERR_INVALID,
+                        "confusion_matrix: takes no average or threshold (got average "
+                        "%d, threshold %g): leave them 0",
+                        (int)a->average, a->threshold);
+    return CT_OK;
+}
+
+Metric *metric_confusion_matrix_create_args(const MetricClassArgs *args,
+                                            MetricNormalize normalize)
+{
+    if (!args) {
+        ct_error(CT_ERR_NULL, "confusion_matrix: args is NULL");
+        return NULL;
+    }
+    if (check_unused_args(args) != CT_OK) return NULL;
+    ConfMat *m = confmat_new(args->num_classes, normalize, metric_ignore_of(args));
+    return m ? metric_create("confusion_matrix", &cm_vt, m) : NULL;
 }
 
 Metric *metric_confusion_matrix_create(int64_t num_classes)

@@ -30,14 +30,31 @@ const char *metric_shape_str(const Tensor *t, char *buf);
 bool metric_dtype_is_index(CtDType dt);
 #define METRIC_INDEX_DTYPES "i64, i32, u8 or bool"
 
+/* MetricClassArgs' ignore_index: targets equal to index are dropped when on. */
+typedef struct MetricIgnore {
+    bool on;
+    int64_t index;
+} MetricIgnore;
+
+static inline MetricIgnore metric_ignore_of(const MetricClassArgs *a)
+{
+    return (MetricIgnore){a->use_ignore_index, a->ignore_index};
+}
+
+static inline bool metric_ignored(MetricIgnore ig, int64_t target)
+{
+    return ig.on && target == ig.index;
+}
+
 /* CT_ERR_INVALID unless 2 <= num_classes <= 2^24 (torchmetrics wants >= 2). */
 CtStatus metric_check_num_classes(const char *name, int64_t num_classes);
 
 /* Classification inputs: preds (N, C) scores or (N) indices, target (N)
- * indices in [0, C). Checks shapes, dtypes and ranges (and that index preds
- * are not combined with top_k > 1); records errors prefixed with `name`. */
+ * indices in [0, C) or ig's index. Checks shapes, dtypes and ranges (index
+ * preds only of kept samples, and that they are not combined with
+ * top_k > 1); records errors prefixed with `name`. */
 CtStatus metric_class_check(const char *name, MetricBatch *b, int64_t num_classes,
-                            int top_k);
+                            int top_k, MetricIgnore ig);
 
 /* After a successful check: true when preds are (N, C) scores. */
 bool metric_class_has_scores(const MetricBatch *b);
@@ -45,13 +62,41 @@ bool metric_class_has_scores(const MetricBatch *b);
 /* Binary inputs (task BINARY): preds and target of one shape (N, ...);
  * preds float scores or 0/1 labels, target 0/1 (index dtypes or float).
  * Records errors prefixed with `name`. */
-CtStatus metric_binary_check(const char *name, MetricBatch *b);
+CtStatus metric_binary_check(const char *name, MetricBatch *b, MetricIgnore ig);
 
 /* After a successful check: adds the batch's true positives, false positives
- * and false negatives to tp_fp_fn[0 .. 3). Scores are thresholded like
+ * and false negatives to tp_fp_fn[0 .. 3) and returns the number of elements
+ * counted (those whose target is not ig's index). Scores are thresholded like
  * torchmetrics' _binary_stat_scores_format: the sigmoid first when a score of
- * the batch is outside [0, 1], then score > threshold, in the preds' dtype. */
-void metric_binary_count(MetricBatch *b, double threshold, double *tp_fp_fn);
+ * the batch (ignored elements included) is outside [0, 1], then
+ * score > threshold, in the preds' dtype. */
+int64_t metric_binary_count(MetricBatch *b, double threshold, MetricIgnore ig,
+                            double *tp_fp_fn);
+
+/* v rounded to dt (through f32 for the half types); v itself for f64. */
+double metric_round_to(CtDType dt, double v);
+
+/* A (score, target) pair of an exact AUROC; target is 1 (positive) or 0. */
+typedef struct MetricScorePair {
+    double score, target;
+} MetricScorePair;
+
+/* Sorts p[0 .. n) by score, descending (O(n log n)), and returns the area
+ * under the ROC curve, tied scores forming one point, as torchmetrics'
+ * _binary_roc_compute + trapezoid; 0 without positives or without negatives
+ * (torchmetrics' zero fpr or tpr curve). */
+double metric_roc_auc(MetricScorePair *p, int64_t n);
+
+/* A CONCAT state in *buf (*cap doubles allocated): buf[0] = k, then k
+ * values. concat_reserve makes room for `more` values past the k; on
+ * failure (CT_ERR_OOM naming `what`) the state is untouched. concat_append
+ * appends the k values of `other` (a state of the same layout), which may
+ * be this very state (metric_merge(m, metric_state(m))): a growing buffer
+ * is copied, not realloc'd, so other stays readable. */
+CtStatus metric_concat_reserve(double **buf, int64_t *cap, int64_t more,
+                               const char *what);
+CtStatus metric_concat_append(double **buf, int64_t *cap, const double *other,
+                              const char *what);
 
 /* Index of the highest of row[0 .. c) (first one on ties; NaN counts as the
  * highest, like torch.argmax). */

@@ -25,6 +25,7 @@ typedef struct StatScores {
     MetricAverage average;
     double beta2;        /* FBETA: beta^2 */
     double threshold;    /* binary */
+    MetricIgnore ignore; /* targets dropped before counting */
     double *state;       /* 3 C + 1: tp[C], fp[C], fn[C], samples */
     unsigned char *mask; /* (C) scratch for top-k */
 } StatScores;
@@ -63,8 +64,8 @@ static Counts class_counts(const StatScores *s, int64_t j)
 static CtStatus ss_check(void *self, MetricBatch *b)
 {
     StatScores *s = self;
-    if (s->binary) return metric_binary_check(s->name, b);
-    return metric_class_check(s->name, b, s->c, s->top_k);
+    if (s->binary) return metric_binary_check(s->name, b, s->ignore);
+    return metric_class_check(s->name, b, s->c, s->top_k, s->ignore);
 }
 
 static void multiclass_update(StatScores *s, MetricBatch *b)
@@ -74,8 +75,11 @@ static void multiclass_update(StatScores *s, MetricBatch *b)
     int64_t n = tensor_numel(b->target), c = s->c;
     double *tp = s->state, *fp = tp + c, *fn = fp + c;
     bool scores = metric_class_has_scores(b);
+    int64_t kept = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t y = t[i];
+        if (metric_ignored(s->ignore, y)) continue;
+        kept++;
         if (s->top_k > 1) {
             metric_topk_mask(p + i * c, c, s->top_k, s->mask);
             for (int64_t j = 0; j < c; j++)
@@ -91,7 +95,7 @@ static void multiclass_update(StatScores *s, MetricBatch *b)
             fn[y] += 1;
         }
     }
-    s->state[3 * c] += (double)n;
+    s->state[3 * c] += (double)kept;
 }
 
 static CtStatus ss_update(void *self, MetricBatch *b)
@@ -102,9 +106,9 @@ static CtStatus ss_update(void *self, MetricBatch *b)
         return CT_OK;
     }
     double k[3] = {0, 0, 0};
-    metric_binary_count(b, s->threshold, k);
+    int64_t kept = metric_binary_count(b, s->threshold, s->ignore, k);
     for (int i = 0; i < 3; i++) s->state[i] += k[i];
-    s->state[3] += (double)tensor_numel(b->target);
+    s->state[3] += (double)kept;
     return CT_OK;
 }
 
@@ -264,6 +268,7 @@ static Metric *stat_scores_create(const char *name, StatKind kind,
                       .average = a->average,
                       .beta2 = beta * beta,
                       .threshold = binary && a->threshold == 0 ? 0.5 : a->threshold,
+                      .ignore = metric_ignore_of(a),
                       .state = s->state,
                       .mask = s->mask};
     return metric_create(

@@ -3,7 +3,7 @@
  * A Metric is fed batches with metric_update(m, preds, target) and answers
  * metric_compute(m, &value) at any point (usually once per epoch); reset
  * starts over. Values follow torchmetrics 1.2 (task="multiclass"/"binary",
- * multidim_average="global", no ignore_index): the same formulas, the same
+ * multidim_average="global", optional ignore_index): the same formulas, the same
  * zero-division rule (a 0/0 score is 0) and the same classes left out of
  * macro averages. Inputs may live on any device and in any layout: each
  * update copies them to the host once; metric state is small and always on
@@ -141,9 +141,13 @@ typedef struct MetricClassArgs {
                               its top_k highest-scoring classes (multiclass) */
     MetricAverage average; /* multiclass; binary: MICRO (0) only */
     MetricTask task;
-    double threshold; /* binary: a score > threshold is positive; in [0, 1];
-                         0 means 0.5 (torchmetrics' default), so threshold 0
-                         itself is not available */
+    double threshold;      /* binary: a score > threshold is positive; in [0, 1];
+                              0 means 0.5 (torchmetrics' default), so threshold 0
+                              itself is not available */
+    int64_t ignore_index;  /* with use_ignore_index: samples (binary: elements)
+                              whose target equals it are dropped before
+                              counting; it may lie outside [0, C) */
+    bool use_ignore_index; /* false (the default): torchmetrics' None */
 } MetricClassArgs;
 
 /* Classification metrics (stat scores): per class c, the counts tp, fp, fn
@@ -157,12 +161,14 @@ typedef struct MetricClassArgs {
  * micro pools the counts of all classes first; macro and weighted average
  * the per-class values (torchmetrics' _adjust_weights_safe_divide).
  *
- * task MULTICLASS, like torchmetrics' Multiclass* (multidim_average="global",
- * no ignore_index):
+ * task MULTICLASS, like torchmetrics' Multiclass* (multidim_average="global"):
  * preds: (N, C) scores (logits or probabilities, any float dtype: argmax, or
  *        the top_k classes; ties go to the lower class index) or (N) class
  *        indices (i64, i32, u8 or bool; top_k 1 only);
- * target: (N) class indices (i64, i32, u8 or bool) in [0, C).
+ * target: (N) class indices (i64, i32, u8 or bool) in [0, C), or
+ *        ignore_index (any value) when use_ignore_index is set: such a sample
+ *        counts nowhere (not in tp, fp, fn or tn of any class), whatever its
+ *        preds.
  *
  * task BINARY, like torchmetrics' Binary* (num_classes, top_k and average do
  * not apply; the value is about the positive class):
@@ -173,7 +179,10 @@ typedef struct MetricClassArgs {
  *        comparison run in the scores' dtype, as in torch (an f32 0.3 is not
  *        above threshold 0.3).
  * target: the shape of preds, 0/1 (i64, i32, u8, bool, or float as
- *        torchmetrics accepts).
+ *        torchmetrics accepts), or ignore_index when use_ignore_index is set:
+ *        that element is dropped. As in torchmetrics, the sigmoid decision
+ *        looks at the whole batch, dropped elements included, and label preds
+ *        must be 0/1 there too.
  *
  * State: 3 C + 1 doubles {tp[C], fp[C], fn[C], samples} (C = 1 for binary),
  * merge rule SUM. Errors at creation (CT_ERR_INVALID): num_classes < 2
@@ -181,8 +190,8 @@ typedef struct MetricClassArgs {
  * num_classes other than 0 or 2, top_k > 1 or an average other than MICRO,
  * threshold outside [0, 1], beta not a finite number > 0; at update: shapes that
  * do not fit (CT_ERR_SHAPE, naming both), wrong dtypes (CT_ERR_DTYPE),
- * targets or index preds outside [0, C) or {0, 1} (CT_ERR_INVALID, naming
- * the value and position). */
+ * targets (other than ignore_index) or index preds of kept samples outside
+ * [0, C) or {0, 1} (CT_ERR_INVALID, naming the value and position). */
 Metric *metric_accuracy_create(const MetricClassArgs *args);
 Metric *metric_precision_create(const MetricClassArgs *args);
 Metric *metric_recall_create(const MetricClassArgs *args);
@@ -211,6 +220,13 @@ typedef enum MetricNormalize {
  * CT_ERR_INVALID for an unknown normalize. */
 Metric *metric_confusion_matrix_normalized_create(int64_t num_classes,
                                                   MetricNormalize normalize);
+/* MulticlassConfusionMatrix(num_classes, ignore_index=..., normalize=...)
+ * from args: num_classes, ignore_index and use_ignore_index are used (a
+ * sample whose target is ignore_index is not counted); top_k must be 0 or 1,
+ * average MICRO (0), task MULTICLASS (the binary confusion matrix is not
+ * implemented) and threshold 0, else CT_ERR_INVALID. */
+Metric *metric_confusion_matrix_create_args(const MetricClassArgs *args,
+                                            MetricNormalize normalize);
 
 /* Aggregators. preds: values of any shape and numeric dtype; target: NULL,
  * or for Mean only, weights with the values' numel or one element. A NaN
@@ -230,6 +246,29 @@ Metric *metric_max_create(void);
  * nothing (torchmetrics raises then). Keeps every (score, target) pair: the
  * state grows with the data (state {k, k doubles}, merge rule CONCAT). */
 Metric *metric_auroc_create(void);
+
+/* MulticlassAUROC(num_classes, average, thresholds=None, ignore_index):
+ * one-vs-rest exact AUROC per class c (scores preds[:, c], positives the
+ * samples of class c), as metric_auroc_create computes it. args: num_classes
+ * (C >= 2), average MACRO (torchmetrics' default: the mean over all C
+ * classes), WEIGHTED (weights = each class's number of samples) or NONE (a
+ * (C) f64 tensor from metric_compute_tensor); MICRO is an error (torchmetrics
+ * has none); ignore_index / use_ignore_index as for accuracy; top_k 0 or 1,
+ * task MULTICLASS and threshold 0. A class without positives or without
+ * negatives scores 0 and still counts in the macro mean (torchmetrics 1.2.1
+ * warns and returns 0 for it); 0 before any update (torchmetrics raises).
+ * preds: (N, C) float probabilities or logits: a batch whose kept scores are
+ * not all in [0, 1] goes through the softmax over classes first (as
+ * torchmetrics decides, after dropping ignored samples), computed in f64 and
+ * rounded to the scores' dtype (so f32 probabilities that saturate to 1 tie,
+ * as in torch).
+ * target: (N) class indices (i64, i32, u8 or bool) in [0, C) or ignore_index.
+ * Keeps the scores of every kept sample: state {k, then k / (C + 1) rows of
+ * C scores (after the softmax) and the target}, merge rule CONCAT. compute
+ * sorts each class's scores: O(C N log N). Errors: shapes (CT_ERR_SHAPE),
+ * dtypes (CT_ERR_DTYPE), a target outside [0, C) that is not ignore_index or
+ * a NaN score of a kept sample (CT_ERR_INVALID, naming value and position). */
+Metric *metric_multiclass_auroc_create(const MetricClassArgs *args);
 
 /* ------------------------------------------------------------ collection */
 

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "metrics_fixtures.h"
 
@@ -511,6 +512,335 @@ START_TEST(test_confusion_matrix_normalized)
 }
 END_TEST
 
+/* ------------------------------------------------------- ignore_index */
+
+static MetricClassArgs ignoring(int64_t c, MetricAverage avg, int top_k, int64_t ign)
+{
+    return (MetricClassArgs){.num_classes = c,
+                             .average = avg,
+                             .top_k = top_k,
+                             .ignore_index = ign,
+                             .use_ignore_index = true};
+}
+
+/* ignore_index -1 (outside [0, C)) and 0 (a class): the samples are dropped
+ * before counting, tn included. */
+START_TEST(test_ignore_index_class)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = logits_tensor();
+    Tensor *targets[2] = {i64_tensor(fx_target_ign, N), i64_tensor(fx_target, N)};
+    const int64_t ign[2] = {-1, 0};
+    const double *want = fx_ignore_class;
+    for (int v = 0; v < 2; v++)
+        for (int kind = 0; kind < 7; kind++) {
+            for (int avg = 0; avg < 3; avg++)
+                for (int k = 1; k <= 2; k++) {
+                    MetricClassArgs a = ignoring(C, (MetricAverage)avg, k, ign[v]);
+                    Metric *m = make_kind(kind, &a);
+                    feed(m, x, targets[v]);
+                    double got = value_of(m), w = *want++;
+                    ck_assert_msg(fabs(got - w) < TOL_F32,
+                                  "ignore %lld kind %d avg %d top_k %d: %.9g vs %.9g",
+                                  (long long)ign[v], kind, avg, k, got, w);
+                    metric_free(m);
+                }
+            MetricClassArgs a = ignoring(C, METRIC_AVG_NONE, 1, ign[v]);
+            Metric *m = make_kind(kind, &a);
+            feed(m, x, targets[v]);
+            Tensor *r = metric_compute_tensor(m);
+            tu_assert_values(r, want, C, TOL_F32, 0);
+            want += C;
+            tensor_free(r);
+            metric_free(m);
+        }
+    ck_assert_ptr_eq(want, fx_ignore_class + 140);
+    /* without use_ignore_index, -1 is an error and 0 a class (today's values) */
+    Metric *m = metric_accuracy_create(&(MetricClassArgs){.num_classes = C});
+    Tensor *t = tensor_slice(targets[0], 0, 0, 15, 1), *p = tensor_slice(x, 0, 0, 15, 1);
+    ck_assert_int_eq(metric_update(m, p, t), CT_ERR_INVALID);
+    ck_assert_str_eq(ct_last_error(),
+                     "accuracy: target value -1 at position 0 is outside [0, 4)");
+    ct_clear_error();
+    metric_free(m);
+    m = metric_accuracy_create(&(MetricClassArgs){.num_classes = C, .ignore_index = 0});
+    feed(m, x, targets[1]);
+    ck_assert_double_eq_tol(value_of(m), fx_class_scalar[0], TOL_F32);
+    metric_free(m);
+    /* index preds of ignored samples are not checked (torchmetrics drops them) */
+    m = metric_recall_create(&(MetricClassArgs){
+        .num_classes = 2, .ignore_index = 255, .use_ignore_index = true});
+    Tensor *pi = i64_tensor((const int64_t[]){1, 7, 0}, 3);
+    Tensor *ti = i64_tensor((const int64_t[]){1, 255, 1}, 3);
+    ck_assert_int_eq(metric_update(m, pi, ti), CT_OK);
+    ck_assert_double_eq(value_of(m), 0.5);
+    metric_free(m);
+    tensor_free(pi);
+    tensor_free(ti);
+    tensor_free(t);
+    tensor_free(p);
+    tensor_free(targets[0]);
+    tensor_free(targets[1]);
+    tensor_free(x);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_ignore_index_confusion_matrix)
+{
+    TU_MEM_BEGIN;
+    Tensor *x = logits_tensor();
+    Tensor *targets[2] = {i64_tensor(fx_target_ign, N), i64_tensor(fx_target, N)};
+    const int64_t ign[2] = {-1, 0};
+    for (int v = 0; v < 2; v++) {
+        MetricClassArgs a = ignoring(C, METRIC_AVG_MICRO, 0, ign[v]);
+        Metric *m = metric_confusion_matrix_create_args(&a, METRIC_NORMALIZE_NONE);
+        Metric *n = metric_confusion_matrix_create_args(&a, METRIC_NORMALIZE_TRUE);
+        feed(m, x, targets[v]);
+        feed(n, x, targets[v]);
+        Tensor *rm = metric_compute_tensor(m), *rn = metric_compute_tensor(n);
+        ck_assert_int_eq(tensor_dtype(rm), CT_I64);
+        tu_assert_values(rm, fx_ignore_confmat + 32 * v, C * C, 0, 0);
+        tu_assert_values(rn, fx_ignore_confmat + 32 * v + 16, C * C, TOL_F32, 0);
+        tensor_free(rm);
+        tensor_free(rn);
+        metric_free(m);
+        metric_free(n);
+    }
+    /* arguments the confusion matrix does not take */
+    MetricClassArgs bad = ignoring(C, METRIC_AVG_MACRO, 0, -1);
+    ck_assert_ptr_null(metric_confusion_matrix_create_args(&bad, METRIC_NORMALIZE_NONE));
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), "takes no average"));
+    ct_clear_error();
+    bad = (MetricClassArgs){.num_classes = C, .task = METRIC_TASK_BINARY};
+    ck_assert_ptr_null(metric_confusion_matrix_create_args(&bad, METRIC_NORMALIZE_NONE));
+    ct_clear_error();
+    ck_assert_ptr_null(metric_confusion_matrix_create_args(NULL, METRIC_NORMALIZE_NONE));
+    ct_clear_error();
+    tensor_free(targets[0]);
+    tensor_free(targets[1]);
+    tensor_free(x);
+    TU_MEM_END;
+}
+END_TEST
+
+/* Binary: an ignored element is dropped, but its logit 5.0 still sends the
+ * batch through the sigmoid, as torchmetrics formats before dropping. */
+START_TEST(test_ignore_index_binary)
+{
+    TU_MEM_BEGIN;
+    double sig[N];
+    for (int i = 0; i < N; i++) sig[i] = i % 4 == 0 ? 5.0 : fx_scores[i];
+    Tensor *s = tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_scores);
+    Tensor *l = tu_tensor(CT_F64, 1, (const int64_t[]){N}, sig);
+    Tensor *tign = i64_tensor(fx_btarget_ign, N), *t = i64_tensor(fx_btarget, N);
+    Tensor *ft = tensor_cast(tign, CT_F32);
+    for (int kind = 0; kind < 7; kind++) {
+        Tensor *preds[3] = {s, l, s}, *tg[3] = {tign, tign, t};
+        const int64_t ign[3] = {-1, -1, 0};
+        for (int v = 0; v < 3; v++) {
+            Metric *m = make_kind(kind, &(MetricClassArgs){.task = METRIC_TASK_BINARY,
+                                                           .ignore_index = ign[v],
+                                                           .use_ignore_index = true});
+            feed(m, preds[v], tg[v]);
+            double got = value_of(m), w = fx_ignore_binary[kind * 3 + v];
+            ck_assert_msg(fabs(got - w) < TOL_F32, "kind %d case %d: %.9g vs %.9g", kind,
+                          v, got, w);
+            /* float targets holding -1 work the same */
+            if (v == 0) {
+                metric_reset(m);
+                feed(m, preds[v], ft);
+                ck_assert_double_eq_tol(value_of(m), w, TOL_F32);
+            }
+            metric_free(m);
+        }
+    }
+    /* label preds must still be 0/1 at ignored elements, as in torchmetrics */
+    Metric *m = metric_accuracy_create(&(MetricClassArgs){
+        .task = METRIC_TASK_BINARY, .ignore_index = -1, .use_ignore_index = true});
+    Tensor *pl = i64_tensor((const int64_t[]){1, 2}, 2);
+    Tensor *tl = i64_tensor((const int64_t[]){1, -1}, 2);
+    ck_assert_int_eq(metric_update(m, pl, tl), CT_ERR_INVALID);
+    ct_clear_error();
+    ck_assert_int_eq(metric_state(m, NULL)[3], 0);
+    metric_free(m);
+    tensor_free(pl);
+    tensor_free(tl);
+    tensor_free(ft);
+    tensor_free(s);
+    tensor_free(l);
+    tensor_free(tign);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* ---------------------------------------------------- multiclass AUROC */
+
+static Metric *mc_auroc(MetricAverage avg)
+{
+    return metric_multiclass_auroc_create(
+        &(MetricClassArgs){.num_classes = C, .average = avg});
+}
+
+/* f64 and f32 logits (softmax), probabilities with ties (no softmax); class
+ * 2 has no positives: 0, and still in the macro mean. */
+START_TEST(test_auroc_multiclass)
+{
+    TU_MEM_BEGIN;
+    Tensor *in[3] = {logits_tensor(),
+                     tu_tensor(CT_F32, 2, (const int64_t[]){N, C}, fx_logits),
+                     tu_tensor(CT_F64, 2, (const int64_t[]){N, C}, fx_probs)};
+    Tensor *t = i64_tensor(fx_target, N);
+    const double *want = fx_auroc_mc;
+    for (int v = 0; v < 3; v++) {
+        Metric *ma = mc_auroc(METRIC_AVG_MACRO), *mw = mc_auroc(METRIC_AVG_WEIGHTED),
+               *mn = mc_auroc(METRIC_AVG_NONE);
+        feed(ma, in[v], t);
+        feed(mw, in[v], t);
+        feed(mn, in[v], t);
+        ck_assert_msg(fabs(value_of(ma) - want[0]) < TOL_F32,
+                      "input %d macro: %.9g vs %.9g", v, value_of(ma), want[0]);
+        ck_assert_msg(fabs(value_of(mw) - want[1]) < TOL_F32,
+                      "input %d weighted: %.9g vs %.9g", v, value_of(mw), want[1]);
+        ck_assert(!metric_is_scalar(mn));
+        Tensor *r = metric_compute_tensor(mn);
+        tu_assert_values(r, want + 2, C, TOL_F32, 0);
+        ck_assert_double_eq(want[2 + 2], 0.0); /* class 2: no positives */
+        want += 2 + C;
+        ck_assert_int_eq(metric_merge_rule(ma), METRIC_MERGE_CONCAT);
+        tensor_free(r);
+        metric_free(ma);
+        metric_free(mw);
+        metric_free(mn);
+    }
+    /* ignore_index -1 and 0 */
+    Tensor *targets[2] = {i64_tensor(fx_target_ign, N), t};
+    for (int v = 0; v < 2; v++)
+        for (int avg = 0; avg < 2; avg++) {
+            MetricClassArgs a =
+                ignoring(C, avg ? METRIC_AVG_WEIGHTED : METRIC_AVG_MACRO, 0, v ? 0 : -1);
+            Metric *m = metric_multiclass_auroc_create(&a);
+            feed(m, in[0], targets[v]);
+            ck_assert_double_eq_tol(value_of(m), *want++, TOL_F32);
+            metric_free(m);
+        }
+    /* bool targets (classes 0 and 1) */
+    int64_t b01[N];
+    for (int i = 0; i < N; i++) b01[i] = fx_target[i] > 0;
+    Tensor *bi = i64_tensor(b01, N), *bb = tensor_cast(bi, CT_BOOL);
+    Metric *m = mc_auroc(METRIC_AVG_MACRO);
+    feed(m, in[0], bb);
+    ck_assert_double_eq_tol(value_of(m), *want++, TOL_F32);
+    ck_assert_ptr_eq(want, fx_auroc_mc + 23);
+    /* nothing seen: 0 (torchmetrics raises) */
+    metric_reset(m);
+    ck_assert_double_eq(value_of(m), 0.0);
+    metric_free(m);
+    tensor_free(bi);
+    tensor_free(bb);
+    tensor_free(targets[0]);
+    for (int v = 0; v < 3; v++) tensor_free(in[v]);
+    tensor_free(t);
+    TU_MEM_END;
+}
+END_TEST
+
+/* 30000 samples, scores with 1000 distinct values: the per-class sort is
+ * O(n log n) (a quadratic walk would take seconds) and ties form one point. */
+START_TEST(test_auroc_multiclass_many_samples)
+{
+    TU_MEM_BEGIN;
+    enum { BIG = 30000, BC = 3 };
+    double *p = malloc(BIG * BC * sizeof *p);
+    int64_t *y = malloc(BIG * sizeof *y);
+    for (int64_t i = 0; i < BIG; i++) {
+        for (int64_t j = 0; j < BC; j++)
+            p[i * BC + j] = (double)((i * 7919 + j * 104729) % 1000) / 1000;
+        y[i] = (i * 31 + i / 7) % BC;
+    }
+    Tensor *tp = tensor_from_data(p, 2, (const int64_t[]){BIG, BC}, CT_F64, ct_cpu());
+    Tensor *ty = i64_tensor(y, BIG);
+    for (int avg = 0; avg < 2; avg++) {
+        Metric *m = metric_multiclass_auroc_create(&(MetricClassArgs){
+            .num_classes = BC, .average = avg ? METRIC_AVG_WEIGHTED : METRIC_AVG_MACRO});
+        ck_assert_int_eq(metric_update(m, tp, ty), CT_OK);
+        ck_assert_double_eq_tol(value_of(m), fx_auroc_mc[23 + avg], TOL_F32);
+        metric_free(m);
+    }
+    tensor_free(tp);
+    tensor_free(ty);
+    free(p);
+    free(y);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_auroc_multiclass_errors)
+{
+    TU_MEM_BEGIN;
+    ck_assert_ptr_null(
+        metric_multiclass_auroc_create(&(MetricClassArgs){.num_classes = C}));
+    ck_assert_ptr_nonnull(strstr(ct_last_error(), "no micro average"));
+    ct_clear_error();
+    ck_assert_ptr_null(mc_auroc((MetricAverage)9));
+    ct_clear_error();
+    ck_assert_ptr_null(metric_multiclass_auroc_create(
+        &(MetricClassArgs){.num_classes = 1, .average = METRIC_AVG_MACRO}));
+    ct_clear_error();
+    ck_assert_ptr_null(metric_multiclass_auroc_create(
+        &(MetricClassArgs){.num_classes = C, .average = METRIC_AVG_MACRO, .top_k = 2}));
+    ct_clear_error();
+    ck_assert_ptr_null(metric_multiclass_auroc_create(NULL));
+    ct_clear_error();
+
+    Metric *m = mc_auroc(METRIC_AVG_MACRO);
+    Tensor *x = logits_tensor(), *t = i64_tensor(fx_target, N);
+    Tensor *x3 = tensor_slice(x, 1, 0, 3, 1), *t39 = tensor_slice(t, 0, 0, 39, 1);
+    ck_assert_int_eq(metric_update(m, x3, t), CT_ERR_SHAPE);
+    ck_assert_str_eq(ct_last_error(), "auroc: preds [40, 3] and target [40] do not fit: "
+                                      "expected (N, 4) scores and (N) class indices");
+    ct_clear_error();
+    ck_assert_int_eq(metric_update(m, x, t39), CT_ERR_SHAPE);
+    ct_clear_error();
+    Tensor *tf = tensor_cast(t, CT_F32), *xi = tensor_cast(x, CT_I64);
+    ck_assert_int_eq(metric_update(m, x, tf), CT_ERR_DTYPE);
+    ct_clear_error();
+    ck_assert_int_eq(metric_update(m, xi, t), CT_ERR_DTYPE);
+    ct_clear_error();
+    int64_t bad[N];
+    double nanx[N * C];
+    for (int i = 0; i < N; i++) bad[i] = i == 5 ? 4 : fx_target[i];
+    for (int i = 0; i < N * C; i++) nanx[i] = i == 9 ? NAN : fx_logits[i];
+    Tensor *tb = i64_tensor(bad, N),
+           *xn = tu_tensor(CT_F64, 2, (const int64_t[]){N, C}, nanx);
+    ck_assert_int_eq(metric_update(m, x, tb), CT_ERR_INVALID);
+    ck_assert_str_eq(ct_last_error(),
+                     "auroc: target value 4 at position 5 is outside [0, 4)");
+    ct_clear_error();
+    ck_assert_int_eq(metric_update(m, xn, t), CT_ERR_INVALID);
+    ck_assert_str_eq(ct_last_error(), "auroc: preds value nan at position (2, 1)");
+    ct_clear_error();
+    /* nothing was kept; a state of the wrong row length is refused */
+    int64_t n;
+    metric_state(m, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(metric_merge(m, (const double[]){3, 0.5, 0.5, 1}), CT_ERR_INVALID);
+    ct_clear_error();
+    metric_free(m);
+    /* ... unless the sample is ignored */
+    MetricClassArgs a = ignoring(C, METRIC_AVG_MACRO, 0, 4);
+    m = metric_multiclass_auroc_create(&a);
+    ck_assert_int_eq(metric_update(m, x, tb), CT_OK);
+    metric_state(m, &n);
+    ck_assert_int_eq(n, 1 + (N - 1) * (C + 1));
+    metric_free(m);
+    Tensor *all[] = {x, t, x3, t39, tf, xi, tb, xn};
+    for (int i = 0; i < 8; i++) tensor_free(all[i]);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ------------------------------------------- accumulation, reset, merge */
 
 static Metric *mk_acc_top2(void)
@@ -554,6 +884,30 @@ static Metric *mk_binary_acc(void)
 {
     return metric_accuracy_create(&(MetricClassArgs){.task = METRIC_TASK_BINARY});
 }
+static Metric *mk_auroc_mc_macro(void)
+{
+    return mc_auroc(METRIC_AVG_MACRO);
+}
+static Metric *mk_auroc_mc_none_ign0(void)
+{
+    MetricClassArgs a = ignoring(C, METRIC_AVG_NONE, 0, 0);
+    return metric_multiclass_auroc_create(&a);
+}
+static Metric *mk_f1_macro_top2_ign0(void)
+{
+    MetricClassArgs a = ignoring(C, METRIC_AVG_MACRO, 2, 0);
+    return metric_f1_create(&a);
+}
+static Metric *mk_confmat_ign0(void)
+{
+    MetricClassArgs a = ignoring(C, METRIC_AVG_MICRO, 0, 0);
+    return metric_confusion_matrix_create_args(&a, METRIC_NORMALIZE_NONE);
+}
+static Metric *mk_binary_acc_ign0(void)
+{
+    return metric_accuracy_create(&(MetricClassArgs){
+        .task = METRIC_TASK_BINARY, .ignore_index = 0, .use_ignore_index = true});
+}
 static Metric *mk_binary_fbeta(void)
 {
     return metric_fbeta_create(
@@ -565,14 +919,27 @@ static const struct {
     Metric *(*make)(void);
     int input;
 } cases[] = {
-    {mk_acc_top2, IN_CLASS},        {mk_prec_macro, IN_CLASS},
-    {mk_f1_weighted, IN_CLASS},     {mk_recall_none, IN_CLASS},
-    {mk_confmat, IN_CLASS},         {metric_mean_create, IN_WEIGHTED},
-    {metric_sum_create, IN_VALUES}, {metric_min_create, IN_VALUES},
-    {metric_max_create, IN_VALUES}, {metric_auroc_create, IN_BINARY},
-    {mk_confmat_true, IN_CLASS},    {mk_spec_macro_top2, IN_CLASS},
-    {mk_fbeta_none, IN_CLASS},      {mk_binary_acc, IN_BINARY},
-    {mk_binary_fbeta, IN_BINARY},   {mk_binary_acc, IN_LOGITS01},
+    {mk_acc_top2, IN_CLASS},
+    {mk_prec_macro, IN_CLASS},
+    {mk_f1_weighted, IN_CLASS},
+    {mk_recall_none, IN_CLASS},
+    {mk_confmat, IN_CLASS},
+    {metric_mean_create, IN_WEIGHTED},
+    {metric_sum_create, IN_VALUES},
+    {metric_min_create, IN_VALUES},
+    {metric_max_create, IN_VALUES},
+    {metric_auroc_create, IN_BINARY},
+    {mk_confmat_true, IN_CLASS},
+    {mk_spec_macro_top2, IN_CLASS},
+    {mk_fbeta_none, IN_CLASS},
+    {mk_binary_acc, IN_BINARY},
+    {mk_binary_fbeta, IN_BINARY},
+    {mk_binary_acc, IN_LOGITS01},
+    {mk_auroc_mc_macro, IN_CLASS},
+    {mk_auroc_mc_none_ign0, IN_CLASS},
+    {mk_f1_macro_top2_ign0, IN_CLASS},
+    {mk_confmat_ign0, IN_CLASS},
+    {mk_binary_acc_ign0, IN_BINARY},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -707,9 +1074,14 @@ START_TEST(test_allreduce_recipe)
     TU_MEM_BEGIN;
     Inputs in = inputs_make();
     for (int c = 0; c < NCASES; c++) {
-        /* CONCAT: gathered, tested above */
-        if (cases[c].make == metric_auroc_create) continue;
         Metric *r0 = cases[c].make(), *r1 = cases[c].make(), *all = cases[c].make();
+        /* CONCAT: gathered, tested above */
+        if (metric_merge_rule(r0) == METRIC_MERGE_CONCAT) {
+            metric_free(r0);
+            metric_free(r1);
+            metric_free(all);
+            continue;
+        }
         feed_case(r0, cases[c].input, &in, 0, 2);
         feed_case(r1, cases[c].input, &in, 2, 3);
         feed_case(all, cases[c].input, &in, 0, 3);
@@ -759,6 +1131,12 @@ Suite *metrics_suite(void)
     tcase_add_test(tc, test_f1_is_fbeta_1);
     tcase_add_test(tc, test_bool_class_inputs);
     tcase_add_test(tc, test_confusion_matrix_normalized);
+    tcase_add_test(tc, test_ignore_index_class);
+    tcase_add_test(tc, test_ignore_index_confusion_matrix);
+    tcase_add_test(tc, test_ignore_index_binary);
+    tcase_add_test(tc, test_auroc_multiclass);
+    tcase_add_test(tc, test_auroc_multiclass_many_samples);
+    tcase_add_test(tc, test_auroc_multiclass_errors);
     suite_add_tcase(s, tc);
     tc = tcase_create("state");
     tcase_add_test(tc, test_accumulation_equals_one_update);
