@@ -29,6 +29,13 @@ Tensor *data_img_new(const DataImg *in, int64_t h, int64_t w);
 Tensor *data_img_crop(const DataImg *in, int64_t top, int64_t left, int64_t h, int64_t w);
 /* Left-right mirror. */
 Tensor *data_img_hflip(const DataImg *in);
+/* The (oh, ow) image whose pixel (y, x) is in's pixel (ys[y], xs[x]), or
+ * `fill` (every channel) where ys[y] or xs[x] is -1. Indices must be -1 or
+ * inside the image. */
+Tensor *data_img_remap(const DataImg *in, const int64_t *ys, int64_t oh,
+                       const int64_t *xs, int64_t ow, double fill);
+/* Nearest resize to (oh, ow) as PyTorch's interpolate(mode="nearest"). */
+Tensor *data_img_resize_nearest(const DataImg *in, int64_t oh, int64_t ow);
 /* Bilinear resize (align_corners=False) of the window (top, left, ch, cw)
  * to (oh, ow). CT_ERR_INVALID unless the window is at least 1x1 and lies
  * inside the image and oh, ow >= 1. */

@@ -225,3 +225,64 @@ Tensor *data_img_resize(const DataImg *in, int64_t top, int64_t left, int64_t ch
     free(tx);
     return out;
 }
+
+/* ----------------------------------------------------------------- remap */
+
+#define REMAP_ROWS(T)                                                                    \
+    do {                                                                                 \
+        const T *s = tensor_data(in->t);                                                 \
+        T *d = tensor_data(out), f = (T)fill;                                            \
+        for (int64_t p = 0; p < np; p++) {                                               \
+            for (int64_t y = 0; y < oh; y++) {                                           \
+                T *dr = d + (p * oh + y) * ow * pb;                                      \
+                const T *sr = s + (p * in->h + (ys[y] < 0 ? 0 : ys[y])) * in->w * pb;    \
+                for (int64_t x = 0; x < ow; x++) {                                       \
+                    bool out_px = ys[y] < 0 || xs[x] < 0;                                \
+                    for (int64_t k = 0; k < pb; k++)                                     \
+                        dr[x * pb + k] = out_px ? f : sr[xs[x] * pb + k];                \
+                }                                                                        \
+            }                                                                            \
+        }                                                                                \
+    } while (0)
+
+Tensor *data_img_remap(const DataImg *in, const int64_t *ys, int64_t oh,
+                       const int64_t *xs, int64_t ow, double fill)
+{
+    Tensor *out = data_img_new(in, oh, ow);
+    if (!out) return NULL;
+    int64_t np = planes(in), pb = pix_elems(in);
+    if (in->dt == CT_U8)
+        REMAP_ROWS(uint8_t);
+    else
+        REMAP_ROWS(float);
+    return out;
+}
+
+/* PyTorch's nearest_idx: identity at scale 1, d / 2 when upscaling by
+ * exactly 2, else floor(d * scale) in float, at most in - 1. */
+static void nearest_taps(int64_t *idx, int64_t out, int64_t in)
+{
+    float scale = (float)in / (float)out;
+    for (int64_t d = 0; d < out; d++) {
+        int64_t s = out == in       ? d
+                    : out == 2 * in ? d >> 1
+                                    : (int64_t)floorf((float)d * scale);
+        idx[d] = s < in - 1 ? s : in - 1;
+    }
+}
+
+Tensor *data_img_resize_nearest(const DataImg *in, int64_t oh, int64_t ow)
+{
+    int64_t *ys = malloc((size_t)oh * sizeof *ys), *xs = malloc((size_t)ow * sizeof *xs);
+    Tensor *out = NULL;
+    if (!ys || !xs) {
+        ct_error(CT_ERR_OOM, "%s: out of memory", in->op);
+    } else {
+        nearest_taps(ys, oh, in->h);
+        nearest_taps(xs, ow, in->w);
+        out = data_img_remap(in, ys, oh, xs, ow, 0);
+    }
+    free(ys);
+    free(xs);
+    return out;
+}

@@ -1,6 +1,6 @@
 /* Geometric transforms: Resize, CenterCrop, RandomCrop, RandomResizedCrop,
- * RandomHorizontalFlip. Parameters follow torchvision; the pixel work is in
- * image_ops.c. */
+ * RandomHorizontalFlip, RandomVerticalFlip. Parameters follow torchvision; the pixel work
+ * is in image_ops.c. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -8,9 +8,10 @@
 
 typedef struct Geom {
     DataTransformer base;
-    int64_t h, w; /* output size; Resize(shorter): h is the shorter side */
-    int64_t pad;  /* RandomCrop */
-    double p;     /* RandomHorizontalFlip */
+    int64_t h, w;            /* output size; Resize(shorter): h is the shorter side */
+    DataInterpolation mode;  /* Resize */
+    DataRandomCropArgs crop; /* RandomCrop */
+    double p;                /* Random*Flip */
     double scale[2], ratio[2];
 } Geom;
 
@@ -45,9 +46,10 @@ static bool need_ctx(const char *name, const DataCtx *ctx)
 
 /* ---------------------------------------------------------------- Resize */
 
-static Tensor *resize_to(DataImg *in, int64_t oh, int64_t ow)
+static Tensor *resize_to(DataImg *in, int64_t oh, int64_t ow, DataInterpolation mode)
 {
     if (oh == in->h && ow == in->w) return in->t; /* identity at scale 1 */
+    if (mode == DATA_INTERP_NEAREST) return data_img_resize_nearest(in, oh, ow);
     return data_img_resize(in, 0, 0, in->h, in->w, oh, ow);
 }
 
@@ -57,7 +59,7 @@ static Tensor *resize_apply(const DataTransformer *t, Tensor *img, const DataCtx
     const Geom *g = (const Geom *)t;
     DataImg in;
     if (data_img_view(t->name, img, &in) != CT_OK) return NULL;
-    return resize_to(&in, g->h, g->w);
+    return resize_to(&in, g->h, g->w, g->mode);
 }
 
 static Tensor *resize_shorter_apply(const DataTransformer *t, Tensor *img,
@@ -71,25 +73,42 @@ static Tensor *resize_shorter_apply(const DataTransformer *t, Tensor *img,
     /* Python's int(size * long / short) */
     int64_t nl = (int64_t)((double)g->h * (double)lg / (double)sh);
     if (nl < 1) nl = 1;
-    return wide ? resize_to(&in, g->h, nl) : resize_to(&in, nl, g->h);
+    return wide ? resize_to(&in, g->h, nl, g->mode) : resize_to(&in, nl, g->h, g->mode);
+}
+
+static bool check_mode(DataInterpolation mode)
+{
+    if (mode == DATA_INTERP_BILINEAR || mode == DATA_INTERP_NEAREST) return true;
+    ct_error(CT_ERR_INVALID, "Resize: unknown interpolation mode %d", (int)mode);
+    return false;
+}
+
+DataTransformer *data_transform_resize_ex(int64_t h, int64_t w, DataInterpolation mode)
+{
+    if (!check_size("Resize", h, w) || !check_mode(mode)) return NULL;
+    Geom *g = geom_new("Resize", resize_apply);
+    if (!g) return NULL;
+    g->h = h, g->w = w, g->mode = mode;
+    return &g->base;
+}
+
+DataTransformer *data_transform_resize_shorter_ex(int64_t size, DataInterpolation mode)
+{
+    if (!check_size("Resize", size, size) || !check_mode(mode)) return NULL;
+    Geom *g = geom_new("Resize", resize_shorter_apply);
+    if (!g) return NULL;
+    g->h = g->w = size, g->mode = mode;
+    return &g->base;
 }
 
 DataTransformer *data_transform_resize(int64_t h, int64_t w)
 {
-    if (!check_size("Resize", h, w)) return NULL;
-    Geom *g = geom_new("Resize", resize_apply);
-    if (!g) return NULL;
-    g->h = h, g->w = w;
-    return &g->base;
+    return data_transform_resize_ex(h, w, DATA_INTERP_BILINEAR);
 }
 
 DataTransformer *data_transform_resize_shorter(int64_t size)
 {
-    if (!check_size("Resize", size, size)) return NULL;
-    Geom *g = geom_new("Resize", resize_shorter_apply);
-    if (!g) return NULL;
-    g->h = g->w = size;
-    return &g->base;
+    return data_transform_resize_shorter_ex(size, DATA_INTERP_BILINEAR);
 }
 
 /* ------------------------------------------------------------ CenterCrop */
@@ -125,36 +144,135 @@ DataTransformer *data_transform_center_crop(int64_t h, int64_t w)
 
 /* ------------------------------------------------------------ RandomCrop */
 
+/* Where padded coordinate q (of a side n padded by `pad` on both ends)
+ * reads from: a coordinate in [0, n), or -1 for the fill. Needs pad < n for
+ * reflect and pad <= n for symmetric (checked by the caller). */
+static int64_t pad_index(int64_t q, int64_t n, int64_t pad, DataPadMode m)
+{
+    int64_t x = q < 0 ? q : q - pad; /* q -1 stays the fill */
+    if (q < 0 || (x >= 0 && x < n)) return x;
+    switch (m) {
+    case DATA_PAD_EDGE: return x < 0 ? 0 : n - 1;
+    case DATA_PAD_REFLECT: return x < 0 ? -x : 2 * (n - 1) - x;
+    case DATA_PAD_SYMMETRIC: return x < 0 ? -x - 1 : 2 * n - 1 - x;
+    default: return -1;
+    }
+}
+
+/* One axis of a RandomCrop: the side n, padded by p (`padding`), then by d
+ * (pad_if_needed) on both ends. */
+typedef struct CropAxis {
+    int64_t n, p, d;
+} CropAxis;
+
+static int64_t axis_padded(CropAxis a)
+{
+    return a.n + 2 * a.p + 2 * a.d;
+}
+
+static bool axis_check(const DataRandomCropArgs *c, CropAxis a, const char *side)
+{
+    DataPadMode m = c->padding_mode;
+    if (m != DATA_PAD_REFLECT && m != DATA_PAD_SYMMETRIC) return true;
+    int64_t n1 = a.n + 2 * a.p;
+    bool ok = m == DATA_PAD_REFLECT ? a.p < a.n && a.d < n1 : a.p <= a.n && a.d <= n1;
+    if (!ok)
+        ct_error(CT_ERR_SHAPE,
+                 "RandomCrop: %s padding of %lld then %lld pixels is too wide for %s "
+                 "padding of a %s of %lld",
+                 side, (long long)a.p, (long long)a.d,
+                 m == DATA_PAD_REFLECT ? "reflect" : "symmetric", side, (long long)a.n);
+    return ok;
+}
+
+/* Source coordinates of the window [start, start + len) of the padded axis. */
+static void axis_map(const DataRandomCropArgs *c, CropAxis a, int64_t start, int64_t len,
+                     int64_t *idx)
+{
+    for (int64_t k = 0; k < len; k++) {
+        int64_t q = pad_index(start + k, a.n + 2 * a.p, a.d, c->padding_mode);
+        idx[k] = pad_index(q, a.n, a.p, c->padding_mode);
+    }
+}
+
+static Tensor *crop_window(const Geom *g, const DataImg *in, CropAxis ay, CropAxis ax,
+                           int64_t top, int64_t left)
+{
+    int64_t *ys = malloc((size_t)g->h * sizeof *ys),
+            *xs = malloc((size_t)g->w * sizeof *xs);
+    Tensor *out = NULL;
+    if (!ys || !xs) {
+        ct_error(CT_ERR_OOM, "RandomCrop: out of memory");
+    } else {
+        axis_map(&g->crop, ay, top, g->h, ys);
+        axis_map(&g->crop, ax, left, g->w, xs);
+        out = data_img_remap(in, ys, g->h, xs, g->w, g->crop.fill);
+    }
+    free(ys);
+    free(xs);
+    return out;
+}
+
 static Tensor *random_crop_apply(const DataTransformer *t, Tensor *img,
                                  const DataCtx *ctx, uint64_t stream)
 {
     const Geom *g = (const Geom *)t;
+    const DataRandomCropArgs *c = &g->crop;
     DataImg in;
     if (!need_ctx(t->name, ctx) || data_img_view(t->name, img, &in) != CT_OK) return NULL;
-    int64_t ph = in.h + 2 * g->pad, pw = in.w + 2 * g->pad;
+    CropAxis ay = {in.h, c->padding, 0}, ax = {in.w, c->padding, 0};
+    if (c->pad_if_needed && axis_padded(ax) < g->w) ax.d = g->w - axis_padded(ax);
+    if (c->pad_if_needed && axis_padded(ay) < g->h) ay.d = g->h - axis_padded(ay);
+    int64_t ph = axis_padded(ay), pw = axis_padded(ax);
     if (ph < g->h || pw < g->w) {
         ct_error(CT_ERR_SHAPE,
                  "RandomCrop: crop %lldx%lld is larger than the padded image %lldx%lld",
                  (long long)g->h, (long long)g->w, (long long)ph, (long long)pw);
         return NULL;
     }
+    if (!axis_check(c, ax, "width") || !axis_check(c, ay, "height")) return NULL;
+    bool padded = ph > in.h || pw > in.w;
+    if (padded && c->padding_mode == DATA_PAD_CONSTANT && in.dt == CT_U8 &&
+        !(c->fill >= 0 && c->fill <= 255)) {
+        ct_error(CT_ERR_INVALID, "RandomCrop: fill %g does not fit a u8 image (0..255)",
+                 c->fill);
+        return NULL;
+    }
     CtGenerator gen = data_transform_rng(ctx, stream);
     int64_t i = data_rng_int(&gen, 0, ph - g->h + 1);
     int64_t j = data_rng_int(&gen, 0, pw - g->w + 1);
-    return data_img_crop(&in, i - g->pad, j - g->pad, g->h, g->w);
+    if (!padded) return data_img_crop(&in, i, j, g->h, g->w);
+    return crop_window(g, &in, ay, ax, i, j);
 }
 
-DataTransformer *data_transform_random_crop(int64_t h, int64_t w, int64_t padding)
+DataTransformer *data_transform_random_crop_ex(int64_t h, int64_t w,
+                                               const DataRandomCropArgs *args)
 {
+    DataRandomCropArgs a = args ? *args : (DataRandomCropArgs){0};
     if (!check_size("RandomCrop", h, w)) return NULL;
-    if (padding < 0) {
-        ct_error(CT_ERR_INVALID, "RandomCrop: negative padding %lld", (long long)padding);
+    if (a.padding < 0) {
+        ct_error(CT_ERR_INVALID, "RandomCrop: negative padding %lld",
+                 (long long)a.padding);
+        return NULL;
+    }
+    if (a.padding_mode < DATA_PAD_CONSTANT || a.padding_mode > DATA_PAD_SYMMETRIC) {
+        ct_error(CT_ERR_INVALID, "RandomCrop: unknown padding mode %d",
+                 (int)a.padding_mode);
+        return NULL;
+    }
+    if (!isfinite(a.fill)) {
+        ct_error(CT_ERR_INVALID, "RandomCrop: fill must be finite, got %g", a.fill);
         return NULL;
     }
     Geom *g = geom_new("RandomCrop", random_crop_apply);
     if (!g) return NULL;
-    g->h = h, g->w = w, g->pad = padding;
+    g->h = h, g->w = w, g->crop = a;
     return &g->base;
+}
+
+DataTransformer *data_transform_random_crop(int64_t h, int64_t w, int64_t padding)
+{
+    return data_transform_random_crop_ex(h, w, &(DataRandomCropArgs){.padding = padding});
 }
 
 /* ----------------------------------------------------- RandomResizedCrop */
@@ -234,7 +352,7 @@ DataTransformer *data_transform_random_resized_crop(int64_t h, int64_t w,
     return &g->base;
 }
 
-/* -------------------------------------------------- RandomHorizontalFlip */
+/* ------------------------------------------ RandomHorizontalFlip, Vertical */
 
 static Tensor *flip_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
                           uint64_t stream)
@@ -246,14 +364,49 @@ static Tensor *flip_apply(const DataTransformer *t, Tensor *img, const DataCtx *
     return data_rng_uniform(&gen) < g->p ? data_img_hflip(&in) : in.t;
 }
 
-DataTransformer *data_transform_random_horizontal_flip(double p)
+static Tensor *vflip_apply(const DataTransformer *t, Tensor *img, const DataCtx *ctx,
+                           uint64_t stream)
+{
+    const Geom *g = (const Geom *)t;
+    DataImg in;
+    if (!need_ctx(t->name, ctx) || data_img_view(t->name, img, &in) != CT_OK) return NULL;
+    CtGenerator gen = data_transform_rng(ctx, stream);
+    if (!(data_rng_uniform(&gen) < g->p)) return in.t;
+    int64_t *ys = malloc((size_t)in.h * sizeof *ys),
+            *xs = malloc((size_t)in.w * sizeof *xs);
+    Tensor *out = NULL;
+    if (!ys || !xs) {
+        ct_error(CT_ERR_OOM, "%s: out of memory", t->name);
+    } else {
+        for (int64_t y = 0; y < in.h; y++) ys[y] = in.h - 1 - y;
+        for (int64_t x = 0; x < in.w; x++) xs[x] = x;
+        out = data_img_remap(&in, ys, in.h, xs, in.w, 0);
+    }
+    free(ys);
+    free(xs);
+    return out;
+}
+
+static DataTransformer *flip_new(const char *name, double p,
+                                 Tensor *(*apply)(const DataTransformer *, Tensor *,
+                                                  const DataCtx *, uint64_t))
 {
     if (!(p >= 0 && p <= 1)) {
-        ct_error(CT_ERR_INVALID, "RandomHorizontalFlip: p must be in [0, 1], got %g", p);
+        ct_error(CT_ERR_INVALID, "%s: p must be in [0, 1], got %g", name, p);
         return NULL;
     }
-    Geom *g = geom_new("RandomHorizontalFlip", flip_apply);
+    Geom *g = geom_new(name, apply);
     if (!g) return NULL;
     g->p = p;
     return &g->base;
+}
+
+DataTransformer *data_transform_random_horizontal_flip(double p)
+{
+    return flip_new("RandomHorizontalFlip", p, flip_apply);
+}
+
+DataTransformer *data_transform_random_vertical_flip(double p)
+{
+    return flip_new("RandomVerticalFlip", p, vflip_apply);
 }

@@ -538,6 +538,20 @@ DataTransformer *data_transform_resize(int64_t h, int64_t w);
 /* Resizes so the shorter side is `size`, the longer int(size * long / short)
  * (torchvision's Resize(int)). */
 DataTransformer *data_transform_resize_shorter(int64_t size);
+
+/* How Resize samples (torchvision's InterpolationMode). */
+typedef enum DataInterpolation {
+    DATA_INTERP_BILINEAR = 0, /* as data_transform_resize */
+    /* InterpolationMode.NEAREST on tensors (interpolate(mode="nearest")):
+     * destination index d reads source floor(d * scale), scale = (float)in /
+     * out computed in float, clamped to in - 1 (PyTorch's legacy "nearest",
+     * not "nearest-exact"); u8 and f32 alike, bit for bit. */
+    DATA_INTERP_NEAREST = 1,
+} DataInterpolation;
+/* data_transform_resize / _resize_shorter with an interpolation mode.
+ * Errors: an unknown mode. */
+DataTransformer *data_transform_resize_ex(int64_t h, int64_t w, DataInterpolation mode);
+DataTransformer *data_transform_resize_shorter_ex(int64_t size, DataInterpolation mode);
 /* Central (h, w) crop; a crop larger than the image pads it with zeros
  * first, as torchvision's CenterCrop. */
 DataTransformer *data_transform_center_crop(int64_t h, int64_t w);
@@ -545,6 +559,35 @@ DataTransformer *data_transform_center_crop(int64_t h, int64_t w);
  * (torchvision's RandomCrop(size, padding)). Errors: crop larger than the
  * padded image. */
 DataTransformer *data_transform_random_crop(int64_t h, int64_t w, int64_t padding);
+
+/* How pixels outside an image are made up (torchvision's padding_mode). */
+typedef enum DataPadMode {
+    DATA_PAD_CONSTANT = 0, /* `fill`                               */
+    DATA_PAD_EDGE,         /* the edge pixel repeated: aa|abc|cc   */
+    DATA_PAD_REFLECT,      /* mirrored, edge not repeated: cb|abc|ba
+                              (needs padding < the side) */
+    DATA_PAD_SYMMETRIC,    /* mirrored, edge repeated: ba|abc|cb
+                              (needs padding <= the side) */
+} DataPadMode;
+
+typedef struct DataRandomCropArgs {
+    int64_t padding;          /* pixels added on every side first; 0: none */
+    bool pad_if_needed;       /* pad a side smaller than the crop, as below */
+    double fill;              /* DATA_PAD_CONSTANT's value (u8: 0..255) */
+    DataPadMode padding_mode; /* zero: DATA_PAD_CONSTANT */
+} DataRandomCropArgs;
+/* torchvision's RandomCrop(size, padding, pad_if_needed, fill,
+ * padding_mode) on tensors: pad by `padding` on every side; then, with
+ * pad_if_needed, a width w < crop width cw is padded by cw - w on BOTH the
+ * left and the right, then a short height likewise on top and bottom (each
+ * step pads the result of the previous one, so reflections compose as
+ * torchvision's do); then a uniform random (h, w) window. args NULL means
+ * {0}: data_transform_random_crop(h, w, 0). Errors: negative padding, an
+ * unknown mode (at creation); crop larger than the padded image, a u8 fill
+ * outside 0..255, reflect/symmetric padding wider than the side it mirrors
+ * (when applied, as torchvision). */
+DataTransformer *data_transform_random_crop_ex(int64_t h, int64_t w,
+                                               const DataRandomCropArgs *args);
 
 typedef struct DataRandomResizedCropArgs {
     double scale[2]; /* area fraction range; {0, 0} -> {0.08, 1.0} */
@@ -559,6 +602,67 @@ data_transform_random_resized_crop(int64_t h, int64_t w,
                                    const DataRandomResizedCropArgs *args);
 /* Mirrors left-right with probability p. */
 DataTransformer *data_transform_random_horizontal_flip(double p);
+/* Mirrors top-bottom with probability p (torchvision's RandomVerticalFlip). */
+DataTransformer *data_transform_random_vertical_flip(double p);
+
+/* ------------------------------------------------------ colour transforms
+ *
+ * torchvision.transforms.functional's tensor colour functions, on u8
+ * (H, W, C) and f32 (C, H, W) images (C = 1 or 3; (H, W) counts as C = 1),
+ * reproducing its float32 arithmetic step by step:
+ *   blend(a, b, f) = clamp(f * a + (1 - f) * b, 0, max), max 255 (u8) or 1;
+ *     u8 results are TRUNCATED (torchvision's .to(uint8)), not rounded.
+ *   grey = 0.2989 R + 0.587 G + 0.114 B (products rounded to f32, summed
+ *     left to right; truncated to u8 for u8 images).
+ *   brightness: blend(img, 0, f).  contrast: blend(img, mean(grey), f).
+ *   saturation: blend(img, grey, f) (C = 1: unchanged).
+ *   hue: RGB -> HSV -> RGB, h = (h + f) mod 1, as torchvision's _rgb2hsv /
+ *     _hsv2rgb; u8 images go through v / 255 and back by truncating v * 255
+ *     (C = 1: unchanged).
+ * Bit for bit torchvision 0.14 on u8 images, with one limit: contrast's
+ * mean is the exact pixel sum rounded once to f32 and divided by the pixel
+ * count, where PyTorch sums in f32 (cascade order): the two agree while the
+ * sum of grey values stays below 2^24 (e.g. any image up to 256x256), and
+ * past that PyTorch's mean may be a few f32 ulps off, which can move a u8
+ * result by one level when f * v + (1 - f) * mean lies that close to an
+ * integer. For f32 images the grey values are not integers, so the means
+ * differ by an ulp or so (PyTorch's own f32 sum depends on its SIMD width
+ * and thread count): contrast results may be ~6e-8 off (measured max
+ * abs diff 6e-8 on 224x224 images); everything else is bit for bit.
+ * Results are new tensors owned like op results (the input is returned as
+ * is where torchvision returns it: hue/saturation of one channel). Errors:
+ * a factor out of range (brightness, contrast, saturation >= 0; hue in
+ * [-0.5, 0.5]), C not 1 or 3, a non-CPU or non-image tensor. */
+Tensor *data_image_adjust_brightness(Tensor *img, double factor);
+Tensor *data_image_adjust_contrast(Tensor *img, double factor);
+Tensor *data_image_adjust_saturation(Tensor *img, double factor);
+Tensor *data_image_adjust_hue(Tensor *img, double factor);
+/* torchvision's rgb_to_grayscale: C = 3 -> grey, out_channels 1 or 3
+ * (replicated); C = 1 -> a copy (out_channels 1) or replicated. */
+Tensor *data_image_rgb_to_grayscale(Tensor *img, int out_channels);
+
+/* torchvision's ColorJitter(brightness, contrast, saturation, hue) with
+ * numbers: factors uniform in [max(0, 1 - b), 1 + b] (likewise contrast,
+ * saturation) and [-hue, hue]; 0 turns an adjustment off. Each call applies
+ * the enabled adjustments in a fresh uniformly random order (torchvision's
+ * randperm(4)), factors drawn as f32 values. Errors: a negative value, hue
+ * over 0.5. */
+DataTransformer *data_transform_color_jitter(double brightness, double contrast,
+                                             double saturation, double hue);
+
+/* ColorJitter with (min, max) ranges, as torchvision's tuple arguments. */
+typedef struct DataColorJitterArgs {
+    /* factor ranges, 0 <= min <= max; {0, 0} (or torchvision's (1, 1)):
+     * off. (torchvision's (0, 0), always black/grey, is not expressible.) */
+    double brightness[2], contrast[2], saturation[2];
+    double hue[2]; /* -0.5 <= min <= max <= 0.5; {0, 0}: off */
+} DataColorJitterArgs;
+/* args NULL: all off. Errors: a range out of order or out of bounds. */
+DataTransformer *data_transform_color_jitter_ex(const DataColorJitterArgs *args);
+/* torchvision's RandomGrayscale(p): with probability p, the grey image
+ * replicated to the input's channel count (a 1-channel image is returned
+ * as is). */
+DataTransformer *data_transform_random_grayscale(double p);
 
 /* ----------------------------------------------------------- image folder
  *
