@@ -18,6 +18,8 @@ static inline bool cb_is(const Callback *cb, const CallbackVtable *vt)
 }
 /* strdup of s, or of dflt when s is NULL; NULL (CT_ERR_OOM) on failure. */
 char *cb_strdup(const char *s, const char *dflt);
+/* mkdir -p dir; CT_ERR_IO naming `who` and the directory that failed. */
+CtStatus cb_make_dirs(const char *who, const char *dir);
 /* out, or stdout for NULL. */
 static inline FILE *cb_out(FILE *out)
 {

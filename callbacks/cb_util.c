@@ -1,10 +1,12 @@
 /* Shared helpers of the built-in callbacks. */
 #include "cb_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 Callback *cb_alloc(size_t size, const CallbackVtable *vt)
 {
@@ -123,4 +125,25 @@ CtStatus cb_state_get_array(const CtStateDict *in, const char *type, const char 
     *n = tensor_numel(x);
     *data = tensor_data(x);
     return CT_OK;
+}
+
+CtStatus cb_make_dirs(const char *who, const char *dir)
+{
+    char *p = cb_strdup(dir, NULL);
+    if (!p) return ct_last_status();
+    CtStatus st = CT_OK;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            st = ct_error(CT_ERR_IO, "%s: cannot create directory %s: %s", who, p,
+                          strerror(errno));
+            break;
+        }
+        *s = c;
+        if (c == '\0') break;
+    }
+    free(p);
+    return st;
 }

@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,34 +48,12 @@ static void tb_free(Callback *cb)
     free(b);
 }
 
-/* mkdir -p */
-static CtStatus make_dirs(const char *dir)
-{
-    char *p = cb_strdup(dir, NULL);
-    if (!p) return ct_last_status();
-    CtStatus st = CT_OK;
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s != '\0') continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            st = ct_error(CT_ERR_IO, "TensorBoard: cannot create directory %s: %s", p,
-                          strerror(errno));
-            break;
-        }
-        *s = c;
-        if (c == '\0') break;
-    }
-    free(p);
-    return st;
-}
-
 /* Opens log_dir/events.out.tfevents.<seconds>.<host>.<pid> and writes its
  * first event, once per callback (later runs append). */
 static CtStatus open_file(TensorBoard *b)
 {
     if (b->f) return CT_OK;
-    CtStatus st = make_dirs(b->log_dir);
+    CtStatus st = cb_make_dirs("TensorBoard", b->log_dir);
     if (st != CT_OK) return st;
     char host[64] = "localhost";
     gethostname(host, sizeof host - 1);

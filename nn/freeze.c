@@ -22,9 +22,10 @@ int64_t nn_module_set_requires_grad(Module *m, const char *pattern, bool on)
     return n;
 }
 
+/* BatchNorm1d/2d and SyncBatchNorm, as ModelFreezer's batch-norm types */
 static bool is_batch_norm(const Module *m)
 {
-    return !strcmp(m->vt->type, "BatchNorm1d") || !strcmp(m->vt->type, "BatchNorm2d");
+    return nn_is_batch_norm(m);
 }
 
 /* Sets requires_grad on every parameter of m's subtree, except BatchNorm

@@ -64,7 +64,8 @@ Module *nn_module_alloc(size_t size, const ModuleVtable *vt);
 /* True for a module made by nn_relu (Sequential fuses it into the child
  * before it). */
 bool nn_is_relu(const Module *m);
-/* True for a module made by nn_batch_norm1d or nn_batch_norm2d. */
+/* True for a module made by nn_batch_norm1d or nn_batch_norm2d (_ex), also
+ * once converted to SyncBatchNorm. */
 bool nn_is_batch_norm(const Module *m);
 /* True for a module made by nn_gelu, with its approximation in *approx
  * (Sequential fuses it into a Linear before it). */

@@ -308,6 +308,12 @@ void trainer_limit_batches(Trainer *t, int64_t train_batches, int64_t eval_batch
     t->state->limit_eval = eval_batches > 0 ? eval_batches : 0;
 }
 
+void trainer_batch_limits(const Trainer *t, int64_t *train_batches, int64_t *eval_batches)
+{
+    if (train_batches) *train_batches = t->state->limit_train;
+    if (eval_batches) *eval_batches = t->state->limit_eval;
+}
+
 /* ---------------------------------------------------------- utilities */
 
 void trainer_print(const Trainer *t, const char *fmt, ...)

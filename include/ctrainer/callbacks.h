@@ -1,10 +1,11 @@
 /* ctrainer — the built-in callbacks.
  *
  * Progress, metric logging, moving modules to the device, NaN termination,
- * early stopping, best-model saving, EMA, batch limits, step-based
- * evaluation, metric files and TensorBoard event files, written against the public
- * callback interface (callback.h) and trainer API (trainer.h) only, so each one is also
- * an example to copy for your own callbacks.
+ * early stopping, best-model saving, EMA, batch and eval-step limits,
+ * step-based evaluation, WSD checkpoints, SyncBatchNorm conversion, metric
+ * files and TensorBoard event files, written against the public callback interface
+ * (callback.h) and trainer API (trainer.h) only, so each one is also an example to copy
+ * for your own callbacks.
  */
 #ifndef CTRAINER_CALLBACKS_H
 #define CTRAINER_CALLBACKS_H
@@ -262,6 +263,29 @@ Callback *callback_step_based_evaluation_create(int64_t eval_every_n_steps);
 /* Intermediate evaluations run in the last training run. */
 int64_t callback_step_based_evaluation_count(const Callback *cb);
 
+/* ---------------------------------------------------- LimitEvalSteps */
+
+/* Type "LimitEvalSteps" (pytorch-accelerated's LimitEvalStepsCallback):
+ * caps the eval loop of intermediate (step-based) evaluations, or of every
+ * evaluation when !limit_intermediate_only, at num_eval_steps batches in
+ * total over all processes: num_eval_steps / num_processes (rounded down,
+ * as pytorch-accelerated's //) per process, but at least 1 (its 0 would run
+ * an empty evaluation). E.g. 5 steps on 2 processes run 2 batches each, 4
+ * in total. The first batches of each process's shard are taken. The cap is
+ * set at on_eval_epoch_start (through trainer_limit_batches, keeping a
+ * smaller cap already there, e.g. LimitBatches') and taken off at
+ * on_eval_epoch_end (also at a stop or at the run's end). Put it before
+ * ProgressBar, whose total then shows the capped length. Errors:
+ * num_eval_steps < 1. */
+typedef struct LimitEvalStepsArgs {
+    int64_t num_eval_steps;
+    bool limit_every_eval; /* default (false): intermediate evaluations only
+                              (pytorch-accelerated's limit_intermediate_only=True) */
+} LimitEvalStepsArgs;
+Callback *callback_limit_eval_steps_create(const LimitEvalStepsArgs *args);
+/* Evaluations limited in the last run (0 for another callback). */
+int64_t callback_limit_eval_steps_count(const Callback *cb);
+
 /* ----------------------------------------------------- MetricsLogger */
 
 typedef struct MetricsLoggerArgs {
@@ -304,6 +328,39 @@ Callback *callback_checkpoint_create(const CheckpointArgs *args);
 /* Checkpoints written by this callback so far (0 for another callback). */
 int64_t callback_checkpoint_num_saves(const Callback *cb);
 
+/* ----------------------------------------------------- WSDCheckpoint */
+
+typedef struct WsdCheckpointArgs {
+    const char *save_dir; /* NULL: "checkpoints"; created (with parents) */
+    bool no_pre_decay;    /* default: save the pre-decay training states */
+    bool no_post_decay;   /* default: save the post-decay weights */
+} WsdCheckpointArgs;
+
+/* Type "WSDCheckpoint" (pytorch-accelerated's WSDCheckpointCallback), for a
+ * run whose scheduler is scheduler_wsd (else the run fails at its start
+ * with CT_ERR_INVALID naming the scheduler). For each period of the
+ * schedule, counted in scheduler steps (scheduler_step_count):
+ *  - when the scheduler reaches the period's pre_decay_step, a training
+ *    state (trainer_save_state, collective) into
+ *    <save_dir>/checkpoint_<step>_wsd_pre_decay, at the start of the next
+ *    train step (or at the epoch's or the run's end), so a run resumed from
+ *    it (TrainArgs.resume_from) continues exactly there: it takes the decay
+ *    and reproduces the post-decay weights bit for bit;
+ *  - when it reaches the period's end, the model's weights (main process,
+ *    as SaveBestModel: safetensors, PyTorch names, atomic) into
+ *    <save_dir>/checkpoint_<step>_wsd_post_decay.safetensors, with metadata
+ *    {"format": "pt", "step", "type": "post_decay", "total_steps",
+ *    "decay_fraction"} (no timestamp, unlike pytorch-accelerated: the file
+ *    is a function of the run).
+ * A save happens once per step (its state records which ones it made, so a
+ * resumed run does not repeat them). Deliberate difference: no
+ * initial_checkpoint; resume a pre-decay state with TrainArgs.resume_from,
+ * load a post-decay file with nn_module_load. Errors: I/O naming the path. */
+Callback *callback_wsd_checkpoint_create(const WsdCheckpointArgs *args);
+/* Saves made in the last run: pre-decay states and post-decay files. */
+int64_t callback_wsd_checkpoint_num_pre_decay(const Callback *cb);
+int64_t callback_wsd_checkpoint_num_post_decay(const Callback *cb);
+
 /* ------------------------------------------------------- TensorBoard */
 
 typedef struct TensorBoardArgs {
@@ -335,6 +392,21 @@ Callback *callback_tensorboard_create(const TensorBoardArgs *args);
 /* The event file's path (borrowed), or NULL before the first run, for
  * another type, or on a process that is not the main one. */
 const char *callback_tensorboard_path(const Callback *cb);
+
+/* ---------------------------------------------- ConvertSyncBatchNorm */
+
+/* Type "ConvertSyncBatchNorm" (pytorch-accelerated's
+ * ConvertSyncBatchNormCallback): at training run start, when more than one
+ * process runs (runtime_is_distributed), converts the trainer's model in
+ * place with runtime_convert_sync_batch_norm, so its BatchNorm1d/2d layers
+ * take their training statistics over all processes (SyncBatchNorm, see
+ * nn.h); parameters, buffers and the state dict are unchanged. With one
+ * process (or no runtime) it does nothing. Put it after a ModelEma
+ * callback, as pytorch-accelerated's docs advise. */
+Callback *callback_convert_sync_batch_norm_create(void);
+/* Layers converted at the last training run start (0 for another
+ * callback, or with one process). */
+int64_t callback_convert_sync_batch_norm_count(const Callback *cb);
 
 /* ------------------------------------------------------ default list */
 

@@ -161,9 +161,10 @@ CtStatus nn_module_zero_grad(Module *m);
 int64_t nn_module_set_requires_grad(Module *m, const char *pattern, bool on);
 /* Layer groups are the top-level children in order. Freezes every group but
  * the last n_trainable (n_trainable <= 0 freezes all) and makes those last
- * n_trainable trainable; BatchNorm layers (types "BatchNorm1d"/"BatchNorm2d")
- * in frozen groups stay trainable when bn_trainable. Parameters registered on
- * m itself belong to no group and are left as they are. Like
+ * n_trainable trainable; BatchNorm layers (types "BatchNorm1d"/"BatchNorm2d"
+ * and "SyncBatchNorm") in frozen groups stay trainable when bn_trainable.
+ * Parameters registered on m itself belong to no group and are left as they
+ * are. Like
  * pytorch-accelerated's ModelFreezer (bn_trainable = !freeze_batch_norms).
  * Error: m has no children. */
 CtStatus nn_module_freeze_groups(Module *m, int n_trainable, bool bn_trainable);
@@ -217,6 +218,58 @@ Module *nn_batch_norm1d_ex(int64_t num_features, double eps, double momentum, bo
                            bool track_running_stats);
 Module *nn_batch_norm2d_ex(int64_t num_features, double eps, double momentum, bool affine,
                            bool track_running_stats);
+/* SyncBatchNorm (PyTorch's torch.nn.SyncBatchNorm): batch norm whose
+ * training statistics are taken over the samples of every process of a
+ * group, so data-parallel training normalises as one process holding the
+ * whole global batch would.
+ *
+ * The group's all-reduce, as SyncBatchNorm calls it: the element-wise sum
+ * of t (1-d, contiguous) over every process, a new tensor of t's shape,
+ * dtype and device owned like an op's result, or NULL with an error
+ * recorded. Every process makes the same calls in the same order. The
+ * runtime supplies one (runtime_convert_sync_batch_norm); nn never calls
+ * the runtime itself. */
+typedef Tensor *(*NnAllReduceFn)(void *ctx, Tensor *t);
+/* The function behind SyncBatchNorm, with tensor_batch_norm's arguments
+ * and the group's all-reduce: with !training or all_reduce NULL it is
+ * tensor_batch_norm itself; else the statistics are those of the samples
+ * of every process, as described below. x: (N, C, *) float; weight, bias,
+ * running_mean, running_var: (C) or NULL (both running statistics or
+ * neither), computed in weight's (else running_mean's, else x's) dtype,
+ * the result in x's. Errors: tensor_batch_norm's, and fewer than 2 values
+ * per channel over all processes (on every process alike). */
+Tensor *nn_sync_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
+                           Tensor *weight, Tensor *bias, bool training, double momentum,
+                           double eps, NnAllReduceFn all_reduce, void *ctx);
+/* PyTorch's SyncBatchNorm.convert_sync_batchnorm, in place: every
+ * BatchNorm1d/2d of m's tree (m included) becomes a SyncBatchNorm reducing
+ * with all_reduce(ctx, .) (ctx borrowed: it must outlive the modules). The
+ * modules keep their identity, configuration, parameters, buffers and
+ * names, so the state dict and an optimizer holding the parameters are
+ * unchanged; the type and repr become "SyncBatchNorm(...)". Converting a
+ * SyncBatchNorm again sets its all-reduce. Returns the number of modules
+ * converted, or -1 (NULL m).
+ *
+ * Forward in training mode with all_reduce set: per channel, the mean
+ * and biased variance over all processes normalise; running_mean and
+ * running_var take the global mean and unbiased variance (the global count
+ * less one); backward all-reduces the per-channel gradient sums (only when
+ * the input requires grad), so each process's input gradient equals that
+ * of one process holding the whole batch, while weight and bias gradients
+ * stay this process's share (the data-parallel gradient all-reduce
+ * combines them, as with PyTorch's DDP). Processes may hold different
+ * numbers of samples, 0 included; fewer than 2 samples per channel over all
+ * processes is CT_ERR_SHAPE on every process. Two all-reduces of C+1 and C
+ * values in forward, two of C in backward, and a host read of the global
+ * count (a device synchronisation on a GPU); built from ordinary tensor
+ * ops, so it runs wherever they do. Every process must run forward and
+ * backward through the same SyncBatchNorm modules in the same order.
+ * In eval mode, or with all_reduce NULL (one process), it is exactly
+ * BatchNorm: the same op, values and gradients. Any input of at least 2
+ * dims (N, C, *) is accepted, as PyTorch's. */
+int64_t nn_convert_sync_batch_norm(Module *m, NnAllReduceFn all_reduce, void *ctx);
+/* True for a SyncBatchNorm (converted by nn_convert_sync_batch_norm). */
+bool nn_is_sync_batch_norm(const Module *m);
 /* Normalises over the trailing dims `shape` (nnorm of them); affine. */
 Module *nn_layer_norm(int nnorm, const int64_t *shape, double eps);
 /* PyTorch's LayerNorm(normalized_shape, eps, elementwise_affine): without

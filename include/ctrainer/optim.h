@@ -181,11 +181,15 @@ const char *scheduler_name(const Scheduler *s); /* "StepLR", "OneCycleLR", ... *
  * ReduceLROnPlateau adds torch's state: "best" (0-d f64, +-inf before any
  * improvement), "num_bad_epochs", "cooldown_counter", "last_epoch" (metric
  * steps taken; 0-d i64 each) and "last_lrs.<g>" (0-d f64, its current LRs).
- * load checks the entry count, names, shapes and values (and the step
- * against the schedule's end) before changing anything, then writes the
- * loaded step's LRs (and momenta; ReduceLROnPlateau: last_lrs) into the
- * optimizer, so a run resumed mid-schedule continues with the LRs an
- * uninterrupted one has (the Trainer's checkpoints save and load it so). */
+ * A WSD scheduler adds its configuration ("total_steps", "warmup_steps",
+ * "num_checkpoints", "decay_shape", "continuation": 0-d i64;
+ * "decay_fraction", "min_lr_ratio", "warmup_start_lr": 0-d f64), and load
+ * refuses a state saved with another configuration. load checks the entry
+ * count, names, shapes and values (and the step against the schedule's end)
+ * before changing anything, then writes the loaded step's LRs (and momenta;
+ * ReduceLROnPlateau: last_lrs) into the optimizer, so a run resumed
+ * mid-schedule continues with the LRs an uninterrupted one has (the
+ * Trainer's checkpoints save and load it so). */
 CtStatus scheduler_state_save(const Scheduler *s, CtStateDict *out);
 CtStatus scheduler_state_load(Scheduler *s, const CtStateDict *in);
 void scheduler_free(Scheduler *s);
@@ -259,6 +263,76 @@ typedef struct CosineWarmupArgs {
     double k_decay; /* 0 -> 1 */
 } CosineWarmupArgs;
 Scheduler *scheduler_cosine_warmup(Optimizer *o, const CosineWarmupArgs *args);
+
+/* pytorch-accelerated's WSDLrScheduler (Warmup-Stable-Decay, arXiv
+ * 2410.05192), in update steps. The run of total_steps is cut into
+ * num_checkpoints periods; each holds the base LR and then decays over its
+ * last decay_fraction, so the model at each period end is a finished
+ * ("post-decay") model, and the state at the period's pre-decay step can be
+ * resumed to train longer instead. The exact formula is in
+ * optim/scheduler_wsd.c. Deliberate differences, each a reference bug:
+ *  - period ends are total, total/2, total/4, ... (floor), the spacing the
+ *    reference documents ("2 checkpoints for 100K steps: [50K, 100K]"); its
+ *    code puts them at total//4 * 2^i, so 2 checkpoints give [25K, 50K] and
+ *    the LR stays at its minimum for the second half;
+ *  - a period whose decay would be 0 steps is an error at creation (the
+ *    reference divides by zero at the end of the run);
+ *  - as every scheduler here, the LR after t updates is lr(t) with lr(0)
+ *    written at creation; the reference writes the base LR at creation and
+ *    lr(t - 1) after t updates (its schedule runs one update late). */
+typedef enum WsdDecayShape {
+    WSD_DECAY_SQRT = 0,             /* m + (1 - m)(1 - sqrt(r)): the reference's
+                                       default (use_inverse_sqrt_decay=True) */
+    WSD_DECAY_INVERSE_PROPORTIONAL, /* 1 / (r / m + (1 - r)): the paper's
+                                       (use_inverse_sqrt_decay=False); needs m > 0 */
+    WSD_DECAY_LINEAR,               /* m + (1 - m)(1 - r) */
+    WSD_DECAY_COSINE,               /* m + (1 - m)(1 + cos(pi r)) / 2 */
+} WsdDecayShape;
+
+/* min_lr_ratio value meaning exactly 0 (a zero field means 1e-6). */
+#define WSD_MIN_LR_RATIO_ZERO (-1.0)
+
+typedef struct WsdArgs {
+    int64_t total_steps;    /* >= 1: updates of the whole run */
+    int64_t warmup_steps;   /* linear warmup from warmup_start_lr (0: none);
+                               at most the first period's pre-decay step */
+    double warmup_start_lr; /* absolute, in [0, every base LR] when warming up
+                               (the reference's default is 1e-6; 0 here means 0) */
+    double decay_fraction;  /* of each period, in (0, 1]; 0 -> 0.1; at most 1/3
+                               with more than one checkpoint (as the reference) */
+    double min_lr_ratio;    /* m: the decay ends at m * base LR, m in [0, 1];
+                               0 -> 1e-6 (the reference's lr_min);
+                               WSD_MIN_LR_RATIO_ZERO for 0 */
+    WsdDecayShape decay_shape;
+    int num_checkpoints; /* periods (0 -> 1); needs total_steps >= 2^(n-1) */
+    /* The reference's is_continuation_from_checkpoint: a new run trained on
+     * from a pre-decay checkpoint's weights and optimizer state; no warmup
+     * (warmup_steps and warmup_start_lr are ignored), periods over the new
+     * total_steps. Load the old run's model and optimizer, not its
+     * scheduler state (whose configuration differs). */
+    bool continuation;
+} WsdArgs;
+
+/* One period of a WSD schedule, in update steps: [start, end); the LR is
+ * the base LR up to pre_decay_step (its LR is still the base LR) and decays
+ * over the decay_steps = end - pre_decay_step updates that follow. The
+ * reference's get_decay_info entries. */
+typedef struct WsdPeriod {
+    int64_t start, pre_decay_step, end, decay_steps;
+} WsdPeriod;
+
+/* Errors: as the other constructors (the bad field and value), NULL args. */
+Scheduler *scheduler_wsd(Optimizer *o, const WsdArgs *args);
+/* The number of periods, or -1 with CT_ERR_INVALID when s is not a WSD
+ * scheduler (CT_ERR_NULL for NULL). */
+int scheduler_wsd_num_periods(const Scheduler *s);
+/* Period i (0-based) into *out. Errors: s not WSD, i out of range. */
+CtStatus scheduler_wsd_period(const Scheduler *s, int i, WsdPeriod *out);
+/* The reference's get_phase_info(step): the first period whose end is >=
+ * step (the last one past the end). Errors: s not WSD, step < 0. */
+CtStatus scheduler_wsd_phase_info(const Scheduler *s, int64_t step, WsdPeriod *out);
+/* The arguments as resolved (defaults filled in). Errors: s not WSD. */
+CtStatus scheduler_wsd_args(const Scheduler *s, WsdArgs *out);
 
 /* LambdaLR: lr = base_lr * fn(step, ctx). ctx is borrowed. */
 Scheduler *scheduler_lambda_lr(Optimizer *o, double (*fn)(int64_t step, void *ctx),

@@ -307,6 +307,16 @@ CtStatus runtime_broadcast(Runtime *rt, Tensor *t, int root);
  * with one process. */
 CtStatus runtime_reduce_gradients(Runtime *rt, Module *m);
 
+/* PyTorch's SyncBatchNorm.convert_sync_batchnorm over this runtime's
+ * process group: nn_convert_sync_batch_norm(m, <runtime_reduce SUM>, rt),
+ * so every BatchNorm1d/2d of m takes its training statistics over all
+ * processes (see nn.h; rt must outlive the model's use). With one process
+ * the layers are converted (type "SyncBatchNorm") without an all-reduce,
+ * and compute exactly as BatchNorm. Call it on every process, before
+ * training; the state dict is unchanged. Returns the number of layers
+ * converted, or -1 (NULL rt or m). */
+int64_t runtime_convert_sync_batch_norm(Runtime *rt, Module *m);
+
 /* "Main process first": code between begin and end runs on the main
  * process, then on the others together (downloading or preprocessing a
  * dataset once, then reading the cache). Every process calls both:

@@ -356,6 +356,21 @@ CtStatus tensor_set_grad(Tensor *t, Tensor *g);
  * pointer are raw access, not counted. */
 CtStatus tensor_backward(Tensor *root, const Tensor *grad);
 
+/* A differentiable op defined by the caller (PyTorch's autograd.Function,
+ * one input, one output), for layers that must run code of their own in
+ * backward, such as a collective (nn's SyncBatchNorm all-reduces gradient
+ * sums there). Each function returns a tensor of its argument's shape,
+ * dtype and device, owned like an op's result, or NULL with an error
+ * recorded; both run with grad mode off. */
+typedef Tensor *(*CtCustomFn)(void *ctx, Tensor *t);
+/* y = forward(ctx, x), recorded so that backward gives x the gradient
+ * backward(ctx, dy). ctx is borrowed: it must outlive the graph. name
+ * (copied, may be NULL) names the op in errors. The result is a new tensor
+ * (a detached alias of forward's). Errors: NULL functions, a result of the
+ * wrong shape, dtype or device, and the functions' own. */
+Tensor *tensor_custom(Tensor *x, CtCustomFn forward, CtCustomFn backward, void *ctx,
+                      const char *name);
+
 /* ------------------------------------------------------------------ views */
 /* Views share storage with their input. */
 

@@ -637,6 +637,9 @@ int64_t trainer_eval_dataloader_len(const Trainer *t);
  * the train loader set before trainer_train is part of the run config;
  * set during a run it changes only the loop. */
 void trainer_limit_batches(Trainer *t, int64_t train_batches, int64_t eval_batches);
+/* The caps trainer_limit_batches set (0: none); either pointer may be NULL. */
+void trainer_batch_limits(const Trainer *t, int64_t *train_batches,
+                          int64_t *eval_batches);
 /* Updates in this run so far: the ends of gradient-accumulation windows,
  * including those a loss scaler skipped for inf/NaN gradients (no optimizer
  * or scheduler step; counted by scaler_skipped_steps), as accelerate's

@@ -1033,6 +1033,307 @@ START_TEST(test_defaults_and_move)
 }
 END_TEST
 
+/* ----------------------------------------------------- LimitEvalSteps */
+
+/* Checks each evaluation's recorded loss against the mean MSE of exactly
+ * the eval samples it should have seen (computed here from the weights and
+ * the eval set), and counts its batches. */
+typedef struct EvalCheck {
+    Callback base;
+    Fx *f;
+    int64_t limit_inter, limit_end; /* batches expected (of 2 samples) */
+    double expected;
+    int64_t steps, n_checked;
+    int64_t steps_of[16];
+    double full_minus_limited; /* largest |full mean - limited mean| */
+} EvalCheck;
+
+/* Mean MSE of the model over the first n eval samples. */
+static double eval_mse(Fx *f, Module *m, int64_t n)
+{
+    double p[3];
+    float x[16], y[8];
+    params_of(m, p);
+    ck_assert_int_eq(tensor_copy_to_host(f->ex, x, CT_F32), CT_OK);
+    ck_assert_int_eq(tensor_copy_to_host(f->ey, y, CT_F32), CT_OK);
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = p[0] * x[2 * i] + p[1] * x[2 * i + 1] + p[2] - y[i];
+        sum += e * e;
+    }
+    return sum / (double)n;
+}
+
+static CtStatus ec_start(Callback *cb, Trainer *t, bool inter)
+{
+    EvalCheck *c = (EvalCheck *)cb;
+    int64_t batches = inter ? c->limit_inter : c->limit_end;
+    c->expected = eval_mse(c->f, t->model, 2 * batches);
+    double d = fabs(eval_mse(c->f, t->model, 8) - c->expected);
+    if (d > c->full_minus_limited) c->full_minus_limited = d;
+    c->steps = 0;
+    return CT_OK;
+}
+
+static CtStatus ec_step(Callback *cb, Trainer *t, const DataBatch *b,
+                        const TrainerBatchOutput *o, int64_t step)
+{
+    ((EvalCheck *)cb)->steps++;
+    return CT_OK;
+}
+
+static CtStatus ec_end(Callback *cb, Trainer *t, bool inter)
+{
+    EvalCheck *c = (EvalCheck *)cb;
+    const char *name = inter ? "intermediate_eval_loss" : "eval_loss_epoch";
+    RunHistory *h = trainer_run_history(t);
+    if (!run_history_has_metric(h, name)) name = "evaluation_loss";
+    double got = run_history_latest(h, name);
+    ck_assert_msg(fabs(got - c->expected) <= 1e-5 * fabs(c->expected),
+                  "%s: %.9g, expected %.9g", name, got, c->expected);
+    if (c->n_checked < 16) c->steps_of[c->n_checked] = c->steps;
+    c->n_checked++;
+    return CT_OK;
+}
+
+static const CallbackVtable eval_check_vt = {.type = "EvalCheck",
+                                             .on_eval_epoch_start = ec_start,
+                                             .on_eval_step_end = ec_step,
+                                             .on_eval_epoch_end = ec_end};
+
+static EvalCheck *eval_check(Fx *f, int64_t inter, int64_t end)
+{
+    EvalCheck *c = calloc(1, sizeof *c);
+    c->base.vt = &eval_check_vt;
+    c->f = f;
+    c->limit_inter = inter;
+    c->limit_end = end;
+    return c;
+}
+
+START_TEST(test_limit_eval_steps)
+{
+    Fx f;
+    fx_init(&f);
+    EvalCheck *c = eval_check(&f, 3, 4);
+    Callback *le =
+        callback_limit_eval_steps_create(&(LimitEvalStepsArgs){.num_eval_steps = 3});
+    fx_trainer(&f, 3,
+               (Callback *[]){le, callback_step_based_evaluation_create(3), &c->base});
+    ck_assert_int_eq(fx_train(&f, 2, true), CT_OK);
+    /* per epoch: intermediate evaluations at steps 3 and 6 (3 batches of 4),
+     * then the unlimited end-of-epoch one (4) */
+    ck_assert_int_eq(c->n_checked, 6);
+    const int64_t want[6] = {3, 3, 4, 3, 3, 4};
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(c->steps_of[i], want[i]);
+    ck_assert_int_eq(callback_limit_eval_steps_count(le), 4);
+    ck_assert(c->full_minus_limited > 1e-3); /* the limit does change the mean */
+    ck_assert_int_eq(trainer_eval_dataloader_len(f.t), 4);
+    ck_assert_int_eq(trainer_train_dataloader_len(f.t), 8);
+    fx_free(&f);
+
+    /* every evaluation, trainer_evaluate included; one step */
+    fx_init(&f);
+    c = eval_check(&f, 1, 1);
+    le = callback_limit_eval_steps_create(
+        &(LimitEvalStepsArgs){.num_eval_steps = 1, .limit_every_eval = true});
+    fx_trainer(&f, 2, (Callback *[]){le, &c->base});
+    ck_assert_int_eq(fx_train(&f, 1, true), CT_OK);
+    ck_assert_int_eq(c->n_checked, 1);
+    ck_assert_int_eq(c->steps_of[0], 1);
+    /* a train cap survives an evaluation, which has no train loader */
+    trainer_limit_batches(f.t, 5, 0);
+    ck_assert_int_eq(
+        trainer_evaluate(f.t, &(EvalArgs){.dataset = f.eval, .per_device_batch_size = 2}),
+        CT_OK);
+    ck_assert_int_eq(c->n_checked, 2);
+    ck_assert_int_eq(c->steps_of[1], 1);
+    ck_assert_int_eq(trainer_eval_dataloader_len(f.t), 4);
+    int64_t cap_train = -1, cap_eval = -1;
+    trainer_batch_limits(f.t, &cap_train, &cap_eval);
+    ck_assert_int_eq(cap_train, 5);
+    ck_assert_int_eq(cap_eval, 0);
+    fx_free(&f);
+
+    /* a smaller LimitBatches cap stays, and is put back afterwards */
+    fx_init(&f);
+    c = eval_check(&f, 2, 2);
+    fx_trainer(&f, 4,
+               (Callback *[]){callback_limit_batches_create(2),
+                              callback_limit_eval_steps_create(
+                                  &(LimitEvalStepsArgs){.num_eval_steps = 3}),
+                              callback_step_based_evaluation_create(1), &c->base});
+    ck_assert_int_eq(fx_train(&f, 1, true), CT_OK);
+    ck_assert_int_eq(c->n_checked, 2); /* at step 1, then the epoch's */
+    ck_assert_int_eq(c->steps_of[0], 2);
+    ck_assert_int_eq(c->steps_of[1], 2);
+    ck_assert_int_eq(trainer_eval_dataloader_len(f.t), 2);
+    ck_assert_int_eq(trainer_train_dataloader_len(f.t), 2);
+    fx_free(&f);
+
+    ck_assert_ptr_null(
+        callback_limit_eval_steps_create(&(LimitEvalStepsArgs){.num_eval_steps = 0}));
+    tu_assert_error(CT_ERR_INVALID, "num_eval_steps must be >= 1, got 0");
+    ck_assert_ptr_null(callback_limit_eval_steps_create(NULL));
+    tu_assert_error(CT_ERR_NULL, "args is NULL");
+}
+END_TEST
+
+/* ------------------------------------------------------ WSDCheckpoint */
+
+/* 3 epochs of 8 updates: total 24, two checkpoints (ends 12 and 24), decay
+ * 0.25 (3 steps each: pre-decay steps 9 and 21), warmup 2 from 0.01. */
+static Scheduler *make_wsd_sched(Trainer *t, Optimizer *o, void *user)
+{
+    int64_t total;
+    if (trainer_resolve_product(t, TRAINER_NUM_EPOCHS, TRAINER_NUM_UPDATE_STEPS_PER_EPOCH,
+                                &total) != CT_OK)
+        return NULL;
+    return scheduler_wsd(o, &(WsdArgs){.total_steps = total,
+                                       .warmup_steps = 2,
+                                       .warmup_start_lr = 0.01,
+                                       .decay_fraction = 0.25,
+                                       .num_checkpoints = 2});
+}
+
+static Scheduler *make_exp_sched(Trainer *t, Optimizer *o, void *user)
+{
+    return scheduler_exponential_lr(o, 0.9);
+}
+
+static CtStatus fx_train_wsd(Fx *f, TrainerSchedulerFn fn, const char *resume)
+{
+    return trainer_train(f->t, &(TrainArgs){.train_dataset = f->train,
+                                            .eval_dataset = f->eval,
+                                            .num_epochs = 3,
+                                            .per_device_batch_size = 2,
+                                            .create_scheduler_fn = fn,
+                                            .resume_from = resume,
+                                            .train_dataloader_args = &(TrainerLoaderArgs){
+                                                .shuffle = TRAINER_NO}});
+}
+
+/* The 3 weights of a saved safetensors file, and its header. */
+static void file_params(const char *path, double out[3], char **header)
+{
+    CtGenerator g = ct_generator(99, 0);
+    Module *m = nn_linear(2, 1, true, &g);
+    ck_assert_msg(nn_module_load(m, path, true, NULL) == CT_OK, "%s", ct_last_error());
+    params_of(m, out);
+    nn_module_free(m);
+    if (!header) return;
+    FILE *fp = fopen(path, "rb");
+    ck_assert_ptr_nonnull(fp);
+    unsigned char len8[8];
+    ck_assert_int_eq(fread(len8, 1, 8, fp), 8);
+    size_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen * 256 + len8[i];
+    *header = calloc(hlen + 1, 1);
+    ck_assert_int_eq(fread(*header, 1, hlen, fp), hlen);
+    fclose(fp);
+}
+
+static int count_entries(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls -A %s | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    ck_assert_int_eq(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+START_TEST(test_wsd_checkpoint)
+{
+    char root[] = "/tmp/ct_cb_wsd_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    char dir[300], dir2[300], path[400];
+    snprintf(dir, sizeof dir, "%s/run/ckpts", root); /* created with parents */
+    snprintf(dir2, sizeof dir2, "%s/resumed", root);
+    Fx f;
+    fx_init(&f);
+    Recorder *r = recorder(NULL, 0);
+    Callback *wc = callback_wsd_checkpoint_create(&(WsdCheckpointArgs){.save_dir = dir});
+    fx_trainer(&f, 2, (Callback *[]){&r->base, wc});
+    ck_assert_msg(fx_train_wsd(&f, make_wsd_sched, NULL) == CT_OK, "%s", ct_last_error());
+    ck_assert_int_eq(callback_wsd_checkpoint_num_pre_decay(wc), 2);
+    ck_assert_int_eq(callback_wsd_checkpoint_num_post_decay(wc), 2);
+    /* exactly these four, at those steps */
+    ck_assert_int_eq(count_entries(dir), 4);
+    const char *names[4] = {"checkpoint_9_wsd_pre_decay/manifest.json",
+                            "checkpoint_21_wsd_pre_decay/manifest.json",
+                            "checkpoint_12_wsd_post_decay.safetensors",
+                            "checkpoint_24_wsd_post_decay.safetensors"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        ck_assert_msg(access(path, F_OK) == 0, "missing %s", path);
+    }
+    /* post-decay weights: after exactly 12 updates (the 13th step's start)
+     * and 24 (the end) */
+    ck_assert_int_eq(r->n_step_params, 24);
+    double w[3], final[3];
+    char *header;
+    snprintf(path, sizeof path, "%s/%s", dir, names[2]);
+    file_params(path, w, &header);
+    for (int i = 0; i < 3; i++) ck_assert(w[i] == r->step_params[12][i]);
+    ck_assert_ptr_nonnull(strstr(header, "\"type\":\"post_decay\""));
+    ck_assert_ptr_nonnull(strstr(header, "\"step\":\"12\""));
+    ck_assert_ptr_nonnull(strstr(header, "\"total_steps\":\"24\""));
+    ck_assert_ptr_nonnull(strstr(header, "\"decay_fraction\":\"0.25\""));
+    free(header);
+    params_of(f.model, final);
+    snprintf(path, sizeof path, "%s/%s", dir, names[3]);
+    file_params(path, w, NULL);
+    for (int i = 0; i < 3; i++) ck_assert(w[i] == final[i]);
+    /* the pre-decay state holds the weights after 9 updates */
+    snprintf(path, sizeof path, "%s/checkpoint_9_wsd_pre_decay/model.safetensors", dir);
+    file_params(path, w, NULL);
+    for (int i = 0; i < 3; i++) ck_assert(w[i] == r->step_params[9][i]);
+    fx_free(&f);
+
+    /* resumed from the first pre-decay state: the same post-decay weights,
+     * bit for bit, and the pre-decay state is not saved again */
+    fx_init(&f);
+    wc = callback_wsd_checkpoint_create(&(WsdCheckpointArgs){.save_dir = dir2});
+    fx_trainer(&f, 2, (Callback *[]){&recorder(NULL, 0)->base, wc});
+    snprintf(path, sizeof path, "%s/checkpoint_9_wsd_pre_decay", dir);
+    ck_assert_msg(fx_train_wsd(&f, make_wsd_sched, path) == CT_OK, "%s", ct_last_error());
+    ck_assert_int_eq(callback_wsd_checkpoint_num_pre_decay(wc), 1);
+    ck_assert_int_eq(callback_wsd_checkpoint_num_post_decay(wc), 2);
+    ck_assert_int_eq(count_entries(dir2), 3);
+    for (int k = 2; k < 4; k++) {
+        double a[3], b[3];
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        file_params(path, a, NULL);
+        snprintf(path, sizeof path, "%s/%s", dir2, names[k]);
+        file_params(path, b, NULL);
+        for (int i = 0; i < 3; i++) ck_assert(a[i] == b[i]);
+    }
+    fx_free(&f);
+
+    /* a run without a WSD scheduler */
+    fx_init(&f);
+    fx_trainer(&f, 1,
+               (Callback *[]){callback_wsd_checkpoint_create(
+                   &(WsdCheckpointArgs){.save_dir = dir2})});
+    ck_assert_int_eq(fx_train_wsd(&f, make_exp_sched, NULL), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID,
+                    "WSDCheckpoint: the run's scheduler is ExponentialLR; it needs a "
+                    "WSDLrScheduler");
+    ck_assert_int_eq(fx_train_wsd(&f, NULL, NULL), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "WSDCheckpoint: the run has no scheduler");
+    fx_free(&f);
+    ck_assert_ptr_null(
+        callback_wsd_checkpoint_create(&(WsdCheckpointArgs){.save_dir = ""}));
+    tu_assert_error(CT_ERR_INVALID, "save_dir is empty");
+
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("callbacks");
@@ -1051,6 +1352,8 @@ int main(void)
     tcase_add_test(tc, test_limit_batches);
     tcase_add_test(tc, test_step_based_evaluation);
     tcase_add_test(tc, test_step_based_evaluation_keeps_modes);
+    tcase_add_test(tc, test_limit_eval_steps);
+    tcase_add_test(tc, test_wsd_checkpoint);
     tcase_add_test(tc, test_progress_bar_lines);
     tcase_add_test(tc, test_progress_bar_follows_launcher_tty);
     tcase_add_test(tc, test_print_and_log_metrics);

@@ -1401,6 +1401,266 @@ START_TEST(test_sequential_bad)
 }
 END_TEST
 
+/* ---- WSD ------------------------------------------------------------------ */
+
+/* LR of group g after t steps of s (stepping a fresh copy is not needed:
+ * the schedule is a function of the step, so step s forward only). */
+static double lr_after(Scheduler *s, Optimizer *o, int64_t t, int g)
+{
+    while (scheduler_step_count(s) < t) ck_assert_int_eq(scheduler_step(s), CT_OK);
+    ck_assert(scheduler_get_last_lr(s, g) == optim_get_lr(o, g));
+    return optim_get_lr(o, g);
+}
+
+/* pytorch-accelerated's WSDLrScheduler is not installed; its formulas
+ * (wsd_scheduler.py, get_updated_values) with lr_min = m, base b:
+ *   warmup   s0 + (t / W) * (b - s0)
+ *   sqrt     b * (m + (1 - m) * (1 - sqrt(r)))
+ *   inverse  b / (r * (1 / m) + (1 - r) * 1)
+ * r = (steps into the period - (L - D)) / D, D = int(L * decay_phase_ratio).
+ * The values below are those formulas evaluated by hand (python3 -c). */
+START_TEST(test_wsd)
+{
+    Fixture f = make_fixture(false);
+    /* one period of 20: warmup 4 from 0.01, D = int(20 * 0.25) = 5, pre-decay
+     * step 15, sqrt decay to 0.1 * base. Group 0 (b = 0.1):
+     *   t=0: 0.01   t=2: 0.01 + 0.5 * 0.09 = 0.055   t=4..15: 0.1
+     *   t=16: r=0.2: 0.1 * (0.1 + 0.9 * (1 - sqrt(0.2))) = 0.05975077640500379
+     *   t=19: r=0.8: 0.019501552810007573   t>=20: 0.1 * 0.1 = 0.01 */
+    WsdArgs a = {.total_steps = 20,
+                 .warmup_steps = 4,
+                 .warmup_start_lr = 0.01,
+                 .decay_fraction = 0.25,
+                 .min_lr_ratio = 0.1};
+    Scheduler *s = scheduler_wsd(fresh(&f), &a);
+    ck_assert_msg(s != NULL, "%s", ct_last_error());
+    ck_assert_str_eq(scheduler_name(s), "WSDLrScheduler");
+    const double hand[][2] = {{0, 0.01},
+                              {2, 0.055},
+                              {4, 0.1},
+                              {14, 0.1},
+                              {15, 0.1},
+                              {16, 0.05975077640500379},
+                              {19, 0.019501552810007573},
+                              {20, 0.01},
+                              {25, 0.01}};
+    for (int i = 0; i < 9; i++)
+        assert_close("wsd sqrt", (int)hand[i][0], 0,
+                     lr_after(s, f.opt, (int64_t)hand[i][0], 0), hand[i][1]);
+    ck_assert_int_eq(scheduler_wsd_num_periods(s), 1);
+    WsdPeriod p;
+    ck_assert_int_eq(scheduler_wsd_period(s, 0, &p), CT_OK);
+    ck_assert_int_eq(p.start, 0);
+    ck_assert_int_eq(p.pre_decay_step, 15);
+    ck_assert_int_eq(p.end, 20);
+    ck_assert_int_eq(p.decay_steps, 5);
+    WsdArgs back;
+    ck_assert_int_eq(scheduler_wsd_args(s, &back), CT_OK);
+    ck_assert_int_eq(back.num_checkpoints, 1);
+    ck_assert_double_eq(back.min_lr_ratio, 0.1);
+    scheduler_free(s);
+
+    /* three checkpoints over 40 (ends 10, 20, 40, as the reference's code
+     * also gives for 40): D = 2, 2, 5, pre-decay steps 8, 18, 35; inverse
+     * decay with m = 0.1, group 0:
+     *   t=8: b   t=9: r=0.5: 0.1 / (0.5 * 10 + 0.5) = 0.018181818181818184
+     *   t=10: b (next period)   t=19: 0.018181818181818184
+     *   t=36: r=0.2: 0.1 / (2 + 0.8) = 0.03571428571428572   t=40: 0.01 */
+    a = (WsdArgs){.total_steps = 40,
+                  .decay_fraction = 0.25,
+                  .min_lr_ratio = 0.1,
+                  .decay_shape = WSD_DECAY_INVERSE_PROPORTIONAL,
+                  .num_checkpoints = 3};
+    s = scheduler_wsd(fresh(&f), &a);
+    ck_assert_msg(s != NULL, "%s", ct_last_error());
+    const double inv[][2] = {{0, 0.1},
+                             {7, 0.1},
+                             {8, 0.1},
+                             {9, 0.018181818181818184},
+                             {10, 0.1},
+                             {19, 0.018181818181818184},
+                             {20, 0.1},
+                             {35, 0.1},
+                             {36, 0.03571428571428572},
+                             {40, 0.01}};
+    for (int i = 0; i < 10; i++)
+        assert_close("wsd inverse", (int)inv[i][0], 0,
+                     lr_after(s, f.opt, (int64_t)inv[i][0], 0), inv[i][1]);
+    ck_assert_int_eq(scheduler_wsd_num_periods(s), 3);
+    const int64_t want[3][4] = {{0, 8, 10, 2}, {10, 18, 20, 2}, {20, 35, 40, 5}};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(scheduler_wsd_period(s, i, &p), CT_OK);
+        ck_assert_int_eq(p.start, want[i][0]);
+        ck_assert_int_eq(p.pre_decay_step, want[i][1]);
+        ck_assert_int_eq(p.end, want[i][2]);
+        ck_assert_int_eq(p.decay_steps, want[i][3]);
+    }
+    /* get_phase_info: the first period whose end is >= the step */
+    ck_assert_int_eq(scheduler_wsd_phase_info(s, 10, &p), CT_OK);
+    ck_assert_int_eq(p.end, 10);
+    ck_assert_int_eq(scheduler_wsd_phase_info(s, 11, &p), CT_OK);
+    ck_assert_int_eq(p.end, 20);
+    ck_assert_int_eq(scheduler_wsd_phase_info(s, 99, &p), CT_OK);
+    ck_assert_int_eq(p.end, 40);
+    scheduler_free(s);
+
+    /* two checkpoints over 100 end at 50 and 100 (the reference's docstring;
+     * its code gives 25 and 50 and then holds the minimum LR) */
+    a = (WsdArgs){.total_steps = 100, .num_checkpoints = 2};
+    s = scheduler_wsd(fresh(&f), &a);
+    ck_assert_int_eq(scheduler_wsd_period(s, 0, &p), CT_OK);
+    ck_assert_int_eq(p.end, 50);
+    ck_assert_int_eq(p.pre_decay_step, 45);
+    ck_assert_int_eq(scheduler_wsd_period(s, 1, &p), CT_OK);
+    ck_assert_int_eq(p.end, 100);
+    ck_assert_int_eq(p.pre_decay_step, 95);
+    assert_close("wsd 2 ckpt", 60, 0, lr_after(s, f.opt, 60, 0), 0.1);
+    /* default m = 1e-6: t=99: r=0.8 */
+    assert_close("wsd 2 ckpt", 99, 0, lr_after(s, f.opt, 99, 0),
+                 0.1 * (1e-6 + (1 - 1e-6) * (1 - sqrt(0.8))));
+    scheduler_free(s);
+
+    /* linear and cosine, m = 0.5, one period of 10 with D = 5, group 1
+     * (b = 0.03) at t=7 (r=0.4):
+     *   linear 0.03 * (0.5 + 0.5 * 0.6) = 0.024
+     *   cosine 0.03 * (0.5 + 0.5 * (1 + cos(0.4 pi)) / 2) = 0.024817627457812106 */
+    a = (WsdArgs){.total_steps = 10,
+                  .decay_fraction = 0.5,
+                  .min_lr_ratio = 0.5,
+                  .decay_shape = WSD_DECAY_LINEAR};
+    s = scheduler_wsd(fresh(&f), &a);
+    assert_close("wsd linear", 7, 1, lr_after(s, f.opt, 7, 1), 0.024);
+    scheduler_free(s);
+    a.decay_shape = WSD_DECAY_COSINE;
+    s = scheduler_wsd(fresh(&f), &a);
+    assert_close("wsd cosine", 7, 1, lr_after(s, f.opt, 7, 1), 0.024817627457812106);
+    assert_close("wsd cosine", 10, 1, lr_after(s, f.opt, 10, 1), 0.015);
+    scheduler_free(s);
+    /* exactly 0 at the end; continuation skips the warmup */
+    a = (WsdArgs){.total_steps = 10,
+                  .warmup_steps = 3,
+                  .min_lr_ratio = WSD_MIN_LR_RATIO_ZERO,
+                  .continuation = true};
+    s = scheduler_wsd(fresh(&f), &a);
+    ck_assert_msg(s != NULL, "%s", ct_last_error());
+    ck_assert(lr_after(s, f.opt, 0, 0) == 0.1);
+    ck_assert(lr_after(s, f.opt, 10, 0) == 0.0);
+    scheduler_free(s);
+    free_fixture(&f);
+}
+END_TEST
+
+static Scheduler *make_wsd(Optimizer *o)
+{
+    WsdArgs a = {.total_steps = 40,
+                 .warmup_steps = 3,
+                 .warmup_start_lr = 0.001,
+                 .decay_fraction = 0.3,
+                 .min_lr_ratio = 0.05,
+                 .num_checkpoints = 3};
+    return scheduler_wsd(o, &a);
+}
+
+/* Saved mid-decay, loaded into a fresh scheduler: the same LRs to the end
+ * and beyond; a state of another configuration is refused. */
+START_TEST(test_wsd_resume)
+{
+    TU_MEM_BEGIN;
+    const int ks[] = {2, 8, 9, 19, 37};
+    for (int i = 0; i < 5; i++) {
+        Fixture fa = make_fixture(false), fb = make_fixture(false);
+        Scheduler *a = make_wsd(fa.opt), *b = make_wsd(fb.opt);
+        ck_assert_ptr_nonnull(a);
+        while (scheduler_step_count(a) < ks[i])
+            ck_assert_int_eq(scheduler_step(a), CT_OK);
+        CtStateDict *d = ct_state_dict_create();
+        ck_assert_int_eq(scheduler_state_save(a, d), CT_OK);
+        ck_assert_int_eq(ct_state_dict_size(d), 1 + 2 + 8);
+        ck_assert(tensor_item(ct_state_dict_get(d, "total_steps")) == 40);
+        ck_assert_int_eq(scheduler_state_load(b, d), CT_OK);
+        ct_state_dict_free(d);
+        for (int t = ks[i]; t <= 45; t++) {
+            if (t > ks[i]) {
+                ck_assert_int_eq(scheduler_step(a), CT_OK);
+                ck_assert_int_eq(scheduler_step(b), CT_OK);
+            }
+            for (int g = 0; g < 2; g++)
+                ck_assert(optim_get_lr(fa.opt, g) == optim_get_lr(fb.opt, g));
+        }
+        scheduler_free(a);
+        scheduler_free(b);
+        free_fixture(&fa);
+        free_fixture(&fb);
+    }
+    /* another total_steps: refused, nothing changed */
+    Fixture f = make_fixture(false);
+    Scheduler *a = make_wsd(f.opt);
+    for (int t = 0; t < 5; t++) scheduler_step(a);
+    CtStateDict *d = ct_state_dict_create();
+    ck_assert_int_eq(scheduler_state_save(a, d), CT_OK);
+    scheduler_free(a);
+    WsdArgs other = {.total_steps = 80,
+                     .warmup_steps = 3,
+                     .warmup_start_lr = 0.001,
+                     .decay_fraction = 0.3,
+                     .min_lr_ratio = 0.05,
+                     .num_checkpoints = 3};
+    Scheduler *b = scheduler_wsd(fresh(&f), &other);
+    check_bad_state(b, f.opt, d, CT_ERR_INVALID, "saved total_steps 40");
+    scheduler_free(b);
+    free_fixture(&f);
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_wsd_bad_args)
+{
+    Fixture f = make_fixture(false);
+    Optimizer *o = fresh(&f);
+    struct {
+        WsdArgs a;
+        const char *needle;
+    } bad[] = {
+        {{.total_steps = 0}, "total_steps must be >= 1"},
+        {{.total_steps = 10, .warmup_steps = -1}, "warmup_steps must be >= 0"},
+        {{.total_steps = 10, .decay_fraction = 1.5}, "decay_fraction must be in (0, 1]"},
+        {{.total_steps = 10, .min_lr_ratio = 2}, "min_lr_ratio must be in [0, 1]"},
+        {{.total_steps = 10, .decay_shape = (WsdDecayShape)9}, "unknown decay_shape 9"},
+        {{.total_steps = 10,
+          .min_lr_ratio = WSD_MIN_LR_RATIO_ZERO,
+          .decay_shape = WSD_DECAY_INVERSE_PROPORTIONAL},
+         "needs min_lr_ratio > 0"},
+        {{.total_steps = 100, .decay_fraction = 0.5, .num_checkpoints = 2},
+         "decay_fraction 0.5 is too large with 2 checkpoints"},
+        {{.total_steps = 3, .num_checkpoints = 3}, "total_steps 3 is too small for 3"},
+        /* the reference divides by zero here: int(5 * 0.1) = 0 */
+        {{.total_steps = 5}, "period 0 [0, 5) gets no decay step"},
+        {{.total_steps = 20, .warmup_steps = 19}, "warmup_steps 19 run past the first"},
+        {{.total_steps = 20, .warmup_steps = 2, .warmup_start_lr = 0.05},
+         "warmup_start_lr 0.05 exceeds group 1's base LR 0.03"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_ptr_null(scheduler_wsd(o, &bad[i].a));
+        tu_assert_error(CT_ERR_INVALID, bad[i].needle);
+    }
+    ck_assert_ptr_null(scheduler_wsd(o, NULL));
+    tu_assert_error(CT_ERR_NULL, "args is NULL");
+    /* queries on another scheduler */
+    Scheduler *s = scheduler_exponential_lr(o, 0.9);
+    ck_assert_int_eq(scheduler_wsd_num_periods(s), -1);
+    tu_assert_error(CT_ERR_INVALID, "is ExponentialLR, not a WSDLrScheduler");
+    WsdPeriod p;
+    ck_assert_int_eq(scheduler_wsd_period(s, 0, &p), CT_ERR_INVALID);
+    scheduler_free(s);
+    s = scheduler_wsd(fresh(&f), &(WsdArgs){.total_steps = 20});
+    ck_assert_int_eq(scheduler_wsd_period(s, 1, &p), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "period 1 out of [0, 1)");
+    ck_assert_int_eq(scheduler_wsd_phase_info(s, -1, &p), CT_ERR_INVALID);
+    scheduler_free(s);
+    free_fixture(&f);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sched");
@@ -1426,6 +1686,9 @@ int main(void)
     tcase_add_test(tc, test_plateau_state_bad);
     tcase_add_test(tc, test_plateau_trainer);
     tcase_add_test(tc, test_state_save_oom);
+    tcase_add_test(tc, test_wsd);
+    tcase_add_test(tc, test_wsd_resume);
+    tcase_add_test(tc, test_wsd_bad_args);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
