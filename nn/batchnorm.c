@@ -200,14 +200,20 @@ static Tensor *per_channel(Tensor *t, int nd)
 }
 
 /* r = (1 - momentum) r + momentum * stat, outside autograd. */
-static CtStatus update_running(Tensor *r, Tensor *stat, double momentum)
+/* running <- (1 - momentum) running + momentum stat for both statistics:
+ * both new values are computed before either is written, so a failure
+ * leaves both as they were. */
+static CtStatus update_running(Tensor *const r[2], Tensor *const stat[2], double momentum)
 {
     CtScope *s = ct_scope_open();
     if (!s) return ct_last_status();
     bool prev = ct_set_grad_enabled(false);
-    Tensor *v = tensor_add(tensor_mul_scalar(r, 1 - momentum),
-                           tensor_mul_scalar(tensor_detach(stat), momentum));
-    CtStatus st = v ? tensor_copy_(r, v) : ct_last_status();
+    Tensor *v[2];
+    for (int i = 0; i < 2; i++)
+        v[i] = tensor_add(tensor_mul_scalar(r[i], 1 - momentum),
+                          tensor_mul_scalar(tensor_detach(stat[i]), momentum));
+    CtStatus st = v[0] && v[1] ? tensor_copy_(r[0], v[0]) : ct_last_status();
+    if (st == CT_OK) st = tensor_copy_(r[1], v[1]);
     ct_set_grad_enabled(prev);
     ct_scope_close(s);
     return st;
@@ -284,10 +290,13 @@ static bool check_sync_args(Tensor *x, Tensor *const per[4], double eps, double 
     static const char *const what[4] = {"running_mean", "running_var", "weight", "bias"};
     const int64_t c = tensor_shape(x)[1];
     for (int i = 0; i < 4; i++) {
-        if (!per[i] || (tensor_ndim(per[i]) == 1 && tensor_numel(per[i]) == c)) continue;
-        ct_error(CT_ERR_SHAPE, "SyncBatchNorm: %s is %s, expected (%lld) for input %s",
+        /* the running statistics are written: contiguous (not expanded) */
+        if (!per[i] || (tensor_ndim(per[i]) == 1 && tensor_numel(per[i]) == c &&
+                        (i > 1 || tensor_is_contiguous(per[i]))))
+            continue;
+        ct_error(CT_ERR_SHAPE, "SyncBatchNorm: %s is %s, expected (%lld)%s for input %s",
                  what[i], tensor_describe(per[i], d, sizeof d), (long long)c,
-                 tensor_describe(x, (char[96]){0}, 96));
+                 i < 2 ? " and contiguous" : "", tensor_describe(x, (char[96]){0}, 96));
         return false;
     }
     if (!per[0] != !per[1] || !(eps > 0) || !(momentum >= 0 && momentum <= 1)) {
@@ -325,9 +334,9 @@ Tensor *nn_sync_batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
     if (y && tensor_dtype(y) != tensor_dtype(x)) y = tensor_cast(y, tensor_dtype(x));
     if (!y || !running_mean) return y;
     /* running_var takes the unbiased variance over the whole batch */
-    if (update_running(running_mean, mean, momentum) != CT_OK ||
-        update_running(running_var, tensor_mul_scalar(var, total / (total - 1)),
-                       momentum) != CT_OK)
+    Tensor *unbiased = tensor_mul_scalar(var, total / (total - 1));
+    if (!unbiased || update_running((Tensor *[]){running_mean, running_var},
+                                    (Tensor *[]){mean, unbiased}, momentum) != CT_OK)
         return NULL;
     return y;
 }

@@ -1,5 +1,6 @@
 /* Warmup-Stable-Decay: pytorch-accelerated's WSDLrScheduler, counted in
- * update steps, with its checkpoint spacing and zero-length decay fixed.
+ * update steps, with its checkpoint spacing, zero-length decay and
+ * off-by-one decay fixed.
  *
  * With T = total_steps, n = num_checkpoints, f = decay_fraction, W =
  * warmup_steps (0 in continuation mode), m = min_lr_ratio, s0 =
@@ -12,14 +13,16 @@
  *   t >= T:       b * shape(1) = m * b                         (after the run)
  *   otherwise, in the period holding t, with u = t - e_{i-1}:
  *     u < L_i - D_i:  b                                        (stable)
- *     else:           b * shape(r), r = (u - (L_i - D_i)) / D_i in [0, 1)
+ *     else:           b * shape(r), r = (u - (L_i - D_i) + 1) / D_i in (0, 1]
  * where shape(r) is (WsdDecayShape)
  *   sqrt:    m + (1 - m) * (1 - sqrt(r))      the reference's default
  *   inverse: 1 / (r * (1 / m) + (1 - r))      the paper's (b / that)
  *   linear:  m + (1 - m) * (1 - r)
  *   cosine:  m + (1 - m) * (1 + cos(pi r)) / 2
- * so the LR at each pre-decay step is still b, and shape(1) = m is reached
- * at the period end, where the next period starts again at b (the last
+ * so the D_i updates after the pre-decay step run at decayed LRs, the last
+ * of them at shape(1) = m (the reference's r = (u - (L_i - D_i)) / D_i runs
+ * the first decay update at b and never reaches m inside a period: with
+ * D_i = 1 nothing decays), and the next period starts again at b (the last
  * period's end is T). The sqrt, inverse and warmup expressions are the
  * reference's (wsd_scheduler.py, get_updated_values), in the same order of
  * operations. */
@@ -71,7 +74,7 @@ static double wsd_lr_at(const Scheduler *s, int64_t t, int g)
     if (t >= w->a.total_steps) return decayed(w, b, 1.0);
     const WsdPeriod *p = period_of(w, t);
     if (t < p->pre_decay_step) return b;
-    return decayed(w, b, (double)(t - p->pre_decay_step) / (double)p->decay_steps);
+    return decayed(w, b, (double)(t - p->pre_decay_step + 1) / (double)p->decay_steps);
 }
 
 /* ------------------------------------------------------------ state */

@@ -143,6 +143,14 @@ static Tensor *batch_norm(Tensor *x, Tensor *running_mean, Tensor *running_var,
                  running_mean ? "running_mean only" : "running_var only");
         return NULL;
     }
+    if (training && running_mean &&
+        (!tensor_is_contiguous(running_mean) || !tensor_is_contiguous(running_var))) {
+        ct_error(CT_ERR_SHAPE,
+                 "%s: running_mean and running_var are updated in place and must be "
+                 "contiguous (not expanded or strided views)",
+                 op);
+        return NULL;
+    }
     CtBatchNormParams p = {.n = x->shape[0],
                            .c = x->shape[1],
                            .inner = ct_shape_numel(x->ndim - 2, x->shape + 2),

@@ -277,6 +277,10 @@ Scheduler *scheduler_cosine_warmup(Optimizer *o, const CosineWarmupArgs *args);
  *    the LR stays at its minimum for the second half;
  *  - a period whose decay would be 0 steps is an error at creation (the
  *    reference divides by zero at the end of the run);
+ *  - the decay_steps updates of a period all run at decayed LRs, the last
+ *    one at m * base (the reference runs the first of them at the base LR
+ *    and reaches m only after the period, so one decay step decays
+ *    nothing);
  *  - as every scheduler here, the LR after t updates is lr(t) with lr(0)
  *    written at creation; the reference writes the base LR at creation and
  *    lr(t - 1) after t updates (its schedule runs one update late). */
@@ -313,10 +317,10 @@ typedef struct WsdArgs {
     bool continuation;
 } WsdArgs;
 
-/* One period of a WSD schedule, in update steps: [start, end); the LR is
- * the base LR up to pre_decay_step (its LR is still the base LR) and decays
- * over the decay_steps = end - pre_decay_step updates that follow. The
- * reference's get_decay_info entries. */
+/* One period of a WSD schedule, in update steps: [start, end); the first
+ * pre_decay_step - start updates run at the base LR, and the decay_steps =
+ * end - pre_decay_step updates that follow at decayed LRs, down to m * base
+ * for the last. The reference's get_decay_info entries. */
 typedef struct WsdPeriod {
     int64_t start, pre_decay_step, end, decay_steps;
 } WsdPeriod;

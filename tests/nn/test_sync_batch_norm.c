@@ -339,6 +339,20 @@ START_TEST(test_errors)
     tu_assert_error(CT_ERR_INVALID, "eps > 0");
     ck_assert_ptr_null(nn_sync_batch_norm(NULL, NULL, NULL, NULL, NULL, true, 0.1, 1e-5,
                                           reduce_one, NULL));
+    /* a running statistic that cannot be written (expanded) is refused
+     * before anything is reduced or written */
+    Tensor *rm = tensor_zeros(1, (int64_t[]){2}, CT_F32, ct_cpu());
+    Tensor *rv = tensor_expand(tensor_ones(1, (int64_t[]){1}, CT_F32, ct_cpu()), 1,
+                               (int64_t[]){2});
+    Tensor *x42 = tensor_reshape(x4, 2, (int64_t[]){4, 2});
+    n_reduce = 0;
+    ck_assert_ptr_null(
+        nn_sync_batch_norm(x42, rm, rv, NULL, NULL, true, 0.1, 1e-5, reduce_one, NULL));
+    tu_assert_error(CT_ERR_SHAPE,
+                    "running_var is f32[2] cpu, expected (2) and contiguous");
+    ck_assert_int_eq(n_reduce, 0);
+    tu_assert_values(rm, ((const double[]){0, 0}), 2, 0, 0);
+    tensor_free(rm);
     ct_scope_close(s);
     tensor_free(one);
     tensor_free(x1);

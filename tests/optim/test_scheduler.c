@@ -1424,9 +1424,10 @@ START_TEST(test_wsd)
     Fixture f = make_fixture(false);
     /* one period of 20: warmup 4 from 0.01, D = int(20 * 0.25) = 5, pre-decay
      * step 15, sqrt decay to 0.1 * base. Group 0 (b = 0.1):
-     *   t=0: 0.01   t=2: 0.01 + 0.5 * 0.09 = 0.055   t=4..15: 0.1
-     *   t=16: r=0.2: 0.1 * (0.1 + 0.9 * (1 - sqrt(0.2))) = 0.05975077640500379
-     *   t=19: r=0.8: 0.019501552810007573   t>=20: 0.1 * 0.1 = 0.01 */
+     *   t=0: 0.01   t=2: 0.01 + 0.5 * 0.09 = 0.055   t=4..14: 0.1
+     *   t=15: r=0.2: 0.1 * (0.1 + 0.9 * (1 - sqrt(0.2))) = 0.05975077640500379
+     *   t=16: r=0.4: 0.04307900211696917   t=18: r=0.8: 0.019501552810007573
+     *   t=19 (the last update of the decay): r=1: 0.1 * 0.1 = 0.01, and after */
     WsdArgs a = {.total_steps = 20,
                  .warmup_steps = 4,
                  .warmup_start_lr = 0.01,
@@ -1439,12 +1440,13 @@ START_TEST(test_wsd)
                               {2, 0.055},
                               {4, 0.1},
                               {14, 0.1},
-                              {15, 0.1},
-                              {16, 0.05975077640500379},
-                              {19, 0.019501552810007573},
+                              {15, 0.05975077640500379},
+                              {16, 0.04307900211696917},
+                              {18, 0.019501552810007573},
+                              {19, 0.01},
                               {20, 0.01},
                               {25, 0.01}};
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 10; i++)
         assert_close("wsd sqrt", (int)hand[i][0], 0,
                      lr_after(s, f.opt, (int64_t)hand[i][0], 0), hand[i][1]);
     ck_assert_int_eq(scheduler_wsd_num_periods(s), 1);
@@ -1463,9 +1465,10 @@ START_TEST(test_wsd)
     /* three checkpoints over 40 (ends 10, 20, 40, as the reference's code
      * also gives for 40): D = 2, 2, 5, pre-decay steps 8, 18, 35; inverse
      * decay with m = 0.1, group 0:
-     *   t=8: b   t=9: r=0.5: 0.1 / (0.5 * 10 + 0.5) = 0.018181818181818184
-     *   t=10: b (next period)   t=19: 0.018181818181818184
-     *   t=36: r=0.2: 0.1 / (2 + 0.8) = 0.03571428571428572   t=40: 0.01 */
+     *   t=7: b   t=8: r=0.5: 0.1 / (0.5 * 10 + 0.5) = 0.018181818181818184
+     *   t=9: r=1: 0.01   t=10: b (next period)   t=18: 0.018181818181818184
+     *   t=35: r=0.2: 0.1 / (2 + 0.8) = 0.03571428571428572
+     *   t=36: r=0.4: 0.1 / (4 + 0.6) = 0.021739130434782608   t=40: 0.01 */
     a = (WsdArgs){.total_steps = 40,
                   .decay_fraction = 0.25,
                   .min_lr_ratio = 0.1,
@@ -1475,15 +1478,17 @@ START_TEST(test_wsd)
     ck_assert_msg(s != NULL, "%s", ct_last_error());
     const double inv[][2] = {{0, 0.1},
                              {7, 0.1},
-                             {8, 0.1},
-                             {9, 0.018181818181818184},
+                             {8, 0.018181818181818184},
+                             {9, 0.01},
                              {10, 0.1},
-                             {19, 0.018181818181818184},
+                             {18, 0.018181818181818184},
+                             {19, 0.01},
                              {20, 0.1},
-                             {35, 0.1},
-                             {36, 0.03571428571428572},
+                             {34, 0.1},
+                             {35, 0.03571428571428572},
+                             {36, 0.021739130434782608},
                              {40, 0.01}};
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 12; i++)
         assert_close("wsd inverse", (int)inv[i][0], 0,
                      lr_after(s, f.opt, (int64_t)inv[i][0], 0), inv[i][1]);
     ck_assert_int_eq(scheduler_wsd_num_periods(s), 3);
@@ -1515,13 +1520,13 @@ START_TEST(test_wsd)
     ck_assert_int_eq(p.end, 100);
     ck_assert_int_eq(p.pre_decay_step, 95);
     assert_close("wsd 2 ckpt", 60, 0, lr_after(s, f.opt, 60, 0), 0.1);
-    /* default m = 1e-6: t=99: r=0.8 */
-    assert_close("wsd 2 ckpt", 99, 0, lr_after(s, f.opt, 99, 0),
+    /* default m = 1e-6: t=98: r=0.8 */
+    assert_close("wsd 2 ckpt", 98, 0, lr_after(s, f.opt, 98, 0),
                  0.1 * (1e-6 + (1 - 1e-6) * (1 - sqrt(0.8))));
     scheduler_free(s);
 
     /* linear and cosine, m = 0.5, one period of 10 with D = 5, group 1
-     * (b = 0.03) at t=7 (r=0.4):
+     * (b = 0.03) at t=6 (r=0.4):
      *   linear 0.03 * (0.5 + 0.5 * 0.6) = 0.024
      *   cosine 0.03 * (0.5 + 0.5 * (1 + cos(0.4 pi)) / 2) = 0.024817627457812106 */
     a = (WsdArgs){.total_steps = 10,
@@ -1529,11 +1534,11 @@ START_TEST(test_wsd)
                   .min_lr_ratio = 0.5,
                   .decay_shape = WSD_DECAY_LINEAR};
     s = scheduler_wsd(fresh(&f), &a);
-    assert_close("wsd linear", 7, 1, lr_after(s, f.opt, 7, 1), 0.024);
+    assert_close("wsd linear", 6, 1, lr_after(s, f.opt, 6, 1), 0.024);
     scheduler_free(s);
     a.decay_shape = WSD_DECAY_COSINE;
     s = scheduler_wsd(fresh(&f), &a);
-    assert_close("wsd cosine", 7, 1, lr_after(s, f.opt, 7, 1), 0.024817627457812106);
+    assert_close("wsd cosine", 6, 1, lr_after(s, f.opt, 6, 1), 0.024817627457812106);
     assert_close("wsd cosine", 10, 1, lr_after(s, f.opt, 10, 1), 0.015);
     scheduler_free(s);
     /* exactly 0 at the end; continuation skips the warmup */

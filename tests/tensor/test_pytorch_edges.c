@@ -200,6 +200,30 @@ START_TEST(test_cross_entropy_class_probabilities)
 }
 END_TEST
 
+/* Training batch norm updates its running statistics in place: an
+ * expanded running_var (one element behind three) is refused, unchanged,
+ * as PyTorch refuses writing to it. */
+START_TEST(test_batch_norm_running_stats_writable)
+{
+    TU_MEM_BEGIN;
+    CtScope *s = ct_scope_open();
+    Tensor *x = tensor_arange(0, 12, 1, CT_F32, ct_cpu());
+    x = tensor_reshape(x, 2, (const int64_t[]){4, 3});
+    Tensor *rm = tensor_zeros(1, (const int64_t[]){3}, CT_F32, ct_cpu());
+    Tensor *rv = tensor_expand(tensor_ones(1, (const int64_t[]){1}, CT_F32, ct_cpu()), 1,
+                               (const int64_t[]){3});
+    ck_assert_ptr_null(tensor_batch_norm(x, rm, rv, NULL, NULL, true, 0.1, 1e-5));
+    tu_assert_error(CT_ERR_SHAPE, "batch_norm: running_mean and running_var are updated "
+                                  "in place and must be contiguous");
+    tu_assert_values(rm, ((const double[]){0, 0, 0}), 3, 0, 0);
+    tu_assert_values(rv, ((const double[]){1, 1, 1}), 3, 0, 0);
+    /* evaluation only reads them */
+    ck_assert_ptr_nonnull(tensor_batch_norm(x, rm, rv, NULL, NULL, false, 0.1, 1e-5));
+    ct_scope_close(s);
+    TU_MEM_END;
+}
+END_TEST
+
 /* torch.zeros(2, 0, 3) is contiguous, and rand, dropout, max's backward
  * and a batched product's backward work on such tensors. */
 START_TEST(test_empty_tensors)
@@ -327,6 +351,7 @@ int main(void)
     tcase_add_test(tc, test_relu_grad_at_nan);
     tcase_add_test(tc, test_scalar_squeeze_transpose);
     tcase_add_test(tc, test_cross_entropy_class_probabilities);
+    tcase_add_test(tc, test_batch_norm_running_stats_writable);
     tcase_add_test(tc, test_integer_scalars_must_fit);
     tcase_add_test(tc, test_copy_into_expanded_and_slices);
     tcase_add_test(tc, test_error_messages);
