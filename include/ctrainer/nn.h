@@ -200,9 +200,9 @@ typedef enum NnConvPadding {
  * must then be 0); otherwise as nn_conv2d. The repr is PyTorch's
  * ("kernel_size=(3, 1)", "padding=same"). Errors (CT_ERR_INVALID): "same"
  * with a stride other than 1, or with args->padding set. */
-Module *nn_conv2d_ex(int64_t in_channels, int64_t out_channels, int kernel_h, int kernel_w,
-                     const CtConv2dArgs *args, NnConvPadding padding, bool bias,
-                     CtGenerator *g);
+Module *nn_conv2d_ex(int64_t in_channels, int64_t out_channels, int kernel_h,
+                     int kernel_w, const CtConv2dArgs *args, NnConvPadding padding,
+                     bool bias, CtGenerator *g);
 /* Affine, tracking running stats: weight, bias, running_mean, running_var,
  * num_batches_tracked (i64). eps 1e-5, momentum 0.1 in PyTorch. */
 Module *nn_batch_norm1d(int64_t num_features, double eps, double momentum);
@@ -277,6 +277,16 @@ Module *nn_layer_norm(int nnorm, const int64_t *shape, double eps);
  * dict), and the output is the plain normalisation. */
 Module *nn_layer_norm_ex(int nnorm, const int64_t *shape, double eps,
                          bool elementwise_affine);
+/* PyTorch's GroupNorm(num_groups, num_channels, eps, affine) (eps 1e-5 and
+ * affine true in PyTorch): each sample's channels are split into num_groups
+ * consecutive groups, each normalised over its channels and positions with
+ * the biased variance, then scaled by weight (ones) and shifted by bias
+ * (zeros), both (num_channels), when affine. Input (N, num_channels, *),
+ * f32 (the parameters' dtype; f64 too without affine). Errors
+ * (CT_ERR_INVALID): num_channels not divisible by num_groups, non-positive
+ * sizes or eps; in forward, an input not (N, num_channels, *) is
+ * CT_ERR_SHAPE. */
+Module *nn_group_norm(int64_t num_groups, int64_t num_channels, double eps, bool affine);
 /* weight ~ N(0, 1) as in PyTorch. */
 Module *nn_embedding(int64_t num_embeddings, int64_t embedding_dim, CtGenerator *g);
 
@@ -299,14 +309,33 @@ Module *nn_embedding_ex(int64_t num_embeddings, int64_t embedding_dim,
 /* g is borrowed (it must outlive the module) and advanced by each draw; it
  * may be NULL only when p == 0. */
 Module *nn_dropout(double p, CtGenerator *g);
-/* The generator m draws from in forward (a Dropout's), or NULL for modules
- * that draw nothing. Training-state checkpoints save and restore it. */
+/* PyTorch's Dropout2d(p): in training mode each channel of an (N, C, *)
+ * input (2 dims at least; PyTorch 1.13 takes any such input, a 3-d one as
+ * (N, C, L)) is zeroed with probability p, the others scaled by 1/(1-p);
+ * identity in eval mode. The mask, (N, C, 1, ...) in x's dtype and device,
+ * is one tensor_bernoulli draw from g (borrowed, as nn_dropout's, and
+ * returned by nn_module_generator), which it advances. */
+Module *nn_dropout2d(double p, CtGenerator *g);
+/* The generator m draws from in forward (a Dropout's or Dropout2d's), or
+ * NULL for modules that draw nothing. Training-state checkpoints save and
+ * restore it. */
 CtGenerator *nn_module_generator(const Module *m);
 Module *nn_relu(void);
 Module *nn_gelu(CtGeluApprox approx);
 Module *nn_silu(void);
 Module *nn_sigmoid(void);
 Module *nn_tanh(void);
+/* LeakyReLU(negative_slope) (0.01 in PyTorch) and ELU(alpha) (1.0). */
+Module *nn_leaky_relu(double negative_slope);
+Module *nn_elu(double alpha);
+/* Hardsigmoid: relu6(x + 3) / 6; Hardswish: x * relu6(x + 3) / 6. Values
+ * and gradients as PyTorch's, at the kinks too. */
+Module *nn_hardsigmoid(void);
+Module *nn_hardswish(void);
+/* Softmax(dim) and LogSoftmax(dim) (tensor_softmax, tensor_log_softmax).
+ * dim is required: PyTorch's dim=None guess is not offered. */
+Module *nn_softmax(int dim);
+Module *nn_log_softmax(int dim);
 Module *nn_identity(void);                      /* returns tensor_contiguous(x) */
 Module *nn_flatten(int start_dim, int end_dim); /* PyTorch's default: 1, -1 */
 Module *nn_max_pool2d(const CtPool2dArgs *args);

@@ -139,31 +139,6 @@ static void assert_relu_ref(const Tensor *t, const double *ref, int64_t n)
     free(r);
 }
 
-/* m's repr (the first line of nn_module_print) and its state dict's names,
- * comma-separated, as the fixture script prints them; frees m. */
-static void assert_repr_keys(Module *m, const char *repr, const char *keys)
-{
-    ck_assert_ptr_nonnull(m);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    nn_module_print(m, f);
-    fclose(f);
-    char *nl = strchr(buf, '\n');
-    if (nl) *nl = '\0';
-    ck_assert_str_eq(buf, repr);
-    free(buf);
-    char names[256] = "";
-    CtStateDict *sd = nn_module_state_dict(m);
-    for (int64_t i = 0; i < ct_state_dict_size(sd); i++) {
-        if (i) strcat(names, ", ");
-        strcat(names, ct_state_dict_name(sd, i));
-    }
-    ct_state_dict_free(sd);
-    ck_assert_str_eq(names, keys);
-    nn_module_free(m);
-}
-
 START_TEST(test_reprs_and_keys)
 {
     TU_MEM_BEGIN;
