@@ -1,37 +1,54 @@
-/* Validation and thresholding of binary inputs (task BINARY), as
- * torchmetrics' _binary_stat_scores_tensor_validation and
- * _binary_stat_scores_format. */
+/* Validation and thresholding of per-element inputs: task BINARY (one 0/1
+ * label per element) and task MULTILABEL (L labels per sample), as
+ * torchmetrics' _binary_* and _multilabel_stat_scores_tensor_validation and
+ * _format. Binary is the L = 1 case of the counting. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "metrics_internal.h"
 
-static CtStatus check_shapes(const char *name, const Tensor *p, const Tensor *t)
+static bool same_shape(const Tensor *p, const Tensor *t)
 {
     int nd = tensor_ndim(p);
-    bool fits = nd >= 1 && nd == tensor_ndim(t);
+    bool fits = nd == tensor_ndim(t);
     for (int i = 0; fits && i < nd; i++) fits = tensor_size(p, i) == tensor_size(t, i);
+    return fits;
+}
+
+/* binary: (N, ...); multilabel: (N, L, ...), L = num_labels. */
+static CtStatus check_shapes(const char *name, const Tensor *p, const Tensor *t,
+                             int64_t num_labels)
+{
+    bool fits = same_shape(p, t) && tensor_ndim(p) >= (num_labels ? 2 : 1) &&
+                (!num_labels || tensor_size(p, 1) == num_labels);
     if (fits) return CT_OK;
     char ps[128], ts[128];
+    if (num_labels)
+        return ct_error(CT_ERR_SHAPE,
+                        "%s: preds %s and target %s do not fit: task multilabel expects "
+                        "preds and target of one shape (N, L = %lld, ...)",
+                        name, metric_shape_str(p, ps), metric_shape_str(t, ts),
+                        (long long)num_labels);
     return ct_error(CT_ERR_SHAPE,
                     "%s: preds %s and target %s do not fit: task binary expects preds "
                     "and target of one shape (N, ...)",
                     name, metric_shape_str(p, ps), metric_shape_str(t, ts));
 }
 
-static CtStatus check_dtypes(const char *name, const Tensor *p, const Tensor *t)
+static CtStatus check_dtypes(const char *name, const Tensor *p, const Tensor *t,
+                             const char *task)
 {
     CtDType pd = tensor_dtype(p), td = tensor_dtype(t);
     if (!ct_dtype_is_float(pd) && !metric_dtype_is_index(pd))
         return ct_error(CT_ERR_DTYPE,
-                        "%s: binary preds must be float scores or 0/1 labels "
+                        "%s: %s preds must be float scores or 0/1 labels "
                         "(" METRIC_INDEX_DTYPES "), got %s",
-                        name, ct_dtype_name(pd));
+                        name, task, ct_dtype_name(pd));
     if (!ct_dtype_is_float(td) && !metric_dtype_is_index(td))
         return ct_error(CT_ERR_DTYPE,
-                        "%s: binary target must be 0/1 (" METRIC_INDEX_DTYPES
+                        "%s: %s target must be 0/1 (" METRIC_INDEX_DTYPES
                         " or float), got %s",
-                        name, ct_dtype_name(td));
+                        name, task, ct_dtype_name(td));
     return CT_OK;
 }
 
@@ -48,11 +65,14 @@ static int64_t first_not_01(const double *v, int64_t n, MetricIgnore ig)
     return -1;
 }
 
-CtStatus metric_binary_check(const char *name, MetricBatch *b, MetricIgnore ig)
+CtStatus metric_label_check(const char *name, MetricBatch *b, int64_t num_labels,
+                            MetricIgnore ig)
 {
     if (!b->target) return metric_null(name, "target");
-    CtStatus st = check_shapes(name, b->preds, b->target);
-    if (st == CT_OK) st = check_dtypes(name, b->preds, b->target);
+    CtStatus st = check_shapes(name, b->preds, b->target, num_labels);
+    if (st == CT_OK)
+        st =
+            check_dtypes(name, b->preds, b->target, num_labels ? "multilabel" : "binary");
     if (st != CT_OK) return st;
     int64_t n = tensor_numel(b->target);
     const double *t = metric_batch_target_f64(b), *p = metric_batch_preds_f64(b);
@@ -99,27 +119,31 @@ static bool all_in_unit(const double *p, int64_t n)
     return true;
 }
 
-int64_t metric_binary_count(MetricBatch *b, double threshold, MetricIgnore ig,
-                            double *tp_fp_fn)
+void metric_label_count(MetricBatch *b, int64_t num_labels, double threshold,
+                        MetricIgnore ig, double *counts)
 {
     const double *p = metric_batch_preds_f64(b), *t = metric_batch_target_f64(b);
     int64_t n = tensor_numel(b->target);
+    if (n == 0) return;
+    int64_t nl = num_labels ? num_labels : 1;
+    /* element i of (N, L, ...) belongs to label (i / inner) % L */
+    int64_t inner = num_labels ? n / (tensor_size(b->target, 0) * nl) : n;
+    double *tp = counts, *fp = tp + nl, *fn = fp + nl, *kept = fn + nl;
     CtDType dt = tensor_dtype(b->preds);
     bool scores = ct_dtype_is_float(dt);
     bool sigmoid = scores && !all_in_unit(p, n);
     double thr = metric_round_to(dt, threshold);
-    int64_t kept = 0;
     for (int64_t i = 0; i < n; i++) {
         if (ignored_f64(ig, t[i])) continue;
-        kept++;
+        int64_t j = (i / inner) % nl;
+        kept[j] += 1;
         bool pred = scores ? (sigmoid ? sigmoid_in(dt, p[i]) : p[i]) > thr : p[i] == 1;
         bool pos = t[i] == 1;
         if (pred && pos)
-            tp_fp_fn[0] += 1;
+            tp[j] += 1;
         else if (pred)
-            tp_fp_fn[1] += 1;
+            fp[j] += 1;
         else if (pos)
-            tp_fp_fn[2] += 1;
+            fn[j] += 1;
     }
-    return kept;
 }

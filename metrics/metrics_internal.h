@@ -59,19 +59,21 @@ CtStatus metric_class_check(const char *name, MetricBatch *b, int64_t num_classe
 /* After a successful check: true when preds are (N, C) scores. */
 bool metric_class_has_scores(const MetricBatch *b);
 
-/* Binary inputs (task BINARY): preds and target of one shape (N, ...);
- * preds float scores or 0/1 labels, target 0/1 (index dtypes or float).
- * Records errors prefixed with `name`. */
-CtStatus metric_binary_check(const char *name, MetricBatch *b, MetricIgnore ig);
+/* Per-element inputs: task BINARY (num_labels 0): preds and target of one
+ * shape (N, ...); task MULTILABEL (num_labels L >= 2): one shape (N, L, ...).
+ * preds float scores or 0/1 labels, target 0/1 (index dtypes or float) or
+ * ig's index. Records errors prefixed with `name`. */
+CtStatus metric_label_check(const char *name, MetricBatch *b, int64_t num_labels,
+                            MetricIgnore ig);
 
-/* After a successful check: adds the batch's true positives, false positives
- * and false negatives to tp_fp_fn[0 .. 3) and returns the number of elements
- * counted (those whose target is not ig's index). Scores are thresholded like
- * torchmetrics' _binary_stat_scores_format: the sigmoid first when a score of
- * the batch (ignored elements included) is outside [0, 1], then
- * score > threshold, in the preds' dtype. */
-int64_t metric_binary_count(MetricBatch *b, double threshold, MetricIgnore ig,
-                            double *tp_fp_fn);
+/* After a successful check: adds the batch's counts per label to counts,
+ * 4 L doubles {tp[L], fp[L], fn[L], kept[L]} (L = 1 for binary), kept being
+ * the elements of the label whose target is not ig's index. Scores are
+ * thresholded like torchmetrics' _binary/_multilabel_stat_scores_format: the
+ * sigmoid first when a score of the batch (ignored elements included) is
+ * outside [0, 1], then score > threshold, in the preds' dtype. */
+void metric_label_count(MetricBatch *b, int64_t num_labels, double threshold,
+                        MetricIgnore ig, double *counts);
 
 /* v rounded to dt (through f32 for the half types); v itself for f64. */
 double metric_round_to(CtDType dt, double v);

@@ -1,6 +1,8 @@
 /* Accuracy, precision, recall, specificity and F-beta (F1 is beta 1) for
- * multiclass and binary inputs: per-class true-positive, false-positive and
- * false-negative counts and the number of samples (tn is what remains),
+ * multiclass, binary and multilabel inputs: per-class (per-label)
+ * true-positive, false-positive and false-negative counts and the number of
+ * samples (tn is what remains; one number for multiclass, one per label for
+ * the per-element tasks, where ignored elements differ between labels),
  * reduced the way torchmetrics' _adjust_weights_safe_divide does. */
 #include <math.h>
 #include <stdlib.h>
@@ -19,20 +21,32 @@ typedef enum StatKind {
 typedef struct StatScores {
     const char *name;
     StatKind kind;
-    bool binary;
-    int64_t c; /* classes; 1 (the positive class) for binary */
+    MetricTask task;
+    int64_t c; /* classes; labels; 1 (the positive class) for binary */
     int top_k;
     MetricAverage average;
     double beta2;        /* FBETA: beta^2 */
-    double threshold;    /* binary */
+    double threshold;    /* binary, multilabel */
     MetricIgnore ignore; /* targets dropped before counting */
-    double *state;       /* 3 C + 1: tp[C], fp[C], fn[C], samples */
+    double *state;       /* tp[C], fp[C], fn[C], then samples (multiclass) or
+                            samples[C] (binary, multilabel) */
     unsigned char *mask; /* (C) scratch for top-k */
 } StatScores;
 
 typedef struct Counts {
     double tp, fp, tn, fn;
 } Counts;
+
+/* Binary and multilabel count each element (label) on its own. */
+static bool per_element(MetricTask task)
+{
+    return task != METRIC_TASK_MULTICLASS;
+}
+
+static int64_t state_len(MetricTask task, int64_t c)
+{
+    return per_element(task) ? 4 * c : 3 * c + 1;
+}
 
 static double safe_div(double num, double den)
 {
@@ -44,8 +58,8 @@ static double score(const StatScores *s, Counts k)
     double b2 = s->beta2;
     switch (s->kind) {
     case STAT_ACCURACY:
-        return s->binary ? safe_div(k.tp + k.tn, k.tp + k.tn + k.fp + k.fn)
-                         : safe_div(k.tp, k.tp + k.fn);
+        return per_element(s->task) ? safe_div(k.tp + k.tn, k.tp + k.tn + k.fp + k.fn)
+                                    : safe_div(k.tp, k.tp + k.fn);
     case STAT_PRECISION: return safe_div(k.tp, k.tp + k.fp);
     case STAT_SPECIFICITY: return safe_div(k.tn, k.tn + k.fp);
     case STAT_FBETA: return safe_div((1 + b2) * k.tp, (1 + b2) * k.tp + b2 * k.fn + k.fp);
@@ -53,18 +67,21 @@ static double score(const StatScores *s, Counts k)
     }
 }
 
-/* The counts of class j. */
+/* The counts of class (label) j. */
 static Counts class_counts(const StatScores *s, int64_t j)
 {
     const double *tp = s->state, *fp = tp + s->c, *fn = fp + s->c;
-    double samples = s->state[3 * s->c];
+    double samples = s->state[3 * s->c + (per_element(s->task) ? j : 0)];
     return (Counts){tp[j], fp[j], samples - tp[j] - fp[j] - fn[j], fn[j]};
 }
 
 static CtStatus ss_check(void *self, MetricBatch *b)
 {
     StatScores *s = self;
-    if (s->binary) return metric_binary_check(s->name, b, s->ignore);
+    if (s->task == METRIC_TASK_BINARY)
+        return metric_label_check(s->name, b, 0, s->ignore);
+    if (s->task == METRIC_TASK_MULTILABEL)
+        return metric_label_check(s->name, b, s->c, s->ignore);
     return metric_class_check(s->name, b, s->c, s->top_k, s->ignore);
 }
 
@@ -101,14 +118,11 @@ static void multiclass_update(StatScores *s, MetricBatch *b)
 static CtStatus ss_update(void *self, MetricBatch *b)
 {
     StatScores *s = self;
-    if (!s->binary) {
+    if (s->task == METRIC_TASK_MULTICLASS)
         multiclass_update(s, b);
-        return CT_OK;
-    }
-    double k[3] = {0, 0, 0};
-    int64_t kept = metric_binary_count(b, s->threshold, s->ignore, k);
-    for (int i = 0; i < 3; i++) s->state[i] += k[i];
-    s->state[3] += (double)kept;
+    else
+        metric_label_count(b, s->task == METRIC_TASK_MULTILABEL ? s->c : 0, s->threshold,
+                           s->ignore, s->state);
     return CT_OK;
 }
 
@@ -127,9 +141,11 @@ static CtStatus ss_compute(void *self, double *out)
     double num = 0, den = 0;
     for (int64_t j = 0; j < s->c; j++) {
         Counts k = class_counts(s, j);
-        /* macro leaves out classes never predicted and never present */
-        double w =
-            s->average == METRIC_AVG_WEIGHTED ? k.tp + k.fn : (k.tp + k.fp + k.fn > 0);
+        /* multiclass macro leaves out classes never predicted and never
+         * present; multilabel macro keeps every label (torchmetrics) */
+        double w = s->average == METRIC_AVG_WEIGHTED ? k.tp + k.fn
+                   : per_element(s->task)            ? 1
+                                                     : (k.tp + k.fp + k.fn > 0);
         num += w * score(s, k);
         den += w;
     }
@@ -156,20 +172,20 @@ static Tensor *ss_compute_per_class(void *self)
 static void ss_reset(void *self)
 {
     StatScores *s = self;
-    memset(s->state, 0, (size_t)(3 * s->c + 1) * sizeof *s->state);
+    memset(s->state, 0, (size_t)state_len(s->task, s->c) * sizeof *s->state);
 }
 
 static const double *ss_state(void *self, int64_t *n)
 {
     StatScores *s = self;
-    *n = 3 * s->c + 1;
+    *n = state_len(s->task, s->c);
     return s->state;
 }
 
 static CtStatus ss_merge(void *self, const double *other)
 {
     StatScores *s = self;
-    for (int64_t i = 0; i < 3 * s->c + 1; i++) s->state[i] += other[i];
+    for (int64_t i = 0; i < state_len(s->task, s->c); i++) s->state[i] += other[i];
     return CT_OK;
 }
 
@@ -204,6 +220,14 @@ static const MetricVtable ss_per_class_vt = {
     .merge_rule = METRIC_MERGE_SUM,
 };
 
+static CtStatus check_threshold(const char *name, const MetricClassArgs *a)
+{
+    if (!(a->threshold >= 0 && a->threshold <= 1))
+        return ct_error(CT_ERR_INVALID, "%s: threshold = %g must be in [0, 1]", name,
+                        a->threshold);
+    return CT_OK;
+}
+
 static CtStatus check_binary_args(const char *name, const MetricClassArgs *a)
 {
     if (a->num_classes != 0 && a->num_classes != 2)
@@ -218,16 +242,29 @@ static CtStatus check_binary_args(const char *name, const MetricClassArgs *a)
                         "%s: task binary takes no average (it scores the positive "
                         "class), got %d",
                         name, (int)a->average);
-    if (!(a->threshold >= 0 && a->threshold <= 1))
-        return ct_error(CT_ERR_INVALID, "%s: threshold = %g must be in [0, 1]", name,
-                        a->threshold);
-    return CT_OK;
+    return check_threshold(name, a);
+}
+
+static CtStatus check_multilabel_args(const char *name, const MetricClassArgs *a)
+{
+    if (a->num_classes < 2 || a->num_classes > (1 << 24))
+        return ct_error(CT_ERR_INVALID,
+                        "%s: task multilabel takes the number of labels in num_classes, "
+                        "in [2, %d], got %lld",
+                        name, 1 << 24, (long long)a->num_classes);
+    if (a->top_k != 0 && a->top_k != 1)
+        return ct_error(CT_ERR_INVALID, "%s: task multilabel takes no top_k, got %d",
+                        name, a->top_k);
+    if ((unsigned)a->average > METRIC_AVG_NONE)
+        return ct_error(CT_ERR_INVALID, "%s: unknown average %d", name, (int)a->average);
+    return check_threshold(name, a);
 }
 
 static CtStatus check_args(const char *name, const MetricClassArgs *a)
 {
     if (!a) return ct_error(CT_ERR_NULL, "%s: args is NULL", name);
     if (a->task == METRIC_TASK_BINARY) return check_binary_args(name, a);
+    if (a->task == METRIC_TASK_MULTILABEL) return check_multilabel_args(name, a);
     if (a->task != METRIC_TASK_MULTICLASS)
         return ct_error(CT_ERR_INVALID, "%s: unknown task %d", name, (int)a->task);
     CtStatus st = metric_check_num_classes(name, a->num_classes);
@@ -250,10 +287,9 @@ static Metric *stat_scores_create(const char *name, StatKind kind,
         ct_error(CT_ERR_INVALID, "%s: beta = %g must be finite and > 0", name, beta);
         return NULL;
     }
-    bool binary = a->task == METRIC_TASK_BINARY;
-    int64_t c = binary ? 1 : a->num_classes;
+    int64_t c = a->task == METRIC_TASK_BINARY ? 1 : a->num_classes;
     StatScores *s = calloc(1, sizeof *s);
-    if (s) s->state = calloc((size_t)(3 * c + 1), sizeof *s->state);
+    if (s) s->state = calloc((size_t)state_len(a->task, c), sizeof *s->state);
     if (s) s->mask = calloc((size_t)c, 1);
     if (!s || !s->state || !s->mask) {
         ss_free(s);
@@ -262,12 +298,13 @@ static Metric *stat_scores_create(const char *name, StatKind kind,
     }
     *s = (StatScores){.name = name,
                       .kind = kind,
-                      .binary = binary,
+                      .task = a->task,
                       .c = c,
                       .top_k = a->top_k ? a->top_k : 1,
                       .average = a->average,
                       .beta2 = beta * beta,
-                      .threshold = binary && a->threshold == 0 ? 0.5 : a->threshold,
+                      .threshold =
+                          per_element(a->task) && a->threshold == 0 ? 0.5 : a->threshold,
                       .ignore = metric_ignore_of(a),
                       .state = s->state,
                       .mask = s->mask};

@@ -2,7 +2,8 @@
  *
  * A Metric is fed batches with metric_update(m, preds, target) and answers
  * metric_compute(m, &value) at any point (usually once per epoch); reset
- * starts over. Values follow torchmetrics 1.2 (task="multiclass"/"binary",
+ * starts over. Values follow torchmetrics 1.2 (task="multiclass"/"binary"/
+ * "multilabel",
  * multidim_average="global", optional ignore_index): the same formulas, the same
  * zero-division rule (a 0/0 score is 0) and the same classes left out of
  * macro averages. Inputs may live on any device and in any layout: each
@@ -124,8 +125,9 @@ void metric_free(Metric *m);
 
 typedef enum MetricAverage {
     METRIC_AVG_MICRO = 0, /* pool the counts of all classes (the default) */
-    METRIC_AVG_MACRO,     /* unweighted mean over classes; classes never
-                             predicted and never present are left out */
+    METRIC_AVG_MACRO,     /* unweighted mean over classes; multiclass leaves
+                             out classes never predicted and never present,
+                             multilabel keeps every label */
     METRIC_AVG_WEIGHTED,  /* mean weighted by support (tp + fn) */
     METRIC_AVG_NONE,      /* one value per class: metric_compute_tensor */
 } MetricAverage;
@@ -133,33 +135,38 @@ typedef enum MetricAverage {
 typedef enum MetricTask {
     METRIC_TASK_MULTICLASS = 0, /* one class in [0, C) per sample (the default) */
     METRIC_TASK_BINARY,         /* one 0/1 label per element, thresholded scores */
+    METRIC_TASK_MULTILABEL,     /* L 0/1 labels per sample, thresholded scores */
 } MetricTask;
 
 typedef struct MetricClassArgs {
-    int64_t num_classes;   /* multiclass: C >= 2; binary: 0 (or 2) */
+    int64_t num_classes;   /* multiclass: C >= 2; binary: 0 (or 2);
+                              multilabel: the number of labels L >= 2 */
     int top_k;             /* 0 means 1; a sample counts as predicting each of
                               its top_k highest-scoring classes (multiclass) */
-    MetricAverage average; /* multiclass; binary: MICRO (0) only */
+    MetricAverage average; /* multiclass, multilabel; binary: MICRO (0) only */
     MetricTask task;
-    double threshold;      /* binary: a score > threshold is positive; in [0, 1];
-                              0 means 0.5 (torchmetrics' default), so threshold 0
-                              itself is not available */
-    int64_t ignore_index;  /* with use_ignore_index: samples (binary: elements)
-                              whose target equals it are dropped before
-                              counting; it may lie outside [0, C) */
+    double threshold;      /* binary, multilabel: a score > threshold is
+                              positive; in [0, 1]; 0 means 0.5 (torchmetrics'
+                              default), so threshold 0 itself is not
+                              available */
+    int64_t ignore_index;  /* with use_ignore_index: samples (binary,
+                              multilabel: elements) whose target equals it are
+                              dropped before counting; it may lie outside
+                              [0, C) */
     bool use_ignore_index; /* false (the default): torchmetrics' None */
 } MetricClassArgs;
 
 /* Classification metrics (stat scores): per class c, the counts tp, fp, fn
  * and tn = samples - tp - fp - fn give
  *   accuracy (multiclass), recall   tp / (tp + fn)
- *   accuracy (binary)               (tp + tn) / (tp + tn + fp + fn)
+ *   accuracy (binary, multilabel)   (tp + tn) / (tp + tn + fp + fn)
  *   precision                       tp / (tp + fp)
  *   specificity                     tn / (tn + fp)
  *   fbeta                           (1 + b^2) tp / ((1 + b^2) tp + b^2 fn + fp)
  *   f1                              fbeta with b = 1: 2 tp / (2 tp + fp + fn)
  * micro pools the counts of all classes first; macro and weighted average
- * the per-class values (torchmetrics' _adjust_weights_safe_divide).
+ * the per-class values (torchmetrics' _adjust_weights_safe_divide; for
+ * multilabel, macro averages over every label, none left out).
  *
  * task MULTICLASS, like torchmetrics' Multiclass* (multidim_average="global"):
  * preds: (N, C) scores (logits or probabilities, any float dtype: argmax, or
@@ -184,14 +191,25 @@ typedef struct MetricClassArgs {
  *        looks at the whole batch, dropped elements included, and label preds
  *        must be 0/1 there too.
  *
- * State: 3 C + 1 doubles {tp[C], fp[C], fn[C], samples} (C = 1 for binary),
- * merge rule SUM. Errors at creation (CT_ERR_INVALID): num_classes < 2
- * (multiclass), top_k outside [1, C], unknown average or task, binary with
- * num_classes other than 0 or 2, top_k > 1 or an average other than MICRO,
+ * task MULTILABEL, like torchmetrics' Multilabel* (num_labels = L is given in
+ * num_classes; average MICRO, MACRO, WEIGHTED or NONE over the L labels, each
+ * label scored like a binary task; top_k does not apply): preds and target
+ * (N, L, ...) (extra dimensions count as more samples, as torchmetrics'
+ * multidim_average="global"), with the dtypes, sigmoid decision (per batch),
+ * threshold and ignore_index (per element: an ignored element counts for no
+ * label, the other labels of its sample still count) of task BINARY.
+ *
+ * State: 3 C + 1 doubles {tp[C], fp[C], fn[C], samples} for multiclass; 4 L
+ * doubles {tp[L], fp[L], fn[L], samples[L]} (the elements counted per label)
+ * for multilabel and binary (L = 1); merge rule SUM. Errors at creation
+ * (CT_ERR_INVALID): num_classes < 2 (multiclass; multilabel: L < 2), top_k
+ * outside [1, C], unknown average or task, binary with num_classes other than
+ * 0 or 2, top_k > 1 or an average other than MICRO, multilabel with top_k > 1,
  * threshold outside [0, 1], beta not a finite number > 0; at update: shapes that
  * do not fit (CT_ERR_SHAPE, naming both), wrong dtypes (CT_ERR_DTYPE),
  * targets (other than ignore_index) or index preds of kept samples outside
- * [0, C) or {0, 1} (CT_ERR_INVALID, naming the value and position). */
+ * [0, C) or {0, 1} (CT_ERR_INVALID, naming the value and position; binary and
+ * multilabel label preds must be 0/1 at every element). */
 Metric *metric_accuracy_create(const MetricClassArgs *args);
 Metric *metric_precision_create(const MetricClassArgs *args);
 Metric *metric_recall_create(const MetricClassArgs *args);
@@ -223,8 +241,8 @@ Metric *metric_confusion_matrix_normalized_create(int64_t num_classes,
 /* MulticlassConfusionMatrix(num_classes, ignore_index=..., normalize=...)
  * from args: num_classes, ignore_index and use_ignore_index are used (a
  * sample whose target is ignore_index is not counted); top_k must be 0 or 1,
- * average MICRO (0), task MULTICLASS (the binary confusion matrix is not
- * implemented) and threshold 0, else CT_ERR_INVALID. */
+ * average MICRO (0), task MULTICLASS (the binary and multilabel confusion
+ * matrices are not implemented) and threshold 0, else CT_ERR_INVALID. */
 Metric *metric_confusion_matrix_create_args(const MetricClassArgs *args,
                                             MetricNormalize normalize);
 

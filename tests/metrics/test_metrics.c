@@ -675,6 +675,208 @@ START_TEST(test_ignore_index_binary)
 }
 END_TEST
 
+/* ----------------------------------------------------------- multilabel */
+
+#define L 3
+
+static MetricClassArgs ml_args(MetricAverage avg, double threshold, int64_t ign,
+                               bool use_ign)
+{
+    return (MetricClassArgs){.num_classes = L,
+                             .average = avg,
+                             .task = METRIC_TASK_MULTILABEL,
+                             .threshold = threshold,
+                             .ignore_index = ign,
+                             .use_ignore_index = use_ign};
+}
+
+static Tensor *ml_tensor(CtDType dt, const double *v)
+{
+    return tu_tensor(dt, 2, (const int64_t[]){N, L}, v);
+}
+
+static Tensor *ml_i64(const int64_t *v)
+{
+    return tensor_from_data(v, 2, (const int64_t[]){N, L}, CT_I64, ct_cpu());
+}
+
+/* Asserts m's value under average avg: a scalar, or (L) per label for NONE. */
+static void assert_ml_value(Metric *m, MetricAverage avg, const double *want,
+                            const char *what)
+{
+    if (avg != METRIC_AVG_NONE) {
+        double got = value_of(m);
+        ck_assert_msg(fabs(got - want[0]) < TOL_F32, "%s %s avg %d: %.9g vs %.9g",
+                      metric_name(m), what, avg, got, want[0]);
+        return;
+    }
+    Tensor *r = metric_compute_tensor(m);
+    tu_assert_shape(r, 1, L);
+    tu_assert_values(r, want, L, TOL_F32, 0);
+    tensor_free(r);
+}
+
+/* Every metric and average on probabilities (f64 at 0.5, f32 at 0.3: torch
+ * compares in f32), logits (sigmoid; f64 at 0.5, f32 at 0.7) and
+ * ignore_index -1 (with and without a logit at the ignored elements) and 0.
+ * Label 2 is never a target nor predicted: its 0 / 0 scores are 0 and, unlike
+ * multiclass, still count in the macro mean. */
+START_TEST(test_multilabel_match_torchmetrics)
+{
+    TU_MEM_BEGIN;
+    double sig[N * L];
+    for (int i = 0; i < N * L; i++)
+        sig[i] = fx_ml_target_ign[i] == -1 ? 5.0 : fx_ml_probs[i];
+    Tensor *t = ml_i64(fx_ml_target), *tign = ml_i64(fx_ml_target_ign);
+    Tensor *pr = ml_tensor(CT_F64, fx_ml_probs), *pr32 = ml_tensor(CT_F32, fx_ml_probs),
+           *lg = ml_tensor(CT_F64, fx_ml_logits), *lg32 = ml_tensor(CT_F32, fx_ml_logits),
+           *sg = ml_tensor(CT_F64, sig);
+    const struct {
+        Tensor *p, *t;
+        double thr;
+        int64_t ign;
+        bool use_ign;
+    } v[7] = {{pr, t, 0, 0, false},     {pr32, t, 0.3, 0, false}, {lg, t, 0.5, 0, false},
+              {lg32, t, 0.7, 0, false}, {pr, tign, 0, -1, true},  {sg, tign, 0, -1, true},
+              {pr, t, 0, 0, true}};
+    const double *want = fx_multilabel;
+    for (int kind = 0; kind < 7; kind++)
+        for (int i = 0; i < 7; i++)
+            for (int avg = 0; avg < 4; avg++) {
+                MetricClassArgs a = ml_args(avg, v[i].thr, v[i].ign, v[i].use_ign);
+                Metric *m = make_kind(kind, &a);
+                ck_assert_msg(m != NULL, "%s", ct_last_error());
+                feed(m, v[i].p, v[i].t);
+                char what[32];
+                snprintf(what, sizeof what, "variant %d", i);
+                assert_ml_value(m, avg, want, what);
+                want += avg == METRIC_AVG_NONE ? L : 1;
+                int64_t n;
+                metric_state(m, &n);
+                ck_assert_int_eq(n, 4 * L);
+                metric_free(m);
+            }
+    ck_assert_ptr_eq(want, fx_multilabel + sizeof fx_multilabel / sizeof *want);
+    Tensor *all[7] = {t, tign, pr, pr32, lg, lg32, sg};
+    for (int i = 0; i < 7; i++) tensor_free(all[i]);
+    TU_MEM_END;
+}
+END_TEST
+
+/* 0/1 label preds (i64, bool), bool and float targets and a (20, L, 2)
+ * layout (extra dimensions are more samples) give the values of the f64
+ * probabilities (torchmetrics agrees). */
+START_TEST(test_multilabel_labels_bool_and_3d)
+{
+    TU_MEM_BEGIN;
+    CtScope *sc = ct_scope_open();
+    Tensor *pr = ml_tensor(CT_F64, fx_ml_probs), *t = ml_i64(fx_ml_target);
+    Tensor *pb = tensor_gt(pr, tensor_scalar(0.5, CT_F64, ct_cpu()));
+    Tensor *tb = tensor_gt(t, tensor_scalar(0, CT_I64, ct_cpu()));
+    double p3[N * L], t3[N * L];
+    for (int i = 0; i < N / 2; i++)
+        for (int j = 0; j < L; j++)
+            for (int k = 0; k < 2; k++) {
+                p3[(i * L + j) * 2 + k] = fx_ml_probs[(k * N / 2 + i) * L + j];
+                t3[(i * L + j) * 2 + k] = (double)fx_ml_target[(k * N / 2 + i) * L + j];
+            }
+    const int64_t shape3[3] = {N / 2, L, 2};
+    Tensor *pairs[4][2] = {
+        {tensor_cast(pb, CT_I64), t},
+        {pb, tb},
+        {pr, tensor_cast(t, CT_F32)},
+        {tensor_from_data(p3, 3, shape3, CT_F64, ct_cpu()),
+         tensor_cast(tensor_from_data(t3, 3, shape3, CT_F64, ct_cpu()), CT_U8)}};
+    for (int kind = 0; kind < 7; kind++)
+        for (int avg = 0; avg < 3; avg++)
+            for (int i = 0; i < 4; i++) {
+                MetricClassArgs a = ml_args(avg, 0, 0, false);
+                Metric *m = make_kind(kind, &a);
+                if (i < 3)
+                    feed(m, pairs[i][0], pairs[i][1]);
+                else
+                    ck_assert_int_eq(metric_update(m, pairs[i][0], pairs[i][1]), CT_OK);
+                char what[32];
+                snprintf(what, sizeof what, "pair %d", i);
+                assert_ml_value(m, avg, fx_multilabel + kind * 7 * 6 + avg, what);
+                metric_free(m);
+            }
+    ct_scope_close(sc);
+    tensor_free(pr); /* tu_tensor's are persistent */
+    TU_MEM_END;
+}
+END_TEST
+
+START_TEST(test_multilabel_errors)
+{
+    TU_MEM_BEGIN;
+    /* creation */
+    MetricClassArgs bad[5] = {
+        ml_args(METRIC_AVG_MICRO, 0, 0, false), ml_args(METRIC_AVG_MICRO, 0, 0, false),
+        ml_args(METRIC_AVG_MICRO, 0, 0, false), ml_args((MetricAverage)7, 0, 0, false),
+        ml_args(METRIC_AVG_MICRO, 1.5, 0, false)};
+    bad[0].num_classes = 0;
+    bad[1].num_classes = 1;
+    bad[2].top_k = 2;
+    const char *msg[5] = {"in [2, 16777216], got 0", "in [2, 16777216], got 1",
+                          "takes no top_k, got 2", "unknown average 7",
+                          "threshold = 1.5 must be in [0, 1]"};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_ptr_null(metric_f1_create(&bad[i]));
+        tu_assert_error(CT_ERR_INVALID, msg[i]);
+    }
+    /* the confusion matrix and the AUROC have no multilabel task */
+    MetricClassArgs mla = ml_args(METRIC_AVG_MACRO, 0, 0, false);
+    ck_assert_ptr_null(metric_multiclass_auroc_create(&mla));
+    tu_assert_error(CT_ERR_INVALID, "takes no task");
+    mla.average = METRIC_AVG_MICRO;
+    ck_assert_ptr_null(metric_confusion_matrix_create_args(&mla, METRIC_NORMALIZE_NONE));
+    tu_assert_error(CT_ERR_INVALID, "only task multiclass is implemented");
+    /* top_k 1 is accepted (it is the default) */
+    MetricClassArgs ok = ml_args(METRIC_AVG_MACRO, 0, -1, true);
+    ok.top_k = 1;
+    Metric *m = metric_recall_create(&ok);
+    ck_assert_ptr_nonnull(m);
+    /* updates: a bad batch leaves the state unchanged */
+    const int64_t s1[1] = {6}, s2[2] = {2, L}, s4[2] = {2, 4}, s3[3] = {1, L, 2};
+    double pv[8] = {0.1, 0.9, 0.4, 1, 0, 1, 0.5, 0.5};
+    double tv[8] = {0, 1, -1, 1, 0, 1, 0, 0};
+    Tensor *p1 = tu_tensor(CT_F64, 1, s1, pv), *t1 = tu_tensor(CT_I64, 1, s1, tv);
+    Tensor *p4 = tu_tensor(CT_F64, 2, s4, pv), *t4 = tu_tensor(CT_I64, 2, s4, tv);
+    Tensor *p2 = tu_tensor(CT_F64, 2, s2, pv), *t3 = tu_tensor(CT_I64, 3, s3, tv);
+    ck_assert_int_eq(metric_update(m, p1, t1), CT_ERR_SHAPE);
+    tu_assert_error(CT_ERR_SHAPE,
+                    "preds [6] and target [6] do not fit: task multilabel "
+                    "expects preds and target of one shape (N, L = 3, ...)");
+    ck_assert_int_eq(metric_update(m, p4, t4), CT_ERR_SHAPE);
+    ct_clear_error();
+    ck_assert_int_eq(metric_update(m, p2, t3), CT_ERR_SHAPE);
+    ct_clear_error();
+    double tbad[6] = {0, 1, -1, 1, 2, 1};
+    Tensor *t2 = tu_tensor(CT_I64, 2, s2, tbad);
+    ck_assert_int_eq(metric_update(m, p2, t2), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "target value 2 at position 4 is not 0 or 1");
+    /* label preds must be 0/1, also where the target is ignored */
+    double lv[6] = {2, 1, 0, 1, 0, 1};
+    Tensor *l2 = tu_tensor(CT_I64, 2, s2, lv), *tg = tu_tensor(CT_I64, 2, s2, tv);
+    ck_assert_int_eq(metric_update(m, l2, tg), CT_ERR_INVALID);
+    tu_assert_error(CT_ERR_INVALID, "pred value 2 at position 0 is not 0 or 1");
+    int64_t n;
+    const double *st = metric_state(m, &n);
+    ck_assert_int_eq(n, 4 * L);
+    for (int64_t i = 0; i < n; i++) ck_assert_double_eq(st[i], 0);
+    /* the ignored element (label 2 of sample 0) counts for no label */
+    ck_assert_int_eq(metric_update(m, p2, tg), CT_OK);
+    st = metric_state(m, NULL);
+    const double want[4 * L] = {1, 1, 1, 0, 0, 0, 0, 0, 0, 2, 2, 1};
+    for (int i = 0; i < 4 * L; i++) ck_assert_double_eq(st[i], want[i]);
+    metric_free(m);
+    Tensor *all[9] = {p1, t1, p4, t4, p2, t3, t2, l2, tg};
+    for (int i = 0; i < 9; i++) tensor_free(all[i]);
+    TU_MEM_END;
+}
+END_TEST
+
 /* ---------------------------------------------------- multiclass AUROC */
 
 static Metric *mc_auroc(MetricAverage avg)
@@ -914,7 +1116,23 @@ static Metric *mk_binary_fbeta(void)
         &(MetricClassArgs){.task = METRIC_TASK_BINARY, .threshold = 0.3}, 0.5);
 }
 
-enum { IN_CLASS, IN_WEIGHTED, IN_VALUES, IN_BINARY, IN_LOGITS01 };
+static Metric *mk_ml_f1_macro_ign(void)
+{
+    MetricClassArgs a = ml_args(METRIC_AVG_MACRO, 0, -1, true);
+    return metric_f1_create(&a);
+}
+static Metric *mk_ml_acc_none(void)
+{
+    MetricClassArgs a = ml_args(METRIC_AVG_NONE, 0.7, -1, true);
+    return metric_accuracy_create(&a);
+}
+static Metric *mk_ml_spec_weighted(void)
+{
+    MetricClassArgs a = ml_args(METRIC_AVG_WEIGHTED, 0, -1, true);
+    return metric_specificity_create(&a);
+}
+
+enum { IN_CLASS, IN_WEIGHTED, IN_VALUES, IN_BINARY, IN_LOGITS01, IN_MULTILABEL };
 static const struct {
     Metric *(*make)(void);
     int input;
@@ -940,11 +1158,15 @@ static const struct {
     {mk_f1_macro_top2_ign0, IN_CLASS},
     {mk_confmat_ign0, IN_CLASS},
     {mk_binary_acc_ign0, IN_BINARY},
+    {mk_ml_f1_macro_ign, IN_MULTILABEL},
+    {mk_ml_acc_none, IN_MULTILABEL},
+    {mk_ml_spec_weighted, IN_MULTILABEL},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
 typedef struct Inputs {
     Tensor *logits, *target, *values, *weights, *scores, *btarget, *blogits;
+    Tensor *ml_logits, *ml_target; /* f32 logits, targets with -1 */
 } Inputs;
 
 static Inputs inputs_make(void)
@@ -955,14 +1177,16 @@ static Inputs inputs_make(void)
                     tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_weights),
                     tu_tensor(CT_F64, 1, (const int64_t[]){N}, fx_scores),
                     i64_tensor(fx_btarget, N),
-                    tu_tensor(CT_F32, 1, (const int64_t[]){N}, fx_blogits)};
+                    tu_tensor(CT_F32, 1, (const int64_t[]){N}, fx_blogits),
+                    ml_tensor(CT_F32, fx_ml_logits),
+                    ml_i64(fx_ml_target_ign)};
 }
 
 static void inputs_free(Inputs *in)
 {
-    Tensor *all[7] = {in->logits, in->target,  in->values, in->weights,
-                      in->scores, in->btarget, in->blogits};
-    for (int i = 0; i < 7; i++) tensor_free(all[i]);
+    Tensor *all[9] = {in->logits,  in->target,  in->values,    in->weights,  in->scores,
+                      in->btarget, in->blogits, in->ml_logits, in->ml_target};
+    for (int i = 0; i < 9; i++) tensor_free(all[i]);
 }
 
 /* Batches k0 .. k1-1 of the case's inputs. */
@@ -973,6 +1197,7 @@ static void feed_case(Metric *m, int input, const Inputs *in, int k0, int k1)
     case IN_WEIGHTED: feed_range(m, in->values, in->weights, k0, k1); break;
     case IN_VALUES: feed_range(m, in->values, NULL, k0, k1); break;
     case IN_LOGITS01: feed_range(m, in->blogits, in->btarget, k0, k1); break;
+    case IN_MULTILABEL: feed_range(m, in->ml_logits, in->ml_target, k0, k1); break;
     default: feed_range(m, in->scores, in->btarget, k0, k1); break;
     }
 }
@@ -1006,12 +1231,14 @@ START_TEST(test_accumulation_equals_one_update)
         Metric *a = cases[c].make(), *b = cases[c].make();
         feed_case(a, cases[c].input, &in, 0, 3);
         int input = cases[c].input;
-        const Tensor *p = input == IN_CLASS      ? in.logits
-                          : input == IN_BINARY   ? in.scores
-                          : input == IN_LOGITS01 ? in.blogits
-                                                 : in.values;
+        const Tensor *p = input == IN_CLASS        ? in.logits
+                          : input == IN_BINARY     ? in.scores
+                          : input == IN_LOGITS01   ? in.blogits
+                          : input == IN_MULTILABEL ? in.ml_logits
+                                                   : in.values;
         Tensor *t = input == IN_CLASS                            ? in.target
                     : input == IN_BINARY || input == IN_LOGITS01 ? in.btarget
+                    : input == IN_MULTILABEL                     ? in.ml_target
                     : input == IN_WEIGHTED                       ? in.weights
                                                                  : NULL;
         ck_assert_int_eq(metric_update(b, (Tensor *)p, t), CT_OK);
@@ -1134,6 +1361,9 @@ Suite *metrics_suite(void)
     tcase_add_test(tc, test_ignore_index_class);
     tcase_add_test(tc, test_ignore_index_confusion_matrix);
     tcase_add_test(tc, test_ignore_index_binary);
+    tcase_add_test(tc, test_multilabel_match_torchmetrics);
+    tcase_add_test(tc, test_multilabel_labels_bool_and_3d);
+    tcase_add_test(tc, test_multilabel_errors);
     tcase_add_test(tc, test_auroc_multiclass);
     tcase_add_test(tc, test_auroc_multiclass_many_samples);
     tcase_add_test(tc, test_auroc_multiclass_errors);
