@@ -664,6 +664,83 @@ DataTransformer *data_transform_color_jitter_ex(const DataColorJitterArgs *args)
  * as is). */
 DataTransformer *data_transform_random_grayscale(double p);
 
+/* ------------------------------------------- erasing and blur transforms
+ *
+ * torchvision's tensor F.erase / RandomErasing and F.gaussian_blur /
+ * GaussianBlur.
+ *
+ * Erasing works on f32 (C, H, W) (or (H, W)) images, i.e. after ToTensor /
+ * Normalize, as torchvision requires. data_image_erase sets the (h, w)
+ * window at (top, left) to `v`, which holds nv values: 1 (every pixel), C
+ * (one per channel) or C * h * w (a (C, h, w) patch, as RandomErasing's
+ * "random" noise). A new tensor unless `inplace` (then img is written and
+ * returned; a non-contiguous img is copied first). Bit for bit F.erase.
+ * Errors: not an f32 image, the window not inside the image, a bad nv. */
+Tensor *data_image_erase(Tensor *img, int64_t top, int64_t left, int64_t h, int64_t w,
+                         const float *v, int64_t nv, bool inplace);
+
+typedef enum DataEraseValue {
+    DATA_ERASE_CONSTANT = 0, /* `value` (value = 0, or one per channel) */
+    DATA_ERASE_RANDOM,       /* standard normal noise (torchvision's "random") */
+} DataEraseValue;
+
+typedef struct DataRandomErasingArgs {
+    double scale[2]; /* erased area fraction range; {0, 0} -> {0.02, 0.33} */
+    double ratio[2]; /* aspect (h/w) range;          {0, 0} -> {0.3, 3.3} */
+    DataEraseValue mode;
+    int n_value;          /* DATA_ERASE_CONSTANT: 0 (value 0), 1, or C */
+    const double *value;  /* n_value values, copied at creation */
+    bool inplace;         /* write into the input tensor, as inplace=True */
+} DataRandomErasingArgs;
+/* torchvision's RandomErasing(p, scale, ratio, value, inplace): with
+ * probability p, up to 10 tries of area = H * W * U(scale) (U drawn as an f32
+ * value) and aspect exp(U(log ratio)) (f32 logs and exp), sizes
+ * h = round(sqrt(area * aspect)), w = round(sqrt(area / aspect)) (Python's
+ * round, half to even); a try that fails h < H and w < W is rejected; the
+ * first one that fits is erased at a uniform (top, left). After 10 rejected
+ * tries the image is returned unchanged. The random numbers are ctrainer's
+ * (the sample's DataCtx stream), so the boxes follow torchvision's
+ * distribution, not its exact draws. args NULL: defaults (value 0).
+ * Errors: p outside [0, 1], a range out of order or not positive (at
+ * creation); a non-f32 image, n_value not 1 or C (when applied). */
+DataTransformer *data_transform_random_erasing(double p, const DataRandomErasingArgs *args);
+
+/* F.gaussian_blur(img, kernel_size=[kernel_w, kernel_h],
+ * sigma=[sigma_x, sigma_y]) on u8 (H, W, C) and f32 (C, H, W) images (any
+ * C; (H, W) too): the 1-D kernels exp(-x^2 / (2 sigma^2)) / sum at
+ * x = linspace(-(k - 1) / 2, (k - 1) / 2, k), computed in f32 as
+ * torchvision does, their outer product as the 2-D kernel, reflect padding
+ * of k / 2 pixels (edge not repeated), and for u8 the f32 result rounded
+ * half to even (torch.round) back to u8. Kernel sizes must be odd and
+ * positive, each k / 2 less than the image side it pads (torch's reflect
+ * padding limit), sigmas > 0. A new tensor; the work buffer is one f64
+ * plane per call (separable passes, summed in f64 and rounded once to f32).
+ * Agreement with torchvision 0.14 (PyTorch's CPU kernels are not exactly
+ * reproducible in portable C: its exp is SLEEF's vectorised expf, its sum
+ * and oneDNN's convolution add in SIMD orders, and its 1-D kernel taps may
+ * be an ulp or two off ours): f32 results within a few ulps (measured max
+ * abs diff 7.2e-7 on random [0, 1] images, kernels 3..23); u8 results are
+ * equal except where the blurred value lies within ~1e-5 of a .5 boundary,
+ * where the two may round one level apart (measured: 2 of 194k pixels on
+ * random images; see tests/fixtures/transforms_more.py). */
+Tensor *data_image_gaussian_blur(Tensor *img, int64_t kernel_w, int64_t kernel_h,
+                                 double sigma_x, double sigma_y);
+/* torchvision's GaussianBlur(kernel_size=(kernel_w, kernel_h),
+ * sigma=(sigma_min, sigma_max)): each call draws sigma uniformly in
+ * [sigma_min, sigma_max] (as an f32 value, like torch.empty(1).uniform_)
+ * and blurs with sigma_x = sigma_y = sigma. sigma_min = sigma_max = 0 means
+ * torchvision's default (0.1, 2.0); a fixed sigma s is (s, s). Errors: even
+ * or non-positive kernel sizes, not 0 < sigma_min <= sigma_max (at
+ * creation); an image too small for the padding (when applied).
+ *
+ *     DataTransformer *aug = data_transform_compose(3, (DataTransformer *[]){
+ *         data_transform_gaussian_blur(23, 23, 0, 0),   // SimCLR's blur
+ *         data_transform_to_tensor(),
+ *         data_transform_random_erasing(0.25, NULL)});  // after ToTensor
+ * (docs/tutorials/01-finetune.md has the tested version.) */
+DataTransformer *data_transform_gaussian_blur(int64_t kernel_w, int64_t kernel_h,
+                                              double sigma_min, double sigma_max);
+
 /* ----------------------------------------------------------- image folder
  *
  * Image files under a root folder, labelled one of two ways:
