@@ -352,7 +352,6 @@ START_TEST(test_errors)
                     "running_var is f32[2] cpu, expected (2) and contiguous");
     ck_assert_int_eq(n_reduce, 0);
     tu_assert_values(rm, ((const double[]){0, 0}), 2, 0, 0);
-    tensor_free(rm);
     ct_scope_close(s);
     tensor_free(one);
     tensor_free(x1);

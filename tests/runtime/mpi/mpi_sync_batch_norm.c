@@ -190,8 +190,9 @@ static void function_f64(int kase)
     static const char *const names[4] = {"dweight", "dbias", "running_mean",
                                          "running_var"};
     for (int i = 0; i < 4; i++) {
-        Tensor *got = i < 2 ? runtime_reduce(rt, pairs[i][0], RUNTIME_REDUCE_SUM)
-                            : tensor_retain(pairs[i][0]);
+        /* retained: the reduced tensors belong to the open scope */
+        Tensor *got = tensor_retain(
+            i < 2 ? runtime_reduce(rt, pairs[i][0], RUNTIME_REDUCE_SUM) : pairs[i][0]);
         snprintf(what, sizeof what, "f64 case %d %s", kase, names[i]);
         expect_close(what, got, pairs[i][1], 1e-12, 1e-12);
         tensor_free(got);
@@ -237,11 +238,10 @@ static void two_layers(int kase)
     CtStateDict *pe = nn_module_parameters(ref), *po = nn_module_parameters(sbn);
     for (int64_t i = 0; i < ct_state_dict_size(pe); i++) {
         Tensor *sum = runtime_reduce(rt, tensor_grad(ct_state_dict_tensor(po, i)),
-                                     RUNTIME_REDUCE_SUM);
+                                     RUNTIME_REDUCE_SUM); /* the open scope's */
         snprintf(what, sizeof what, "two layers case %d d%s", kase,
                  ct_state_dict_name(pe, i));
         expect_close(what, sum, tensor_grad(ct_state_dict_tensor(pe, i)), 5e-6, 5e-6);
-        tensor_free(sum);
     }
     ct_state_dict_free(pe);
     ct_state_dict_free(po);
