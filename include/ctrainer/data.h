@@ -688,9 +688,9 @@ typedef struct DataRandomErasingArgs {
     double scale[2]; /* erased area fraction range; {0, 0} -> {0.02, 0.33} */
     double ratio[2]; /* aspect (h/w) range;          {0, 0} -> {0.3, 3.3} */
     DataEraseValue mode;
-    int n_value;          /* DATA_ERASE_CONSTANT: 0 (value 0), 1, or C */
-    const double *value;  /* n_value values, copied at creation */
-    bool inplace;         /* write into the input tensor, as inplace=True */
+    int n_value;         /* DATA_ERASE_CONSTANT: 0 (value 0), 1, or C */
+    const double *value; /* n_value values, copied at creation */
+    bool inplace;        /* write into the input tensor, as inplace=True */
 } DataRandomErasingArgs;
 /* torchvision's RandomErasing(p, scale, ratio, value, inplace): with
  * probability p, up to 10 tries of area = H * W * U(scale) (U drawn as an f32
@@ -703,7 +703,8 @@ typedef struct DataRandomErasingArgs {
  * distribution, not its exact draws. args NULL: defaults (value 0).
  * Errors: p outside [0, 1], a range out of order or not positive (at
  * creation); a non-f32 image, n_value not 1 or C (when applied). */
-DataTransformer *data_transform_random_erasing(double p, const DataRandomErasingArgs *args);
+DataTransformer *data_transform_random_erasing(double p,
+                                               const DataRandomErasingArgs *args);
 
 /* F.gaussian_blur(img, kernel_size=[kernel_w, kernel_h],
  * sigma=[sigma_x, sigma_y]) on u8 (H, W, C) and f32 (C, H, W) images (any

@@ -101,8 +101,8 @@ CtStatus metric_update_scalar(Metric *m, double value, double weight);
  * Error: a matrix-valued metric (use metric_compute_tensor). */
 CtStatus metric_compute(Metric *m, double *value);
 /* The value as a new tensor (0-d f64 for scalars; (C, C) i64 for the
- * confusion matrix, f64 when normalized; (C) f64 for average NONE). Owned by the open
- * scope, or by the caller when none is open. */
+ * confusion matrix, f64 when normalized; (C) f64 for average NONE). Owned
+ * by the open scope, or by the caller when none is open. */
 Tensor *metric_compute_tensor(Metric *m);
 /* True when metric_compute gives the value. */
 bool metric_is_scalar(const Metric *m);
@@ -241,8 +241,8 @@ Metric *metric_confusion_matrix_normalized_create(int64_t num_classes,
 /* MulticlassConfusionMatrix(num_classes, ignore_index=..., normalize=...)
  * from args: num_classes, ignore_index and use_ignore_index are used (a
  * sample whose target is ignore_index is not counted); top_k must be 0 or 1,
- * average MICRO (0), task MULTICLASS (the binary and multilabel confusion
- * matrices are not implemented) and threshold 0, else CT_ERR_INVALID. */
+ * average MICRO (0), task MULTICLASS (this library offers no binary or
+ * multilabel confusion matrix) and threshold 0, else CT_ERR_INVALID. */
 Metric *metric_confusion_matrix_create_args(const MetricClassArgs *args,
                                             MetricNormalize normalize);
 
