@@ -77,4 +77,12 @@ double data_rng_uniform(CtGenerator *g);
 /* Uniform integer in [lo, hi), hi > lo. */
 int64_t data_rng_int(CtGenerator *g, int64_t lo, int64_t hi);
 
+/* Where coordinate x of a side of n reads from under torch's reflect
+ * padding (the edge not repeated): x itself inside [0, n), mirrored around
+ * 0 or n - 1 outside (|x| < n and x < 2n - 1). */
+static inline int64_t data_reflect_index(int64_t x, int64_t n)
+{
+    return x < 0 ? -x : x >= n ? 2 * (n - 1) - x : x;
+}
+
 #endif

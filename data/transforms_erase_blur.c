@@ -209,12 +209,6 @@ static void gaussian_kernel1d(int64_t n, double sigma, float *k)
     for (int64_t i = 0; i < n; i++) k[i] /= sum;
 }
 
-/* torch's reflect padding: index i in [-pad, n + pad) -> [0, n). */
-static inline int64_t reflect(int64_t i, int64_t n)
-{
-    return i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i;
-}
-
 static inline double pixel(const DataImg *in, const void *s, int64_t off)
 {
     return in->dt == CT_U8 ? (double)((const uint8_t *)s)[off]
@@ -233,15 +227,17 @@ static void blur_channel(const DataImg *in, void *out, int64_t k, const float *k
         for (int64_t x = 0; x < w; x++) {
             double acc = 0;
             for (int64_t j = 0; j < nx; j++)
-                acc += (double)kx[j] *
-                       pixel(in, s, base + y * in->sh + reflect(x - px + j, w) * in->sw);
+                acc +=
+                    (double)kx[j] *
+                    pixel(in, s,
+                          base + y * in->sh + data_reflect_index(x - px + j, w) * in->sw);
             tmp[y * w + x] = acc;
         }
     for (int64_t y = 0; y < h; y++) /* vertical pass, rounded once to f32 */
         for (int64_t x = 0; x < w; x++) {
             double acc = 0;
             for (int64_t i = 0; i < ny; i++)
-                acc += (double)ky[i] * tmp[reflect(y - py + i, h) * w + x];
+                acc += (double)ky[i] * tmp[data_reflect_index(y - py + i, h) * w + x];
             float v = (float)acc;
             int64_t off = base + y * in->sh + x * in->sw;
             if (in->dt == CT_F32) {

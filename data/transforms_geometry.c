@@ -153,7 +153,7 @@ static int64_t pad_index(int64_t q, int64_t n, int64_t pad, DataPadMode m)
     if (q < 0 || (x >= 0 && x < n)) return x;
     switch (m) {
     case DATA_PAD_EDGE: return x < 0 ? 0 : n - 1;
-    case DATA_PAD_REFLECT: return x < 0 ? -x : 2 * (n - 1) - x;
+    case DATA_PAD_REFLECT: return data_reflect_index(x, n);
     case DATA_PAD_SYMMETRIC: return x < 0 ? -x - 1 : 2 * n - 1 - x;
     default: return -1;
     }
